@@ -1,0 +1,248 @@
+//===- KVQAttrs.td - kvq scheme attributes -----------------*- tablegen -*-===//
+//
+// The attributes a kvq.cache is declared with. Vocabulary (one word per
+// concept across papers, see docs/Rationale.md):
+//   group   values that share one scale (and zero-point),
+//   span    the axis a group runs along: `tokens` (one channel across G
+//           consecutive tokens, KIVI's "per-channel") or `channels` (one
+//           token across G consecutive channels, KIVI's "per-token"),
+//   sink    leading tokens kept in full precision forever,
+//   window  the newest tokens, kept in full precision,
+//   flush   moving the oldest `flush` window tokens into the quantized region,
+//   pool    OTT's full-precision outlier-token buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_DIALECT_KVQ_KVQATTRS_TD
+#define KVQ_DIALECT_KVQ_KVQATTRS_TD
+
+include "kvq/Dialect/KVQ/KVQDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def KVQ_Span : I32EnumAttr<"Span", "axis a quantization group runs along", [
+    I32EnumAttrCase<"Tokens", 0, "tokens">,
+    I32EnumAttrCase<"Channels", 1, "channels">]> {
+  let cppNamespace = "::kvq";
+  let genSpecializedAttr = 0;
+}
+
+def KVQ_Mode : I32EnumAttr<"Mode", "quantizer mode", [
+    I32EnumAttrCase<"Asym", 0, "asym">,
+    I32EnumAttrCase<"Sym", 1, "sym">,
+    I32EnumAttrCase<"Hybrid", 2, "hybrid">]> {
+  let cppNamespace = "::kvq";
+  let genSpecializedAttr = 0;
+}
+
+def KVQ_RopeStyle : I32EnumAttr<"RopeStyle", "rotary embedding layout", [
+    I32EnumAttrCase<"Half", 0, "half">,
+    I32EnumAttrCase<"Interleaved", 1, "interleaved">]> {
+  let cppNamespace = "::kvq";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class KVQ_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<KVQ_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def KVQ_ModelAttr : KVQ_Attr<"Model", "model"> {
+  let summary = "Shape of the attention layers a cache serves";
+  let description = [{
+    `heads` query heads share `kv_heads` key/value heads (MHA when equal, MQA
+    when `kv_heads = 1`, GQA otherwise). `dtype` is the element type of
+    full-precision keys and values. `scale` is the softmax scale, by default
+    `1/sqrt(head_dim)`.
+
+    ```mlir
+    #kvq.model<layers = 32, heads = 32, kv_heads = 8, head_dim = 128, dtype = f16>
+    ```
+  }];
+  let parameters = (ins
+    "unsigned":$layers,
+    "unsigned":$heads,
+    "unsigned":$kv_heads,
+    "unsigned":$head_dim,
+    "::mlir::Type":$dtype,
+    OptionalParameter<"::mlir::FloatAttr">:$scale);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The softmax scale: the declared one, or 1/sqrt(head_dim).
+    double getSoftmaxScale() const;
+    /// Query heads served by each kv-head.
+    unsigned getGroupRatio() const { return getHeads() / getKvHeads(); }
+  }];
+}
+
+def KVQ_RopeAttr : KVQ_Attr<"Rope", "rope"> {
+  let summary = "Rotary embedding applied by the attention kernel";
+  let description = [{
+    Keys are cached before RoPE and the attention kernel rotates each
+    dequantized key by its position (SKVQ's `pre_rope`, KVQuant).
+
+    ```mlir
+    #kvq.rope<theta = 1.000000e+04, dims = 128, style = half>
+    ```
+  }];
+  let parameters = (ins
+    "::mlir::FloatAttr":$theta,
+    "unsigned":$dims,
+    EnumParameter<KVQ_RopeStyle>:$style);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def KVQ_ReorderAttr : KVQ_Attr<"Reorder", "reorder"> {
+  let summary = "Channel permutation with variable group sizes (SKVQ)";
+  let description = [{
+    Channels of each (layer, kv-head) are permuted before grouping:
+    `perm[l][h][i]` is the original channel placed at position `i`. After the
+    permutation, groups take `sizes[l][h][g]` consecutive channels; there are
+    `head_dim / group` groups per token, so the average size is the nominal
+    group size. Both tables are `i32` elements attributes of shapes
+    `layers x kv_heads x head_dim` and `layers x kv_heads x groups`; large
+    tables belong in `dense_resource` blobs at the end of the spec.
+  }];
+  let parameters = (ins
+    "::mlir::ElementsAttr":$perm,
+    "::mlir::ElementsAttr":$sizes);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
+  let summary = "How one tensor (keys or values) of a layer is quantized";
+  let description = [{
+    ```mlir
+    #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+    #kvq.quant<bits = 1, mode = asym, span = tokens, group = 32, eta = 1/6>
+    #kvq.quant<bits = 2, mode = asym, span = channels, group = 128,
+               params = f8E4M3FN, levels = 3, clip = 0.92>
+    #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    ```
+    Keys are `key = value` pairs in any order. Required: `bits` (1-8), `mode`
+    (`asym`, `sym`, `hybrid`), `span` (`tokens`, `channels`) and `group` (the
+    group size G). Optional: `params`, the dtype of stored scales and
+    zero-points (`f16` by default; `f32`, `bf16`, `f8E4M3FN`); `levels`, fewer
+    code levels than `2^bits` (SKVQ's ternary codes: `levels = 3`); `eta`,
+    XQuant's data-free calibration, a decimal or a fraction `n/d`; `clip`,
+    SKVQ's clipping factor, one float for the layer or an `f32` elements
+    attribute of shape `layers x kv_heads x (head_dim / group)` for one factor
+    per group; `reorder`, a `#kvq.reorder`; `key_norm`, InnerQ's per-channel
+    key normalisation; `pre_rope`, a `#kvq.rope`.
+  }];
+  let parameters = (ins
+    "unsigned":$bits,
+    "::kvq::Mode":$mode,
+    "::kvq::Span":$span,
+    "unsigned":$group,
+    "::mlir::Type":$param_type,
+    "unsigned":$levels,
+    "::llvm::APFloat":$eta,
+    "::mlir::Attribute":$clip,
+    "::kvq::ReorderAttr":$reorder,
+    "bool":$key_norm,
+    "::kvq::RopeAttr":$pre_rope);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Code levels actually used: `levels`, or 2^bits when not given.
+    unsigned getNumLevels() const;
+    /// Stored parameters per group: scale, plus a zero-point unless sym.
+    unsigned getParamsPerGroup() const;
+    /// Bits of one stored parameter.
+    unsigned getParamBits() const;
+    /// Bits one group of `size` codes occupies, in whole 32-bit words.
+    uint64_t getGroupCodeBits(uint64_t size) const;
+    /// XQuant's eta as a double; 0 means plain asym.
+    double getEtaValue() const { return getEta().convertToDouble(); }
+    /// The per-layer clipping factor, if clipping is one constant.
+    std::optional<double> getUniformClip() const;
+  }];
+}
+
+def KVQ_FullPrecisionAttr : KVQ_Attr<"FullPrecision", "full_precision"> {
+  let summary = "A tensor kept unquantized, in the model dtype";
+  let description = [{
+    The baseline (`specs/fp16.mlir`): every token of the tensor is stored in
+    the model's `dtype`.
+  }];
+}
+
+def KVQ_WindowAttr : KVQ_Attr<"Window", "window"> {
+  let summary = "Full-precision regions of the token axis and the flush unit";
+  let description = [{
+    The first `sink` tokens of a sequence stay in full precision forever. New
+    tokens join the recent window; after every append, while the window holds
+    at least `recent + flush` tokens, its oldest `flush` tokens are quantized.
+    Attention therefore always sees between `recent` and `recent + flush - 1`
+    full-precision recent tokens.
+
+    ```mlir
+    #kvq.window<sink = 32, recent = 96, flush = 1>
+    ```
+  }];
+  let parameters = (ins
+    DefaultValuedParameter<"unsigned", "0">:$sink,
+    "unsigned":$recent,
+    "unsigned":$flush);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def KVQ_PoolAttr : KVQ_Attr<"Pool", "pool"> {
+  let summary = "OTT outlier-token pools";
+  let description = [{
+    Per (layer, kv-head), the `capacity` tokens with the smallest key L1 norm
+    among each flushing group and the pool are kept in full precision; tokens
+    dropping out of the pool move to an `extra` full-precision pool; tracking
+    stops once that is full. Layers below `first_layer` are not tracked.
+
+    ```mlir
+    #kvq.pool<capacity = 3, extra = 32, first_layer = 2>
+    ```
+  }];
+  let parameters = (ins
+    "unsigned":$capacity,
+    "unsigned":$extra,
+    DefaultValuedParameter<"unsigned", "0">:$first_layer);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def KVQ_ShareAttr : KVQ_Attr<"Share", "share"> {
+  let summary = "Cross-layer code sharing (XQuant)";
+  let description = [{
+    Layers form groups of `group` consecutive layers, aligned at multiples of
+    `group`. Every layer `l >= from` that is not its group's member `owner`
+    stores only its own scale and zero-point and reconstructs with the codes
+    of the owner layer. XQuant's `km`/`vm` is `from`; its layer pairs are
+    `group = 2, owner = 0`.
+
+    ```mlir
+    #kvq.share<from = 16>
+    #kvq.share<from = 0, group = 3, owner = 1>
+    ```
+  }];
+  let parameters = (ins
+    "unsigned":$from,
+    DefaultValuedParameter<"unsigned", "2">:$group,
+    DefaultValuedParameter<"unsigned", "0">:$owner);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The layer whose codes `layer` reconstructs with, if it shares.
+    std::optional<unsigned> getCodeOwner(unsigned layer) const;
+  }];
+}
+
+#endif // KVQ_DIALECT_KVQ_KVQATTRS_TD

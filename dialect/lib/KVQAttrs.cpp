@@ -1,0 +1,365 @@
+//===- KVQAttrs.cpp - kvq scheme attributes -------------------------------===//
+//
+// Parsing, printing and verification of the scheme attributes. Rules that
+// need the model shape or the windows live in the op verifiers (KVQOps.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Dialect/KVQ/KVQAttrs.h"
+#include "kvq/Dialect/KVQ/KVQDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <charconv>
+#include <cmath>
+
+using namespace mlir;
+using namespace kvq;
+
+#include "kvq/Dialect/KVQ/KVQEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kvq/Dialect/KVQ/KVQAttrs.cpp.inc"
+
+void KVQDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kvq/Dialect/KVQ/KVQAttrs.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// ModelAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                unsigned layers, unsigned heads,
+                                unsigned kvHeads, unsigned headDim, Type dtype,
+                                FloatAttr scale) {
+  if (layers == 0 || heads == 0 || kvHeads == 0 || headDim == 0)
+    return emitError() << "layers, heads, kv_heads and head_dim must be "
+                          "positive";
+  if (heads % kvHeads != 0)
+    return emitError() << "heads (" << heads
+                       << ") must be a multiple of kv_heads (" << kvHeads
+                       << ")";
+  if (!dtype.isF16() && !dtype.isBF16() && !dtype.isF32())
+    return emitError() << "dtype must be f16, bf16 or f32, got " << dtype;
+  if (scale && !(scale.getValueAsDouble() > 0.0))
+    return emitError() << "softmax scale must be positive";
+  return success();
+}
+
+double ModelAttr::getSoftmaxScale() const {
+  if (FloatAttr scale = getScale())
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getHeadDim()));
+}
+
+//===----------------------------------------------------------------------===//
+// QuantAttr
+//===----------------------------------------------------------------------===//
+
+static bool isParamType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16() ||
+         isa<Float8E4M3FNType>(type);
+}
+
+LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                unsigned bits, Mode mode, Span span,
+                                unsigned group, Type paramType,
+                                unsigned levels, APFloat etaValue,
+                                Attribute clip,
+                                ReorderAttr reorder, bool keyNorm,
+                                RopeAttr preRope) {
+  double eta = etaValue.convertToDouble();
+  if (bits < 1 || bits > 8)
+    return emitError() << "bits must be in [1, 8], got " << bits;
+  if (mode != Mode::Asym && bits < 2)
+    return emitError() << "'" << stringifyMode(mode)
+                       << "' mode needs at least 2 bits: a 1-bit code has "
+                          "no room for a sign";
+  if (group == 0)
+    return emitError() << "group size must be positive";
+  if (!isParamType(paramType))
+    return emitError() << "params must be f32, f16, bf16 or f8E4M3FN, got "
+                       << paramType;
+  if (levels != 0 && (levels < 2 || levels > (1u << bits)))
+    return emitError() << "levels must be in [2, " << (1u << bits)
+                       << "] for " << bits << "-bit codes, got " << levels;
+  if (levels != 0 && mode != Mode::Asym)
+    return emitError() << "levels are only defined for 'asym' mode";
+  if (!(eta >= 0.0 && eta < 0.5))
+    return emitError() << "eta must be in [0, 0.5), got " << eta;
+  if (eta != 0.0 && mode != Mode::Asym)
+    return emitError() << "eta calibration is only defined for 'asym' mode";
+  if (clip && mode != Mode::Asym)
+    return emitError() << "clipping is only defined for 'asym' mode";
+  auto inClipRange = [](double a) { return a > 0.0 && a <= 1.0; };
+  if (auto factor = dyn_cast_if_present<FloatAttr>(clip)) {
+    if (!inClipRange(factor.getValueAsDouble()))
+      return emitError() << "clipping factor must be in (0, 1], got "
+                         << factor.getValueAsDouble();
+  } else if (auto table = dyn_cast_if_present<DenseFPElementsAttr>(clip)) {
+    for (APFloat factor : table.getValues<APFloat>())
+      if (!inClipRange(factor.convertToDouble()))
+        return emitError() << "clipping factors must be in (0, 1], got "
+                           << factor.convertToDouble();
+  } else if (clip && !isa<ElementsAttr>(clip)) {
+    return emitError() << "clip must be a float or an elements attribute";
+  }
+  if (preRope && (preRope.getDims() == 0 || preRope.getDims() % 2 != 0))
+    return emitError() << "pre_rope dims must be even and positive, got "
+                       << preRope.getDims();
+  return success();
+}
+
+unsigned QuantAttr::getNumLevels() const {
+  return getLevels() ? getLevels() : 1u << getBits();
+}
+
+unsigned QuantAttr::getParamsPerGroup() const {
+  return getMode() == Mode::Sym ? 1 : 2;
+}
+
+unsigned QuantAttr::getParamBits() const {
+  return getParamType().getIntOrFloatBitWidth();
+}
+
+uint64_t QuantAttr::getGroupCodeBits(uint64_t size) const {
+  return llvm::alignTo(size * getBits(), 32);
+}
+
+std::optional<double> QuantAttr::getUniformClip() const {
+  if (auto factor = dyn_cast_if_present<FloatAttr>(getClip()))
+    return factor.getValueAsDouble();
+  return std::nullopt;
+}
+
+/// Parses `n` or `n/d` or a decimal into `value`.
+static ParseResult parseRational(AsmParser &parser, double &value) {
+  uint64_t numerator;
+  OptionalParseResult integer = parser.parseOptionalInteger(numerator);
+  if (integer.has_value() && failed(*integer))
+    return failure();
+  if (integer.has_value())
+    value = static_cast<double>(numerator);
+  else if (parser.parseFloat(value))
+    return failure();
+  if (failed(parser.parseOptionalSlash()))
+    return success();
+  SMLoc loc = parser.getCurrentLocation();
+  uint64_t denominator;
+  if (parser.parseInteger(denominator))
+    return failure();
+  if (denominator == 0)
+    return parser.emitError(loc, "division by zero");
+  value /= static_cast<double>(denominator);
+  return success();
+}
+
+/// Prints `value` as `n/d` when it is exactly such a small fraction (the
+/// papers' eta values 1/6, 1/3), else as the shortest round-tripping decimal.
+static void printRational(AsmPrinter &printer, double value) {
+  for (int denominator = 2; denominator <= 16; ++denominator) {
+    double numerator = std::round(value * denominator);
+    if (numerator != 0 && numerator / denominator == value &&
+        std::fmod(numerator, denominator) != 0) {
+      printer << static_cast<int64_t>(numerator) << "/" << denominator;
+      return;
+    }
+  }
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  StringRef text(buffer, result.ptr - buffer);
+  printer << text;
+  if (text.find_first_of(".e") == StringRef::npos)
+    printer << ".0";
+}
+
+namespace {
+/// The fields of a `#kvq.quant` while it is parsed.
+struct QuantFields {
+  std::optional<unsigned> bits, group;
+  std::optional<Mode> mode;
+  std::optional<Span> span;
+  Type paramType;
+  unsigned levels = 0;
+  double eta = 0.0;
+  Attribute clip;
+  ReorderAttr reorder;
+  bool keyNorm = false;
+  RopeAttr preRope;
+};
+} // namespace
+
+template <typename EnumT>
+static ParseResult
+parseEnumKeyword(AsmParser &parser, std::optional<EnumT> &result,
+                 std::optional<EnumT> (*symbolize)(StringRef)) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  result = symbolize(keyword);
+  if (!result)
+    return parser.emitError(loc, "unknown value '") << keyword << "'";
+  return success();
+}
+
+template <typename AttrT>
+static ParseResult parseKVQAttr(AsmParser &parser, AttrT &result) {
+  Attribute attr;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseAttribute(attr))
+    return failure();
+  result = dyn_cast<AttrT>(attr);
+  if (!result)
+    return parser.emitError(loc, "expected ") << AttrT::name;
+  return success();
+}
+
+static ParseResult parseQuantField(AsmParser &parser, StringRef key,
+                                   QuantFields &fields) {
+  if (key == "key_norm") {
+    fields.keyNorm = true;
+    return success();
+  }
+  if (parser.parseEqual())
+    return failure();
+  if (key == "bits")
+    return parser.parseInteger(fields.bits.emplace());
+  if (key == "group")
+    return parser.parseInteger(fields.group.emplace());
+  if (key == "levels")
+    return parser.parseInteger(fields.levels);
+  if (key == "mode")
+    return parseEnumKeyword(parser, fields.mode, symbolizeMode);
+  if (key == "span")
+    return parseEnumKeyword(parser, fields.span, symbolizeSpan);
+  if (key == "params")
+    return parser.parseType(fields.paramType);
+  if (key == "eta")
+    return parseRational(parser, fields.eta);
+  if (key == "reorder")
+    return parseKVQAttr(parser, fields.reorder);
+  if (key == "pre_rope")
+    return parseKVQAttr(parser, fields.preRope);
+  if (key == "clip") {
+    if (parser.parseAttribute(fields.clip))
+      return failure();
+    // `clip = 1` means no clipping; keep every constant factor an f64.
+    if (auto factor = dyn_cast<IntegerAttr>(fields.clip))
+      fields.clip = FloatAttr::get(Float64Type::get(parser.getContext()),
+                                   static_cast<double>(factor.getInt()));
+    return success();
+  }
+  llvm_unreachable("key checked by the caller");
+}
+
+Attribute QuantAttr::parse(AsmParser &parser, Type) {
+  static constexpr StringLiteral knownKeys[] = {
+      "bits", "mode",    "span",    "group",    "params",  "levels",
+      "eta",  "clip",    "reorder", "key_norm", "pre_rope"};
+  SMLoc loc = parser.getCurrentLocation();
+  QuantFields fields;
+  llvm::StringSet<> seen;
+  auto parseEntry = [&]() -> ParseResult {
+    SMLoc keyLoc = parser.getCurrentLocation();
+    StringRef key;
+    if (parser.parseKeyword(&key))
+      return failure();
+    if (!llvm::is_contained(knownKeys, key))
+      return parser.emitError(keyLoc, "unknown #kvq.quant key '")
+             << key << "'";
+    if (!seen.insert(key).second)
+      return parser.emitError(keyLoc, "duplicate #kvq.quant key '")
+             << key << "'";
+    return parseQuantField(parser, key, fields);
+  };
+  if (parser.parseLess() || parser.parseCommaSeparatedList(parseEntry) ||
+      parser.parseGreater())
+    return {};
+  for (StringRef required : {"bits", "mode", "span", "group"})
+    if (!seen.contains(required)) {
+      parser.emitError(loc, "#kvq.quant is missing '") << required << "'";
+      return {};
+    }
+  if (!fields.paramType)
+    fields.paramType = Float16Type::get(parser.getContext());
+  return getChecked([&] { return parser.emitError(loc); },
+                    parser.getContext(), *fields.bits, *fields.mode,
+                    *fields.span, *fields.group, fields.paramType,
+                    fields.levels, APFloat(fields.eta), fields.clip, fields.reorder,
+                    fields.keyNorm, fields.preRope);
+}
+
+void QuantAttr::print(AsmPrinter &printer) const {
+  printer << "<bits = " << getBits() << ", mode = " << stringifyMode(getMode())
+          << ", span = " << stringifySpan(getSpan())
+          << ", group = " << getGroup();
+  if (!getParamType().isF16())
+    printer << ", params = " << getParamType();
+  if (getLevels())
+    printer << ", levels = " << getLevels();
+  if (getEtaValue() != 0.0) {
+    printer << ", eta = ";
+    printRational(printer, getEtaValue());
+  }
+  if (std::optional<double> clip = getUniformClip()) {
+    printer << ", clip = ";
+    printRational(printer, *clip);
+  } else if (getClip()) {
+    printer << ", clip = " << getClip();
+  }
+  if (getReorder())
+    printer << ", reorder = " << getReorder();
+  if (getKeyNorm())
+    printer << ", key_norm";
+  if (getPreRope())
+    printer << ", pre_rope = " << getPreRope();
+  printer << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// WindowAttr, PoolAttr, ShareAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult WindowAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 unsigned sink, unsigned recent,
+                                 unsigned flush) {
+  if (flush == 0)
+    return emitError() << "flush unit must be positive";
+  return success();
+}
+
+LogicalResult PoolAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               unsigned capacity, unsigned extra,
+                               unsigned firstLayer) {
+  if (capacity == 0)
+    return emitError() << "outlier pool capacity must be positive";
+  return success();
+}
+
+LogicalResult ShareAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                unsigned from, unsigned group,
+                                unsigned owner) {
+  if (group < 2)
+    return emitError() << "a sharing group needs at least 2 layers, got "
+                       << group;
+  if (owner >= group)
+    return emitError() << "owner member " << owner
+                       << " is outside a group of " << group << " layers";
+  return success();
+}
+
+std::optional<unsigned> ShareAttr::getCodeOwner(unsigned layer) const {
+  if (layer < getFrom())
+    return std::nullopt;
+  unsigned owner = layer - layer % getGroup() + getOwner();
+  if (owner == layer)
+    return std::nullopt;
+  return owner;
+}

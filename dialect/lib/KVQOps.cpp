@@ -1,0 +1,337 @@
+//===- KVQOps.cpp - kvq ops and their verifiers ---------------------------===//
+//
+// The verifiers here check every rule that relates a scheme to the model
+// shape, the windows, the page size or other layers. Each rejects the spec
+// at the op that breaks the rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Dialect/KVQ/KVQOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kvq;
+
+#define GET_OP_CLASSES
+#include "kvq/Dialect/KVQ/KVQOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// CacheOp
+//===----------------------------------------------------------------------===//
+
+KeysOp CacheOp::getKeys() {
+  auto ops = getBody().getOps<KeysOp>();
+  return ops.empty() ? KeysOp() : *ops.begin();
+}
+
+ValuesOp CacheOp::getValues() {
+  auto ops = getBody().getOps<ValuesOp>();
+  return ops.empty() ? ValuesOp() : *ops.begin();
+}
+
+LogicalResult CacheOp::verifyRegions() {
+  unsigned numKeys = 0, numValues = 0;
+  for (Operation &op : getBody().front()) {
+    if (isa<KeysOp>(op))
+      ++numKeys;
+    else if (isa<ValuesOp>(op))
+      ++numValues;
+    else
+      return op.emitOpError("is not allowed in a kvq.cache");
+  }
+  if (numKeys != 1 || numValues != 1)
+    return emitOpError("needs exactly one kvq.keys and one kvq.values, got ")
+           << numKeys << " and " << numValues;
+  if (PoolAttr pool = getPoolAttr()) {
+    if (pool.getFirstLayer() >= getModel().getLayers())
+      return emitOpError("outlier pool first_layer ")
+             << pool.getFirstLayer() << " is past the last layer "
+             << getModel().getLayers() - 1;
+    if (getKeys().getWindow().getFlush() != getValues().getWindow().getFlush())
+      return emitOpError("an outlier pool needs keys and values to flush "
+                         "together, got flush units ")
+             << getKeys().getWindow().getFlush() << " and "
+             << getValues().getWindow().getFlush();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Scheme checks against the model, windows and page
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What the scheme checks of one kvq.keys or kvq.values need to know.
+struct TensorContext {
+  StringRef tensor;
+  bool isKeys;
+  ModelAttr model;
+  WindowAttr window;
+  int64_t page;
+};
+} // namespace
+
+/// Groups per token of one (layer, kv-head): D/G for span = channels, and one
+/// per channel for span = tokens.
+static int64_t getGroupsPerToken(QuantAttr quant, ModelAttr model) {
+  return quant.getSpan() == Span::Channels
+             ? model.getHeadDim() / quant.getGroup()
+             : model.getHeadDim();
+}
+
+static LogicalResult checkTableShape(Operation *op, StringRef what,
+                                     ElementsAttr table,
+                                     ArrayRef<int64_t> expected) {
+  auto type = dyn_cast<ShapedType>(table.getType());
+  if (!type || type.getShape() != expected) {
+    auto diag = op->emitOpError() << what << " table must have shape ";
+    llvm::interleave(expected, diag, "x");
+    return diag;
+  }
+  return success();
+}
+
+static LogicalResult checkReorder(Operation *op, QuantAttr quant,
+                                  ModelAttr model) {
+  ReorderAttr reorder = quant.getReorder();
+  if (quant.getSpan() != Span::Channels)
+    return op->emitOpError("channel reorder needs span = channels");
+  int64_t layers = model.getLayers(), heads = model.getKvHeads(),
+          dim = model.getHeadDim(), groups = getGroupsPerToken(quant, model);
+  if (failed(checkTableShape(op, "reorder perm", reorder.getPerm(),
+                             {layers, heads, dim})) ||
+      failed(checkTableShape(op, "reorder sizes", reorder.getSizes(),
+                             {layers, heads, groups})))
+    return failure();
+  auto perm = llvm::to_vector(reorder.getPerm().getValues<int32_t>());
+  auto sizes = llvm::to_vector(reorder.getSizes().getValues<int32_t>());
+  for (int64_t slice = 0; slice < layers * heads; ++slice) {
+    int64_t layer = slice / heads, head = slice % heads;
+    SmallVector<bool> seen(dim, false);
+    for (int32_t channel : ArrayRef(perm).slice(slice * dim, dim)) {
+      if (channel < 0 || channel >= dim || seen[channel])
+        return op->emitOpError("reorder perm of layer ")
+               << layer << ", kv-head " << head
+               << " is not a permutation of [0, " << dim << ")";
+      seen[channel] = true;
+    }
+    int64_t total = 0;
+    for (int32_t size : ArrayRef(sizes).slice(slice * groups, groups)) {
+      if (size <= 0)
+        return op->emitOpError("reorder group sizes must be positive");
+      total += size;
+    }
+    if (total != dim)
+      return op->emitOpError("reorder group sizes of layer ")
+             << layer << ", kv-head " << head << " sum to " << total
+             << ", not head_dim " << dim;
+  }
+  return success();
+}
+
+static LogicalResult checkScheme(Operation *op, Attribute scheme,
+                                 const TensorContext &ctx) {
+  auto quant = dyn_cast<QuantAttr>(scheme);
+  if (!quant)
+    return success();
+  unsigned dim = ctx.model.getHeadDim(), group = quant.getGroup();
+  unsigned flush = ctx.window.getFlush();
+  if (quant.getSpan() == Span::Channels && dim % group != 0)
+    return op->emitOpError("group size ")
+           << group << " does not divide head_dim " << dim
+           << " (span = channels)";
+  if (quant.getSpan() == Span::Tokens && flush % group != 0)
+    return op->emitOpError("flush unit ")
+           << flush << " of the " << ctx.tensor
+           << " is not a multiple of the group size " << group
+           << " (span = tokens groups whole flushes)";
+  if (!ctx.isKeys && (quant.getKeyNorm() || quant.getPreRope()))
+    return op->emitOpError("key_norm and pre_rope apply to keys only");
+  if (RopeAttr rope = quant.getPreRope(); rope && rope.getDims() > dim)
+    return op->emitOpError("pre_rope rotates ")
+           << rope.getDims() << " dims, more than head_dim " << dim;
+  if (auto table = dyn_cast_if_present<ElementsAttr>(quant.getClip()))
+    if (failed(checkTableShape(op, "clip", table,
+                               {ctx.model.getLayers(), ctx.model.getKvHeads(),
+                                getGroupsPerToken(quant, ctx.model)})))
+      return failure();
+  if (quant.getReorder())
+    return checkReorder(op, quant, ctx.model);
+  return success();
+}
+
+/// Two layers may share codes only if their codes mean the same thing.
+static LogicalResult checkSharing(Operation *op, unsigned layer,
+                                  Attribute scheme, unsigned owner,
+                                  Attribute ownerScheme, unsigned numLayers) {
+  if (owner >= numLayers)
+    return op->emitOpError("layer ")
+           << layer << " would reuse the codes of layer " << owner
+           << ", past the last layer " << numLayers - 1;
+  auto quant = dyn_cast<QuantAttr>(scheme);
+  auto ownerQuant = dyn_cast<QuantAttr>(ownerScheme);
+  if (!quant || !ownerQuant)
+    return op->emitOpError("layer ")
+           << layer << " cannot share codes with layer " << owner
+           << ": full-precision layers have no codes";
+  if (quant.getBits() != ownerQuant.getBits() ||
+      quant.getNumLevels() != ownerQuant.getNumLevels())
+    return op->emitOpError("layer ")
+           << layer << " (" << quant.getBits()
+           << "-bit) cannot share codes with layer " << owner << " ("
+           << ownerQuant.getBits() << "-bit): bit-widths differ";
+  if (quant.getSpan() != ownerQuant.getSpan() ||
+      quant.getGroup() != ownerQuant.getGroup() ||
+      quant.getMode() != ownerQuant.getMode() ||
+      quant.getReorder() != ownerQuant.getReorder())
+    return op->emitOpError("layer ")
+           << layer << " cannot share codes with layer " << owner
+           << ": grouping or mode differs";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// KeysOp, ValuesOp
+//===----------------------------------------------------------------------===//
+
+/// Checks a schedule of kvq.layers ranges and fills one scheme per layer.
+static LogicalResult verifyRanges(Operation *tensorOp, ArrayRef<LayersOp> ops,
+                                  unsigned numLayers,
+                                  SmallVectorImpl<Attribute> &schemes) {
+  SmallVector<Operation *> owners(numLayers, nullptr);
+  for (LayersOp op : ops) {
+    uint64_t begin = op.getBegin(), end = op.getEnd();
+    if (begin >= end)
+      return op.emitOpError("layer range [")
+             << begin << ", " << end << ") is empty";
+    if (end > numLayers)
+      return op.emitOpError("layer range [")
+             << begin << ", " << end << ") goes past the last layer "
+             << numLayers - 1;
+    for (uint64_t layer = begin; layer < end; ++layer) {
+      if (owners[layer]) {
+        auto other = cast<LayersOp>(owners[layer]);
+        return op.emitOpError("layer range [")
+               << begin << ", " << end << ") overlaps [" << other.getBegin()
+               << ", " << other.getEnd() << ") at layer " << layer;
+      }
+      owners[layer] = op;
+      schemes[layer] = op.getScheme();
+    }
+  }
+  for (unsigned layer = 0; layer < numLayers; ++layer)
+    if (!owners[layer])
+      return tensorOp->emitOpError("layer ")
+             << layer << " is not covered by any kvq.layers range";
+  return success();
+}
+
+/// Checks an expanded list of kvq.layer ops and fills one scheme per layer.
+static LogicalResult verifyExpanded(Operation *tensorOp, ArrayRef<LayerOp> ops,
+                                    unsigned numLayers,
+                                    SmallVectorImpl<Attribute> &schemes) {
+  if (ops.size() != numLayers)
+    return tensorOp->emitOpError("expanded schedule needs one kvq.layer per "
+                                 "layer: expected ")
+           << numLayers << ", got " << ops.size();
+  for (auto [layer, constOp] : llvm::enumerate(ops)) {
+    LayerOp op = constOp;
+    if (op.getIndex() != layer)
+      return op.emitOpError("expected layer ")
+             << layer << " at this position, got " << op.getIndex();
+    schemes[layer] = op.getScheme();
+  }
+  return success();
+}
+
+template <typename TensorOpT>
+static LogicalResult verifyTensorOp(TensorOpT tensorOp, bool isKeys) {
+  auto cache = tensorOp->template getParentOfType<CacheOp>();
+  TensorContext ctx{isKeys ? "keys" : "values", isKeys, cache.getModel(),
+                    tensorOp.getWindow(),
+                    static_cast<int64_t>(cache.getPage())};
+  unsigned numLayers = ctx.model.getLayers();
+  if (ctx.page % ctx.window.getFlush() != 0)
+    return tensorOp.emitOpError("page size ")
+           << ctx.page << " is not a multiple of the " << ctx.tensor
+           << " flush unit " << ctx.window.getFlush();
+
+  Block &body = tensorOp.getBody().front();
+  auto ranges = llvm::to_vector(body.template getOps<LayersOp>());
+  auto layers = llvm::to_vector(body.template getOps<LayerOp>());
+  if (!ranges.empty() && !layers.empty())
+    return tensorOp.emitOpError("mixes kvq.layers ranges with expanded "
+                                "kvq.layer ops");
+  if (!layers.empty() && tensorOp.getShareAttr())
+    return tensorOp.emitOpError("an expanded schedule states sharing per "
+                                "layer ('codes from'), not with 'share'");
+  SmallVector<Attribute> schemes(numLayers);
+  if (failed(layers.empty()
+                 ? verifyRanges(tensorOp, ranges, numLayers, schemes)
+                 : verifyExpanded(tensorOp, layers, numLayers, schemes)))
+    return failure();
+
+  for (Operation &op : body)
+    if (failed(checkScheme(&op, op.getAttr("scheme"), ctx)))
+      return failure();
+
+  if (ShareAttr share = tensorOp.getShareAttr()) {
+    for (unsigned layer = 0; layer < numLayers; ++layer)
+      if (std::optional<unsigned> owner = share.getCodeOwner(layer))
+        if (failed(checkSharing(tensorOp, layer, schemes[layer], *owner,
+                                *owner < numLayers ? schemes[*owner]
+                                                   : Attribute(),
+                                numLayers)))
+          return failure();
+  }
+  for (LayerOp op : layers)
+    if (std::optional<uint64_t> owner = op.getCodesFrom()) {
+      if (*owner == op.getIndex())
+        return op.emitOpError("cannot reuse its own codes");
+      if (failed(checkSharing(op, op.getIndex(), op.getScheme(), *owner,
+                              *owner < numLayers ? schemes[*owner]
+                                                 : Attribute(),
+                              numLayers)))
+        return failure();
+      if (layers[*owner].getCodesFrom())
+        return op.emitOpError("reuses the codes of layer ")
+               << *owner << ", which stores no codes of its own";
+    }
+  return success();
+}
+
+template <typename TensorOpT>
+static SmallVector<LayerScheme> resolveLayerSchemes(TensorOpT tensorOp) {
+  unsigned numLayers =
+      tensorOp->template getParentOfType<CacheOp>().getModel().getLayers();
+  SmallVector<LayerScheme> result(numLayers);
+  for (Operation &op : tensorOp.getBody().front()) {
+    if (auto range = dyn_cast<LayersOp>(op)) {
+      for (uint64_t l = range.getBegin(); l < range.getEnd(); ++l)
+        result[l].scheme = range.getScheme();
+    } else if (auto layer = dyn_cast<LayerOp>(op)) {
+      result[layer.getIndex()].scheme = layer.getScheme();
+      if (std::optional<uint64_t> owner = layer.getCodesFrom())
+        result[layer.getIndex()].codesFrom = *owner;
+    }
+  }
+  if (ShareAttr share = tensorOp.getShareAttr())
+    for (unsigned layer = 0; layer < numLayers; ++layer)
+      result[layer].codesFrom = share.getCodeOwner(layer);
+  return result;
+}
+
+LogicalResult KeysOp::verifyRegions() { return verifyTensorOp(*this, true); }
+LogicalResult ValuesOp::verifyRegions() {
+  return verifyTensorOp(*this, false);
+}
+
+SmallVector<LayerScheme> KeysOp::getLayerSchemes() {
+  return resolveLayerSchemes(*this);
+}
+SmallVector<LayerScheme> ValuesOp::getLayerSchemes() {
+  return resolveLayerSchemes(*this);
+}
