@@ -1,0 +1,89 @@
+// RUN: kvq-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{unknown #kvq.quant key 'bitz'}}
+#a = #kvq.quant<bitz = 2, mode = asym, span = tokens, group = 32>
+
+// -----
+
+// expected-error @+1 {{duplicate #kvq.quant key 'bits'}}
+#a = #kvq.quant<bits = 2, bits = 3, mode = asym, span = tokens, group = 32>
+
+// -----
+
+// expected-error @+1 {{#kvq.quant is missing 'span'}}
+#a = #kvq.quant<bits = 2, mode = asym, group = 32>
+
+// -----
+
+// expected-error @+1 {{unknown value 'linear'}}
+#a = #kvq.quant<bits = 2, mode = linear, span = tokens, group = 32>
+
+// -----
+
+// expected-error @+1 {{params must be f32, f16, bf16 or f8E4M3FN, got 'i8'}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, params = i8>
+
+// -----
+
+// expected-error @+1 {{levels must be in [2, 4] for 2-bit codes, got 5}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, levels = 5>
+
+// -----
+
+// expected-error @+1 {{levels are only defined for 'asym' mode}}
+#a = #kvq.quant<bits = 2, mode = sym, span = tokens, group = 32, levels = 3>
+
+// -----
+
+// expected-error @+1 {{eta calibration is only defined for 'asym' mode}}
+#a = #kvq.quant<bits = 2, mode = sym, span = tokens, group = 32, eta = 0.045>
+
+// -----
+
+// expected-error @+1 {{clipping is only defined for 'asym' mode}}
+#a = #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32, clip = 0.9>
+
+// -----
+
+// expected-error @+1 {{group size must be positive}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 0>
+
+// -----
+
+// expected-error @+1 {{division by zero}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = 1/0>
+
+// -----
+
+// expected-error @+1 {{pre_rope dims must be even and positive, got 3}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 3, style = half>>
+
+// -----
+
+// expected-error @+1 {{flush unit must be positive}}
+#w = #kvq.window<recent = 4, flush = 0>
+
+// -----
+
+// expected-error @+1 {{outlier pool capacity must be positive}}
+#p = #kvq.pool<capacity = 0, extra = 32>
+
+// -----
+
+// expected-error @+1 {{a sharing group needs at least 2 layers, got 1}}
+#s = #kvq.share<from = 0, group = 1>
+
+// -----
+
+// expected-error @+1 {{owner member 2 is outside a group of 2 layers}}
+#s = #kvq.share<from = 0, owner = 2>
+
+// -----
+
+// expected-error @+1 {{dtype must be f16, bf16 or f32, got 'i8'}}
+#m = #kvq.model<layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = i8>
+
+// -----
+
+// expected-error @+1 {{softmax scale must be positive}}
+#m = #kvq.model<layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16, scale = 0.0>
