@@ -30,6 +30,72 @@ void KVQDialect::registerAttributes() {
       >();
 }
 
+/// The shortest decimal that reads back as `value`, always with a '.' or an
+/// exponent so that MLIR's lexer sees a float.
+static std::string formatShortest(double value) {
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  std::string text(buffer, result.ptr);
+  if (text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Tables
+//===----------------------------------------------------------------------===//
+
+/// The elements of a `dense_resource` blob of element type `T`, if present.
+template <typename T>
+static std::optional<ArrayRef<T>> readBlob(ElementsAttr table) {
+  auto blob = dyn_cast<mlir::detail::DenseResourceElementsAttrBase<T>>(table);
+  if (!blob)
+    return std::nullopt;
+  return blob.tryGetAsArrayRef();
+}
+
+FailureOr<SmallVector<int64_t>> kvq::readIntegerTable(ElementsAttr table) {
+  if (auto dense = dyn_cast<DenseIntElementsAttr>(table))
+    return llvm::map_to_vector(dense.getValues<APInt>(), [](APInt value) {
+      return value.getSExtValue();
+    });
+  if (auto blob = readBlob<int32_t>(table))
+    return SmallVector<int64_t>(blob->begin(), blob->end());
+  if (auto blob = readBlob<int64_t>(table))
+    return SmallVector<int64_t>(blob->begin(), blob->end());
+  return failure();
+}
+
+FailureOr<SmallVector<double>> kvq::readFloatTable(ElementsAttr table) {
+  if (auto dense = dyn_cast<DenseFPElementsAttr>(table))
+    return llvm::map_to_vector(dense.getValues<APFloat>(), [](APFloat value) {
+      bool losesInfo;
+      value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                    &losesInfo);
+      return value.convertToDouble();
+    });
+  if (auto blob = readBlob<float>(table))
+    return SmallVector<double>(blob->begin(), blob->end());
+  if (auto blob = readBlob<double>(table))
+    return SmallVector<double>(blob->begin(), blob->end());
+  return failure();
+}
+
+FailureOr<SmallVector<int64_t>> ReorderAttr::readPerm() const {
+  return readIntegerTable(getPerm());
+}
+
+FailureOr<SmallVector<int64_t>> ReorderAttr::readSizes() const {
+  return readIntegerTable(getSizes());
+}
+
+FailureOr<SmallVector<double>> QuantAttr::readClipTable() const {
+  auto table = dyn_cast_if_present<ElementsAttr>(getClip());
+  if (!table)
+    return failure();
+  return readFloatTable(table);
+}
+
 //===----------------------------------------------------------------------===//
 // ModelAttr
 //===----------------------------------------------------------------------===//
@@ -92,7 +158,8 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (levels != 0 && mode != Mode::Asym)
     return emitError() << "levels are only defined for 'asym' mode";
   if (!(eta >= 0.0 && eta < 0.5))
-    return emitError() << "eta must be in [0, 0.5), got " << eta;
+    return emitError() << "eta must be in [0, 0.5), got "
+                       << formatShortest(eta);
   if (eta != 0.0 && mode != Mode::Asym)
     return emitError() << "eta calibration is only defined for 'asym' mode";
   if (clip && mode != Mode::Asym)
@@ -101,13 +168,17 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (auto factor = dyn_cast_if_present<FloatAttr>(clip)) {
     if (!inClipRange(factor.getValueAsDouble()))
       return emitError() << "clipping factor must be in (0, 1], got "
-                         << factor.getValueAsDouble();
-  } else if (auto table = dyn_cast_if_present<DenseFPElementsAttr>(clip)) {
-    for (APFloat factor : table.getValues<APFloat>())
-      if (!inClipRange(factor.convertToDouble()))
+                         << formatShortest(factor.getValueAsDouble());
+  } else if (auto table = dyn_cast_if_present<ElementsAttr>(clip)) {
+    FailureOr<SmallVector<double>> factors = readFloatTable(table);
+    if (failed(factors))
+      return emitError() << "clip table must hold f32 or f64 values, with its "
+                            "resource data present";
+    for (double factor : *factors)
+      if (!inClipRange(factor))
         return emitError() << "clipping factors must be in (0, 1], got "
-                           << factor.convertToDouble();
-  } else if (clip && !isa<ElementsAttr>(clip)) {
+                           << formatShortest(factor);
+  } else if (clip) {
     return emitError() << "clip must be a float or an elements attribute";
   }
   if (preRope && (preRope.getDims() == 0 || preRope.getDims() % 2 != 0))
@@ -140,6 +211,7 @@ std::optional<double> QuantAttr::getUniformClip() const {
 
 /// Parses `n` or `n/d` or a decimal into `value`.
 static ParseResult parseRational(AsmParser &parser, double &value) {
+  bool negative = succeeded(parser.parseOptionalMinus());
   uint64_t numerator;
   OptionalParseResult integer = parser.parseOptionalInteger(numerator);
   if (integer.has_value() && failed(*integer))
@@ -148,6 +220,8 @@ static ParseResult parseRational(AsmParser &parser, double &value) {
     value = static_cast<double>(numerator);
   else if (parser.parseFloat(value))
     return failure();
+  if (negative)
+    value = -value;
   if (failed(parser.parseOptionalSlash()))
     return success();
   SMLoc loc = parser.getCurrentLocation();
@@ -171,12 +245,7 @@ static void printRational(AsmPrinter &printer, double value) {
       return;
     }
   }
-  char buffer[64];
-  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  StringRef text(buffer, result.ptr - buffer);
-  printer << text;
-  if (text.find_first_of(".e") == StringRef::npos)
-    printer << ".0";
+  printer << formatShortest(value);
 }
 
 namespace {

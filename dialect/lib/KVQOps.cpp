@@ -106,12 +106,17 @@ static LogicalResult checkReorder(Operation *op, QuantAttr quant,
       failed(checkTableShape(op, "reorder sizes", reorder.getSizes(),
                              {layers, heads, groups})))
     return failure();
-  auto perm = llvm::to_vector(reorder.getPerm().getValues<int32_t>());
-  auto sizes = llvm::to_vector(reorder.getSizes().getValues<int32_t>());
+  // A `dense_resource` table may not be loaded yet (bytecode reads resources
+  // after the IR) or be elided: its contents are checked where present, and
+  // consumers that need them call verifyTablesPresent().
+  FailureOr<SmallVector<int64_t>> perm = reorder.readPerm();
+  FailureOr<SmallVector<int64_t>> sizes = reorder.readSizes();
+  if (failed(perm) || failed(sizes))
+    return success();
   for (int64_t slice = 0; slice < layers * heads; ++slice) {
     int64_t layer = slice / heads, head = slice % heads;
     SmallVector<bool> seen(dim, false);
-    for (int32_t channel : ArrayRef(perm).slice(slice * dim, dim)) {
+    for (int64_t channel : ArrayRef(*perm).slice(slice * dim, dim)) {
       if (channel < 0 || channel >= dim || seen[channel])
         return op->emitOpError("reorder perm of layer ")
                << layer << ", kv-head " << head
@@ -119,7 +124,7 @@ static LogicalResult checkReorder(Operation *op, QuantAttr quant,
       seen[channel] = true;
     }
     int64_t total = 0;
-    for (int32_t size : ArrayRef(sizes).slice(slice * groups, groups)) {
+    for (int64_t size : ArrayRef(*sizes).slice(slice * groups, groups)) {
       if (size <= 0)
         return op->emitOpError("reorder group sizes must be positive");
       total += size;
@@ -190,6 +195,20 @@ static LogicalResult checkSharing(Operation *op, unsigned layer,
     return op->emitOpError("layer ")
            << layer << " cannot share codes with layer " << owner
            << ": grouping or mode differs";
+  return success();
+}
+
+LogicalResult CacheOp::verifyTablesPresent() {
+  for (Operation &op : getBody().front())
+    for (Operation &layer : op.getRegion(0).front()) {
+      auto quant = dyn_cast<QuantAttr>(layer.getAttr("scheme"));
+      if (!quant)
+        continue;
+      if (ReorderAttr reorder = quant.getReorder();
+          reorder && (failed(reorder.readPerm()) || failed(reorder.readSizes())))
+        return layer.emitOpError("reorder tables must hold i32 or i64 values, "
+                                 "with their resource data present");
+    }
   return success();
 }
 

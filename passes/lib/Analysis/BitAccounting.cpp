@@ -25,12 +25,11 @@ static SmallVector<uint64_t> getChannelGroupSizes(QuantAttr quant,
                                                   unsigned head) {
   unsigned groups = model.getHeadDim() / quant.getGroup();
   if (ReorderAttr reorder = quant.getReorder()) {
-    auto sizes = reorder.getSizes().getValues<int32_t>();
+    // The verifier has checked that the table is readable and well-formed.
+    SmallVector<int64_t> sizes = *reorder.readSizes();
     uint64_t first = (uint64_t(layer) * model.getKvHeads() + head) * groups;
-    SmallVector<uint64_t> result;
-    for (unsigned g = 0; g < groups; ++g)
-      result.push_back(sizes[first + g]);
-    return result;
+    return SmallVector<uint64_t>(sizes.begin() + first,
+                                 sizes.begin() + first + groups);
   }
   return SmallVector<uint64_t>(groups, quant.getGroup());
 }

@@ -20,8 +20,11 @@ struct KVQReportBitsPass : kvq::impl::KVQReportBitsBase<KVQReportBitsPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    for (CacheOp cache : getOperation().getOps<CacheOp>())
+    for (CacheOp cache : getOperation().getOps<CacheOp>()) {
+      if (failed(cache.verifyTablesPresent()))
+        return signalPassFailure();
       report(cache, llvm::outs());
+    }
     markAllAnalysesPreserved();
   }
 

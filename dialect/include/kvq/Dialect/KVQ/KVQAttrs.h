@@ -10,6 +10,16 @@
 
 #include "kvq/Dialect/KVQ/KVQEnums.h.inc"
 
+namespace kvq {
+/// The values of an integer table: a `dense` attribute or a `dense_resource`
+/// blob of i32 or i64. Fails where the data is not available.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+readIntegerTable(mlir::ElementsAttr table);
+/// The values of a floating-point table (`dense`, or an f32/f64 blob).
+mlir::FailureOr<llvm::SmallVector<double>>
+readFloatTable(mlir::ElementsAttr table);
+} // namespace kvq
+
 #define GET_ATTRDEF_CLASSES
 #include "kvq/Dialect/KVQ/KVQAttrs.h.inc"
 

@@ -92,7 +92,7 @@ def KVQ_RopeAttr : KVQ_Attr<"Rope", "rope"> {
     dequantized key by its position (SKVQ's `pre_rope`, KVQuant).
 
     ```mlir
-    #kvq.rope<theta = 1.000000e+04, dims = 128, style = half>
+    #kvq.rope<theta = 1.000000e+04 : f64, dims = 128, style = half>
     ```
   }];
   let parameters = (ins
@@ -117,6 +117,13 @@ def KVQ_ReorderAttr : KVQ_Attr<"Reorder", "reorder"> {
     "::mlir::ElementsAttr":$perm,
     "::mlir::ElementsAttr":$sizes);
   let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// The permutation table, flattened; fails if it is not integral or its
+    /// resource blob is missing.
+    ::mlir::FailureOr<::llvm::SmallVector<int64_t>> readPerm() const;
+    /// The group size table, flattened.
+    ::mlir::FailureOr<::llvm::SmallVector<int64_t>> readSizes() const;
+  }];
 }
 
 def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
@@ -167,6 +174,9 @@ def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
     double getEtaValue() const { return getEta().convertToDouble(); }
     /// The per-layer clipping factor, if clipping is one constant.
     std::optional<double> getUniformClip() const;
+    /// The per-group clipping table, flattened; fails if `clip` is not a
+    /// floating-point elements attribute with its data available.
+    ::mlir::FailureOr<::llvm::SmallVector<double>> readClipTable() const;
   }];
 }
 

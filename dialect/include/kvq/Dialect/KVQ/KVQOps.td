@@ -47,6 +47,10 @@ def KVQ_CacheOp : KVQ_Op<"cache", [Symbol, IsolatedFromAbove, NoTerminator,
   let extraClassDeclaration = [{
     class KeysOp getKeys();
     class ValuesOp getValues();
+    /// Checks that every table a pass reads (reorder permutations and group
+    /// sizes) has its data: `dense_resource` blobs can be elided or not yet
+    /// loaded when the verifier runs.
+    ::mlir::LogicalResult verifyTablesPresent();
   }];
 }
 

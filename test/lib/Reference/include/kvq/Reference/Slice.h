@@ -1,0 +1,161 @@
+//===- Slice.h - Cache slice simulator of the reference ---------*- C++ -*-===//
+//
+// Part of kvq, the reference implementation of numerics.md.
+//
+//===----------------------------------------------------------------------===//
+//
+// One cache slice (sequence, layer, kv-head): the sink / quantized / recent
+// window regions of numerics.md section 1 for keys and values, the flush
+// rule, InnerQ key normalisation, and fp64 decode attention (section 5).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_REFERENCE_SLICE_H
+#define KVQ_REFERENCE_SLICE_H
+
+#include "kvq/Reference/Quantizer.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvq::ref {
+
+/// How one side (keys or values) of a slice is cached.
+struct SideConfig {
+  QuantScheme scheme;
+  /// The first `sink` tokens of the sequence stay full precision forever.
+  int sink = 0;
+  /// Recent window W and flush unit U: after an append, while the window
+  /// holds >= W + U tokens, its oldest U tokens are quantized.
+  int window = 0;
+  int flushUnit = 1;
+};
+
+struct SliceConfig {
+  int headDim = 128;
+  SideConfig key;
+  SideConfig value;
+  /// InnerQ per-channel key normalisation.
+  bool keyNorm = false;
+};
+
+/// Returns an empty string if \p config is valid, else why it is not.
+std::string validate(const SliceConfig &config);
+
+/// Where a token of one side lives.
+enum class Region { Sink, Quantized, Window };
+
+/// The keys or the values of a slice. Tokens are numbered from 0 in sequence
+/// order; the regions are contiguous: sink [0, numSink()), quantized
+/// [numSink(), numSink() + numQuantized()), window after that.
+class CacheSide {
+public:
+  CacheSide(const SideConfig &config, int headDim);
+
+  /// Divides every quantized row by \p norms (per channel, fp32 true
+  /// division) before quantizing it. Set once, before the first flush.
+  void setNorms(std::vector<float> norms);
+
+  /// Appends n rows (row-major n x D) and applies the flush rule.
+  void append(const float *rows, int n);
+
+  const SideConfig &config() const { return config_; }
+  const QuantScheme &scheme() const { return config_.scheme; }
+  int headDim() const { return headDim_; }
+  const std::vector<float> &norms() const { return norms_; }
+
+  int numTokens() const { return numSink() + numQuantized() + numWindow(); }
+  int numSink() const { return int(sink_.size()) / headDim_; }
+  int numQuantized() const { return numQuantized_; }
+  int numWindow() const { return int(window_.size()) / headDim_; }
+  Region regionOf(int token) const;
+
+  /// Full-precision rows, row-major, exactly as appended.
+  const std::vector<float> &sinkRows() const { return sink_; }
+  const std::vector<float> &windowRows() const { return window_; }
+
+  /// Codes of the quantized region, row-major numQuantized() x D: entry
+  /// i * D + c is quantized token i (0 = oldest), channel c.
+  const std::vector<uint32_t> &codes() const { return codes_; }
+
+  /// Stored parameters, one per group, in group order (see groupOf).
+  const std::vector<float> &scales() const { return scales_; }
+  const std::vector<float> &zeros() const { return zeros_; }
+  int numGroups() const { return int(scales_.size()); }
+
+  /// The group of quantized token i, channel c. Groups are numbered in the
+  /// order flushes create them: span=tokens (i / G) * D + c, span=channels
+  /// i * (D / G) + c / G.
+  int groupOf(int quantizedToken, int channel) const;
+
+  /// The codes of one group in span order, unpacked and packed.
+  std::vector<uint32_t> groupCodes(int group) const;
+  std::vector<uint32_t> packedGroup(int group) const;
+  /// All groups packed, concatenated in group order.
+  std::vector<uint32_t> packedCodes() const;
+
+  /// Reconstruction of quantized token i, channel c (normalised space when
+  /// norms are set).
+  float dequantizedAt(int quantizedToken, int channel) const;
+
+  /// numTokens() x D in fp32: sink and window rows as stored, quantized rows
+  /// dequantized (normalised space when norms are set).
+  std::vector<float> dequantized() const;
+
+private:
+  /// Quantizes the U rows at \p oldest (the oldest window rows).
+  void flushRows(const float *oldest);
+  void quantizeTokenSpan(const std::vector<float> &rows, int firstToken);
+  void quantizeChannelSpan(const std::vector<float> &rows, int firstToken);
+
+  SideConfig config_;
+  int headDim_;
+  std::vector<float> norms_;
+  std::vector<float> sink_;
+  std::vector<float> window_;
+  int numQuantized_ = 0;
+  std::vector<uint32_t> codes_;
+  std::vector<float> scales_;
+  std::vector<float> zeros_;
+};
+
+/// A cache slice: keys and values of one (sequence, layer, kv-head).
+class Slice {
+public:
+  explicit Slice(const SliceConfig &config);
+
+  /// Appends n tokens: k and v are row-major n x D fp32 values already
+  /// representable in the model dtype. With keyNorm, the first append with
+  /// n > 0 (the prompt) fixes the key norms.
+  void append(const float *k, const float *v, int n);
+
+  const SliceConfig &config() const { return config_; }
+  int numTokens() const { return keys_.numTokens(); }
+  const CacheSide &keys() const { return keys_; }
+  const CacheSide &values() const { return values_; }
+
+  /// Key norms n_c (empty without keyNorm or before the first append).
+  const std::vector<float> &keyNorms() const { return keys_.norms(); }
+
+  std::vector<float> dequantizedKeys() const { return keys_.dequantized(); }
+  std::vector<float> dequantizedValues() const { return values_.dequantized(); }
+
+  /// Decode attention in fp64 for \p queryHeads query heads sharing this
+  /// kv-head: q is queryHeads x D, out is queryHeads x D. With no tokens the
+  /// output is zero.
+  void attend(const float *q, int queryHeads, double scale, double *out) const;
+
+private:
+  SliceConfig config_;
+  CacheSide keys_;
+  CacheSide values_;
+};
+
+/// InnerQ key norms of \p n rows of \p d channels: n_c = sqrt(max_t
+/// |k[t][c]|) in fp32 (correctly rounded sqrt), or 1 where that max is 0.
+std::vector<float> computeKeyNorms(const float *k, int n, int d);
+
+} // namespace kvq::ref
+
+#endif // KVQ_REFERENCE_SLICE_H
