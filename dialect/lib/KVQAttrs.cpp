@@ -107,6 +107,11 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (layers == 0 || heads == 0 || kvHeads == 0 || headDim == 0)
     return emitError() << "layers, heads, kv_heads and head_dim must be "
                           "positive";
+  // Bounds far above any model, so that verifiers and passes can size
+  // per-layer tables without risk.
+  if (layers > 4096 || heads > 4096 || headDim > 16384)
+    return emitError() << "model shape is out of range (at most 4096 layers, "
+                          "4096 heads and head_dim 16384)";
   if (heads % kvHeads != 0)
     return emitError() << "heads (" << heads
                        << ") must be a multiple of kv_heads (" << kvHeads
@@ -135,9 +140,8 @@ static bool isParamType(Type type) {
 
 LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned bits, Mode mode, Span span,
-                                unsigned group, Type paramType,
-                                unsigned levels, APFloat etaValue,
-                                Attribute clip,
+                                unsigned group, Type paramType, unsigned levels,
+                                APFloat etaValue, Attribute clip,
                                 ReorderAttr reorder, bool keyNorm,
                                 RopeAttr preRope) {
   double eta = etaValue.convertToDouble();
@@ -147,14 +151,14 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "'" << stringifyMode(mode)
                        << "' mode needs at least 2 bits: a 1-bit code has "
                           "no room for a sign";
-  if (group == 0)
-    return emitError() << "group size must be positive";
+  if (group == 0 || group > 16384)
+    return emitError() << "group size must be in [1, 16384], got " << group;
   if (!isParamType(paramType))
     return emitError() << "params must be f32, f16, bf16 or f8E4M3FN, got "
                        << paramType;
   if (levels != 0 && (levels < 2 || levels > (1u << bits)))
-    return emitError() << "levels must be in [2, " << (1u << bits)
-                       << "] for " << bits << "-bit codes, got " << levels;
+    return emitError() << "levels must be in [2, " << (1u << bits) << "] for "
+                       << bits << "-bit codes, got " << levels;
   if (levels != 0 && mode != Mode::Asym)
     return emitError() << "levels are only defined for 'asym' mode";
   if (!(eta >= 0.0 && eta < 0.5))
@@ -330,8 +334,8 @@ static ParseResult parseQuantField(AsmParser &parser, StringRef key,
 
 Attribute QuantAttr::parse(AsmParser &parser, Type) {
   static constexpr StringLiteral knownKeys[] = {
-      "bits", "mode",    "span",    "group",    "params",  "levels",
-      "eta",  "clip",    "reorder", "key_norm", "pre_rope"};
+      "bits", "mode", "span",    "group",    "params",  "levels",
+      "eta",  "clip", "reorder", "key_norm", "pre_rope"};
   SMLoc loc = parser.getCurrentLocation();
   QuantFields fields;
   llvm::StringSet<> seen;
@@ -341,8 +345,7 @@ Attribute QuantAttr::parse(AsmParser &parser, Type) {
     if (parser.parseKeyword(&key))
       return failure();
     if (!llvm::is_contained(knownKeys, key))
-      return parser.emitError(keyLoc, "unknown #kvq.quant key '")
-             << key << "'";
+      return parser.emitError(keyLoc, "unknown #kvq.quant key '") << key << "'";
     if (!seen.insert(key).second)
       return parser.emitError(keyLoc, "duplicate #kvq.quant key '")
              << key << "'";
@@ -358,11 +361,11 @@ Attribute QuantAttr::parse(AsmParser &parser, Type) {
     }
   if (!fields.paramType)
     fields.paramType = Float16Type::get(parser.getContext());
-  return getChecked([&] { return parser.emitError(loc); },
-                    parser.getContext(), *fields.bits, *fields.mode,
-                    *fields.span, *fields.group, fields.paramType,
-                    fields.levels, APFloat(fields.eta), fields.clip, fields.reorder,
-                    fields.keyNorm, fields.preRope);
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    *fields.bits, *fields.mode, *fields.span, *fields.group,
+                    fields.paramType, fields.levels, APFloat(fields.eta),
+                    fields.clip, fields.reorder, fields.keyNorm,
+                    fields.preRope);
 }
 
 void QuantAttr::print(AsmPrinter &printer) const {
@@ -413,14 +416,13 @@ LogicalResult PoolAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult ShareAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                unsigned from, unsigned group,
-                                unsigned owner) {
+                                unsigned from, unsigned group, unsigned owner) {
   if (group < 2)
     return emitError() << "a sharing group needs at least 2 layers, got "
                        << group;
   if (owner >= group)
-    return emitError() << "owner member " << owner
-                       << " is outside a group of " << group << " layers";
+    return emitError() << "owner member " << owner << " is outside a group of "
+                       << group << " layers";
   return success();
 }
 

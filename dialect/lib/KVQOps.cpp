@@ -205,7 +205,8 @@ LogicalResult CacheOp::verifyTablesPresent() {
       if (!quant)
         continue;
       if (ReorderAttr reorder = quant.getReorder();
-          reorder && (failed(reorder.readPerm()) || failed(reorder.readSizes())))
+          reorder &&
+          (failed(reorder.readPerm()) || failed(reorder.readSizes())))
         return layer.emitOpError("reorder tables must hold i32 or i64 values, "
                                  "with their resource data present");
     }
@@ -300,20 +301,18 @@ static LogicalResult verifyTensorOp(TensorOpT tensorOp, bool isKeys) {
   if (ShareAttr share = tensorOp.getShareAttr()) {
     for (unsigned layer = 0; layer < numLayers; ++layer)
       if (std::optional<unsigned> owner = share.getCodeOwner(layer))
-        if (failed(checkSharing(tensorOp, layer, schemes[layer], *owner,
-                                *owner < numLayers ? schemes[*owner]
-                                                   : Attribute(),
-                                numLayers)))
+        if (failed(checkSharing(
+                tensorOp, layer, schemes[layer], *owner,
+                *owner < numLayers ? schemes[*owner] : Attribute(), numLayers)))
           return failure();
   }
   for (LayerOp op : layers)
     if (std::optional<uint64_t> owner = op.getCodesFrom()) {
       if (*owner == op.getIndex())
         return op.emitOpError("cannot reuse its own codes");
-      if (failed(checkSharing(op, op.getIndex(), op.getScheme(), *owner,
-                              *owner < numLayers ? schemes[*owner]
-                                                 : Attribute(),
-                              numLayers)))
+      if (failed(checkSharing(
+              op, op.getIndex(), op.getScheme(), *owner,
+              *owner < numLayers ? schemes[*owner] : Attribute(), numLayers)))
         return failure();
       if (layers[*owner].getCodesFrom())
         return op.emitOpError("reuses the codes of layer ")
@@ -344,9 +343,7 @@ static SmallVector<LayerScheme> resolveLayerSchemes(TensorOpT tensorOp) {
 }
 
 LogicalResult KeysOp::verifyRegions() { return verifyTensorOp(*this, true); }
-LogicalResult ValuesOp::verifyRegions() {
-  return verifyTensorOp(*this, false);
-}
+LogicalResult ValuesOp::verifyRegions() { return verifyTensorOp(*this, false); }
 
 SmallVector<LayerScheme> KeysOp::getLayerSchemes() {
   return resolveLayerSchemes(*this);

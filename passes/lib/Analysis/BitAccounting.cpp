@@ -59,8 +59,7 @@ static TokenBits getQuantTokenBits(const LayerScheme &layer, ModelAttr model,
 }
 
 /// Visits every (layer, kv-head) of keys and values with its scheme.
-template <typename Fn>
-static void forEachSlice(CacheOp cache, Fn &&fn) {
+template <typename Fn> static void forEachSlice(CacheOp cache, Fn &&fn) {
   ModelAttr model = cache.getModel();
   SmallVector<LayerScheme> keys = cache.getKeys().getLayerSchemes();
   SmallVector<LayerScheme> values = cache.getValues().getLayerSchemes();
@@ -78,14 +77,14 @@ EquivalentBits kvq::computeEquivalentBits(CacheOp cache) {
   // Bits of `per` tokens of every slice; `per` is a common multiple of every
   // group size so that span = tokens groups are whole.
   uint64_t per = 1;
-  forEachSlice(cache, [&](const LayerScheme &layer, WindowAttr, unsigned,
-                          unsigned) {
-    if (QuantAttr quant = layer.getQuant())
-      per = std::lcm(per, uint64_t(quant.getGroup()));
-  });
+  forEachSlice(cache,
+               [&](const LayerScheme &layer, WindowAttr, unsigned, unsigned) {
+                 if (QuantAttr quant = layer.getQuant())
+                   per = std::lcm(per, uint64_t(quant.getGroup()));
+               });
   uint64_t codeBits = 0, paramBits = 0, elements = 0;
-  forEachSlice(cache, [&](const LayerScheme &layer, WindowAttr,
-                          unsigned index, unsigned head) {
+  forEachSlice(cache, [&](const LayerScheme &layer, WindowAttr, unsigned index,
+                          unsigned head) {
     elements += per * model.getHeadDim();
     if (!layer.getQuant()) {
       codeBits += per * model.getHeadDim() * dtypeBits;
@@ -95,8 +94,7 @@ EquivalentBits kvq::computeEquivalentBits(CacheOp cache) {
     codeBits += bits.codes;
     paramBits += bits.params;
   });
-  return {double(codeBits) / elements,
-          double(codeBits + paramBits) / elements};
+  return {double(codeBits) / elements, double(codeBits + paramBits) / elements};
 }
 
 TokenRegions kvq::splitTokens(WindowAttr window, uint64_t tokens) {
@@ -117,8 +115,8 @@ SequenceBytes kvq::computeSequenceBytes(CacheOp cache, uint64_t tokens) {
   SequenceBytes bytes;
   forEachSlice(cache, [&](const LayerScheme &layer, WindowAttr window,
                           unsigned index, unsigned head) {
-    uint64_t pages = llvm::divideCeil(splitTokens(window, tokens).quantized,
-                                      page);
+    uint64_t pages =
+        llvm::divideCeil(splitTokens(window, tokens).quantized, page);
     uint64_t windowTokens =
         window.getSink() + window.getRecent() + window.getFlush() - 1;
     bytes.fullPrecision += windowTokens * dim * dtypeBytes;

@@ -44,8 +44,9 @@ struct KVQReportBitsPass : kvq::impl::KVQReportBitsBase<KVQReportBitsPass> {
     os << "    pools = " << bytes.pools << "\n";
     os << "    metadata = " << bytes.metadata << "\n";
     if (elements)
-      os << "  bits(tokens = " << tokens << ") = "
-         << llvm::format("%.4f", 8.0 * bytes.getTotal() / elements) << "\n";
+      os << "  bits(tokens = " << tokens
+         << ") = " << llvm::format("%.4f", 8.0 * bytes.getTotal() / elements)
+         << "\n";
   }
 };
 

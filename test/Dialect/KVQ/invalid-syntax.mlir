@@ -45,7 +45,7 @@
 
 // -----
 
-// expected-error @+1 {{group size must be positive}}
+// expected-error @+1 {{group size must be in [1, 16384], got 0}}
 #a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 0>
 
 // -----
@@ -87,3 +87,8 @@
 
 // expected-error @+1 {{softmax scale must be positive}}
 #m = #kvq.model<layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16, scale = 0.0>
+
+// -----
+
+// expected-error @+1 {{model shape is out of range (at most 4096 layers, 4096 heads and head_dim 16384)}}
+#m = #kvq.model<layers = 4000000000, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16>

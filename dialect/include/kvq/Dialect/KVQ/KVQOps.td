@@ -36,7 +36,7 @@ def KVQ_CacheOp : KVQ_Op<"cache", [Symbol, IsolatedFromAbove, NoTerminator,
   let arguments = (ins
     SymbolNameAttr:$sym_name,
     KVQ_ModelAttr:$model,
-    ConfinedAttr<I64Attr, [IntPositive]>:$page,
+    ConfinedAttr<I64Attr, [IntPositive, IntMaxValue<1048576>]>:$page,
     OptionalAttr<KVQ_PoolAttr>:$pool);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

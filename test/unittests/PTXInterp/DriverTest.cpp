@@ -1,0 +1,110 @@
+//===- DriverTest.cpp - DeviceDriver implementations ----------------------===//
+
+#include "TestUtil.h"
+
+#include "kvq/Runtime/DeviceDriver.h"
+
+using namespace kvq;
+using namespace kvq::ptx::test;
+
+namespace {
+
+const char *const AddOne = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry add_one(.param .u64 p, .param .u32 n)
+{
+  .reg .pred %p<2>; .reg .b32 %r<5>; .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  setp.ge.u32 %p1, %r2, %r1;
+  @%p1 bra $L_done;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r3, [%rd3];
+  add.s32 %r4, %r3, 1;
+  st.global.u32 [%rd3], %r4;
+$L_done:
+  ret;
+}
+)";
+
+/// Exercises a driver end to end with a tiny kernel.
+void runAddOne(runtime::DeviceDriver &D) {
+  auto M = D.loadModule(AddOne);
+  ASSERT_TRUE(M.ok()) << M.message();
+  auto K = D.getKernel(*M, "add_one");
+  ASSERT_TRUE(K.ok()) << K.message();
+  EXPECT_FALSE(D.getKernel(*M, "missing").ok());
+  std::vector<uint32_t> Host(40);
+  for (uint32_t I = 0; I < 40; ++I)
+    Host[I] = I * 10;
+  auto P = D.allocate(Host.size() * 4);
+  ASSERT_TRUE(P.ok()) << P.message();
+  ASSERT_TRUE(D.copyToDevice(*P, Host.data(), Host.size() * 4).ok());
+  Args A;
+  A.add(*P).add(uint32_t(33));
+  ASSERT_TRUE(D.launch(*K, dim(1), dim(64), 0, A.get()).ok());
+  ASSERT_TRUE(D.synchronize().ok());
+  std::vector<uint32_t> Out(40);
+  ASSERT_TRUE(D.copyToHost(Out.data(), *P, Out.size() * 4).ok());
+  for (uint32_t I = 0; I < 40; ++I)
+    EXPECT_EQ(Out[I], I * 10 + (I < 33)) << I;
+  ASSERT_TRUE(D.memset(*P, 0xab, 8).ok());
+  ASSERT_TRUE(D.copyToHost(Out.data(), *P, 8).ok());
+  EXPECT_EQ(Out[0], 0xababababu);
+  EXPECT_TRUE(D.free(*P).ok());
+}
+
+TEST(DriverTest, CudaDriverFailsCleanlyWithoutDriver) {
+  auto D = runtime::createCudaDriver();
+  if (!D.ok()) {
+    // Either no libcuda.so.1 (these machines) or no usable device.
+    const std::string &Msg = D.message();
+    EXPECT_TRUE(Msg.rfind("no CUDA driver", 0) == 0 ||
+                Msg.rfind("CUDA driver initialization failed", 0) == 0)
+        << Msg;
+    if (Msg.rfind("no CUDA driver", 0) == 0)
+      EXPECT_NE(Msg.find("libcuda.so.1"), std::string::npos) << Msg;
+    GTEST_SKIP() << "no CUDA device: " << Msg;
+  }
+  EXPECT_EQ((*D)->name().rfind("cuda: ", 0), 0u);
+  runAddOne(**D);
+}
+
+TEST(DriverTest, InterpDriverRunsKernels) {
+  ptx::InterpDriver D;
+  EXPECT_EQ(D.name(), "ptx-interpreter");
+  runAddOne(D);
+  EXPECT_GT(D.lastCounters().WarpInstructions, 0u);
+}
+
+TEST(DriverTest, InterpDriverChecksHostCopies) {
+  ptx::InterpDriver D;
+  auto P = D.allocate(16);
+  ASSERT_TRUE(P.ok());
+  uint8_t Buf[32] = {};
+  runtime::Status S = D.copyToDevice(*P + 8, Buf, 16);
+  EXPECT_FALSE(S.ok());
+  EXPECT_NE(S.message().find("outside every device allocation"),
+            std::string::npos)
+      << S.message();
+  EXPECT_FALSE(D.free(*P + 4).ok());
+  EXPECT_TRUE(D.free(*P).ok());
+  EXPECT_FALSE(D.free(*P).ok());
+  EXPECT_FALSE(D.copyToHost(Buf, *P, 4).ok());
+}
+
+TEST(DriverTest, InterpDriverRejectsBadHandlesAndText) {
+  ptx::InterpDriver D;
+  EXPECT_FALSE(D.getKernel(runtime::ModuleHandle{7}, "x").ok());
+  EXPECT_FALSE(D.launch(runtime::KernelHandle{3}, dim(1), dim(1), 0, nullptr)
+                   .ok());
+  auto M = D.loadModule(".version 7.0\n.target sm_80\n.address_size 32\n");
+  ASSERT_FALSE(M.ok());
+  EXPECT_NE(M.message().find("address_size"), std::string::npos);
+}
+
+} // namespace

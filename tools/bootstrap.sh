@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+##===- tools/bootstrap.sh - set up, build, and run or test kvq -----------===##
+#
+# Usage: tools/bootstrap.sh run [SPEC]   build, then run the main job on SPEC
+#                                        (default specs/kivi-2bit.mlir)
+#        tools/bootstrap.sh test         build, then run the whole test suite
+#
+# On a fresh Debian 12 machine (as root) it first installs the Debian
+# packages kvq needs. KVQ_BUILD_DIR overrides the build folder (./build).
+#
+##===----------------------------------------------------------------------===##
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${KVQ_BUILD_DIR:-$root/build}
+jobs=${KVQ_JOBS:-2}
+packages=(cmake ninja-build g++ ccache llvm-22-dev libmlir-22-dev mlir-22-tools
+          llvm-22-tools libgtest-dev googletest)
+
+install_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "kvq: missing Debian packages: ${missing[*]} (run as root to install)" >&2
+    exit 1
+  fi
+  echo "kvq: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+}
+
+configure_and_build() {
+  cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
+  ninja -C "$build" -j "$jobs"
+}
+
+main() {
+  local command=${1:-}
+  case "$command" in
+  run | test) ;;
+  *)
+    sed -n '4,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+  esac
+  install_packages
+  configure_and_build
+  if [ "$command" = test ]; then
+    ctest --test-dir "$build" --output-on-failure -j "$jobs"
+  else
+    local spec=${2:-$root/specs/kivi-2bit.mlir}
+    "$build/bin/kvq-opt" --kvq-report-bits -o /dev/null "$spec"
+  fi
+}
+
+main "$@"
