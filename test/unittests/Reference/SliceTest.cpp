@@ -561,9 +561,10 @@ TEST(Slice, AttentionOfEmptySliceIsZero) {
   EXPECT_EQ(out, std::vector<double>(kHeadDim, 0.0));
 }
 
-TEST(Slice, LongSliceIsFast) {
+TEST(Slice, LongSliceFollowsFlushRule) {
   // A 32k-token InnerQ-hybrid slice at head_dim 128: prompt, then decode
-  // appends one at a time, then one attention.
+  // appends one at a time, then one attention. Timing is recorded, not
+  // asserted (performance belongs to benchmarks).
   std::mt19937 rng(13);
   const int d = 128, total = 32768, prompt = 32000, heads = 4;
   std::vector<float> k = randomRows(rng, total, d);
@@ -579,12 +580,13 @@ TEST(Slice, LongSliceIsFast) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   EXPECT_EQ(slice.numTokens(), total);
+  // Keys flush one token at a time past sink 32 + window 96; values flush
+  // whole groups of 32.
+  EXPECT_EQ(slice.keys().numQuantized(), total - 32 - 96);
+  EXPECT_EQ(slice.values().numQuantized(), (total - 32 - 96) / 32 * 32);
+  for (double x : out)
+    EXPECT_TRUE(std::isfinite(x));
   RecordProperty("seconds", std::to_string(seconds));
-#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
-  // About 0.25 s on one core of the build machine; the bound leaves room for
-  // a loaded machine. Unoptimised builds only record the time.
-  EXPECT_LT(seconds, 3.0);
-#endif
 }
 
 TEST(Slice, Validation) {
