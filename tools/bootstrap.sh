@@ -15,7 +15,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KVQ_BUILD_DIR:-$root/build}
 jobs=${KVQ_JOBS:-2}
 packages=(cmake ninja-build g++ ccache llvm-22-dev libmlir-22-dev mlir-22-tools
-          llvm-22-tools libgtest-dev googletest)
+          llvm-22-tools libgtest-dev googletest nlohmann-json3-dev)
 
 install_packages() {
   local missing=()
