@@ -1,36 +1,70 @@
 //===- kvq-opt.cpp - kvq optimizer driver ---------------------------------===//
 //
-// Parses, verifies and transforms kvq specs; `--kvq-report-bits` prints their
-// bit accounting.
+// Parses, verifies and transforms kvq specs. `--kvq-report-bits` prints their
+// bit accounting; `--kvq-compile=DIR` compiles them into an artifact
+// directory (shorthand for `--kvq-compile-artifact=dir=DIR`).
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Pipelines.h"
 #include "kvq/Dialect/KVQ/KVQDialect.h"
 #include "kvq/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+static llvm::cl::opt<std::string>
+    compileDir("kvq-compile",
+               llvm::cl::desc("Compile the spec into artifact directory DIR"),
+               llvm::cl::value_desc("DIR"), llvm::cl::init(""));
 
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   kvq::registerKVQPasses();
+  kvq::registerKVQCodegenPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<kvq::KVQDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect, mlir::gpu::GPUDialect,
-                  mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::NVVM::NVVMDialect,
-                  mlir::scf::SCFDialect, mlir::vector::VectorDialect>();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "kvq optimizer driver\n", registry));
+  registry.insert<kvq::KVQDialect, mlir::math::MathDialect,
+                  mlir::memref::MemRefDialect, mlir::vector::VectorDialect>();
+  kvq::registerCodegenDependencies(registry);
+
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "kvq optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  if (!compileDir.empty())
+    config.setPassPipelineSetupFn([](mlir::PassManager &pm) {
+      kvq::KVQCompileArtifactOptions options;
+      options.dir = compileDir;
+      pm.addPass(kvq::createKVQCompileArtifact(options));
+      return mlir::success();
+    });
+
+  std::string error;
+  auto input = mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  auto output = mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }

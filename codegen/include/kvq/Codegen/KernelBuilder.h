@@ -1,0 +1,161 @@
+//===- KernelBuilder.h - target-independent kernel emission -----*- C++ -*-===//
+//
+// kvq describes each kernel once, as the program of one block of a grid, and
+// lowers that description to PTX and to host code. KernelBuilder emits the
+// arithmetic (scf/arith/math plus LLVM pointers); KernelTarget owns what
+// differs between a GPU block and a CPU block: how the block's threads share
+// a loop, block-local memory, reductions, exp2 and the kernel signature.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_KERNELBUILDER_H
+#define KVQ_CODEGEN_KERNELBUILDER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <functional>
+
+namespace kvq {
+
+class KernelBuilder;
+
+/// The kinds of kernel arguments (docs/KernelABI.md).
+enum class ArgKind { Ptr, I32 };
+
+/// A kernel being built: its argument values and block ids, all i32 or
+/// pointers.
+struct KernelEntry {
+  llvm::SmallVector<mlir::Value> args;
+  mlir::Value blockId[3];
+};
+
+enum class ReduceKind { Sum, Max };
+
+/// The target-specific half of kernel emission.
+class KernelTarget {
+public:
+  virtual ~KernelTarget();
+
+  /// Threads of one block on the GPU; the CPU runs a block on one thread.
+  static constexpr unsigned kBlockThreads = 128;
+
+  /// Creates kernel `name`, sets the builder inside it and returns its
+  /// arguments and block ids. `finishKernel` closes it.
+  virtual KernelEntry createKernel(mlir::OpBuilder &b, mlir::Location loc,
+                                   llvm::StringRef name,
+                                   llvm::ArrayRef<ArgKind> args) = 0;
+  virtual void finishKernel(mlir::OpBuilder &b, mlir::Location loc) = 0;
+
+  /// Pointer type of global memory.
+  virtual mlir::Type getGlobalPtrType(mlir::MLIRContext *ctx) const = 0;
+
+  /// Runs `body(i)` for every i32 `i` in [0, count), spread over the block's
+  /// threads, then makes every write visible to the whole block.
+  virtual void parallelFor(KernelBuilder &kb, mlir::Value count,
+                           llvm::function_ref<void(mlir::Value)> body) = 0;
+  /// Block-local memory of `bytes` bytes, 16-byte aligned.
+  virtual mlir::Value allocShared(KernelBuilder &kb, uint64_t bytes) = 0;
+  /// Reduces the `count` f32 values at `ptr` (block-local memory, written by
+  /// a previous parallelFor); every thread gets the result.
+  virtual mlir::Value reduce(KernelBuilder &kb, ReduceKind kind,
+                             mlir::Value ptr, mlir::Value count) = 0;
+};
+
+/// Emission helpers shared by every kernel and target. Integers are i32
+/// unless named otherwise; byte offsets are i64.
+class KernelBuilder {
+public:
+  KernelBuilder(mlir::OpBuilder &b, mlir::Location loc, KernelTarget &target)
+      : b(b), loc(loc), target(target) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location getLoc() const { return loc; }
+  KernelTarget &getTarget() { return target; }
+
+  // Constants.
+  mlir::Value i32(int64_t value);
+  mlir::Value i64(int64_t value);
+  mlir::Value f32(double value);
+  mlir::Value f64(double value);
+
+  // Integer arithmetic (i32 or i64, matching operands).
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value divU(mlir::Value x, mlir::Value y);
+  mlir::Value remU(mlir::Value x, mlir::Value y);
+  mlir::Value minU(mlir::Value x, mlir::Value y);
+  mlir::Value maxS(mlir::Value x, mlir::Value y);
+  mlir::Value shl(mlir::Value x, mlir::Value y);
+  mlir::Value shrU(mlir::Value x, mlir::Value y);
+  mlir::Value bitAnd(mlir::Value x, mlir::Value y);
+  mlir::Value bitOr(mlir::Value x, mlir::Value y);
+  mlir::Value ult(mlir::Value x, mlir::Value y);
+  mlir::Value eq(mlir::Value x, mlir::Value y);
+  mlir::Value toI64(mlir::Value x);
+  mlir::Value toI32(mlir::Value x);
+  mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y);
+
+  // Float arithmetic, IEEE fp32 with one rounding per operation.
+  mlir::Value fadd(mlir::Value x, mlir::Value y);
+  mlir::Value fsub(mlir::Value x, mlir::Value y);
+  mlir::Value fmul(mlir::Value x, mlir::Value y);
+  mlir::Value fdiv(mlir::Value x, mlir::Value y);
+  mlir::Value fmin(mlir::Value x, mlir::Value y);
+  mlir::Value fmax(mlir::Value x, mlir::Value y);
+  mlir::Value fabs(mlir::Value x);
+  mlir::Value fneg(mlir::Value x);
+  mlir::Value sqrt(mlir::Value x);
+  mlir::Value roundEven(mlir::Value x);
+  /// 2^x in f32: `ex2.approx` on the GPU, libm on the CPU, so attention
+  /// only (never codes).
+  mlir::Value exp2(mlir::Value x);
+  mlir::Value feq(mlir::Value x, mlir::Value y);
+  mlir::Value flt(mlir::Value x, mlir::Value y);
+  mlir::Value uitofp(mlir::Value x);
+  mlir::Value sitofp(mlir::Value x);
+  mlir::Value fptosi(mlir::Value x);
+  mlir::Value extF64(mlir::Value x);
+  mlir::Value bitcast(mlir::Type type, mlir::Value x);
+
+  // Memory through LLVM pointers.
+  mlir::Value gep(mlir::Value ptr, mlir::Value byteOffset);
+  mlir::Value load(mlir::Type type, mlir::Value ptr, mlir::Value byteOffset,
+                   unsigned align);
+  void store(mlir::Value value, mlir::Value ptr, mlir::Value byteOffset,
+             unsigned align);
+  /// Loads element `index` of an array of f16/bf16/f32 values as f32.
+  mlir::Value loadFloat(mlir::Type elementType, mlir::Value ptr,
+                        mlir::Value index);
+  mlir::Value loadF32(mlir::Value ptr, mlir::Value index);
+  void storeF32(mlir::Value value, mlir::Value ptr, mlir::Value index);
+  mlir::Value loadU32(mlir::Value ptr, mlir::Value index);
+
+  // Structured control flow.
+  using LoopBody = std::function<llvm::SmallVector<mlir::Value>(
+      mlir::Value iv, mlir::ValueRange iterArgs)>;
+  llvm::SmallVector<mlir::Value> forLoop(mlir::Value lb, mlir::Value ub,
+                                         mlir::Value step,
+                                         mlir::ValueRange init,
+                                         const LoopBody &body);
+  /// A loop without loop-carried values.
+  void forEach(mlir::Value lb, mlir::Value ub,
+               llvm::function_ref<void(mlir::Value)> body);
+  void ifThen(mlir::Value cond, llvm::function_ref<void()> thenBody);
+  llvm::SmallVector<mlir::Value>
+  ifThenElse(mlir::Value cond, mlir::TypeRange types,
+             llvm::function_ref<llvm::SmallVector<mlir::Value>()> thenBody,
+             llvm::function_ref<llvm::SmallVector<mlir::Value>()> elseBody);
+
+private:
+  mlir::Value callIntrinsic(llvm::StringRef name, mlir::Value x);
+
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  KernelTarget &target;
+};
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_KERNELBUILDER_H

@@ -1,0 +1,65 @@
+//===- Layout.h - physical layout of a compiled cache -----------*- C++ -*-===//
+//
+// Where every code, parameter and full-precision token of a cache lives: the
+// page layout of docs/KernelABI.md. Kernels, the manifest and the runtime all
+// read these numbers from here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_LAYOUT_H
+#define KVQ_CODEGEN_LAYOUT_H
+
+#include "kvq/Dialect/KVQ/KVQOps.h"
+
+namespace kvq {
+
+/// The layout of one (layer, kv-head) slice of a page.
+struct SliceLayout {
+  /// The scheme: a QuantAttr or a FullPrecisionAttr.
+  mlir::Attribute scheme;
+  /// Set for quantized schemes.
+  QuantAttr quant;
+  unsigned wordsPerGroup = 0;
+  /// span = channels: groups along one token (head_dim / group).
+  unsigned groupsPerToken = 0;
+  unsigned groupsPerPage = 0;
+  unsigned paramBytes = 0;
+  uint64_t codesBytes = 0;
+  uint64_t scalesOffset = 0;
+  /// -1 when the scheme stores no zero-points (sym).
+  int64_t zerosOffset = -1;
+  uint64_t sliceBytes = 0;
+
+  bool isQuantized() const { return static_cast<bool>(quant); }
+};
+
+/// The layout of keys or values across all layers.
+struct TensorLayout {
+  WindowAttr window;
+  /// Full-precision window slots: recent + flush - 1.
+  unsigned windowCapacity = 0;
+  uint64_t pageBytes = 0;
+  llvm::SmallVector<uint64_t> layerOffsets;
+  llvm::SmallVector<SliceLayout> layers;
+};
+
+/// The physical layout of a whole cache.
+struct CacheLayout {
+  ModelAttr model;
+  unsigned pageTokens = 0;
+  /// Tokens one block of the attention kernel covers (flash-decoding split).
+  unsigned splitTokens = 0;
+  unsigned dtypeBytes = 0;
+  TensorLayout keys, values;
+
+  const TensorLayout &get(bool isKeys) const { return isKeys ? keys : values; }
+  bool hasKeyNorm(unsigned layer) const;
+};
+
+/// Computes the layout of `cache`, or reports with a diagnostic at the
+/// offending op every feature the code generator does not support yet.
+mlir::FailureOr<CacheLayout> computeCacheLayout(CacheOp cache);
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_LAYOUT_H

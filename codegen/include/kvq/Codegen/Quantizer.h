@@ -1,0 +1,83 @@
+//===- Quantizer.h - the quantizer arithmetic of a scheme -------*- C++ -*-===//
+//
+// One builder for the arithmetic of docs/Numerics.md: parameter rounding,
+// group parameters, codes and reconstruction. Every kernel on every target
+// quantizes and dequantizes through it, so codes are bit-identical across
+// backends (and, by construction, with the reference in test/lib/Reference).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_QUANTIZER_H
+#define KVQ_CODEGEN_QUANTIZER_H
+
+#include "kvq/Codegen/KernelBuilder.h"
+#include "kvq/Dialect/KVQ/KVQAttrs.h"
+
+namespace kvq {
+
+/// The parameters of one group: what is stored, and what codes come from.
+struct GroupParams {
+  /// Stored scale and zero-point, rounded to the parameter dtype (f32
+  /// values). Hybrid: a negative scale sign marks an asym group.
+  mlir::Value scale, zero;
+  /// Asym (uncalibrated) scale and zero-point that codes are computed from.
+  mlir::Value asymScale, asymZero;
+  /// Sym scale that codes are computed from.
+  mlir::Value symScale;
+  /// Hybrid: true where the group keeps its asym codes.
+  mlir::Value useAsym;
+};
+
+class Quantizer {
+public:
+  Quantizer(KernelBuilder &kb, QuantAttr quant) : kb(kb), quant(quant) {}
+
+  /// Loads element k (an i32) of the group being quantized, as f32.
+  using ElementFn = llvm::function_ref<mlir::Value(mlir::Value k)>;
+
+  /// Computes the parameters of a group of `size` elements.
+  GroupParams computeParams(unsigned size, ElementFn element);
+  /// The stored (unsigned) code of `x` in a group with `params`.
+  mlir::Value computeCode(const GroupParams &params, mlir::Value x);
+  /// The reconstruction of stored code `code` (i32) from stored parameters.
+  mlir::Value dequantize(mlir::Value code, mlir::Value scale, mlir::Value zero);
+
+  /// sum_k q_k * dequantize(c_k) for one group, from `codeDot` = sum_k q_k c_k
+  /// and `qSum` = sum_k q_k: the scale and zero-point are applied once per
+  /// group instead of once per element.
+  mlir::Value foldedDot(mlir::Value scale, mlir::Value zero,
+                        mlir::Value codeDot, mlir::Value qSum);
+
+  /// Rounds `x` to the parameter dtype (store() of the numerics).
+  mlir::Value roundParam(mlir::Value x);
+  /// The raw bits of a rounded parameter, as an integer of its width.
+  mlir::Value paramBits(mlir::Value rounded);
+  /// A stored parameter from its raw bits, as f32.
+  mlir::Value paramFromBits(mlir::Value bits);
+  /// Integer type of the raw parameter bits.
+  mlir::Type getParamBitsType();
+
+  /// Offset that makes a signed sym code unsigned: 2^(b-1).
+  int64_t getSymOffset() const { return int64_t(1) << (quant.getBits() - 1); }
+
+private:
+  struct AsymParams {
+    mlir::Value scale, zero;
+  };
+  AsymParams computeAsym(unsigned size, ElementFn element);
+  mlir::Value computeSym(unsigned size, ElementFn element);
+  mlir::Value asymCode(mlir::Value x, mlir::Value scale, mlir::Value zero);
+  mlir::Value symCode(mlir::Value x, mlir::Value scale);
+  mlir::Value asymValue(mlir::Value code, mlir::Value scale, mlir::Value zero);
+  mlir::Value symValue(mlir::Value code, mlir::Value scale);
+  /// True where the sign bit of f32 `x` is set.
+  mlir::Value signBit(mlir::Value x);
+  mlir::Value applyClip(mlir::Value x);
+
+  KernelBuilder &kb;
+  QuantAttr quant;
+};
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_QUANTIZER_H

@@ -1,0 +1,55 @@
+//===- SliceAccess.h - addressing pages, slices and codes -------*- C++ -*-===//
+//
+// The page layout of docs/KernelABI.md as emission helpers, shared by the
+// kernels that write pages (flush) and those that read them (attend).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_SLICEACCESS_H
+#define KVQ_CODEGEN_SLICEACCESS_H
+
+#include "kvq/Codegen/Layout.h"
+#include "kvq/Codegen/Quantizer.h"
+
+namespace kvq {
+
+/// One (layer, kv-head) slice of one page, and the groups in it.
+class SliceAccess {
+public:
+  /// The slice holding quantized position `qpos` of the sequence whose block
+  /// table row is `table`, for kv-head `head`.
+  SliceAccess(KernelBuilder &kb, const TensorLayout &tensor,
+              const SliceLayout &slice, unsigned pageTokens, mlir::Value pages,
+              mlir::Value table, mlir::Value qpos, mlir::Value head);
+
+  mlir::Value getBase() const { return base; }
+
+  /// Code `k` of group `n` (i32 values).
+  mlir::Value loadCode(mlir::Value n, mlir::Value k);
+  /// Stores `words` (i32) of group `n`, word `w`.
+  void storeWord(mlir::Value n, mlir::Value w, mlir::Value word);
+  /// Stored scale / zero-point of group `n`, as f32.
+  mlir::Value loadScale(Quantizer &quantizer, mlir::Value n);
+  mlir::Value loadZero(Quantizer &quantizer, mlir::Value n);
+  /// Stores raw parameter bits of group `n`.
+  void storeScale(mlir::Value n, mlir::Value bits);
+  void storeZero(mlir::Value n, mlir::Value bits);
+
+private:
+  mlir::Value loadWord(mlir::Value index);
+  mlir::Value paramOffset(uint64_t arrayOffset, mlir::Value n);
+
+  KernelBuilder &kb;
+  const SliceLayout &slice;
+  mlir::Value base;
+};
+
+/// Element offset of (slot, token, head, channel 0) in a `[slots][capacity]
+/// [Hkv][D]` full-precision buffer.
+mlir::Value fullPrecisionRow(KernelBuilder &kb, ModelAttr model,
+                             unsigned capacity, mlir::Value slot,
+                             mlir::Value token, mlir::Value head);
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_SLICEACCESS_H

@@ -1,0 +1,26 @@
+//===- Targets.h - the CPU and GPU kernel targets ---------------*- C++ -*-===//
+
+#ifndef KVQ_CODEGEN_TARGETS_H
+#define KVQ_CODEGEN_TARGETS_H
+
+#include "kvq/Codegen/KernelBuilder.h"
+
+#include <memory>
+
+namespace mlir::gpu {
+class GPUModuleOp;
+} // namespace mlir::gpu
+
+namespace kvq {
+
+/// Kernels as host functions `void NAME(void **args, i32 bx, i32 by, i32 bz)`
+/// in `module`; a block runs on one thread, its "threads" are a loop.
+std::unique_ptr<KernelTarget> createCPUTarget(mlir::ModuleOp module);
+
+/// Kernels as `gpu.func` kernels of `module`, blocks of
+/// KernelTarget::kBlockThreads threads.
+std::unique_ptr<KernelTarget> createGPUTarget(mlir::gpu::GPUModuleOp module);
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_TARGETS_H

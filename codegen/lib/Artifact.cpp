@@ -1,0 +1,205 @@
+//===- Artifact.cpp - compile a cache into an artifact directory ----------===//
+
+#include "kvq/Codegen/Artifact.h"
+#include "kvq/Analysis/BitAccounting.h"
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/Pipelines.h"
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace kvq;
+
+static constexpr int kManifestVersion = 1;
+
+ArrayRef<std::string> kvq::getArtifactChips() {
+  static const std::string chips[] = {"sm_80", "sm_90"};
+  return chips;
+}
+
+/// Emits every kernel of `plan` into a fresh module through `target`.
+static LogicalResult emitAll(const KernelPlan &plan, const CacheLayout &layout,
+                             KernelTarget &target, OpBuilder &b, Location loc,
+                             Operation *verifyRoot) {
+  for (const KernelSpec &spec : plan.kernels)
+    emitKernel(spec, layout, target, b, loc);
+  return verify(verifyRoot);
+}
+
+static FailureOr<std::string> buildHostObject(const KernelPlan &plan,
+                                              const CacheLayout &layout,
+                                              Location loc) {
+  OpBuilder b(loc.getContext());
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  std::unique_ptr<KernelTarget> target = createCPUTarget(*module);
+  if (failed(emitAll(plan, layout, *target, b, loc, *module)))
+    return failure();
+  return compileToHostObject(*module);
+}
+
+static FailureOr<SmallVector<std::string>>
+buildPTX(const KernelPlan &plan, const CacheLayout &layout, Location loc) {
+  OpBuilder b(loc.getContext());
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                     b.getUnitAttr());
+  b.setInsertionPointToEnd(module->getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, loc, "kvq_kernels");
+  std::unique_ptr<KernelTarget> target = createGPUTarget(gpuModule);
+  if (failed(emitAll(plan, layout, *target, b, loc, *module)))
+    return failure();
+  return compileToPTX(*module, getArtifactChips());
+}
+
+static llvm::json::Object describeSlice(const SliceLayout &slice) {
+  if (!slice.isQuantized())
+    return llvm::json::Object{{"kind", "full_precision"}};
+  QuantAttr quant = slice.quant;
+  std::string params;
+  llvm::raw_string_ostream(params) << quant.getParamType();
+  return llvm::json::Object{{"kind", "quant"},
+                            {"bits", quant.getBits()},
+                            {"mode", stringifyMode(quant.getMode())},
+                            {"span", stringifySpan(quant.getSpan())},
+                            {"group", quant.getGroup()},
+                            {"levels", quant.getNumLevels()},
+                            {"eta", quant.getEtaValue()},
+                            {"clip", quant.getUniformClip().value_or(1.0)},
+                            {"params", params},
+                            {"param_bytes", slice.paramBytes},
+                            {"key_norm", quant.getKeyNorm()},
+                            {"words_per_group", slice.wordsPerGroup},
+                            {"groups_per_page", slice.groupsPerPage},
+                            {"codes_bytes", slice.codesBytes},
+                            {"scales_offset", slice.scalesOffset},
+                            {"zeros_offset", slice.zerosOffset}};
+}
+
+static llvm::json::Object describeTensor(const TensorLayout &tensor,
+                                         const KernelPlan &plan, bool isKeys) {
+  llvm::json::Array layers;
+  for (auto [l, slice] : llvm::enumerate(tensor.layers))
+    layers.push_back(llvm::json::Object{
+        {"offset", tensor.layerOffsets[l]},
+        {"slice_bytes", slice.sliceBytes},
+        {"flush_kernel", plan.layers[l].flush[isKeys ? 0 : 1]},
+        {"scheme", describeSlice(slice)}});
+  WindowAttr window = tensor.window;
+  return llvm::json::Object{{"sink", window.getSink()},
+                            {"recent", window.getRecent()},
+                            {"flush", window.getFlush()},
+                            {"window_capacity", tensor.windowCapacity},
+                            {"page_bytes", tensor.pageBytes},
+                            {"layers", std::move(layers)}};
+}
+
+static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
+                                       const KernelPlan &plan) {
+  ModelAttr model = layout.model;
+  std::string dtype;
+  llvm::raw_string_ostream(dtype) << model.getDtype();
+  EquivalentBits bits = computeEquivalentBits(cache);
+  llvm::json::Array layers, kernels;
+  for (const KernelPlan::LayerKernels &layer : plan.layers)
+    layers.push_back(llvm::json::Object{{"attend_kernel", layer.attend},
+                                        {"keynorm_kernel", layer.keyNorm}});
+  for (const KernelSpec &spec : plan.kernels) {
+    llvm::json::Array args;
+    for (ArgKind kind : spec.getArgs())
+      args.push_back(kind == ArgKind::Ptr ? "ptr" : "i32");
+    kernels.push_back(llvm::json::Object{
+        {"name", spec.name},
+        {"kind", spec.getKindName()},
+        {"block", llvm::json::Array{KernelTarget::kBlockThreads, 1, 1}},
+        {"shared_bytes", 0},
+        {"args", std::move(args)}});
+  }
+  llvm::json::Object ptx;
+  for (const std::string &chip : getArtifactChips())
+    ptx[chip] = "kernels." + chip + ".ptx";
+  return llvm::json::Object{
+      {"version", kManifestVersion},
+      {"name", cache.getSymName()},
+      {"model", llvm::json::Object{{"layers", model.getLayers()},
+                                   {"heads", model.getHeads()},
+                                   {"kv_heads", model.getKvHeads()},
+                                   {"head_dim", model.getHeadDim()},
+                                   {"dtype", dtype},
+                                   {"dtype_bytes", layout.dtypeBytes},
+                                   {"scale", model.getSoftmaxScale()}}},
+      {"page_tokens", layout.pageTokens},
+      {"split_tokens", layout.splitTokens},
+      {"bits", llvm::json::Object{{"code_bits", bits.codeBits},
+                                  {"storage_bits", bits.storageBits}}},
+      {"tensors",
+       llvm::json::Object{
+           {"keys", describeTensor(layout.keys, plan, true)},
+           {"values", describeTensor(layout.values, plan, false)}}},
+      {"layers", std::move(layers)},
+      {"combine_kernel", plan.combine},
+      {"kernels", std::move(kernels)},
+      {"files", llvm::json::Object{{"ptx", std::move(ptx)},
+                                   {"host_object", "kernels.o"},
+                                   {"host_shared", "kernels.so"}}}};
+}
+
+static LogicalResult writeFile(Operation *op, StringRef path,
+                               StringRef contents) {
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error);
+  if (error)
+    return op->emitError("cannot write ") << path << ": " << error.message();
+  os << contents;
+  return success();
+}
+
+/// Links the host object into a shared object with the system C compiler.
+static LogicalResult linkSharedObject(Operation *op, StringRef object,
+                                      StringRef shared) {
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return op->emitError("no C compiler ('cc') to link ") << shared;
+  std::string error;
+  StringRef args[] = {*cc, "-shared", "-o", shared, object, "-lm"};
+  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error) != 0)
+    return op->emitError("linking ") << shared << " failed: " << error;
+  return success();
+}
+
+LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir) {
+  FailureOr<CacheLayout> layout = computeCacheLayout(cache);
+  if (failed(layout))
+    return failure();
+  KernelPlan plan = planKernels(*layout);
+  Location loc = cache.getLoc();
+  FailureOr<std::string> object = buildHostObject(plan, *layout, loc);
+  FailureOr<SmallVector<std::string>> ptx = buildPTX(plan, *layout, loc);
+  if (failed(object) || failed(ptx))
+    return failure();
+  if (std::error_code error = llvm::sys::fs::create_directories(dir))
+    return cache.emitError("cannot create ") << dir << ": " << error.message();
+  auto path = [&](StringRef name) {
+    SmallString<256> result(dir);
+    llvm::sys::path::append(result, name);
+    return std::string(result);
+  };
+  for (auto [chip, text] : llvm::zip(getArtifactChips(), *ptx))
+    if (failed(writeFile(cache, path("kernels." + chip + ".ptx"), text)))
+      return failure();
+  std::string manifest;
+  llvm::raw_string_ostream(manifest)
+      << llvm::formatv("{0:2}", describeCache(cache, *layout, plan)) << "\n";
+  if (failed(writeFile(cache, path("kernels.o"), *object)) ||
+      failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||
+      failed(writeFile(cache, path("manifest.json"), manifest)))
+    return failure();
+  return success();
+}

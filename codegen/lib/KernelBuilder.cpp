@@ -1,0 +1,204 @@
+//===- KernelBuilder.cpp - target-independent kernel emission -------------===//
+
+#include "kvq/Codegen/KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kvq;
+
+KernelTarget::~KernelTarget() = default;
+
+Value KernelBuilder::i32(int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
+}
+Value KernelBuilder::i64(int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value);
+}
+Value KernelBuilder::f32(double value) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(static_cast<float>(value)));
+}
+Value KernelBuilder::f64(double value) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(value));
+}
+
+Value KernelBuilder::add(Value x, Value y) {
+  return arith::AddIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::sub(Value x, Value y) {
+  return arith::SubIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::mul(Value x, Value y) {
+  return arith::MulIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::divU(Value x, Value y) {
+  return arith::DivUIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::remU(Value x, Value y) {
+  return arith::RemUIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::minU(Value x, Value y) {
+  return arith::MinUIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::maxS(Value x, Value y) {
+  return arith::MaxSIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::shl(Value x, Value y) {
+  return arith::ShLIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::shrU(Value x, Value y) {
+  return arith::ShRUIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::bitAnd(Value x, Value y) {
+  return arith::AndIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::bitOr(Value x, Value y) {
+  return arith::OrIOp::create(b, loc, x, y);
+}
+Value KernelBuilder::ult(Value x, Value y) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+}
+Value KernelBuilder::eq(Value x, Value y) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
+}
+Value KernelBuilder::toI64(Value x) {
+  return arith::ExtUIOp::create(b, loc, b.getI64Type(), x);
+}
+Value KernelBuilder::toI32(Value x) {
+  return arith::TruncIOp::create(b, loc, b.getI32Type(), x);
+}
+Value KernelBuilder::select(Value cond, Value x, Value y) {
+  return arith::SelectOp::create(b, loc, cond, x, y);
+}
+
+Value KernelBuilder::fadd(Value x, Value y) {
+  return arith::AddFOp::create(b, loc, x, y);
+}
+Value KernelBuilder::fsub(Value x, Value y) {
+  return arith::SubFOp::create(b, loc, x, y);
+}
+Value KernelBuilder::fmul(Value x, Value y) {
+  return arith::MulFOp::create(b, loc, x, y);
+}
+Value KernelBuilder::fdiv(Value x, Value y) {
+  return arith::DivFOp::create(b, loc, x, y);
+}
+Value KernelBuilder::fmin(Value x, Value y) {
+  return arith::MinNumFOp::create(b, loc, x, y);
+}
+Value KernelBuilder::fmax(Value x, Value y) {
+  return arith::MaxNumFOp::create(b, loc, x, y);
+}
+// Generic LLVM intrinsic calls rather than `math` ops: they lower to the
+// exact PTX instructions (sqrt.rn.f32, cvt.rni.f32.f32, ex2.approx.f32) with
+// no libdevice call, and GPU-to-NVVM leaves `llvm.call_intrinsic` alone.
+Value KernelBuilder::callIntrinsic(StringRef name, Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
+                                       b.getStringAttr(name), ValueRange{x})
+      .getResult(0);
+}
+Value KernelBuilder::fabs(Value x) { return callIntrinsic("llvm.fabs", x); }
+Value KernelBuilder::fneg(Value x) { return arith::NegFOp::create(b, loc, x); }
+Value KernelBuilder::sqrt(Value x) { return callIntrinsic("llvm.sqrt", x); }
+Value KernelBuilder::roundEven(Value x) {
+  return callIntrinsic("llvm.roundeven", x);
+}
+Value KernelBuilder::exp2(Value x) { return callIntrinsic("llvm.exp2", x); }
+Value KernelBuilder::feq(Value x, Value y) {
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
+}
+Value KernelBuilder::flt(Value x, Value y) {
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
+}
+Value KernelBuilder::uitofp(Value x) {
+  return arith::UIToFPOp::create(b, loc, b.getF32Type(), x);
+}
+Value KernelBuilder::sitofp(Value x) {
+  return arith::SIToFPOp::create(b, loc, b.getF32Type(), x);
+}
+Value KernelBuilder::fptosi(Value x) {
+  return arith::FPToSIOp::create(b, loc, b.getI32Type(), x);
+}
+Value KernelBuilder::extF64(Value x) {
+  return arith::ExtFOp::create(b, loc, b.getF64Type(), x);
+}
+Value KernelBuilder::bitcast(Type type, Value x) {
+  return arith::BitcastOp::create(b, loc, type, x);
+}
+
+Value KernelBuilder::gep(Value ptr, Value byteOffset) {
+  return LLVM::GEPOp::create(b, loc, ptr.getType(), b.getI8Type(), ptr,
+                             ValueRange{byteOffset});
+}
+Value KernelBuilder::load(Type type, Value ptr, Value byteOffset,
+                          unsigned align) {
+  return LLVM::LoadOp::create(b, loc, type, gep(ptr, byteOffset), align);
+}
+void KernelBuilder::store(Value value, Value ptr, Value byteOffset,
+                          unsigned align) {
+  LLVM::StoreOp::create(b, loc, value, gep(ptr, byteOffset), align);
+}
+
+Value KernelBuilder::loadFloat(Type elementType, Value ptr, Value index) {
+  unsigned bytes = elementType.getIntOrFloatBitWidth() / 8;
+  Value offset = mul(toI64(index), i64(bytes));
+  Value value = load(elementType, ptr, offset, bytes);
+  if (elementType.isF32())
+    return value;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+}
+Value KernelBuilder::loadF32(Value ptr, Value index) {
+  return load(b.getF32Type(), ptr, mul(toI64(index), i64(4)), 4);
+}
+void KernelBuilder::storeF32(Value value, Value ptr, Value index) {
+  store(value, ptr, mul(toI64(index), i64(4)), 4);
+}
+Value KernelBuilder::loadU32(Value ptr, Value index) {
+  return load(b.getI32Type(), ptr, mul(toI64(index), i64(4)), 4);
+}
+
+SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, Value step,
+                                          ValueRange init,
+                                          const LoopBody &body) {
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, step, init,
+      [&](OpBuilder &nested, Location, Value iv, ValueRange iterArgs) {
+        SmallVector<Value> yielded = body(iv, iterArgs);
+        scf::YieldOp::create(nested, loc, yielded);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+void KernelBuilder::forEach(Value lb, Value ub,
+                            llvm::function_ref<void(Value)> body) {
+  forLoop(lb, ub, i32(1), {}, [&](Value iv, ValueRange) {
+    body(iv);
+    return SmallVector<Value>();
+  });
+}
+
+void KernelBuilder::ifThen(Value cond, llvm::function_ref<void()> thenBody) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  thenBody();
+}
+
+SmallVector<Value>
+KernelBuilder::ifThenElse(Value cond, TypeRange types,
+                          llvm::function_ref<SmallVector<Value>()> thenBody,
+                          llvm::function_ref<SmallVector<Value>()> elseBody) {
+  auto ifOp = scf::IfOp::create(
+      b, loc, cond,
+      [&](OpBuilder &nested, Location) {
+        scf::YieldOp::create(nested, loc, thenBody());
+      },
+      [&](OpBuilder &nested, Location) {
+        scf::YieldOp::create(nested, loc, elseBody());
+      });
+  assert(ifOp.getResultTypes() == types && "branches yield other types");
+  return SmallVector<Value>(ifOp.getResults());
+}

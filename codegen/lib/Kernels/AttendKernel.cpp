@@ -1,0 +1,353 @@
+//===- AttendKernel.cpp - fused dequantize + decode attention -------------===//
+//
+// Block (s, h, b) attends the R = Hq / Hkv query heads of kv-head h of
+// sequence b over split s of its tokens (flash-decoding): every key and value
+// is read once for all R heads. Phases, separated by block barriers:
+//   1. queries to f32, scaled by softmax scale * log2(e) (and by the key
+//      norms for the quantized keys);
+//   2. scores, one thread per token, per region (sink, quantized, window) so
+//      that no loop branches per token; scales and zero-points are folded
+//      into the dot products (q.(s*c + z) = s*(q.c) + z*(sum q));
+//   3. softmax statistics per head (max, exp2, sum);
+//   4. probabilities times values, one thread per channel.
+// The split's (m, l, acc) go to `partial`; kvq_combine merges the splits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/SliceAccess.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace kvq;
+
+namespace {
+
+/// Arguments, in ABI order.
+struct AttendArgs {
+  Value q, partial, seqs, pages[2], tables[2], sink[2], window[2], norms;
+  Value maxPages, numSplits;
+  explicit AttendArgs(const KernelEntry &e)
+      : q(e.args[0]), partial(e.args[1]),
+        seqs(e.args[2]), pages{e.args[3], e.args[4]}, tables{e.args[5],
+                                                             e.args[6]},
+        sink{e.args[7], e.args[8]}, window{e.args[9], e.args[10]},
+        norms(e.args[11]), maxPages(e.args[12]), numSplits(e.args[13]) {}
+};
+
+/// Token counts of one tensor of the sequence: [0, sink) are sink tokens,
+/// [sink, sink + quantized) quantized, the rest in the window.
+struct Regions {
+  Value sink, quantized;
+};
+
+/// A half-open range of tokens.
+struct Range {
+  Value begin, end;
+};
+
+class AttendEmitter {
+public:
+  AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
+                const CacheLayout &layout, unsigned layer)
+      : kb(kb), args(entry), layout(layout), model(layout.model), layer(layer),
+        split(entry.blockId[0]), head(entry.blockId[1]),
+        batch(entry.blockId[2]), ratio(model.getGroupRatio()),
+        dim(model.getHeadDim()) {}
+
+  void emit();
+
+private:
+  const TensorLayout &tensor(bool isKeys) { return layout.get(isKeys); }
+  const SliceLayout &slice(bool isKeys) { return tensor(isKeys).layers[layer]; }
+  Value descriptor(unsigned field) {
+    return kb.loadU32(args.seqs,
+                      kb.add(kb.mul(batch, kb.i32(8)), kb.i32(field)));
+  }
+  /// The part of `range` inside [lo, hi).
+  Range clip(Range range, Value lo, Value hi) {
+    Value begin = kb.maxS(range.begin, lo);
+    Value end = kb.maxS(kb.select(kb.ult(hi, range.end), hi, range.end), begin);
+    return {begin, end};
+  }
+  Value tableRow(bool isKeys) {
+    Value offset = kb.mul(kb.toI64(kb.mul(slot, args.maxPages)), kb.i64(4));
+    return kb.gep(args.tables[isKeys ? 0 : 1], offset);
+  }
+  Value queryAt(Value buffer, unsigned r, Value c) {
+    return kb.loadF32(buffer, kb.add(kb.i32(r * dim), c));
+  }
+
+  void loadQueries();
+  void scoreRange(Range range, unsigned region);
+  SmallVector<Value> quantizedKeyDots(Value index);
+  SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
+                                       Value queries);
+  void softmax();
+  void accumulateValues();
+  Value valueAt(unsigned region, Value token, Value c);
+
+  KernelBuilder &kb;
+  AttendArgs args;
+  const CacheLayout &layout;
+  ModelAttr model;
+  unsigned layer;
+  Value split, head, batch;
+  unsigned ratio, dim;
+  Value slot, tokens;
+  Regions regions[2];
+  Range splitRange;
+  Value queries, normQueries, scores;
+  SmallVector<Value> maxScore, sumExp;
+};
+
+} // namespace
+
+void AttendEmitter::loadQueries() {
+  KernelTarget &target = kb.getTarget();
+  queries = target.allocShared(kb, ratio * dim * 4);
+  bool keyNorm = layout.hasKeyNorm(layer);
+  normQueries = keyNorm ? target.allocShared(kb, ratio * dim * 4) : queries;
+  double scale = model.getSoftmaxScale() * M_LOG2E;
+  target.parallelFor(kb, kb.i32(ratio * dim), [&](Value i) {
+    Value r = kb.divU(i, kb.i32(dim)), c = kb.remU(i, kb.i32(dim));
+    Value hq = kb.add(kb.mul(head, kb.i32(ratio)), r);
+    Value index =
+        kb.add(kb.mul(kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq),
+                      kb.i32(dim)),
+               c);
+    Value q =
+        kb.fmul(kb.loadFloat(model.getDtype(), args.q, index), kb.f32(scale));
+    kb.storeF32(q, queries, i);
+    if (keyNorm) {
+      Value norm = kb.loadF32(
+          args.norms,
+          kb.add(kb.mul(kb.add(kb.mul(slot, kb.i32(model.getKvHeads())), head),
+                        kb.i32(dim)),
+                 c));
+      kb.storeF32(kb.fmul(q, norm), normQueries, i);
+    }
+  });
+}
+
+SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
+                                                    Value element0,
+                                                    Value queryBuffer) {
+  SmallVector<Value> init(ratio, kb.f32(0));
+  return kb.forLoop(
+      kb.i32(0), kb.i32(dim), kb.i32(1), init,
+      [&](Value c, ValueRange acc) -> SmallVector<Value> {
+        Value k = kb.loadFloat(model.getDtype(), buffer, kb.add(element0, c));
+        SmallVector<Value> next;
+        for (unsigned r = 0; r < ratio; ++r)
+          next.push_back(
+              kb.fadd(acc[r], kb.fmul(queryAt(queryBuffer, r, c), k)));
+        return next;
+      });
+}
+
+SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
+  const SliceLayout &keys = slice(true);
+  SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
+                     tableRow(true), index, head);
+  Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+  if (!keys.isQuantized()) {
+    Value element0 = kb.mul(pageToken, kb.i32(dim));
+    return fullPrecisionDots(access.getBase(), element0, queries);
+  }
+  QuantAttr quant = keys.quant;
+  Quantizer quantizer(kb, quant);
+  unsigned group = quant.getGroup();
+  SmallVector<Value> dots(ratio, kb.f32(0));
+  if (quant.getSpan() == Span::Channels) {
+    // Fold each group's scale and zero-point into its partial dot product.
+    return kb.forLoop(
+        kb.i32(0), kb.i32(keys.groupsPerToken), kb.i32(1), dots,
+        [&](Value g, ValueRange acc) -> SmallVector<Value> {
+          Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
+          SmallVector<Value> init(2 * ratio, kb.f32(0));
+          SmallVector<Value> sums = kb.forLoop(
+              kb.i32(0), kb.i32(group), kb.i32(1), init,
+              [&](Value k, ValueRange part) -> SmallVector<Value> {
+                Value code = kb.uitofp(access.loadCode(n, k));
+                Value c = kb.add(kb.mul(g, kb.i32(group)), k);
+                SmallVector<Value> next;
+                for (unsigned r = 0; r < ratio; ++r) {
+                  Value q = queryAt(normQueries, r, c);
+                  next.push_back(kb.fadd(part[2 * r], kb.fmul(q, code)));
+                  next.push_back(kb.fadd(part[2 * r + 1], q));
+                }
+                return next;
+              });
+          Value scale = access.loadScale(quantizer, n);
+          Value zero = access.loadZero(quantizer, n);
+          SmallVector<Value> next;
+          for (unsigned r = 0; r < ratio; ++r)
+            next.push_back(
+                kb.fadd(acc[r], quantizer.foldedDot(scale, zero, sums[2 * r],
+                                                    sums[2 * r + 1])));
+          return next;
+        });
+  }
+  // span = tokens: every channel has its own scale; a warp's tokens share
+  // them, so the loads broadcast.
+  Value block = kb.divU(pageToken, kb.i32(group));
+  Value k = kb.remU(pageToken, kb.i32(group));
+  return kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(1), dots,
+                    [&](Value c, ValueRange acc) -> SmallVector<Value> {
+                      Value n = kb.add(kb.mul(block, kb.i32(dim)), c);
+                      Value x = quantizer.dequantize(
+                          access.loadCode(n, k), access.loadScale(quantizer, n),
+                          access.loadZero(quantizer, n));
+                      SmallVector<Value> next;
+                      for (unsigned r = 0; r < ratio; ++r)
+                        next.push_back(kb.fadd(
+                            acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
+                      return next;
+                    });
+}
+
+/// Scores of the tokens of `range`, all in region `region` of the keys
+/// (0 sink, 1 quantized, 2 window).
+void AttendEmitter::scoreRange(Range range, unsigned region) {
+  const TensorLayout &keys = tensor(true);
+  Value count = kb.sub(range.end, range.begin);
+  kb.getTarget().parallelFor(kb, count, [&](Value i) {
+    Value t = kb.add(range.begin, i);
+    SmallVector<Value> dots;
+    if (region == 0) {
+      Value row =
+          fullPrecisionRow(kb, model, keys.window.getSink(), slot, t, head);
+      dots = fullPrecisionDots(args.sink[0], row, queries);
+    } else if (region == 1) {
+      dots = quantizedKeyDots(kb.sub(t, regions[0].sink));
+    } else {
+      Value w = kb.sub(t, kb.add(regions[0].sink, regions[0].quantized));
+      Value row =
+          fullPrecisionRow(kb, model, keys.windowCapacity, slot, w, head);
+      dots = fullPrecisionDots(args.window[0], row, queries);
+    }
+    Value local = kb.sub(t, splitRange.begin);
+    for (unsigned r = 0; r < ratio; ++r)
+      kb.storeF32(dots[r], scores,
+                  kb.add(kb.i32(r * layout.splitTokens), local));
+  });
+}
+
+void AttendEmitter::softmax() {
+  KernelTarget &target = kb.getTarget();
+  Value count = kb.sub(splitRange.end, splitRange.begin);
+  for (unsigned r = 0; r < ratio; ++r) {
+    Value row = kb.gep(scores, kb.i64(int64_t(r) * layout.splitTokens * 4));
+    Value m = target.reduce(kb, ReduceKind::Max, row, count);
+    target.parallelFor(kb, count, [&](Value i) {
+      kb.storeF32(kb.exp2(kb.fsub(kb.loadF32(row, i), m)), row, i);
+    });
+    maxScore.push_back(m);
+    sumExp.push_back(target.reduce(kb, ReduceKind::Sum, row, count));
+  }
+}
+
+Value AttendEmitter::valueAt(unsigned region, Value t, Value c) {
+  const TensorLayout &values = tensor(false);
+  if (region != 1) {
+    bool isSink = region == 0;
+    Value token =
+        isSink ? t : kb.sub(t, kb.add(regions[1].sink, regions[1].quantized));
+    Value row = fullPrecisionRow(
+        kb, model, isSink ? values.window.getSink() : values.windowCapacity,
+        slot, token, head);
+    Value buffer = isSink ? args.sink[1] : args.window[1];
+    return kb.loadFloat(model.getDtype(), buffer, kb.add(row, c));
+  }
+  const SliceLayout &slice = this->slice(false);
+  Value index = kb.sub(t, regions[1].sink);
+  SliceAccess access(kb, values, slice, layout.pageTokens, args.pages[1],
+                     tableRow(false), index, head);
+  Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+  if (!slice.isQuantized())
+    return kb.loadFloat(model.getDtype(), access.getBase(),
+                        kb.add(kb.mul(pageToken, kb.i32(dim)), c));
+  QuantAttr quant = slice.quant;
+  Quantizer quantizer(kb, quant);
+  unsigned group = quant.getGroup();
+  Value n, k;
+  if (quant.getSpan() == Span::Channels) {
+    n = kb.add(kb.mul(pageToken, kb.i32(slice.groupsPerToken)),
+               kb.divU(c, kb.i32(group)));
+    k = kb.remU(c, kb.i32(group));
+  } else {
+    n = kb.add(kb.mul(kb.divU(pageToken, kb.i32(group)), kb.i32(dim)), c);
+    k = kb.remU(pageToken, kb.i32(group));
+  }
+  return quantizer.dequantize(access.loadCode(n, k),
+                              access.loadScale(quantizer, n),
+                              access.loadZero(quantizer, n));
+}
+
+void AttendEmitter::accumulateValues() {
+  Value sinkEnd = regions[1].sink;
+  Value quantEnd = kb.add(sinkEnd, regions[1].quantized);
+  Range ranges[3] = {clip(splitRange, kb.i32(0), sinkEnd),
+                     clip(splitRange, sinkEnd, quantEnd),
+                     clip(splitRange, quantEnd, tokens)};
+  unsigned stride = dim + 2;
+  kb.getTarget().parallelFor(kb, kb.i32(dim), [&](Value c) {
+    SmallVector<Value> acc(ratio, kb.f32(0));
+    for (unsigned region = 0; region < 3; ++region) {
+      acc = kb.forLoop(ranges[region].begin, ranges[region].end, kb.i32(1), acc,
+                       [&](Value t, ValueRange sums) -> SmallVector<Value> {
+                         Value v = valueAt(region, t, c);
+                         Value local = kb.sub(t, splitRange.begin);
+                         SmallVector<Value> next;
+                         for (unsigned r = 0; r < ratio; ++r) {
+                           Value p = kb.loadF32(
+                               scores,
+                               kb.add(kb.i32(r * layout.splitTokens), local));
+                           next.push_back(kb.fadd(sums[r], kb.fmul(p, v)));
+                         }
+                         return next;
+                       });
+    }
+    for (unsigned r = 0; r < ratio; ++r) {
+      Value hq = kb.add(kb.mul(head, kb.i32(ratio)), kb.i32(r));
+      Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);
+      Value first =
+          kb.mul(kb.add(kb.mul(row, args.numSplits), split), kb.i32(stride));
+      kb.storeF32(acc[r], args.partial, kb.add(first, kb.add(c, kb.i32(2))));
+      kb.ifThen(kb.eq(c, kb.i32(0)), [&] {
+        kb.storeF32(maxScore[r], args.partial, first);
+        kb.storeF32(sumExp[r], args.partial, kb.add(first, kb.i32(1)));
+      });
+    }
+  });
+}
+
+void AttendEmitter::emit() {
+  slot = descriptor(0);
+  tokens = descriptor(1);
+  regions[0] = {descriptor(2), descriptor(3)};
+  regions[1] = {descriptor(5), descriptor(6)};
+  Value begin = kb.mul(split, kb.i32(layout.splitTokens));
+  Value end = kb.add(begin, kb.i32(layout.splitTokens));
+  splitRange = clip({begin, end}, kb.i32(0), tokens);
+  // A split past the end is empty: begin = end.
+  splitRange.begin = kb.select(kb.ult(tokens, begin), tokens, begin);
+  splitRange.end = kb.maxS(splitRange.end, splitRange.begin);
+  scores = kb.getTarget().allocShared(kb, ratio * layout.splitTokens * 4);
+  loadQueries();
+  Value sinkEnd = regions[0].sink;
+  Value quantEnd = kb.add(sinkEnd, regions[0].quantized);
+  scoreRange(clip(splitRange, kb.i32(0), sinkEnd), 0);
+  scoreRange(clip(splitRange, sinkEnd, quantEnd), 1);
+  scoreRange(clip(splitRange, quantEnd, tokens), 2);
+  softmax();
+  accumulateValues();
+}
+
+void kvq::emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
+                           const CacheLayout &layout, unsigned layer) {
+  AttendEmitter(kb, entry, layout, layer).emit();
+}

@@ -1,0 +1,52 @@
+//===- CombineKernel.cpp - merge flash-decoding splits --------------------===//
+//
+// Block (hq, b) merges the per-split partial softmax results of query head
+// hq of sequence b: o = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
+// Scores are kept in log2 units by the attend kernel; empty splits (l = 0)
+// contribute nothing, and a sequence with no tokens attends to zeros.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Kernels.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace kvq;
+
+void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
+                            const CacheLayout &layout) {
+  Value partial = entry.args[0], out = entry.args[1];
+  Value numSplits = entry.args[3];
+  Value hq = entry.blockId[0], b = entry.blockId[1];
+  unsigned dim = layout.model.getHeadDim(), heads = layout.model.getHeads();
+  unsigned stride = dim + 2;
+  Value row = kb.add(kb.mul(b, kb.i32(heads)), hq);
+  Value first = kb.mul(kb.mul(row, numSplits), kb.i32(stride));
+  auto field = [&](Value s, Value index) {
+    return kb.loadF32(partial,
+                      kb.add(first, kb.add(kb.mul(s, kb.i32(stride)), index)));
+  };
+  float inf = std::numeric_limits<float>::infinity();
+  kb.getTarget().parallelFor(kb, kb.i32(dim), [&](Value c) {
+    Value maxScore =
+        kb.forLoop(kb.i32(0), numSplits, kb.i32(1), {kb.f32(-inf)},
+                   [&](Value s, ValueRange acc) -> SmallVector<Value> {
+                     return {kb.fmax(acc[0], field(s, kb.i32(0)))};
+                   })[0];
+    SmallVector<Value> sums = kb.forLoop(
+        kb.i32(0), numSplits, kb.i32(1), {kb.f32(0), kb.f32(0)},
+        [&](Value s, ValueRange acc) -> SmallVector<Value> {
+          Value l = field(s, kb.i32(1));
+          Value weight = kb.select(
+              kb.flt(kb.f32(0), l),
+              kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), kb.f32(0));
+          Value value = field(s, kb.add(c, kb.i32(2)));
+          return {kb.fadd(acc[0], kb.fmul(weight, l)),
+                  kb.fadd(acc[1], kb.fmul(weight, value))};
+        });
+    Value result = kb.select(kb.flt(kb.f32(0), sums[0]),
+                             kb.fdiv(sums[1], sums[0]), kb.f32(0));
+    kb.storeF32(result, out, kb.add(kb.mul(row, kb.i32(dim)), c));
+  });
+}

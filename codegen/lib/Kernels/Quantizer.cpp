@@ -1,0 +1,204 @@
+//===- Quantizer.cpp - the quantizer arithmetic of a scheme ---------------===//
+//
+// Operation order follows docs/Numerics.md exactly: fp32 with one rounding
+// per operation, true division, round-to-nearest-even, no contraction.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Quantizer.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace kvq;
+
+Type Quantizer::getParamBitsType() {
+  return kb.builder().getIntegerType(quant.getParamBits());
+}
+
+Value Quantizer::roundParam(Value x) {
+  Type type = quant.getParamType();
+  if (type.isF32())
+    return x;
+  OpBuilder &b = kb.builder();
+  Value narrow = arith::TruncFOp::create(b, kb.getLoc(), type, x);
+  return arith::ExtFOp::create(b, kb.getLoc(), b.getF32Type(), narrow);
+}
+
+Value Quantizer::paramBits(Value rounded) {
+  Type type = quant.getParamType();
+  if (type.isF32())
+    return kb.bitcast(getParamBitsType(), rounded);
+  Value narrow =
+      arith::TruncFOp::create(kb.builder(), kb.getLoc(), type, rounded);
+  return kb.bitcast(getParamBitsType(), narrow);
+}
+
+Value Quantizer::paramFromBits(Value bits) {
+  Type type = quant.getParamType();
+  Value value = kb.bitcast(type, bits);
+  if (type.isF32())
+    return value;
+  return arith::ExtFOp::create(kb.builder(), kb.getLoc(),
+                               kb.builder().getF32Type(), value);
+}
+
+Value Quantizer::signBit(Value x) {
+  Value bits = kb.bitcast(kb.builder().getI32Type(), x);
+  return arith::CmpIOp::create(kb.builder(), kb.getLoc(),
+                               arith::CmpIPredicate::slt, bits, kb.i32(0));
+}
+
+Value Quantizer::applyClip(Value x) {
+  std::optional<double> clip = quant.getUniformClip();
+  if (!clip || *clip == 1.0)
+    return x;
+  return kb.fmul(kb.f32(*clip), x);
+}
+
+Quantizer::AsymParams Quantizer::computeAsym(unsigned size, ElementFn element) {
+  float inf = std::numeric_limits<float>::infinity();
+  SmallVector<Value> range = kb.forLoop(
+      kb.i32(0), kb.i32(size), kb.i32(1), {kb.f32(inf), kb.f32(-inf)},
+      [&](Value k, ValueRange minMax) -> SmallVector<Value> {
+        Value x = element(k);
+        return {kb.fmin(minMax[0], x), kb.fmax(minMax[1], x)};
+      });
+  // A zero of either sign counts as +0, whichever one the reduction kept.
+  auto positiveZero = [&](Value v) {
+    return kb.select(kb.feq(v, kb.f32(0)), kb.f32(0), v);
+  };
+  Value lo = applyClip(positiveZero(range[0]));
+  Value hi = applyClip(positiveZero(range[1]));
+  Value levels = kb.f32(quant.getNumLevels() - 1);
+  return {roundParam(kb.fdiv(kb.fsub(hi, lo), levels)), roundParam(lo)};
+}
+
+Value Quantizer::computeSym(unsigned size, ElementFn element) {
+  SmallVector<Value> amax =
+      kb.forLoop(kb.i32(0), kb.i32(size), kb.i32(1), {kb.f32(0)},
+                 [&](Value k, ValueRange acc) -> SmallVector<Value> {
+                   return {kb.fmax(acc[0], kb.fabs(element(k)))};
+                 });
+  Value maxCode = kb.f32(getSymOffset() - 1);
+  return roundParam(kb.fdiv(applyClip(amax[0]), maxCode));
+}
+
+GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
+  GroupParams params;
+  Mode mode = quant.getMode();
+  if (mode != Mode::Sym) {
+    AsymParams asym = computeAsym(size, element);
+    params.asymScale = asym.scale;
+    params.asymZero = asym.zero;
+    params.scale = asym.scale;
+    params.zero = asym.zero;
+    if (double eta = quant.getEtaValue(); eta != 0.0) {
+      // Calibration constants folded once in fp64 (docs/Numerics.md).
+      Value kz = kb.f32(static_cast<float>(eta * (quant.getNumLevels() - 1)));
+      Value ks = kb.f32(static_cast<float>(1.0 - 2.0 * eta));
+      params.zero = roundParam(kb.fadd(asym.zero, kb.fmul(kz, asym.scale)));
+      params.scale = roundParam(kb.fmul(ks, asym.scale));
+    }
+  }
+  if (mode == Mode::Asym)
+    return params;
+  params.symScale = computeSym(size, element);
+  params.scale = params.symScale;
+  params.zero = kb.f32(0);
+  if (mode == Mode::Sym)
+    return params;
+
+  // Hybrid: keep the mode with the smaller squared error (tie: sym).
+  SmallVector<Value> errors = kb.forLoop(
+      kb.i32(0), kb.i32(size), kb.i32(1), {kb.f64(0), kb.f64(0)},
+      [&](Value k, ValueRange acc) -> SmallVector<Value> {
+        Value x = element(k);
+        Value asymHat =
+            asymValue(asymCode(x, params.asymScale, params.asymZero),
+                      params.asymScale, params.asymZero);
+        Value symHat = symValue(symCode(x, params.symScale), params.symScale);
+        auto squaredError = [&](Value hat, Value sum) {
+          Value e = kb.fsub(kb.extF64(x), kb.extF64(hat));
+          return kb.fadd(sum, kb.fmul(e, e));
+        };
+        return {squaredError(asymHat, acc[0]), squaredError(symHat, acc[1])};
+      });
+  params.useAsym = kb.flt(errors[0], errors[1]);
+  params.scale =
+      kb.select(params.useAsym, kb.fneg(params.asymScale), params.symScale);
+  params.zero = kb.select(params.useAsym, params.asymZero, kb.f32(0));
+  return params;
+}
+
+Value Quantizer::asymCode(Value x, Value scale, Value zero) {
+  Value levels = kb.f32(quant.getNumLevels() - 1);
+  Value q = kb.roundEven(kb.fdiv(kb.fsub(x, zero), scale));
+  Value clamped = kb.fmax(kb.fmin(q, levels), kb.f32(0));
+  return kb.select(kb.feq(scale, kb.f32(0)), kb.i32(0), kb.fptosi(clamped));
+}
+
+Value Quantizer::symCode(Value x, Value scale) {
+  Value maxCode = kb.f32(getSymOffset() - 1);
+  Value q = kb.roundEven(kb.fdiv(x, scale));
+  Value clamped = kb.fmax(kb.fmin(q, maxCode), kb.fneg(maxCode));
+  Value code =
+      kb.select(kb.feq(scale, kb.f32(0)), kb.i32(0), kb.fptosi(clamped));
+  return kb.add(code, kb.i32(getSymOffset()));
+}
+
+Value Quantizer::computeCode(const GroupParams &params, Value x) {
+  switch (quant.getMode()) {
+  case Mode::Asym:
+    return asymCode(x, params.asymScale, params.asymZero);
+  case Mode::Sym:
+    return symCode(x, params.symScale);
+  case Mode::Hybrid:
+    return kb.select(params.useAsym,
+                     asymCode(x, params.asymScale, params.asymZero),
+                     symCode(x, params.symScale));
+  }
+  llvm_unreachable("unknown mode");
+}
+
+Value Quantizer::asymValue(Value code, Value scale, Value zero) {
+  return kb.fadd(kb.fmul(kb.sitofp(code), scale), zero);
+}
+
+Value Quantizer::symValue(Value code, Value scale) {
+  return kb.fmul(kb.sitofp(kb.sub(code, kb.i32(getSymOffset()))), scale);
+}
+
+Value Quantizer::dequantize(Value code, Value scale, Value zero) {
+  switch (quant.getMode()) {
+  case Mode::Asym:
+    return asymValue(code, scale, zero);
+  case Mode::Sym:
+    return symValue(code, scale);
+  case Mode::Hybrid:
+    return kb.select(signBit(scale), asymValue(code, kb.fneg(scale), zero),
+                     symValue(code, scale));
+  }
+  llvm_unreachable("unknown mode");
+}
+
+Value Quantizer::foldedDot(Value scale, Value zero, Value codeDot, Value qSum) {
+  auto asymDot = [&](Value s) {
+    return kb.fadd(kb.fmul(s, codeDot), kb.fmul(zero, qSum));
+  };
+  auto symDot = [&] {
+    Value offset = kb.f32(getSymOffset());
+    return kb.fmul(scale, kb.fsub(codeDot, kb.fmul(offset, qSum)));
+  };
+  switch (quant.getMode()) {
+  case Mode::Asym:
+    return asymDot(scale);
+  case Mode::Sym:
+    return symDot();
+  case Mode::Hybrid:
+    return kb.select(signBit(scale), asymDot(kb.fneg(scale)), symDot());
+  }
+  llvm_unreachable("unknown mode");
+}

@@ -1,0 +1,84 @@
+//===- SliceAccess.cpp - addressing pages, slices and codes ---------------===//
+
+#include "kvq/Codegen/SliceAccess.h"
+
+using namespace mlir;
+using namespace kvq;
+
+SliceAccess::SliceAccess(KernelBuilder &kb, const TensorLayout &tensor,
+                         const SliceLayout &slice, unsigned pageTokens,
+                         Value pages, Value table, Value qpos, Value head)
+    : kb(kb), slice(slice) {
+  Value page = kb.loadU32(table, kb.divU(qpos, kb.i32(pageTokens)));
+  Value offset = kb.add(kb.mul(kb.toI64(page), kb.i64(tensor.pageBytes)),
+                        kb.mul(kb.toI64(head), kb.i64(slice.sliceBytes)));
+  base = kb.gep(pages, offset);
+}
+
+Value SliceAccess::loadWord(Value index) {
+  return kb.load(kb.builder().getI32Type(), base,
+                 kb.mul(kb.toI64(index), kb.i64(4)), 4);
+}
+
+Value SliceAccess::loadCode(Value n, Value k) {
+  unsigned bits = slice.quant.getBits();
+  Value bit = kb.mul(k, kb.i32(bits));
+  Value word =
+      kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), kb.divU(bit, kb.i32(32)));
+  Value shift = kb.remU(bit, kb.i32(32));
+  Value code = kb.shrU(loadWord(word), shift);
+  if (32 % bits != 0) {
+    // A code may straddle two words: its high bits open the next word.
+    Value straddles = kb.ult(kb.i32(32 - bits), shift);
+    code = kb.ifThenElse(
+        straddles, {code.getType()},
+        [&]() -> SmallVector<Value> {
+          Value high = kb.shl(loadWord(kb.add(word, kb.i32(1))),
+                              kb.sub(kb.i32(32), shift));
+          return {kb.bitOr(code, high)};
+        },
+        [&]() -> SmallVector<Value> { return {code}; })[0];
+  }
+  return kb.bitAnd(code, kb.i32((1u << bits) - 1));
+}
+
+void SliceAccess::storeWord(Value n, Value w, Value word) {
+  Value index = kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), w);
+  kb.store(word, base, kb.mul(kb.toI64(index), kb.i64(4)), 4);
+}
+
+Value SliceAccess::paramOffset(uint64_t arrayOffset, Value n) {
+  return kb.add(kb.i64(arrayOffset),
+                kb.mul(kb.toI64(n), kb.i64(slice.paramBytes)));
+}
+
+Value SliceAccess::loadScale(Quantizer &quantizer, Value n) {
+  return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
+                                         paramOffset(slice.scalesOffset, n),
+                                         slice.paramBytes));
+}
+
+Value SliceAccess::loadZero(Quantizer &quantizer, Value n) {
+  if (slice.zerosOffset < 0)
+    return kb.f32(0);
+  return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
+                                         paramOffset(slice.zerosOffset, n),
+                                         slice.paramBytes));
+}
+
+void SliceAccess::storeScale(Value n, Value bits) {
+  kb.store(bits, base, paramOffset(slice.scalesOffset, n), slice.paramBytes);
+}
+
+void SliceAccess::storeZero(Value n, Value bits) {
+  if (slice.zerosOffset >= 0)
+    kb.store(bits, base, paramOffset(slice.zerosOffset, n), slice.paramBytes);
+}
+
+Value kvq::fullPrecisionRow(KernelBuilder &kb, ModelAttr model,
+                            unsigned capacity, Value slot, Value token,
+                            Value head) {
+  Value row = kb.add(kb.mul(slot, kb.i32(capacity)), token);
+  Value slice = kb.add(kb.mul(row, kb.i32(model.getKvHeads())), head);
+  return kb.mul(slice, kb.i32(model.getHeadDim()));
+}

@@ -1,0 +1,111 @@
+//===- Layout.cpp - physical layout of a compiled cache -------------------===//
+
+#include "kvq/Codegen/Layout.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace kvq;
+
+/// Every region of a page starts on 16 bytes, for 128-bit loads.
+static constexpr uint64_t kAlign = 16;
+
+bool CacheLayout::hasKeyNorm(unsigned layer) const {
+  QuantAttr quant = keys.layers[layer].quant;
+  return quant && quant.getKeyNorm();
+}
+
+/// Rejects scheme features the kernels do not implement yet, naming them.
+static LogicalResult checkSupported(Operation *op, QuantAttr quant) {
+  auto reject = [&](StringRef feature) {
+    return op->emitOpError("kvq-compile does not support ")
+           << feature << " yet";
+  };
+  if (quant.getReorder())
+    return reject("channel reorder");
+  if (quant.getClip() && !quant.getUniformClip())
+    return reject("per-group clipping tables");
+  if (quant.getPreRope())
+    return reject("pre-RoPE keys");
+  if (isa<Float8E4M3FNType>(quant.getParamType()))
+    return reject("f8E4M3FN parameters");
+  return success();
+}
+
+static SliceLayout computeSlice(Attribute scheme, ModelAttr model,
+                                unsigned pageTokens, unsigned dtypeBytes) {
+  SliceLayout slice;
+  slice.scheme = scheme;
+  slice.quant = dyn_cast<QuantAttr>(scheme);
+  unsigned dim = model.getHeadDim();
+  if (!slice.quant) {
+    slice.sliceBytes =
+        llvm::alignTo(uint64_t(pageTokens) * dim * dtypeBytes, kAlign);
+    return slice;
+  }
+  QuantAttr quant = slice.quant;
+  slice.wordsPerGroup = quant.getGroupCodeBits(quant.getGroup()) / 32;
+  if (quant.getSpan() == Span::Channels) {
+    slice.groupsPerToken = dim / quant.getGroup();
+    slice.groupsPerPage = pageTokens * slice.groupsPerToken;
+  } else {
+    slice.groupsPerPage = pageTokens / quant.getGroup() * dim;
+  }
+  slice.paramBytes = quant.getParamBits() / 8;
+  uint64_t paramArray =
+      llvm::alignTo(uint64_t(slice.groupsPerPage) * slice.paramBytes, kAlign);
+  slice.codesBytes = llvm::alignTo(
+      uint64_t(slice.groupsPerPage) * slice.wordsPerGroup * 4, kAlign);
+  slice.scalesOffset = slice.codesBytes;
+  slice.sliceBytes = slice.scalesOffset + paramArray;
+  if (quant.getMode() != Mode::Sym) {
+    slice.zerosOffset = slice.sliceBytes;
+    slice.sliceBytes += paramArray;
+  }
+  return slice;
+}
+
+template <typename TensorOpT>
+static FailureOr<TensorLayout> computeTensor(TensorOpT op, ModelAttr model,
+                                             unsigned pageTokens,
+                                             unsigned dtypeBytes) {
+  TensorLayout tensor;
+  tensor.window = op.getWindow();
+  tensor.windowCapacity =
+      tensor.window.getRecent() + tensor.window.getFlush() - 1;
+  for (const LayerScheme &layer : op.getLayerSchemes()) {
+    if (layer.codesFrom)
+      return op.emitOpError("kvq-compile does not support cross-layer code "
+                            "sharing yet");
+    if (QuantAttr quant = layer.getQuant())
+      if (failed(checkSupported(op, quant)))
+        return failure();
+    tensor.layerOffsets.push_back(tensor.pageBytes);
+    tensor.layers.push_back(
+        computeSlice(layer.scheme, model, pageTokens, dtypeBytes));
+    tensor.pageBytes +=
+        uint64_t(model.getKvHeads()) * tensor.layers.back().sliceBytes;
+  }
+  return tensor;
+}
+
+FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
+  if (cache.getPoolAttr())
+    return cache.emitOpError("kvq-compile does not support outlier pools yet");
+  if (failed(cache.verifyTablesPresent()))
+    return failure();
+  CacheLayout layout;
+  layout.model = cache.getModel();
+  layout.pageTokens = cache.getPage();
+  layout.splitTokens = 256;
+  layout.dtypeBytes = layout.model.getDtype().getIntOrFloatBitWidth() / 8;
+  FailureOr<TensorLayout> keys = computeTensor(
+      cache.getKeys(), layout.model, layout.pageTokens, layout.dtypeBytes);
+  FailureOr<TensorLayout> values = computeTensor(
+      cache.getValues(), layout.model, layout.pageTokens, layout.dtypeBytes);
+  if (failed(keys) || failed(values))
+    return failure();
+  layout.keys = std::move(*keys);
+  layout.values = std::move(*values);
+  return layout;
+}

@@ -1,0 +1,91 @@
+//===- CPUTarget.cpp - kernels as host functions --------------------------===//
+//
+// The CPU runs one block of a grid per call; the block's threads become a
+// loop (which LLVM vectorizes where it can), block-local memory is a stack
+// allocation and reductions are sequential.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+using namespace kvq;
+
+namespace {
+
+class CPUTarget : public KernelTarget {
+public:
+  explicit CPUTarget(ModuleOp module) : module(module) {}
+
+  KernelEntry createKernel(OpBuilder &b, Location loc, StringRef name,
+                           ArrayRef<ArgKind> args) override {
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Type i32 = b.getI32Type();
+    b.setInsertionPointToEnd(module.getBody());
+    auto func = func::FuncOp::create(
+        b, loc, name, b.getFunctionType({ptr, i32, i32, i32}, {}));
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    KernelEntry kernel;
+    // `args` holds pointers to the argument values, as cuLaunchKernel's.
+    for (auto [index, kind] : llvm::enumerate(args)) {
+      Value offset = arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                                  8 * int64_t(index));
+      Value slot = LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(),
+                                       entry->getArgument(0), offset);
+      Value valuePtr = LLVM::LoadOp::create(b, loc, ptr, slot, 8);
+      Type type = kind == ArgKind::Ptr ? ptr : i32;
+      kernel.args.push_back(LLVM::LoadOp::create(b, loc, type, valuePtr,
+                                                 kind == ArgKind::Ptr ? 8 : 4));
+    }
+    for (int d = 0; d < 3; ++d)
+      kernel.blockId[d] = entry->getArgument(1 + d);
+    return kernel;
+  }
+
+  void finishKernel(OpBuilder &b, Location loc) override {
+    func::ReturnOp::create(b, loc);
+  }
+
+  Type getGlobalPtrType(MLIRContext *ctx) const override {
+    return LLVM::LLVMPointerType::get(ctx);
+  }
+
+  void parallelFor(KernelBuilder &kb, Value count,
+                   llvm::function_ref<void(Value)> body) override {
+    kb.forEach(kb.i32(0), count, body);
+  }
+
+  Value allocShared(KernelBuilder &kb, uint64_t bytes) override {
+    OpBuilder &b = kb.builder();
+    return LLVM::AllocaOp::create(
+        b, kb.getLoc(), LLVM::LLVMPointerType::get(b.getContext()),
+        b.getI8Type(), kb.i64(bytes), /*alignment=*/16);
+  }
+
+  Value reduce(KernelBuilder &kb, ReduceKind kind, Value ptr,
+               Value count) override {
+    float identity = kind == ReduceKind::Sum
+                         ? 0.0f
+                         : -std::numeric_limits<float>::infinity();
+    return kb.forLoop(kb.i32(0), count, kb.i32(1), {kb.f32(identity)},
+                      [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                        Value x = kb.loadF32(ptr, i);
+                        return {kind == ReduceKind::Sum ? kb.fadd(acc[0], x)
+                                                        : kb.fmax(acc[0], x)};
+                      })[0];
+  }
+
+private:
+  ModuleOp module;
+};
+
+} // namespace
+
+std::unique_ptr<KernelTarget> kvq::createCPUTarget(ModuleOp module) {
+  return std::make_unique<CPUTarget>(module);
+}

@@ -1,0 +1,140 @@
+//===- GPUTarget.cpp - kernels as GPU blocks ------------------------------===//
+//
+// A block of kBlockThreads threads: loops are strided over the threads and
+// end with a barrier, block-local memory is shared memory, and reductions
+// combine per-thread partials with warp shuffles, then across warps through
+// shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+using namespace kvq;
+
+static constexpr unsigned kWarpSize = 32;
+static constexpr unsigned kGlobalSpace = 1;
+static constexpr unsigned kSharedSpace = 3;
+
+namespace {
+
+class GPUTarget : public KernelTarget {
+public:
+  explicit GPUTarget(gpu::GPUModuleOp module) : module(module) {}
+
+  KernelEntry createKernel(OpBuilder &b, Location loc, StringRef name,
+                           ArrayRef<ArgKind> args) override {
+    kernelName = name.str();
+    numShared = 0;
+    Type ptr = getGlobalPtrType(b.getContext());
+    SmallVector<Type> types;
+    for (ArgKind kind : args)
+      types.push_back(kind == ArgKind::Ptr ? ptr : b.getI32Type());
+    b.setInsertionPointToEnd(module.getBody());
+    auto func =
+        gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(types, {}));
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    func.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({int32_t(kBlockThreads), 1, 1}));
+    b.setInsertionPointToStart(&func.getBody().front());
+    KernelEntry kernel;
+    kernel.args = SmallVector<Value>(func.getArguments());
+    const gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                                   gpu::Dimension::z};
+    for (int d = 0; d < 3; ++d)
+      kernel.blockId[d] =
+          toI32(b, loc, gpu::BlockIdOp::create(b, loc, dims[d]));
+    threadId =
+        toI32(b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+    return kernel;
+  }
+
+  void finishKernel(OpBuilder &b, Location loc) override {
+    gpu::ReturnOp::create(b, loc);
+  }
+
+  Type getGlobalPtrType(MLIRContext *ctx) const override {
+    return LLVM::LLVMPointerType::get(ctx, kGlobalSpace);
+  }
+
+  void parallelFor(KernelBuilder &kb, Value count,
+                   llvm::function_ref<void(Value)> body) override {
+    kb.forLoop(threadId, count, kb.i32(kBlockThreads), {},
+               [&](Value i, ValueRange) {
+                 body(i);
+                 return SmallVector<Value>();
+               });
+    barrier(kb);
+  }
+
+  Value allocShared(KernelBuilder &kb, uint64_t bytes) override {
+    OpBuilder &b = kb.builder();
+    std::string name = kernelName + "_shared" + std::to_string(numShared++);
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      LLVM::GlobalOp::create(b, kb.getLoc(), type, /*isConstant=*/false,
+                             LLVM::Linkage::Internal, name, Attribute(),
+                             /*alignment=*/16, kSharedSpace);
+    }
+    return LLVM::AddressOfOp::create(
+        b, kb.getLoc(),
+        LLVM::LLVMPointerType::get(b.getContext(), kSharedSpace), name);
+  }
+
+  Value reduce(KernelBuilder &kb, ReduceKind kind, Value ptr,
+               Value count) override {
+    auto combine = [&](Value x, Value y) {
+      return kind == ReduceKind::Sum ? kb.fadd(x, y) : kb.fmax(x, y);
+    };
+    float identity = kind == ReduceKind::Sum
+                         ? 0.0f
+                         : -std::numeric_limits<float>::infinity();
+    Value partial =
+        kb.forLoop(threadId, count, kb.i32(kBlockThreads), {kb.f32(identity)},
+                   [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                     return {combine(acc[0], kb.loadF32(ptr, i))};
+                   })[0];
+    for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
+      auto shuffle = gpu::ShuffleOp::create(kb.builder(), kb.getLoc(), partial,
+                                            kb.i32(offset), kb.i32(kWarpSize),
+                                            gpu::ShuffleMode::XOR);
+      partial = combine(partial, shuffle.getShuffleResult());
+    }
+    constexpr unsigned numWarps = kBlockThreads / kWarpSize;
+    Value scratch = allocShared(kb, numWarps * 4);
+    Value lane = kb.remU(threadId, kb.i32(kWarpSize));
+    Value warp = kb.divU(threadId, kb.i32(kWarpSize));
+    kb.ifThen(kb.eq(lane, kb.i32(0)),
+              [&] { kb.storeF32(partial, scratch, warp); });
+    barrier(kb);
+    Value result = kb.loadF32(scratch, kb.i32(0));
+    for (unsigned w = 1; w < numWarps; ++w)
+      result = combine(result, kb.loadF32(scratch, kb.i32(w)));
+    return result;
+  }
+
+private:
+  static Value toI32(OpBuilder &b, Location loc, Value index) {
+    return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
+  }
+  void barrier(KernelBuilder &kb) {
+    gpu::BarrierOp::create(kb.builder(), kb.getLoc());
+  }
+
+  gpu::GPUModuleOp module;
+  std::string kernelName;
+  unsigned numShared = 0;
+  Value threadId;
+};
+
+} // namespace
+
+std::unique_ptr<KernelTarget> kvq::createGPUTarget(gpu::GPUModuleOp module) {
+  return std::make_unique<GPUTarget>(module);
+}
