@@ -74,14 +74,21 @@ Value KernelBuilder::select(Value cond, Value x, Value y) {
   return arith::SelectOp::create(b, loc, cond, x, y);
 }
 
+arith::FastMathFlagsAttr KernelBuilder::getFastMath() {
+  auto flags = reassociate ? arith::FastMathFlags::reassoc |
+                                 arith::FastMathFlags::contract
+                           : arith::FastMathFlags::none;
+  return arith::FastMathFlagsAttr::get(b.getContext(), flags);
+}
+
 Value KernelBuilder::fadd(Value x, Value y) {
-  return arith::AddFOp::create(b, loc, x, y);
+  return arith::AddFOp::create(b, loc, x, y, getFastMath());
 }
 Value KernelBuilder::fsub(Value x, Value y) {
-  return arith::SubFOp::create(b, loc, x, y);
+  return arith::SubFOp::create(b, loc, x, y, getFastMath());
 }
 Value KernelBuilder::fmul(Value x, Value y) {
-  return arith::MulFOp::create(b, loc, x, y);
+  return arith::MulFOp::create(b, loc, x, y, getFastMath());
 }
 Value KernelBuilder::fdiv(Value x, Value y) {
   return arith::DivFOp::create(b, loc, x, y);
@@ -134,30 +141,42 @@ Value KernelBuilder::gep(Value ptr, Value byteOffset) {
                              ValueRange{byteOffset});
 }
 Value KernelBuilder::load(Type type, Value ptr, Value byteOffset,
-                          unsigned align) {
-  return LLVM::LoadOp::create(b, loc, type, gep(ptr, byteOffset), align);
+                          unsigned align, bool invariant) {
+  return LLVM::LoadOp::create(b, loc, type, gep(ptr, byteOffset), align,
+                              /*isVolatile=*/false, /*isNonTemporal=*/false,
+                              invariant);
+}
+
+SmallVector<Value, 4> KernelBuilder::loadWords4(Value ptr, Value byteOffset) {
+  auto vectorType = VectorType::get({4}, b.getI32Type());
+  Value vector = load(vectorType, ptr, byteOffset, 16, /*invariant=*/true);
+  SmallVector<Value, 4> words;
+  for (int i = 0; i < 4; ++i)
+    words.push_back(LLVM::ExtractElementOp::create(b, loc, vector, i32(i)));
+  return words;
 }
 void KernelBuilder::store(Value value, Value ptr, Value byteOffset,
                           unsigned align) {
   LLVM::StoreOp::create(b, loc, value, gep(ptr, byteOffset), align);
 }
 
-Value KernelBuilder::loadFloat(Type elementType, Value ptr, Value index) {
+Value KernelBuilder::loadFloat(Type elementType, Value ptr, Value index,
+                               bool invariant) {
   unsigned bytes = elementType.getIntOrFloatBitWidth() / 8;
   Value offset = mul(toI64(index), i64(bytes));
-  Value value = load(elementType, ptr, offset, bytes);
+  Value value = load(elementType, ptr, offset, bytes, invariant);
   if (elementType.isF32())
     return value;
   return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
 }
-Value KernelBuilder::loadF32(Value ptr, Value index) {
-  return load(b.getF32Type(), ptr, mul(toI64(index), i64(4)), 4);
+Value KernelBuilder::loadF32(Value ptr, Value index, bool invariant) {
+  return load(b.getF32Type(), ptr, mul(toI64(index), i64(4)), 4, invariant);
 }
 void KernelBuilder::storeF32(Value value, Value ptr, Value index) {
   store(value, ptr, mul(toI64(index), i64(4)), 4);
 }
-Value KernelBuilder::loadU32(Value ptr, Value index) {
-  return load(b.getI32Type(), ptr, mul(toI64(index), i64(4)), 4);
+Value KernelBuilder::loadU32(Value ptr, Value index, bool invariant) {
+  return load(b.getI32Type(), ptr, mul(toI64(index), i64(4)), 4, invariant);
 }
 
 SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, Value step,

@@ -81,6 +81,11 @@ private:
   }
 
   void loadQueries();
+  void sumQueryGroups();
+  Value groupSum(unsigned r, Value g) {
+    return kb.loadF32(groupSums,
+                      kb.add(kb.i32(r * slice(true).groupsPerToken), g));
+  }
   void scoreRange(Range range, unsigned region);
   SmallVector<Value> quantizedKeyDots(Value index);
   SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
@@ -100,6 +105,8 @@ private:
   Regions regions[2];
   Range splitRange;
   Value queries, normQueries, scores;
+  /// span = channels keys: sum of the (normalised) query over each group.
+  Value groupSums;
   SmallVector<Value> maxScore, sumExp;
 };
 
@@ -126,9 +133,27 @@ void AttendEmitter::loadQueries() {
           args.norms,
           kb.add(kb.mul(kb.add(kb.mul(slot, kb.i32(model.getKvHeads())), head),
                         kb.i32(dim)),
-                 c));
+                 c),
+          /*invariant=*/true);
       kb.storeF32(kb.fmul(q, norm), normQueries, i);
     }
+  });
+}
+
+void AttendEmitter::sumQueryGroups() {
+  const SliceLayout &keys = slice(true);
+  if (!keys.isQuantized() || keys.quant.getSpan() != Span::Channels)
+    return;
+  unsigned groups = keys.groupsPerToken, group = keys.quant.getGroup();
+  groupSums = kb.getTarget().allocShared(kb, ratio * groups * 4);
+  kb.getTarget().parallelFor(kb, kb.i32(ratio * groups), [&](Value i) {
+    Value first = kb.mul(i, kb.i32(group));
+    Value sum = kb.forLoop(
+        kb.i32(0), kb.i32(group), kb.i32(1), {kb.f32(0)},
+        [&](Value k, ValueRange acc) -> SmallVector<Value> {
+          return {kb.fadd(acc[0], kb.loadF32(normQueries, kb.add(first, k)))};
+        })[0];
+    kb.storeF32(sum, groupSums, i);
   });
 }
 
@@ -162,32 +187,63 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
   unsigned group = quant.getGroup();
   SmallVector<Value> dots(ratio, kb.f32(0));
   if (quant.getSpan() == Span::Channels) {
-    // Fold each group's scale and zero-point into its partial dot product.
+    // The token's codes are contiguous. A chunk of one or two groups is
+    // loaded 128 bits at a time where the words allow it, its codes are
+    // unpacked in registers, and each group's scale and zero-point are
+    // folded into its dot product. Chunks stay a loop: unrolling the whole
+    // token would keep every query value live in registers.
+    unsigned wordsPerGroup = keys.wordsPerGroup;
+    unsigned chunkGroups = wordsPerGroup % 4 != 0 &&
+                                   (2 * wordsPerGroup) % 4 == 0 &&
+                                   keys.groupsPerToken % 2 == 0
+                               ? 2
+                               : 1;
+    unsigned chunkWords = chunkGroups * wordsPerGroup;
+    Value tokenWord =
+        kb.mul(pageToken, kb.i32(keys.groupsPerToken * wordsPerGroup));
     return kb.forLoop(
-        kb.i32(0), kb.i32(keys.groupsPerToken), kb.i32(1), dots,
-        [&](Value g, ValueRange acc) -> SmallVector<Value> {
-          Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
-          SmallVector<Value> init(2 * ratio, kb.f32(0));
-          SmallVector<Value> sums = kb.forLoop(
-              kb.i32(0), kb.i32(group), kb.i32(1), init,
-              [&](Value k, ValueRange part) -> SmallVector<Value> {
-                Value code = kb.uitofp(access.loadCode(n, k));
-                Value c = kb.add(kb.mul(g, kb.i32(group)), k);
-                SmallVector<Value> next;
-                for (unsigned r = 0; r < ratio; ++r) {
-                  Value q = queryAt(normQueries, r, c);
-                  next.push_back(kb.fadd(part[2 * r], kb.fmul(q, code)));
-                  next.push_back(kb.fadd(part[2 * r + 1], q));
-                }
-                return next;
-              });
-          Value scale = access.loadScale(quantizer, n);
-          Value zero = access.loadZero(quantizer, n);
-          SmallVector<Value> next;
-          for (unsigned r = 0; r < ratio; ++r)
-            next.push_back(
-                kb.fadd(acc[r], quantizer.foldedDot(scale, zero, sums[2 * r],
-                                                    sums[2 * r + 1])));
+        kb.i32(0), kb.i32(keys.groupsPerToken / chunkGroups), kb.i32(1), dots,
+        [&](Value chunk, ValueRange acc) -> SmallVector<Value> {
+          Value firstGroup = kb.mul(chunk, kb.i32(chunkGroups));
+          Value firstWord =
+              kb.add(tokenWord, kb.mul(chunk, kb.i32(chunkWords)));
+          SmallVector<Value> words;
+          for (unsigned w = 0; w < chunkWords;) {
+            Value offset =
+                kb.mul(kb.toI64(kb.add(firstWord, kb.i32(w))), kb.i64(4));
+            if (chunkWords % 4 == 0) {
+              llvm::append_range(words,
+                                 kb.loadWords4(access.getBase(), offset));
+              w += 4;
+            } else {
+              words.push_back(kb.load(kb.builder().getI32Type(),
+                                      access.getBase(), offset, 4,
+                                      /*invariant=*/true));
+              ++w;
+            }
+          }
+          SmallVector<Value> next(acc.begin(), acc.end());
+          for (unsigned g = 0; g < chunkGroups; ++g) {
+            Value groupIndex = kb.add(firstGroup, kb.i32(g));
+            Value channel0 = kb.mul(groupIndex, kb.i32(group));
+            SmallVector<Value> codeDots(ratio, kb.f32(0));
+            for (unsigned k = 0; k < group; ++k) {
+              Value code = kb.uitofp(extractCode(kb, words, g * wordsPerGroup,
+                                                 k, quant.getBits()));
+              Value c = kb.add(channel0, kb.i32(k));
+              for (unsigned r = 0; r < ratio; ++r)
+                codeDots[r] = kb.fadd(
+                    codeDots[r], kb.fmul(queryAt(normQueries, r, c), code));
+            }
+            Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)),
+                             groupIndex);
+            Value scale = access.loadScale(quantizer, n);
+            Value zero = access.loadZero(quantizer, n);
+            for (unsigned r = 0; r < ratio; ++r)
+              next[r] = kb.fadd(next[r],
+                                quantizer.foldedDot(scale, zero, codeDots[r],
+                                                    groupSum(r, groupIndex)));
+          }
           return next;
         });
   }
@@ -260,7 +316,8 @@ Value AttendEmitter::valueAt(unsigned region, Value t, Value c) {
         kb, model, isSink ? values.window.getSink() : values.windowCapacity,
         slot, token, head);
     Value buffer = isSink ? args.sink[1] : args.window[1];
-    return kb.loadFloat(model.getDtype(), buffer, kb.add(row, c));
+    return kb.loadFloat(model.getDtype(), buffer, kb.add(row, c),
+                        /*invariant=*/true);
   }
   const SliceLayout &slice = this->slice(false);
   Value index = kb.sub(t, regions[1].sink);
@@ -269,7 +326,8 @@ Value AttendEmitter::valueAt(unsigned region, Value t, Value c) {
   Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
   if (!slice.isQuantized())
     return kb.loadFloat(model.getDtype(), access.getBase(),
-                        kb.add(kb.mul(pageToken, kb.i32(dim)), c));
+                        kb.add(kb.mul(pageToken, kb.i32(dim)), c),
+                        /*invariant=*/true);
   QuantAttr quant = slice.quant;
   Quantizer quantizer(kb, quant);
   unsigned group = quant.getGroup();
@@ -338,6 +396,7 @@ void AttendEmitter::emit() {
   splitRange.end = kb.maxS(splitRange.end, splitRange.begin);
   scores = kb.getTarget().allocShared(kb, ratio * layout.splitTokens * 4);
   loadQueries();
+  sumQueryGroups();
   Value sinkEnd = regions[0].sink;
   Value quantEnd = kb.add(sinkEnd, regions[0].quantized);
   scoreRange(clip(splitRange, kb.i32(0), sinkEnd), 0);
@@ -349,5 +408,6 @@ void AttendEmitter::emit() {
 
 void kvq::emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
                            const CacheLayout &layout, unsigned layer) {
+  kb.setReassociate(true);
   AttendEmitter(kb, entry, layout, layer).emit();
 }

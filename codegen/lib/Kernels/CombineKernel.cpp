@@ -16,6 +16,7 @@ using namespace kvq;
 
 void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
                             const CacheLayout &layout) {
+  kb.setReassociate(true);
   Value partial = entry.args[0], out = entry.args[1];
   Value numSplits = entry.args[3];
   Value hq = entry.blockId[0], b = entry.blockId[1];
@@ -25,7 +26,8 @@ void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
   Value first = kb.mul(kb.mul(row, numSplits), kb.i32(stride));
   auto field = [&](Value s, Value index) {
     return kb.loadF32(partial,
-                      kb.add(first, kb.add(kb.mul(s, kb.i32(stride)), index)));
+                      kb.add(first, kb.add(kb.mul(s, kb.i32(stride)), index)),
+                      /*invariant=*/true);
   };
   float inf = std::numeric_limits<float>::infinity();
   kb.getTarget().parallelFor(kb, kb.i32(dim), [&](Value c) {

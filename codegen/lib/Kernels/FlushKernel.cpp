@@ -112,11 +112,12 @@ static void emitQuantizedFlush(KernelBuilder &kb, const CacheLayout &layout,
         placeGroup(kb, layout, tensor, slice, args, unit, head, g);
     auto element = [&](Value k) {
       Value x = kb.loadFloat(dtype, args.staging,
-                             kb.add(place.first, kb.mul(k, place.stride)));
+                             kb.add(place.first, kb.mul(k, place.stride)),
+                             /*invariant=*/true);
       if (!quant.getKeyNorm())
         return x;
       Value channel = kb.add(place.channel0, kb.mul(k, place.channelStride));
-      return kb.fdiv(x, kb.loadF32(args.norms, channel));
+      return kb.fdiv(x, kb.loadF32(args.norms, channel, /*invariant=*/true));
     };
     Quantizer quantizer(kb, quant);
     GroupParams params = quantizer.computeParams(quant.getGroup(), element);

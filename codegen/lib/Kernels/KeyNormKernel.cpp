@@ -23,7 +23,8 @@ void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
                    [&](Value t, ValueRange acc) -> SmallVector<Value> {
                      Value index = kb.add(
                          fullPrecisionRow(kb, model, 0, kb.i32(0), t, head), c);
-                     Value x = kb.loadFloat(model.getDtype(), src, index);
+                     Value x = kb.loadFloat(model.getDtype(), src, index,
+                                            /*invariant=*/true);
                      return {kb.fmax(acc[0], kb.fabs(x))};
                    })[0];
     Value norm =

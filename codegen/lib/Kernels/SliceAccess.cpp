@@ -9,7 +9,8 @@ SliceAccess::SliceAccess(KernelBuilder &kb, const TensorLayout &tensor,
                          const SliceLayout &slice, unsigned pageTokens,
                          Value pages, Value table, Value qpos, Value head)
     : kb(kb), slice(slice) {
-  Value page = kb.loadU32(table, kb.divU(qpos, kb.i32(pageTokens)));
+  Value page = kb.loadU32(table, kb.divU(qpos, kb.i32(pageTokens)),
+                          /*invariant=*/true);
   Value offset = kb.add(kb.mul(kb.toI64(page), kb.i64(tensor.pageBytes)),
                         kb.mul(kb.toI64(head), kb.i64(slice.sliceBytes)));
   base = kb.gep(pages, offset);
@@ -17,7 +18,7 @@ SliceAccess::SliceAccess(KernelBuilder &kb, const TensorLayout &tensor,
 
 Value SliceAccess::loadWord(Value index) {
   return kb.load(kb.builder().getI32Type(), base,
-                 kb.mul(kb.toI64(index), kb.i64(4)), 4);
+                 kb.mul(kb.toI64(index), kb.i64(4)), 4, /*invariant=*/true);
 }
 
 Value SliceAccess::loadCode(Value n, Value k) {
@@ -55,7 +56,7 @@ Value SliceAccess::paramOffset(uint64_t arrayOffset, Value n) {
 Value SliceAccess::loadScale(Quantizer &quantizer, Value n) {
   return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
                                          paramOffset(slice.scalesOffset, n),
-                                         slice.paramBytes));
+                                         slice.paramBytes, /*invariant=*/true));
 }
 
 Value SliceAccess::loadZero(Quantizer &quantizer, Value n) {
@@ -63,7 +64,7 @@ Value SliceAccess::loadZero(Quantizer &quantizer, Value n) {
     return kb.f32(0);
   return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
                                          paramOffset(slice.zerosOffset, n),
-                                         slice.paramBytes));
+                                         slice.paramBytes, /*invariant=*/true));
 }
 
 void SliceAccess::storeScale(Value n, Value bits) {
@@ -73,6 +74,15 @@ void SliceAccess::storeScale(Value n, Value bits) {
 void SliceAccess::storeZero(Value n, Value bits) {
   if (slice.zerosOffset >= 0)
     kb.store(bits, base, paramOffset(slice.zerosOffset, n), slice.paramBytes);
+}
+
+Value kvq::extractCode(KernelBuilder &kb, ArrayRef<Value> words,
+                       unsigned firstWord, unsigned k, unsigned bits) {
+  unsigned bit = k * bits, word = firstWord + bit / 32, shift = bit % 32;
+  Value code = kb.shrU(words[word], kb.i32(shift));
+  if (shift + bits > 32)
+    code = kb.bitOr(code, kb.shl(words[word + 1], kb.i32(32 - shift)));
+  return kb.bitAnd(code, kb.i32((1u << bits) - 1));
 }
 
 Value kvq::fullPrecisionRow(KernelBuilder &kb, ModelAttr model,

@@ -11,6 +11,7 @@
 #ifndef KVQ_CODEGEN_KERNELBUILDER_H
 #define KVQ_CODEGEN_KERNELBUILDER_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -121,16 +122,27 @@ public:
 
   // Memory through LLVM pointers.
   mlir::Value gep(mlir::Value ptr, mlir::Value byteOffset);
+  /// `invariant`: the memory is not written while the kernel runs (kernel
+  /// inputs), which lets the GPU read it through the non-coherent cache.
   mlir::Value load(mlir::Type type, mlir::Value ptr, mlir::Value byteOffset,
-                   unsigned align);
+                   unsigned align, bool invariant = false);
   void store(mlir::Value value, mlir::Value ptr, mlir::Value byteOffset,
              unsigned align);
   /// Loads element `index` of an array of f16/bf16/f32 values as f32.
   mlir::Value loadFloat(mlir::Type elementType, mlir::Value ptr,
-                        mlir::Value index);
-  mlir::Value loadF32(mlir::Value ptr, mlir::Value index);
+                        mlir::Value index, bool invariant = false);
+  mlir::Value loadF32(mlir::Value ptr, mlir::Value index,
+                      bool invariant = false);
   void storeF32(mlir::Value value, mlir::Value ptr, mlir::Value index);
-  mlir::Value loadU32(mlir::Value ptr, mlir::Value index);
+  mlir::Value loadU32(mlir::Value ptr, mlir::Value index,
+                      bool invariant = false);
+  /// Loads 4 consecutive i32 words with one 128-bit load (16-byte aligned).
+  llvm::SmallVector<mlir::Value, 4> loadWords4(mlir::Value ptr,
+                                               mlir::Value byteOffset);
+
+  /// Float arithmetic of attention may be reassociated and contracted (its
+  /// results have a tolerance); quantization never is (its codes are exact).
+  void setReassociate(bool enable) { reassociate = enable; }
 
   // Structured control flow.
   using LoopBody = std::function<llvm::SmallVector<mlir::Value>(
@@ -151,9 +163,12 @@ public:
 private:
   mlir::Value callIntrinsic(llvm::StringRef name, mlir::Value x);
 
+  mlir::arith::FastMathFlagsAttr getFastMath();
+
   mlir::OpBuilder &b;
   mlir::Location loc;
   KernelTarget &target;
+  bool reassociate = false;
 };
 
 } // namespace kvq

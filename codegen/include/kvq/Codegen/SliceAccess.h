@@ -44,6 +44,12 @@ private:
   mlir::Value base;
 };
 
+/// Code `k` (b bits) of the group whose packed words start at
+/// `words[firstWord]`, extracted from words already in registers: positions
+/// are compile-time constants.
+mlir::Value extractCode(KernelBuilder &kb, llvm::ArrayRef<mlir::Value> words,
+                        unsigned firstWord, unsigned k, unsigned bits);
+
 /// Element offset of (slot, token, head, channel 0) in a `[slots][capacity]
 /// [Hkv][D]` full-precision buffer.
 mlir::Value fullPrecisionRow(KernelBuilder &kb, ModelAttr model,
