@@ -72,7 +72,8 @@ TEST_F(CorpusTest, BlockReduceThroughSharedMemory) {
   uint64_t DIn = upload(In), DOut = zeros(3 * 4);
   Args A;
   A.add(DIn).add(DOut).add(N);
-  Status S = Driver.launch(kernel("block_reduce"), dim(3), dim(256), 0, A.get());
+  Status S =
+      Driver.launch(kernel("block_reduce"), dim(3), dim(256), 0, A.get());
   ASSERT_TRUE(S.ok()) << S.message();
   auto Out = download<float>(DOut, 3);
   for (int B = 0; B < 3; ++B) {
@@ -101,7 +102,8 @@ TEST_F(CorpusTest, SharedMemoryTranspose) {
     auto Out = download<float>(DOut, W * H);
     for (int Y = 0; Y < H; ++Y)
       for (int X = 0; X < W; ++X)
-        ASSERT_EQ(Out[X * H + Y], In[Y * W + X]) << Name << " " << X << "," << Y;
+        ASSERT_EQ(Out[X * H + Y], In[Y * W + X])
+            << Name << " " << X << "," << Y;
   }
 }
 
@@ -136,7 +138,8 @@ TEST_F(CorpusTest, DivergentLoopsReconverge) {
   uint64_t DTrip = upload(Trip), DOut = zeros(N * 4);
   Args A;
   A.add(DTrip).add(DOut);
-  Status S = Driver.launch(kernel("divergent_loops"), dim(1), dim(N), 0, A.get());
+  Status S =
+      Driver.launch(kernel("divergent_loops"), dim(1), dim(N), 0, A.get());
   ASSERT_TRUE(S.ok()) << S.message();
   auto Out = download<int>(DOut, N);
   for (int T = 0; T < N; ++T) {
@@ -154,7 +157,8 @@ TEST_F(CorpusTest, GlobalAndSharedAtomics) {
     In[I] = (I * 7919) % 1013 - 300;
   std::vector<int> MinMax = {INT32_MAX, INT32_MIN};
   uint64_t DIn = upload(In), DHist = zeros(64), DMinMax = upload(MinMax),
-           DSum = zeros(4), DCas = zeros(4), DExch = upload(std::vector<int>{-1});
+           DSum = zeros(4), DCas = zeros(4),
+           DExch = upload(std::vector<int>{-1});
   Args A;
   A.add(DIn).add(N).add(DHist).add(DMinMax).add(DSum).add(DCas).add(DExch);
   Status S = Driver.launch(kernel("atomics"), dim(4), dim(256), 0, A.get());
@@ -201,32 +205,58 @@ struct ConversionRow {
   uint8_t E4M3;
 };
 const ConversionRow ConversionTable[] = {
-    {0x3f800000, {0x3c00, 0x3c00, 0x3c00, 0x3c00},
-     {0x3f80, 0x3f80, 0x3f80, 0x3f80}, 0x38},                 // 1.0
-    {0x3eaaaaab, {0x3555, 0x3555, 0x3555, 0x3556},
-     {0x3eab, 0x3eaa, 0x3eaa, 0x3eab}, 0x2b},                 // 1/3
-    {0xbeaaaaab, {0xb555, 0xb555, 0xb556, 0xb555},
-     {0xbeab, 0xbeaa, 0xbeab, 0xbeaa}, 0xab},                 // -1/3
-    {0x3dcccccd, {0x2e66, 0x2e66, 0x2e66, 0x2e67},
-     {0x3dcd, 0x3dcc, 0x3dcc, 0x3dcd}, 0x1d},                 // 0.1
-    {0x477ff000, {0x7c00, 0x7bff, 0x7bff, 0x7c00},
-     {0x4780, 0x477f, 0x477f, 0x4780}, 0x7e},                 // 65520
-    {0x322bcc77, {0x0000, 0x0000, 0x0000, 0x0001},
-     {0x322c, 0x322b, 0x322b, 0x322c}, 0x00},                 // 1e-8
-    {0x3f801000, {0x3c00, 0x3c00, 0x3c00, 0x3c01},
-     {0x3f80, 0x3f80, 0x3f80, 0x3f81}, 0x38},                 // 1 + 2^-11
-    {0x41880000, {0x4c40, 0x4c40, 0x4c40, 0x4c40},
-     {0x4188, 0x4188, 0x4188, 0x4188}, 0x58},                 // 17 (e4m3 tie)
-    {0x3b400000, {0x1a00, 0x1a00, 0x1a00, 0x1a00},
-     {0x3b40, 0x3b40, 0x3b40, 0x3b40}, 0x02},                 // 1.5*2^-9
-    {0x40200000, {0x4100, 0x4100, 0x4100, 0x4100},
-     {0x4020, 0x4020, 0x4020, 0x4020}, 0x42},                 // 2.5
-    {0xc3fa0000, {0xdfd0, 0xdfd0, 0xdfd0, 0xdfd0},
-     {0xc3fa, 0xc3fa, 0xc3fa, 0xc3fa}, 0xfe},                 // -500
-    {0x7f800000, {0x7c00, 0x7c00, 0x7c00, 0x7c00},
-     {0x7f80, 0x7f80, 0x7f80, 0x7f80}, 0x7e},                 // +inf
-    {0x7fc00000, {0x7fff, 0x7fff, 0x7fff, 0x7fff},
-     {0x7fff, 0x7fff, 0x7fff, 0x7fff}, 0x7f},                 // NaN
+    {0x3f800000,
+     {0x3c00, 0x3c00, 0x3c00, 0x3c00},
+     {0x3f80, 0x3f80, 0x3f80, 0x3f80},
+     0x38}, // 1.0
+    {0x3eaaaaab,
+     {0x3555, 0x3555, 0x3555, 0x3556},
+     {0x3eab, 0x3eaa, 0x3eaa, 0x3eab},
+     0x2b}, // 1/3
+    {0xbeaaaaab,
+     {0xb555, 0xb555, 0xb556, 0xb555},
+     {0xbeab, 0xbeaa, 0xbeab, 0xbeaa},
+     0xab}, // -1/3
+    {0x3dcccccd,
+     {0x2e66, 0x2e66, 0x2e66, 0x2e67},
+     {0x3dcd, 0x3dcc, 0x3dcc, 0x3dcd},
+     0x1d}, // 0.1
+    {0x477ff000,
+     {0x7c00, 0x7bff, 0x7bff, 0x7c00},
+     {0x4780, 0x477f, 0x477f, 0x4780},
+     0x7e}, // 65520
+    {0x322bcc77,
+     {0x0000, 0x0000, 0x0000, 0x0001},
+     {0x322c, 0x322b, 0x322b, 0x322c},
+     0x00}, // 1e-8
+    {0x3f801000,
+     {0x3c00, 0x3c00, 0x3c00, 0x3c01},
+     {0x3f80, 0x3f80, 0x3f80, 0x3f81},
+     0x38}, // 1 + 2^-11
+    {0x41880000,
+     {0x4c40, 0x4c40, 0x4c40, 0x4c40},
+     {0x4188, 0x4188, 0x4188, 0x4188},
+     0x58}, // 17 (e4m3 tie)
+    {0x3b400000,
+     {0x1a00, 0x1a00, 0x1a00, 0x1a00},
+     {0x3b40, 0x3b40, 0x3b40, 0x3b40},
+     0x02}, // 1.5*2^-9
+    {0x40200000,
+     {0x4100, 0x4100, 0x4100, 0x4100},
+     {0x4020, 0x4020, 0x4020, 0x4020},
+     0x42}, // 2.5
+    {0xc3fa0000,
+     {0xdfd0, 0xdfd0, 0xdfd0, 0xdfd0},
+     {0xc3fa, 0xc3fa, 0xc3fa, 0xc3fa},
+     0xfe}, // -500
+    {0x7f800000,
+     {0x7c00, 0x7c00, 0x7c00, 0x7c00},
+     {0x7f80, 0x7f80, 0x7f80, 0x7f80},
+     0x7e}, // +inf
+    {0x7fc00000,
+     {0x7fff, 0x7fff, 0x7fff, 0x7fff},
+     {0x7fff, 0x7fff, 0x7fff, 0x7fff},
+     0x7f}, // NaN
 };
 
 const RoundingMode Modes[] = {RoundingMode::NearestEven,
@@ -239,7 +269,7 @@ const RoundingMode Modes[] = {RoundingMode::NearestEven,
 void runConvert(DeviceFixture &F, InterpDriver &Driver,
                 const std::vector<float> &In, std::vector<uint16_t> &Out16,
                 std::vector<uint8_t> &Out8, std::vector<float> &Back,
-                runtime::KernelHandle K) {
+                kvq::runtime::KernelHandle K) {
   int N = static_cast<int>(In.size());
   (void)F;
   auto P = [&](size_t Bytes) { return *Driver.allocate(Bytes); };
@@ -384,12 +414,72 @@ TEST_F(CorpusTest, LlvmFp8RoundTripAndHalfArithmetic) {
   for (int I = 0; I < N; ++I) {
     uint8_t Lo = floatToE4M3(In[2 * I]), Hi = floatToE4M3(In[2 * I + 1]);
     ASSERT_EQ(Q[I], (Hi << 8) | Lo) << I;
-    uint16_t HLo = floatToHalf(e4m3ToFloat(Lo)), HHi = floatToHalf(e4m3ToFloat(Hi));
+    uint16_t HLo = floatToHalf(e4m3ToFloat(Lo)),
+             HHi = floatToHalf(e4m3ToFloat(Hi));
     ASSERT_EQ(H[I], (uint32_t(HHi) << 16) | HLo) << I;
     float Prod = halfToFloat(floatToHalf(halfToFloat(HLo) * halfToFloat(HHi)));
     EXPECT_EQ(Hs[I], floatToHalf(Prod + halfToFloat(HLo))) << I;
   }
   EXPECT_EQ(Q[0] & 0xff, 0x7e);
+}
+
+int collatzReference(int N) {
+  int Steps = 0;
+  while (N > 1 && Steps < 1000) {
+    N = (N & 1) ? 3 * N + 1 : N / 2;
+    ++Steps;
+  }
+  return Steps;
+}
+
+int tableSumReference(int N) {
+  int S = 0;
+  for (int I = 0; I < (N & 15); ++I)
+    S += ((I * 7 + N) & 15) * N;
+  return S;
+}
+
+TEST_F(CorpusTest, DeviceFunctionCalls) {
+  loadCorpus("calls.ptx");
+  const int N = 96;
+  std::vector<int> In(N);
+  for (int I = 0; I < N; ++I)
+    In[I] = I * 5 + 1;
+  uint64_t DIn = upload(In), DOut = zeros(N * 4), DTab = zeros(N * 4),
+           DSum = zeros(N * 4);
+  Args A;
+  A.add(DIn).add(DOut).add(DTab).add(DSum);
+  // Full warps: the callee's shuffle names all 32 lanes.
+  Status S = Driver.launch(kernel("calls"), dim(3), dim(32), 0, A.get());
+  ASSERT_TRUE(S.ok()) << S.message();
+  auto Out = download<int>(DOut, N);
+  auto Tab = download<int>(DTab, N);
+  auto Sum = download<float>(DSum, N);
+  for (int T = 0; T < N; ++T) {
+    EXPECT_EQ(Out[T], T % 3 ? collatzReference(In[T]) : -1) << T;
+    EXPECT_EQ(Tab[T], tableSumReference(In[T])) << T;
+    float Expected = 0; // Small integers: every order of sums is exact.
+    for (int L = 0; L < 32; ++L)
+      Expected += static_cast<float>(In[T / 32 * 32 + L]);
+    EXPECT_EQ(Sum[T], Expected) << T;
+  }
+}
+
+TEST_F(CorpusTest, LlvmDeviceFunctionCall) {
+  loadCorpus("llvm_kernels.ptx");
+  std::vector<uint32_t> In(64);
+  for (uint32_t I = 0; I < 64; ++I)
+    In[I] = I * 0x01010101u;
+  uint64_t DIn = upload(In), DOut = zeros(256);
+  Args A;
+  A.add(DIn).add(DOut);
+  Status S = Driver.launch(kernel("call_mix"), dim(1), dim(64), 0, A.get());
+  ASSERT_TRUE(S.ok()) << S.message();
+  auto Out = download<uint32_t>(DOut, 64);
+  for (uint32_t T = 0; T < 64; ++T) {
+    uint32_t Y = (T * 2654435761u) ^ In[T];
+    EXPECT_EQ(Out[T], (Y << 13) | (Y >> 19)) << T;
+  }
 }
 
 /// GQA decode attention at 4k context: 2 kv-heads x 4 query heads each,
@@ -411,14 +501,15 @@ TEST_F(CorpusTest, DecodeAttention4kContext) {
            DOut = zeros(H * D * 4), DScores = zeros(size_t(H) * Ctx * 4);
   Args A;
   A.add(DQ).add(DK).add(DV).add(DOut).add(DScores).add(Ctx).add(Scale);
-  Status S = Driver.launch(kernel("decode_attn"), dim(KVH), dim(32, G), 0,
-                           A.get());
+  Status S =
+      Driver.launch(kernel("decode_attn"), dim(KVH), dim(32, G), 0, A.get());
   ASSERT_TRUE(S.ok()) << S.message();
   const Counters &C = Driver.lastCounters();
-  std::printf("[ perf     ] decode_attn ctx=%d: %.3f s, %llu warp instructions, "
-              "%.3g warp instructions/s, coalescing %.3f\n",
-              Ctx, C.Seconds, (unsigned long long)C.WarpInstructions,
-              C.warpInstructionsPerSecond(), C.coalescingEfficiency());
+  std::printf(
+      "[ perf     ] decode_attn ctx=%d: %.3f s, %llu warp instructions, "
+      "%.3g warp instructions/s, coalescing %.3f\n",
+      Ctx, C.Seconds, (unsigned long long)C.WarpInstructions,
+      C.warpInstructionsPerSecond(), C.coalescingEfficiency());
   RecordProperty("seconds", std::to_string(C.Seconds));
   RecordProperty("warp_instructions_per_second",
                  std::to_string(C.warpInstructionsPerSecond()));

@@ -15,8 +15,8 @@ TEST_F(CountersTest, CoalescedVersusStridedSectors) {
     uint64_t In = zeros(32 * 32 * 4), Out = zeros(32 * 4);
     Args A;
     A.add(In).add(Out).add(Stride);
-    Status S = Driver.launch(kernel("strided_copy"), dim(1), dim(32), 0,
-                             A.get());
+    Status S =
+        Driver.launch(kernel("strided_copy"), dim(1), dim(32), 0, A.get());
     ASSERT_TRUE(S.ok()) << S.message();
     const Counters &C = Driver.lastCounters();
     // One warp: a load of 32 floats Stride apart, a contiguous store.

@@ -1,4 +1,4 @@
-//===- ErrorTest.cpp - Every failure names kernel, line, instruction, thread ===//
+//===- ErrorTest.cpp - Errors name kernel, line, instruction, thread ------===//
 
 #include "TestUtil.h"
 
@@ -35,9 +35,10 @@ protected:
 };
 
 TEST_F(ErrorTest, UnsupportedInstruction) {
-  std::string Msg = failLaunch("  ld.param.u64 %rd1, [k_p];\n"
-                               "  cp.async.ca.shared.global [%r1], [%rd1], 16;\n"
-                               "  ret;\n");
+  std::string Msg =
+      failLaunch("  ld.param.u64 %rd1, [k_p];\n"
+                 "  cp.async.ca.shared.global [%r1], [%rd1], 16;\n"
+                 "  ret;\n");
   EXPECT_NE(Msg.find("kernel 'k'"), std::string::npos) << Msg;
   EXPECT_NE(Msg.find("line 8"), std::string::npos) << Msg;
   EXPECT_NE(Msg.find("cp.async.ca.shared.global [%r1], [%rd1], 16;"),
@@ -49,10 +50,11 @@ TEST_F(ErrorTest, UnsupportedInstruction) {
 
 TEST_F(ErrorTest, UnsupportedModifier) {
   std::string Msg = failLaunch("  mov.u32 %r1, 1;\n"
-                               "  add.cc.u32 %r2, %r1, %r1;\n"
+                               "  min.xorsign.abs.f32 %r2, %r1, %r1;\n"
                                "  ret;\n");
   EXPECT_NE(Msg.find("line 8"), std::string::npos) << Msg;
-  EXPECT_NE(Msg.find("carry"), std::string::npos) << Msg;
+  EXPECT_NE(Msg.find("unsupported modifier .xorsign"), std::string::npos)
+      << Msg;
 }
 
 TEST_F(ErrorTest, UnsupportedInstructionOnlyFailsWhenExecuted) {
@@ -99,16 +101,16 @@ TEST_F(ErrorTest, MisalignedAccess) {
                                "  ld.global.u32 %r1, [%rd1+2];\n"
                                "  ret;\n");
   EXPECT_NE(Msg.find("line 8"), std::string::npos) << Msg;
-  EXPECT_NE(Msg.find("ld.global.u32 %r1, [%rd1+2];"), std::string::npos)
-      << Msg;
+  EXPECT_NE(Msg.find("ld.global.u32 %r1, [%rd1+2];"), std::string::npos) << Msg;
   EXPECT_NE(Msg.find("misaligned load of 4 bytes"), std::string::npos) << Msg;
   EXPECT_NE(Msg.find("tid=(0,0,0)"), std::string::npos) << Msg;
 }
 
 TEST_F(ErrorTest, MisalignedVectorAccess) {
-  std::string Msg = failLaunch("  ld.param.u64 %rd1, [k_p];\n"
-                               "  ld.global.v4.u32 {%r1,%r2,%r3,%r4}, [%rd1+8];\n"
-                               "  ret;\n");
+  std::string Msg =
+      failLaunch("  ld.param.u64 %rd1, [k_p];\n"
+                 "  ld.global.v4.u32 {%r1,%r2,%r3,%r4}, [%rd1+8];\n"
+                 "  ret;\n");
   EXPECT_NE(Msg.find("misaligned load of 16 bytes"), std::string::npos) << Msg;
 }
 
@@ -124,7 +126,7 @@ TEST_F(ErrorTest, BarrierInDivergentCode) {
   EXPECT_NE(Msg.find("kernel 'k'"), std::string::npos) << Msg;
   EXPECT_NE(Msg.find("line 10 `bar.sync 0;`"), std::string::npos) << Msg;
   EXPECT_NE(Msg.find("barrier deadlock"), std::string::npos) << Msg;
-  EXPECT_NE(Msg.find("expects 64 threads but only 32 arrived"),
+  EXPECT_NE(Msg.find("expects 64 threads but only 16 arrived"),
             std::string::npos)
       << Msg;
   EXPECT_NE(Msg.find("tid=(0,0,0)"), std::string::npos) << Msg;
@@ -174,6 +176,43 @@ TEST_F(ErrorTest, InfiniteLoopHitsInstructionLimit) {
                                "  bra.uni $L_top;\n");
   EXPECT_NE(Msg.find("instruction limit"), std::string::npos) << Msg;
   EXPECT_NE(Msg.find("line 8"), std::string::npos) << Msg;
+}
+
+TEST_F(ErrorTest, CallOfFunctionWithoutBody) {
+  load(".version 7.0\n.target sm_80\n.address_size 64\n"
+       ".extern .func (.param .b32 r) ext(.param .b32 a);\n"
+       ".visible .entry k(.param .u64 k_p)\n{\n"
+       "  { .param .b32 p0; .param .b32 r0;\n"
+       "  st.param.b32 [p0], 1;\n"
+       "  call.uni (r0), ext, (p0);\n  }\n  ret;\n}\n");
+  Args A;
+  A.add(zeros(4));
+  Status S = Driver.launch(kernel("k"), dim(1), dim(1), 0, A.get());
+  ASSERT_FALSE(S.ok());
+  EXPECT_NE(S.message().find("line 9 `call.uni (r0), ext, (p0);`"),
+            std::string::npos)
+      << S.message();
+  EXPECT_NE(S.message().find("no body in this module"), std::string::npos)
+      << S.message();
+}
+
+TEST_F(ErrorTest, RecursiveCall) {
+  load(".version 7.0\n.target sm_80\n.address_size 64\n"
+       ".func f(.param .b32 f_a)\n{\n"
+       "  { .param .b32 p0;\n  st.param.b32 [p0], 1;\n"
+       "  call.uni f, (p0);\n  }\n  ret;\n}\n"
+       ".visible .entry k(.param .u64 k_p)\n{\n"
+       "  { .param .b32 p0;\n  st.param.b32 [p0], 1;\n"
+       "  call.uni f, (p0);\n  }\n  ret;\n}\n");
+  Args A;
+  A.add(zeros(4));
+  Status S = Driver.launch(kernel("k"), dim(1), dim(2), 0, A.get());
+  ASSERT_FALSE(S.ok());
+  EXPECT_NE(S.message().find("kernel 'k', function 'f', line 8"),
+            std::string::npos)
+      << S.message();
+  EXPECT_NE(S.message().find("recursive call of 'f'"), std::string::npos)
+      << S.message();
 }
 
 TEST_F(ErrorTest, ParseErrorNamesLine) {

@@ -107,3 +107,22 @@ entry:
   store half %s, ptr addrspace(1) %phs, align 2
   ret void
 }
+
+; A non-inlined device function with two parameters: out[i] = mix(i, in[i]).
+define internal i32 @mix(i32 %a, i32 %b) noinline {
+  %x = mul i32 %a, 2654435761
+  %y = xor i32 %x, %b
+  %r = call i32 @llvm.fshl.i32(i32 %y, i32 %y, i32 13)
+  ret i32 %r
+}
+declare i32 @llvm.fshl.i32(i32, i32, i32)
+
+define ptx_kernel void @call_mix(ptr addrspace(1) %in, ptr addrspace(1) %out) {
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %p = getelementptr i32, ptr addrspace(1) %in, i32 %tid
+  %v = load i32, ptr addrspace(1) %p, align 4
+  %r = call i32 @mix(i32 %tid, i32 %v)
+  %q = getelementptr i32, ptr addrspace(1) %out, i32 %tid
+  store i32 %r, ptr addrspace(1) %q, align 4
+  ret void
+}

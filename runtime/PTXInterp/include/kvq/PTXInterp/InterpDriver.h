@@ -1,0 +1,54 @@
+//===- InterpDriver.h - DeviceDriver backed by the interpreter -*- C++ -*-===//
+//
+// Implements the runtime's DeviceDriver on top of the PTX interpreter, so
+// runtime code that launches kernels through cuLaunchKernel-style calls can
+// run unchanged in tests without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_PTXINTERP_INTERPDRIVER_H
+#define KVQ_PTXINTERP_INTERPDRIVER_H
+
+#include "kvq/PTXInterp/Interpreter.h"
+#include "kvq/Runtime/DeviceDriver.h"
+
+namespace kvq::ptx {
+
+class InterpDriver : public runtime::DeviceDriver {
+public:
+  std::string name() const override { return "ptx-interpreter"; }
+  Expected<runtime::ModuleHandle> loadModule(const std::string &PTX) override;
+  Expected<runtime::KernelHandle> getKernel(runtime::ModuleHandle Module,
+                                            const std::string &Name) override;
+  Expected<runtime::DevicePtr> allocate(size_t Bytes) override;
+  Status free(runtime::DevicePtr Ptr) override;
+  Status copyToDevice(runtime::DevicePtr Dst, const void *Src,
+                      size_t Bytes) override;
+  Status copyToHost(void *Dst, runtime::DevicePtr Src, size_t Bytes) override;
+  Status memset(runtime::DevicePtr Dst, uint8_t Value, size_t Bytes) override;
+  Status launch(runtime::KernelHandle Kernel, Dim3 Grid, Dim3 Block,
+                unsigned DynamicSharedBytes, void **Args) override;
+  Status synchronize() override { return Status::success(); }
+
+  /// Counters of the most recent launch (successful or not).
+  const Counters &lastCounters() const { return Last; }
+  /// Upper bound on warp instructions per launch (default 2^31).
+  void setInstructionLimit(uint64_t Limit) { InstructionLimit = Limit; }
+  /// The decoded module behind a handle (for inspection in tests).
+  const Module *module(runtime::ModuleHandle Handle) const;
+
+private:
+  struct KernelRef {
+    size_t Module;
+    const Function *Fn;
+  };
+  DeviceMemory Memory;
+  std::vector<std::unique_ptr<Module>> Modules;
+  std::vector<KernelRef> Kernels;
+  Counters Last;
+  uint64_t InstructionLimit = 1ull << 31;
+};
+
+} // namespace kvq::ptx
+
+#endif // KVQ_PTXINTERP_INTERPDRIVER_H

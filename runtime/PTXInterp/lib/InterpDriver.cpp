@@ -1,0 +1,80 @@
+//===- InterpDriver.cpp - DeviceDriver backed by the interpreter ----------===//
+
+#include "kvq/PTXInterp/InterpDriver.h"
+
+using namespace kvq::ptx;
+using kvq::runtime::DevicePtr;
+using kvq::runtime::KernelHandle;
+using kvq::runtime::ModuleHandle;
+
+Expected<ModuleHandle> InterpDriver::loadModule(const std::string &PTX) {
+  Expected<Module> M = parseModule(PTX);
+  if (!M.ok())
+    return M.status();
+  auto Owned = std::make_unique<Module>(std::move(*M));
+  if (Owned->GlobalBytes) {
+    uint64_t Base = Memory.allocate(Owned->GlobalBytes);
+    for (const Variable &V : Owned->Variables)
+      if (V.Sp == Space::Global && !V.Init.empty()) {
+        Status S = Memory.write(Base + V.Offset, V.Init.data(), V.Init.size());
+        if (!S.ok())
+          return S;
+      }
+    Owned->placeGlobals(Base);
+  }
+  Modules.push_back(std::move(Owned));
+  return ModuleHandle{Modules.size()};
+}
+
+const Module *InterpDriver::module(ModuleHandle Handle) const {
+  if (Handle.Id == 0 || Handle.Id > Modules.size())
+    return nullptr;
+  return Modules[Handle.Id - 1].get();
+}
+
+Expected<KernelHandle> InterpDriver::getKernel(ModuleHandle Handle,
+                                               const std::string &Name) {
+  const Module *M = module(Handle);
+  if (!M)
+    return Status::error("invalid module handle");
+  const Function *F = M->findFunction(Name);
+  if (!F || !F->IsEntry)
+    return Status::error("no kernel named '" + Name + "' in the module");
+  Kernels.push_back({Handle.Id - 1, F});
+  return KernelHandle{Kernels.size()};
+}
+
+Expected<DevicePtr> InterpDriver::allocate(size_t Bytes) {
+  return Memory.allocate(Bytes);
+}
+
+Status InterpDriver::free(DevicePtr Ptr) { return Memory.free(Ptr); }
+
+Status InterpDriver::copyToDevice(DevicePtr Dst, const void *Src,
+                                  size_t Bytes) {
+  return Memory.write(Dst, Src, Bytes);
+}
+
+Status InterpDriver::copyToHost(void *Dst, DevicePtr Src, size_t Bytes) {
+  return Memory.read(Dst, Src, Bytes);
+}
+
+Status InterpDriver::memset(DevicePtr Dst, uint8_t Value, size_t Bytes) {
+  return Memory.fill(Dst, Value, Bytes);
+}
+
+Status InterpDriver::launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
+                            unsigned DynamicSharedBytes, void **Args) {
+  if (Kernel.Id == 0 || Kernel.Id > Kernels.size())
+    return Status::error("invalid kernel handle");
+  const KernelRef &K = Kernels[Kernel.Id - 1];
+  LaunchConfig Config;
+  Config.Grid = Grid;
+  Config.Block = Block;
+  Config.DynamicSharedBytes = DynamicSharedBytes;
+  Config.MaxWarpInstructions = InstructionLimit;
+  if (!K.Fn->Params.empty() && !Args)
+    return Status::error("kernel '" + K.Fn->Name + "' needs arguments");
+  Config.Params = packParams(*K.Fn, Args);
+  return launchKernel(*Modules[K.Module], *K.Fn, Memory, Config, Last);
+}

@@ -1,0 +1,111 @@
+//===- DeviceDriver.h - Device driver interface for the runtime -*- C++ -*-===//
+//
+// The kvq runtime's CUDA backend reaches the device only through this small
+// interface so that tests can substitute the PTX interpreter for a GPU. The
+// header is plain C++17: no LLVM, no CUDA headers, no exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_RUNTIME_DEVICEDRIVER_H
+#define KVQ_RUNTIME_DEVICEDRIVER_H
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace kvq::runtime {
+
+/// The outcome of an operation: success, or failure with a message.
+class [[nodiscard]] Status {
+public:
+  static Status success() { return Status(); }
+  static Status error(std::string Message) {
+    Status S;
+    S.Failed = true;
+    S.Msg = std::move(Message);
+    return S;
+  }
+  bool ok() const { return !Failed; }
+  const std::string &message() const { return Msg; }
+
+private:
+  bool Failed = false;
+  std::string Msg;
+};
+
+/// A value of type T, or the Status explaining why there is none.
+template <typename T> class [[nodiscard]] Expected {
+public:
+  Expected(T Value) : Value(std::move(Value)) {}
+  Expected(Status Error) : Err(std::move(Error)) {
+    assert(!Err.ok() && "Expected built from a success Status");
+  }
+  bool ok() const { return Value.has_value(); }
+  const Status &status() const { return Err; }
+  const std::string &message() const { return Err.message(); }
+  T &operator*() { return *Value; }
+  const T &operator*() const { return *Value; }
+  T *operator->() { return &*Value; }
+  const T *operator->() const { return &*Value; }
+
+private:
+  std::optional<T> Value;
+  Status Err;
+};
+
+/// A device address: 64 bits, as CUdeviceptr.
+using DevicePtr = uint64_t;
+
+/// Opaque handles issued by a driver; zero is never a valid handle.
+struct ModuleHandle {
+  uint64_t Id = 0;
+};
+struct KernelHandle {
+  uint64_t Id = 0;
+};
+
+/// Grid or block extents.
+struct Dim3 {
+  unsigned X = 1, Y = 1, Z = 1;
+};
+
+/// The device operations the runtime needs. Calls are not thread-safe.
+class DeviceDriver {
+public:
+  virtual ~DeviceDriver() = default;
+
+  /// A human-readable name ("cuda: <device name>", "ptx-interpreter").
+  virtual std::string name() const = 0;
+
+  /// Loads (JIT-compiles) a module from PTX text.
+  virtual Expected<ModuleHandle> loadModule(const std::string &PTX) = 0;
+  /// Looks up an `.entry` of a loaded module by name.
+  virtual Expected<KernelHandle> getKernel(ModuleHandle Module,
+                                           const std::string &Name) = 0;
+
+  virtual Expected<DevicePtr> allocate(size_t Bytes) = 0;
+  virtual Status free(DevicePtr Ptr) = 0;
+  virtual Status copyToDevice(DevicePtr Dst, const void *Src, size_t Bytes) = 0;
+  virtual Status copyToHost(void *Dst, DevicePtr Src, size_t Bytes) = 0;
+  virtual Status memset(DevicePtr Dst, uint8_t Value, size_t Bytes) = 0;
+
+  /// Launches Kernel. Args holds one pointer per kernel parameter, pointing
+  /// at the parameter's value, exactly as cuLaunchKernel's kernelParams.
+  virtual Status launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
+                        unsigned DynamicSharedBytes, void **Args) = 0;
+  /// Waits for all launched work to finish.
+  virtual Status synchronize() = 0;
+};
+
+/// Opens the CUDA driver (libcuda.so.1, loaded at run time) on device
+/// DeviceOrdinal. Fails cleanly, with a message starting "no CUDA driver",
+/// where the library is missing, and with the driver's error otherwise.
+Expected<std::unique_ptr<DeviceDriver>> createCudaDriver(int DeviceOrdinal = 0);
+
+} // namespace kvq::runtime
+
+#endif // KVQ_RUNTIME_DEVICEDRIVER_H

@@ -1,0 +1,203 @@
+//===- CudaDriver.cpp - DeviceDriver over the CUDA driver API -------------===//
+//
+// libcuda.so.1 is opened with dlopen at run time, so the runtime builds and
+// links on machines without a GPU or toolkit and reports the missing driver
+// as an ordinary error. The few driver prototypes needed are declared here
+// (they are part of the stable CUDA driver ABI) instead of including cuda.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Runtime/DeviceDriver.h"
+
+#include <dlfcn.h>
+
+#include <vector>
+
+using namespace kvq::runtime;
+
+namespace {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUdeviceptr = unsigned long long;
+
+/// The driver entry points, resolved by name (the _v2 names are the ones
+/// cuda.h maps the unversioned API to).
+struct CudaApi {
+  CUresult (*Init)(unsigned);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*PrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*PrimaryCtxRelease)(CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*ModuleLoadData)(CUmodule *, const void *);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, unsigned, unsigned, void *, void **,
+                           void **);
+  CUresult (*CtxSynchronize)();
+  CUresult (*GetErrorString)(CUresult, const char **);
+};
+
+class CudaDriver : public DeviceDriver {
+public:
+  CudaDriver(void *Library, const CudaApi &Api, CUdevice Device,
+             CUcontext Context, std::string DeviceName)
+      : Library(Library), Api(Api), Device(Device), Context(Context),
+        DeviceName(std::move(DeviceName)) {}
+  ~CudaDriver() override {
+    Api.PrimaryCtxRelease(Device);
+    dlclose(Library);
+  }
+
+  std::string name() const override { return "cuda: " + DeviceName; }
+
+  Expected<ModuleHandle> loadModule(const std::string &PTX) override {
+    CUmodule M = nullptr;
+    if (Status S =
+            check(Api.ModuleLoadData(&M, PTX.c_str()), "cuModuleLoadData");
+        !S.ok())
+      return S;
+    Modules.push_back(M);
+    return ModuleHandle{Modules.size()};
+  }
+
+  Expected<KernelHandle> getKernel(ModuleHandle Module,
+                                   const std::string &Name) override {
+    if (Module.Id == 0 || Module.Id > Modules.size())
+      return Status::error("invalid module handle");
+    CUfunction F = nullptr;
+    if (Status S = check(
+            Api.ModuleGetFunction(&F, Modules[Module.Id - 1], Name.c_str()),
+            "cuModuleGetFunction(" + Name + ")");
+        !S.ok())
+      return S;
+    Functions.push_back(F);
+    return KernelHandle{Functions.size()};
+  }
+
+  Expected<DevicePtr> allocate(size_t Bytes) override {
+    CUdeviceptr P = 0;
+    if (Status S = check(Api.MemAlloc(&P, Bytes), "cuMemAlloc"); !S.ok())
+      return S;
+    return static_cast<DevicePtr>(P);
+  }
+  Status free(DevicePtr Ptr) override {
+    return check(Api.MemFree(Ptr), "cuMemFree");
+  }
+  Status copyToDevice(DevicePtr Dst, const void *Src, size_t Bytes) override {
+    return check(Api.MemcpyHtoD(Dst, Src, Bytes), "cuMemcpyHtoD");
+  }
+  Status copyToHost(void *Dst, DevicePtr Src, size_t Bytes) override {
+    return check(Api.MemcpyDtoH(Dst, Src, Bytes), "cuMemcpyDtoH");
+  }
+  Status memset(DevicePtr Dst, uint8_t Value, size_t Bytes) override {
+    return check(Api.MemsetD8(Dst, Value, Bytes), "cuMemsetD8");
+  }
+  Status launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
+                unsigned DynamicSharedBytes, void **Args) override {
+    if (Kernel.Id == 0 || Kernel.Id > Functions.size())
+      return Status::error("invalid kernel handle");
+    return check(Api.LaunchKernel(Functions[Kernel.Id - 1], Grid.X, Grid.Y,
+                                  Grid.Z, Block.X, Block.Y, Block.Z,
+                                  DynamicSharedBytes, nullptr, Args, nullptr),
+                 "cuLaunchKernel");
+  }
+  Status synchronize() override {
+    return check(Api.CtxSynchronize(), "cuCtxSynchronize");
+  }
+
+private:
+  void *Library;
+  CudaApi Api;
+  CUdevice Device;
+  CUcontext Context;
+  std::string DeviceName;
+  std::vector<CUmodule> Modules;
+  std::vector<CUfunction> Functions;
+
+  Status check(CUresult R, const std::string &What) const {
+    if (R == 0)
+      return Status::success();
+    const char *Msg = nullptr;
+    if (!Api.GetErrorString || Api.GetErrorString(R, &Msg) != 0)
+      Msg = nullptr;
+    return Status::error(
+        What + " failed: " +
+        (Msg ? std::string(Msg) : "CUDA error " + std::to_string(R)));
+  }
+};
+
+template <typename Fn> bool resolve(void *Lib, const char *Name, Fn &Out) {
+  Out = reinterpret_cast<Fn>(dlsym(Lib, Name));
+  return Out != nullptr;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<DeviceDriver>>
+kvq::runtime::createCudaDriver(int DeviceOrdinal) {
+  void *Lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!Lib)
+    return Status::error(
+        std::string("no CUDA driver: libcuda.so.1 not found (") + dlerror() +
+        ")");
+  CudaApi Api{};
+  bool Ok =
+      resolve(Lib, "cuInit", Api.Init) &&
+      resolve(Lib, "cuDeviceGet", Api.DeviceGet) &&
+      resolve(Lib, "cuDeviceGetName", Api.DeviceGetName) &&
+      resolve(Lib, "cuDevicePrimaryCtxRetain", Api.PrimaryCtxRetain) &&
+      resolve(Lib, "cuDevicePrimaryCtxRelease_v2", Api.PrimaryCtxRelease) &&
+      resolve(Lib, "cuCtxSetCurrent", Api.CtxSetCurrent) &&
+      resolve(Lib, "cuModuleLoadData", Api.ModuleLoadData) &&
+      resolve(Lib, "cuModuleGetFunction", Api.ModuleGetFunction) &&
+      resolve(Lib, "cuMemAlloc_v2", Api.MemAlloc) &&
+      resolve(Lib, "cuMemFree_v2", Api.MemFree) &&
+      resolve(Lib, "cuMemcpyHtoD_v2", Api.MemcpyHtoD) &&
+      resolve(Lib, "cuMemcpyDtoH_v2", Api.MemcpyDtoH) &&
+      resolve(Lib, "cuMemsetD8_v2", Api.MemsetD8) &&
+      resolve(Lib, "cuLaunchKernel", Api.LaunchKernel) &&
+      resolve(Lib, "cuCtxSynchronize", Api.CtxSynchronize);
+  resolve(Lib, "cuGetErrorString", Api.GetErrorString);
+  if (!Ok) {
+    dlclose(Lib);
+    return Status::error("no CUDA driver: libcuda.so.1 lacks a required "
+                         "entry point");
+  }
+  CUdevice Device = 0;
+  CUcontext Context = nullptr;
+  char Name[256] = "unknown device";
+  const char *Failed = nullptr;
+  CUresult R = Api.Init(0);
+  if (R != 0)
+    Failed = "cuInit";
+  if (!Failed && (R = Api.DeviceGet(&Device, DeviceOrdinal)) != 0)
+    Failed = "cuDeviceGet";
+  if (!Failed && (R = Api.PrimaryCtxRetain(&Context, Device)) != 0)
+    Failed = "cuDevicePrimaryCtxRetain";
+  if (!Failed && (R = Api.CtxSetCurrent(Context)) != 0) {
+    Failed = "cuCtxSetCurrent";
+    Api.PrimaryCtxRelease(Device);
+  }
+  if (Failed) {
+    const char *Msg = nullptr;
+    if (!Api.GetErrorString || Api.GetErrorString(R, &Msg) != 0)
+      Msg = nullptr;
+    std::string Why = Msg ? Msg : "CUDA error " + std::to_string(R);
+    dlclose(Lib);
+    return Status::error(std::string("CUDA driver initialization failed: ") +
+                         Failed + ": " + Why);
+  }
+  Api.DeviceGetName(Name, sizeof(Name), Device);
+  return std::unique_ptr<DeviceDriver>(
+      new CudaDriver(Lib, Api, Device, Context, Name));
+}
