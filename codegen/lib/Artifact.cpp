@@ -114,7 +114,7 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
   for (const KernelSpec &spec : plan.kernels) {
     llvm::json::Array args;
     for (ArgKind kind : spec.getArgs())
-      args.push_back(kind == ArgKind::Ptr ? "ptr" : "i32");
+      args.push_back(kind == ArgKind::I32 ? "i32" : "ptr");
     kernels.push_back(llvm::json::Object{
         {"name", spec.name},
         {"kind", spec.getKindName()},

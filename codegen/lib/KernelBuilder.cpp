@@ -93,18 +93,20 @@ Value KernelBuilder::fmul(Value x, Value y) {
 Value KernelBuilder::fdiv(Value x, Value y) {
   return arith::DivFOp::create(b, loc, x, y);
 }
+// minNum/maxNum semantics (PTX min.f32/max.f32); `arith` min/max would
+// become libdevice calls on the GPU.
 Value KernelBuilder::fmin(Value x, Value y) {
-  return arith::MinNumFOp::create(b, loc, x, y);
+  return callIntrinsic("llvm.minnum", {x, y});
 }
 Value KernelBuilder::fmax(Value x, Value y) {
-  return arith::MaxNumFOp::create(b, loc, x, y);
+  return callIntrinsic("llvm.maxnum", {x, y});
 }
 // Generic LLVM intrinsic calls rather than `math` ops: they lower to the
 // exact PTX instructions (sqrt.rn.f32, cvt.rni.f32.f32, ex2.approx.f32) with
 // no libdevice call, and GPU-to-NVVM leaves `llvm.call_intrinsic` alone.
-Value KernelBuilder::callIntrinsic(StringRef name, Value x) {
-  return LLVM::CallIntrinsicOp::create(b, loc, x.getType(),
-                                       b.getStringAttr(name), ValueRange{x})
+Value KernelBuilder::callIntrinsic(StringRef name, ValueRange operands) {
+  return LLVM::CallIntrinsicOp::create(b, loc, operands.front().getType(),
+                                       b.getStringAttr(name), operands)
       .getResult(0);
 }
 Value KernelBuilder::fabs(Value x) { return callIntrinsic("llvm.fabs", x); }
@@ -145,6 +147,24 @@ Value KernelBuilder::load(Type type, Value ptr, Value byteOffset,
   return LLVM::LoadOp::create(b, loc, type, gep(ptr, byteOffset), align,
                               /*isVolatile=*/false, /*isNonTemporal=*/false,
                               invariant);
+}
+
+SmallVector<Value, 8> KernelBuilder::loadFloats16B(Type elementType, Value ptr,
+                                                   Value index) {
+  unsigned bytes = elementType.getIntOrFloatBitWidth() / 8;
+  unsigned count = 16 / bytes;
+  auto vectorType = VectorType::get({count}, elementType);
+  Value vector = load(vectorType, ptr, mul(toI64(index), i64(bytes)), 16,
+                      /*invariant=*/true);
+  SmallVector<Value, 8> values;
+  for (unsigned i = 0; i < count; ++i) {
+    Value element = LLVM::ExtractElementOp::create(b, loc, vector, i32(i));
+    values.push_back(
+        elementType.isF32()
+            ? element
+            : arith::ExtFOp::create(b, loc, b.getF32Type(), element));
+  }
+  return values;
 }
 
 SmallVector<Value, 4> KernelBuilder::loadWords4(Value ptr, Value byteOffset) {

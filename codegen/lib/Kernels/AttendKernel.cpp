@@ -160,15 +160,28 @@ void AttendEmitter::sumQueryGroups() {
 SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
                                                     Value element0,
                                                     Value queryBuffer) {
+  // 16 bytes of the row per load; rows start on 16 bytes (head_dim is a
+  // multiple of 8 in every shipped model, else element loads).
+  Type dtype = model.getDtype();
+  unsigned perLoad = 16 / (dtype.getIntOrFloatBitWidth() / 8);
+  if (dim % perLoad != 0)
+    perLoad = 1;
   SmallVector<Value> init(ratio, kb.f32(0));
   return kb.forLoop(
-      kb.i32(0), kb.i32(dim), kb.i32(1), init,
-      [&](Value c, ValueRange acc) -> SmallVector<Value> {
-        Value k = kb.loadFloat(model.getDtype(), buffer, kb.add(element0, c));
-        SmallVector<Value> next;
-        for (unsigned r = 0; r < ratio; ++r)
-          next.push_back(
-              kb.fadd(acc[r], kb.fmul(queryAt(queryBuffer, r, c), k)));
+      kb.i32(0), kb.i32(dim), kb.i32(perLoad), init,
+      [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+        SmallVector<Value, 8> keys;
+        if (perLoad == 1)
+          keys.push_back(kb.loadFloat(dtype, buffer, kb.add(element0, c0),
+                                      /*invariant=*/true));
+        else
+          keys = kb.loadFloats16B(dtype, buffer, kb.add(element0, c0));
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (auto [i, k] : llvm::enumerate(keys)) {
+          Value c = kb.add(c0, kb.i32(i));
+          for (unsigned r = 0; r < ratio; ++r)
+            next[r] = kb.fadd(next[r], kb.fmul(queryAt(queryBuffer, r, c), k));
+        }
         return next;
       });
 }
@@ -247,22 +260,57 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
           return next;
         });
   }
-  // span = tokens: every channel has its own scale; a warp's tokens share
-  // them, so the loads broadcast.
+  // span = tokens: every channel has its own scale and zero-point; the
+  // tokens of a warp share them (and the code words), so loads broadcast.
   Value block = kb.divU(pageToken, kb.i32(group));
   Value k = kb.remU(pageToken, kb.i32(group));
-  return kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(1), dots,
-                    [&](Value c, ValueRange acc) -> SmallVector<Value> {
-                      Value n = kb.add(kb.mul(block, kb.i32(dim)), c);
-                      Value x = quantizer.dequantize(
-                          access.loadCode(n, k), access.loadScale(quantizer, n),
-                          access.loadZero(quantizer, n));
-                      SmallVector<Value> next;
-                      for (unsigned r = 0; r < ratio; ++r)
-                        next.push_back(kb.fadd(
-                            acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
-                      return next;
-                    });
+  auto accumulate = [&](ValueRange acc, Value c, Value code) {
+    Value n = kb.add(kb.mul(block, kb.i32(dim)), c);
+    Value x = quantizer.dequantize(code, access.loadScale(quantizer, n),
+                                   access.loadZero(quantizer, n));
+    SmallVector<Value> next;
+    for (unsigned r = 0; r < ratio; ++r)
+      next.push_back(kb.fadd(acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
+    return next;
+  };
+  unsigned bits = quant.getBits(), words = keys.wordsPerGroup;
+  // Consecutive channels' groups are consecutive: read the words of
+  // `chunk` channels with 128-bit loads where codes never straddle words.
+  unsigned chunk = words < 4 ? 4 / words : 1;
+  bool vectorize =
+      32 % bits == 0 && (4 % words == 0 || words % 4 == 0) && dim % chunk == 0;
+  if (!vectorize)
+    return kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(1), dots,
+                      [&](Value c, ValueRange acc) -> SmallVector<Value> {
+                        Value n = kb.add(kb.mul(block, kb.i32(dim)), c);
+                        return accumulate(acc, c, access.loadCode(n, k));
+                      });
+  Value bit = kb.mul(k, kb.i32(bits));
+  Value wordInGroup = kb.divU(bit, kb.i32(32));
+  Value shift = kb.remU(bit, kb.i32(32));
+  return kb.forLoop(
+      kb.i32(0), kb.i32(dim), kb.i32(chunk), dots,
+      [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+        Value first =
+            kb.mul(kb.add(kb.mul(block, kb.i32(dim)), c0), kb.i32(words));
+        SmallVector<Value> loaded;
+        for (unsigned w = 0; w < chunk * words; w += 4)
+          llvm::append_range(
+              loaded, kb.loadWords4(access.getBase(),
+                                    kb.mul(kb.toI64(kb.add(first, kb.i32(w))),
+                                           kb.i64(4))));
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (unsigned ch = 0; ch < chunk; ++ch) {
+          Value word = loaded[ch * words];
+          for (unsigned w = 1; w < words; ++w)
+            word = kb.select(kb.eq(wordInGroup, kb.i32(w)),
+                             loaded[ch * words + w], word);
+          Value code =
+              kb.bitAnd(kb.shrU(word, shift), kb.i32((1u << bits) - 1));
+          next = accumulate(next, kb.add(c0, kb.i32(ch)), code);
+        }
+        return next;
+      });
 }
 
 /// Scores of the tokens of `range`, all in region `region` of the keys

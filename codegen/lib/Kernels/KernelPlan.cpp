@@ -8,16 +8,16 @@ using namespace mlir;
 using namespace kvq;
 
 SmallVector<ArgKind> KernelSpec::getArgs() const {
-  constexpr ArgKind P = ArgKind::Ptr, I = ArgKind::I32;
+  constexpr ArgKind P = ArgKind::Ptr, R = ArgKind::InPtr, I = ArgKind::I32;
   switch (kind) {
   case KernelKind::KeyNorm:
-    return {P, P, I};
+    return {R, P, I};
   case KernelKind::Flush:
-    return {P, P, P, P, I, I};
+    return {R, P, R, R, I, I};
   case KernelKind::Attend:
-    return {P, P, P, P, P, P, P, P, P, P, P, P, I, I};
+    return {R, P, R, R, R, R, R, R, R, R, R, R, I, I};
   case KernelKind::Combine:
-    return {P, P, P, I};
+    return {R, P, R, I};
   }
   llvm_unreachable("unknown kernel kind");
 }

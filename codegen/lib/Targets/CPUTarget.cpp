@@ -38,9 +38,9 @@ public:
       Value slot = LLVM::GEPOp::create(b, loc, ptr, b.getI8Type(),
                                        entry->getArgument(0), offset);
       Value valuePtr = LLVM::LoadOp::create(b, loc, ptr, slot, 8);
-      Type type = kind == ArgKind::Ptr ? ptr : i32;
-      kernel.args.push_back(LLVM::LoadOp::create(b, loc, type, valuePtr,
-                                                 kind == ArgKind::Ptr ? 8 : 4));
+      bool isPtr = kind != ArgKind::I32;
+      kernel.args.push_back(LLVM::LoadOp::create(b, loc, isPtr ? ptr : i32,
+                                                 valuePtr, isPtr ? 8 : 4));
     }
     for (int d = 0; d < 3; ++d)
       kernel.blockId[d] = entry->getArgument(1 + d);

@@ -33,13 +33,21 @@ public:
     Type ptr = getGlobalPtrType(b.getContext());
     SmallVector<Type> types;
     for (ArgKind kind : args)
-      types.push_back(kind == ArgKind::Ptr ? ptr : b.getI32Type());
+      types.push_back(kind == ArgKind::I32 ? b.getI32Type() : ptr);
     b.setInsertionPointToEnd(module.getBody());
     auto func =
         gpu::GPUFuncOp::create(b, loc, name, b.getFunctionType(types, {}));
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-    func.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr({int32_t(kBlockThreads), 1, 1}));
+    // No `known_block_size`: its `.maxntid` makes ptxas cap registers low
+    // enough to spill (56 for the InnerQ attend kernel, which needs 64).
+    // Read-only, unaliased inputs let NVPTX use the non-coherent cache.
+    for (auto [index, kind] : llvm::enumerate(args))
+      if (kind == ArgKind::InPtr) {
+        func.setArgAttr(index, LLVM::LLVMDialect::getNoAliasAttrName(),
+                        b.getUnitAttr());
+        func.setArgAttr(index, LLVM::LLVMDialect::getReadonlyAttrName(),
+                        b.getUnitAttr());
+      }
     b.setInsertionPointToStart(&func.getBody().front());
     KernelEntry kernel;
     kernel.args = SmallVector<Value>(func.getArguments());

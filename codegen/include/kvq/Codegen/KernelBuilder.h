@@ -21,8 +21,9 @@ namespace kvq {
 
 class KernelBuilder;
 
-/// The kinds of kernel arguments (docs/KernelABI.md).
-enum class ArgKind { Ptr, I32 };
+/// The kinds of kernel arguments (docs/KernelABI.md). `InPtr` points to
+/// memory the kernel only reads and no other argument aliases.
+enum class ArgKind { Ptr, InPtr, I32 };
 
 /// A kernel being built: its argument values and block ids, all i32 or
 /// pointers.
@@ -136,6 +137,10 @@ public:
   void storeF32(mlir::Value value, mlir::Value ptr, mlir::Value index);
   mlir::Value loadU32(mlir::Value ptr, mlir::Value index,
                       bool invariant = false);
+  /// Loads the 16 bytes of f16/bf16/f32 elements at `index` (16-byte
+  /// aligned) with one 128-bit load, as f32 values.
+  llvm::SmallVector<mlir::Value, 8>
+  loadFloats16B(mlir::Type elementType, mlir::Value ptr, mlir::Value index);
   /// Loads 4 consecutive i32 words with one 128-bit load (16-byte aligned).
   llvm::SmallVector<mlir::Value, 4> loadWords4(mlir::Value ptr,
                                                mlir::Value byteOffset);
@@ -161,7 +166,7 @@ public:
              llvm::function_ref<llvm::SmallVector<mlir::Value>()> elseBody);
 
 private:
-  mlir::Value callIntrinsic(llvm::StringRef name, mlir::Value x);
+  mlir::Value callIntrinsic(llvm::StringRef name, mlir::ValueRange operands);
 
   mlir::arith::FastMathFlagsAttr getFastMath();
 

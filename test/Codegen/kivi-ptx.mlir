@@ -1,0 +1,38 @@
+// The PTX of KIVI-2 has the structure docs/KernelABI.md promises.
+// RUN: rm -rf %t && kvq-opt %specs/kivi-2bit.mlir --kvq-compile=%t -o /dev/null
+// RUN: FileCheck %s --input-file=%t/kernels.sm_80.ptx --implicit-check-not=.local
+// RUN: FileCheck %s --check-prefix=SM90 --input-file=%t/kernels.sm_90.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/manifest.json
+
+// CHECK: .target sm_80
+// SM90: .target sm_90
+
+// Quantization: IEEE division, round-to-nearest-even, f16 parameters, and no
+// contraction into FMAs (codes are bit-exact with the reference).
+// CHECK-LABEL: .entry kvq_flush_keys_0(
+// CHECK-NOT: fma
+// CHECK: ld.global.nc.b16
+// CHECK: div.rn.f32
+// CHECK: cvt.rn.f16.f32
+// CHECK: cvt.rni.f32.f32
+// CHECK: bar.sync
+// CHECK-LABEL: .entry kvq_flush_values_0(
+// CHECK-NOT: fma
+// CHECK: div.rn.f32
+
+// Attention: inputs through the non-coherent cache, codes 128 bits at a
+// time, softmax reductions with warp shuffles, exp2 in hardware.
+// CHECK-LABEL: .entry kvq_attend_0(
+// CHECK: ld.global.nc.v4.b32
+// CHECK: shfl.sync.bfly.b32
+// CHECK: ex2.approx
+// CHECK: bar.sync
+// CHECK-LABEL: .entry kvq_combine(
+// CHECK: ex2.approx
+
+// MANIFEST-DAG: "version": 1
+// MANIFEST-DAG: "name": "kivi_2bit"
+// MANIFEST-DAG: "code_bits": 2
+// MANIFEST-DAG: "storage_bits": 3
+// MANIFEST-DAG: "kernels.sm_80.ptx"
+// MANIFEST-DAG: "host_shared": "kernels.so"

@@ -1,0 +1,62 @@
+// Specs using a feature the code generator does not support yet are
+// rejected with a diagnostic naming it, never miscompiled.
+// RUN: kvq-opt %s -split-input-file -verify-diagnostics --kvq-compile-artifact="dir=%t" -o /dev/null
+
+kvq.cache @sharing model <layers = 2, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  // expected-error @+1 {{'kvq.values' op kvq-compile does not support cross-layer code sharing yet}}
+  kvq.values window <recent = 129, flush = 1> share <from = 0> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32>
+  }
+}
+
+// -----
+
+kvq.cache @fp8 model <layers = 1, heads = 1, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
+  // expected-error @+1 {{'kvq.keys' op kvq-compile does not support f8E4M3FN parameters yet}}
+  kvq.keys window <sink = 5, recent = 128, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 128, params = f8E4M3FN, clip = 0.92>
+  }
+  kvq.values window <sink = 5, recent = 128, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'kvq.cache' op kvq-compile does not support outlier pools yet}}
+kvq.cache @pool model <layers = 2, heads = 1, kv_heads = 1, head_dim = 128, dtype = f16> page 128 pool <capacity = 3, extra = 32> {
+  kvq.keys window <recent = 32, flush = 128> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 128>
+  }
+  kvq.values window <recent = 32, flush = 128> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 128>
+  }
+}
+
+// -----
+
+kvq.cache @reorder model <layers = 1, heads = 1, kv_heads = 1, head_dim = 4, dtype = f16> page 32 {
+  // expected-error @+1 {{'kvq.keys' op kvq-compile does not support channel reorder yet}}
+  kvq.keys window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 2,
+        reorder = #kvq.reorder<perm = dense<[[[3, 2, 1, 0]]]> : tensor<1x1x4xi32>, sizes = dense<[[[2, 2]]]> : tensor<1x1x2xi32>>>
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}
+
+// -----
+
+kvq.cache @rope model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 32 {
+  // expected-error @+1 {{'kvq.keys' op kvq-compile does not support pre-RoPE keys yet}}
+  kvq.keys window <recent = 0, flush = 32> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = half>>
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}
