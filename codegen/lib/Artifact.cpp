@@ -3,11 +3,11 @@
 #include "kvq/Codegen/Artifact.h"
 #include "kvq/Analysis/BitAccounting.h"
 #include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/Passes.h"
 #include "kvq/Codegen/Pipelines.h"
-#include "kvq/Codegen/Targets.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -25,38 +25,46 @@ ArrayRef<std::string> kvq::getArtifactChips() {
   return chips;
 }
 
-/// Emits every kernel of `plan` into a fresh module through `target`.
-static LogicalResult emitAll(const KernelPlan &plan, const CacheLayout &layout,
-                             KernelTarget &target, OpBuilder &b, Location loc,
-                             Operation *verifyRoot) {
-  for (const KernelSpec &spec : plan.kernels)
-    emitKernel(spec, layout, target, b, loc);
-  return verify(verifyRoot);
+/// The kernel serving each layer, read from the kernel ops.
+struct LayerKernels {
+  std::string flush[2], attend, keyNorm;
+};
+
+static SmallVector<LayerKernels> mapLayerKernels(ModuleOp planned,
+                                                 unsigned numLayers) {
+  SmallVector<LayerKernels> layers(numLayers);
+  auto forLayers = [&](Operation *op, auto &&assign) {
+    for (int64_t l :
+         op->getAttrOfType<DenseI64ArrayAttr>("layers").asArrayRef())
+      assign(layers[l], SymbolTable::getSymbolName(op).str());
+  };
+  for (Operation &op : planned.getBody()->getOperations()) {
+    if (auto flush = dyn_cast<FlushKernelOp>(op))
+      forLayers(flush, [&](LayerKernels &k, std::string name) {
+        k.flush[flush.getTensor() == TensorKind::Keys ? 0 : 1] = name;
+      });
+    else if (isa<AttendKernelOp>(op))
+      forLayers(&op,
+                [](LayerKernels &k, std::string name) { k.attend = name; });
+    else if (isa<KeyNormKernelOp>(op))
+      forLayers(&op,
+                [](LayerKernels &k, std::string name) { k.keyNorm = name; });
+  }
+  return layers;
 }
 
-static FailureOr<std::string> buildHostObject(const KernelPlan &plan,
-                                              const CacheLayout &layout,
-                                              Location loc) {
-  OpBuilder b(loc.getContext());
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  std::unique_ptr<KernelTarget> target = createCPUTarget(*module);
-  if (failed(emitAll(plan, layout, *target, b, loc, *module)))
+/// Runs `passes` on a copy of `planned` without its kvq.cache, leaving
+/// kernel functions only.
+static FailureOr<OwningOpRef<ModuleOp>>
+lowerCopy(ModuleOp planned, function_ref<void(PassManager &)> passes) {
+  OwningOpRef<ModuleOp> copy = cast<ModuleOp>(planned->clone());
+  PassManager pm(planned.getContext());
+  passes(pm);
+  if (failed(pm.run(*copy)))
     return failure();
-  return compileToHostObject(*module);
-}
-
-static FailureOr<SmallVector<std::string>>
-buildPTX(const KernelPlan &plan, const CacheLayout &layout, Location loc) {
-  OpBuilder b(loc.getContext());
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                     b.getUnitAttr());
-  b.setInsertionPointToEnd(module->getBody());
-  auto gpuModule = gpu::GPUModuleOp::create(b, loc, "kvq_kernels");
-  std::unique_ptr<KernelTarget> target = createGPUTarget(gpuModule);
-  if (failed(emitAll(plan, layout, *target, b, loc, *module)))
-    return failure();
-  return compileToPTX(*module, getArtifactChips());
+  for (CacheOp cache : llvm::to_vector((*copy).getOps<CacheOp>()))
+    cache.erase();
+  return copy;
 }
 
 static llvm::json::Object describeSlice(const SliceLayout &slice) {
@@ -84,14 +92,15 @@ static llvm::json::Object describeSlice(const SliceLayout &slice) {
 }
 
 static llvm::json::Object describeTensor(const TensorLayout &tensor,
-                                         const KernelPlan &plan, bool isKeys) {
+                                         ArrayRef<LayerKernels> kernels,
+                                         bool isKeys) {
   llvm::json::Array layers;
   for (auto [l, slice] : llvm::enumerate(tensor.layers))
-    layers.push_back(llvm::json::Object{
-        {"offset", tensor.layerOffsets[l]},
-        {"slice_bytes", slice.sliceBytes},
-        {"flush_kernel", plan.layers[l].flush[isKeys ? 0 : 1]},
-        {"scheme", describeSlice(slice)}});
+    layers.push_back(
+        llvm::json::Object{{"offset", tensor.layerOffsets[l]},
+                           {"slice_bytes", slice.sliceBytes},
+                           {"flush_kernel", kernels[l].flush[isKeys ? 0 : 1]},
+                           {"scheme", describeSlice(slice)}});
   WindowAttr window = tensor.window;
   return llvm::json::Object{{"sink", window.getSink()},
                             {"recent", window.getRecent()},
@@ -102,16 +111,24 @@ static llvm::json::Object describeTensor(const TensorLayout &tensor,
 }
 
 static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
-                                       const KernelPlan &plan) {
+                                       ModuleOp planned) {
+  SmallVector<LayerKernels> layerKernels =
+      mapLayerKernels(planned, layout.model.getLayers());
   ModelAttr model = layout.model;
   std::string dtype;
   llvm::raw_string_ostream(dtype) << model.getDtype();
   EquivalentBits bits = computeEquivalentBits(cache);
   llvm::json::Array layers, kernels;
-  for (const KernelPlan::LayerKernels &layer : plan.layers)
+  for (const LayerKernels &layer : layerKernels)
     layers.push_back(llvm::json::Object{{"attend_kernel", layer.attend},
                                         {"keynorm_kernel", layer.keyNorm}});
-  for (const KernelSpec &spec : plan.kernels) {
+  std::string combine;
+  for (Operation &op : planned.getBody()->getOperations()) {
+    if (isa<CacheOp>(op))
+      continue;
+    KernelSpec spec = getKernelSpec(&op);
+    if (spec.kind == KernelKind::Combine)
+      combine = spec.name;
     llvm::json::Array args;
     for (ArgKind kind : spec.getArgs())
       args.push_back(kind == ArgKind::I32 ? "i32" : "ptr");
@@ -141,10 +158,10 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
                                   {"storage_bits", bits.storageBits}}},
       {"tensors",
        llvm::json::Object{
-           {"keys", describeTensor(layout.keys, plan, true)},
-           {"values", describeTensor(layout.values, plan, false)}}},
+           {"keys", describeTensor(layout.keys, layerKernels, true)},
+           {"values", describeTensor(layout.values, layerKernels, false)}}},
       {"layers", std::move(layers)},
-      {"combine_kernel", plan.combine},
+      {"combine_kernel", combine},
       {"kernels", std::move(kernels)},
       {"files", llvm::json::Object{{"ptx", std::move(ptx)},
                                    {"host_object", "kernels.o"},
@@ -178,12 +195,33 @@ LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir) {
   FailureOr<CacheLayout> layout = computeCacheLayout(cache);
   if (failed(layout))
     return failure();
-  KernelPlan plan = planKernels(*layout);
-  Location loc = cache.getLoc();
-  FailureOr<std::string> object = buildHostObject(plan, *layout, loc);
-  FailureOr<SmallVector<std::string>> ptx = buildPTX(plan, *layout, loc);
+  // The cache and its kernel declarations, in a module of their own: the
+  // input IR stays as it was.
+  OwningOpRef<ModuleOp> planned = ModuleOp::create(cache.getLoc());
+  planned->getBody()->push_back(cache->clone());
+  PassManager pm(cache.getContext());
+  pm.addPass(createKVQPlanKernels());
+  if (failed(pm.run(*planned)))
+    return failure();
+
+  auto lowerFor = [&](StringRef target) {
+    return lowerCopy(*planned, [&](PassManager &pm) {
+      KVQLowerKernelsOptions options;
+      options.target = target.str();
+      pm.addPass(createKVQLowerKernels(options));
+      pm.addPass(createKVQExpandDequantize());
+    });
+  };
+  FailureOr<OwningOpRef<ModuleOp>> host = lowerFor("cpu");
+  FailureOr<OwningOpRef<ModuleOp>> device = lowerFor("gpu");
+  if (failed(host) || failed(device))
+    return failure();
+  FailureOr<std::string> object = compileToHostObject(**host);
+  FailureOr<SmallVector<std::string>> ptx =
+      compileToPTX(**device, getArtifactChips());
   if (failed(object) || failed(ptx))
     return failure();
+
   if (std::error_code error = llvm::sys::fs::create_directories(dir))
     return cache.emitError("cannot create ") << dir << ": " << error.message();
   auto path = [&](StringRef name) {
@@ -196,7 +234,8 @@ LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir) {
       return failure();
   std::string manifest;
   llvm::raw_string_ostream(manifest)
-      << llvm::formatv("{0:2}", describeCache(cache, *layout, plan)) << "\n";
+      << llvm::formatv("{0:2}", describeCache(cache, *layout, *planned))
+      << "\n";
   if (failed(writeFile(cache, path("kernels.o"), *object)) ||
       failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||
       failed(writeFile(cache, path("manifest.json"), manifest)))

@@ -351,3 +351,102 @@ SmallVector<LayerScheme> KeysOp::getLayerSchemes() {
 SmallVector<LayerScheme> ValuesOp::getLayerSchemes() {
   return resolveLayerSchemes(*this);
 }
+
+//===----------------------------------------------------------------------===//
+// Kernel ops
+//===----------------------------------------------------------------------===//
+
+/// The cache a kernel op names, or an error at the op.
+static FailureOr<CacheOp> lookupCache(Operation *op, FlatSymbolRefAttr name,
+                                      SymbolTableCollection &symbols) {
+  auto cache = symbols.lookupNearestSymbolFrom<CacheOp>(op, name);
+  if (!cache)
+    return op->emitOpError("names no kvq.cache ") << name;
+  return cache;
+}
+
+/// Checks that `layers` is a nonempty list of layers of `cache` on which
+/// `schemeOf` gives the same value (a kernel implements one scheme).
+template <typename KeyFn>
+static LogicalResult verifyKernelLayers(Operation *op, CacheOp cache,
+                                        ArrayRef<int64_t> layers,
+                                        KeyFn schemeOf) {
+  if (layers.empty())
+    return op->emitOpError("serves no layer");
+  unsigned numLayers = cache.getModel().getLayers();
+  for (int64_t layer : layers)
+    if (layer < 0 || layer >= numLayers)
+      return op->emitOpError("layer ")
+             << layer << " is not a layer of " << cache.getSymName();
+  for (int64_t layer : layers)
+    if (schemeOf(layer) != schemeOf(layers.front()))
+      return op->emitOpError("layers ")
+             << layers.front() << " and " << layer
+             << " have different schemes; one kernel serves one scheme";
+  return success();
+}
+
+static Attribute schemeOfLayer(CacheOp cache, TensorKind tensor,
+                               int64_t layer) {
+  SmallVector<LayerScheme> schemes = tensor == TensorKind::Keys
+                                         ? cache.getKeys().getLayerSchemes()
+                                         : cache.getValues().getLayerSchemes();
+  return schemes[layer].scheme;
+}
+
+CacheOp FlushKernelOp::getCacheOp() {
+  return SymbolTable::lookupNearestSymbolFrom<CacheOp>(*this, getCacheAttr());
+}
+
+LogicalResult FlushKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<CacheOp> cache = lookupCache(*this, getCacheAttr(), symbols);
+  if (failed(cache))
+    return failure();
+  return verifyKernelLayers(*this, *cache, getLayers(), [&](int64_t l) {
+    return schemeOfLayer(*cache, getTensor(), l);
+  });
+}
+
+template <typename KernelOpT> static CacheOp getKernelCache(KernelOpT op) {
+  return SymbolTable::lookupNearestSymbolFrom<CacheOp>(op, op.getCacheAttr());
+}
+
+CacheOp KeyNormKernelOp::getCacheOp() { return getKernelCache(*this); }
+CacheOp AttendKernelOp::getCacheOp() { return getKernelCache(*this); }
+CacheOp CombineKernelOp::getCacheOp() { return getKernelCache(*this); }
+
+LogicalResult
+KeyNormKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<CacheOp> cache = lookupCache(*this, getCacheAttr(), symbols);
+  if (failed(cache))
+    return failure();
+  for (int64_t layer : getLayers()) {
+    auto quant = dyn_cast_if_present<QuantAttr>(
+        layer >= 0 && layer < cache->getModel().getLayers()
+            ? schemeOfLayer(*cache, TensorKind::Keys, layer)
+            : Attribute());
+    if (!quant || !quant.getKeyNorm())
+      return emitOpError("layer ") << layer << " has no key normalisation";
+  }
+  return verifyKernelLayers(*this, *cache, getLayers(),
+                            [](int64_t) { return 0; });
+}
+
+LogicalResult AttendKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<CacheOp> cache = lookupCache(*this, getCacheAttr(), symbols);
+  if (failed(cache))
+    return failure();
+  return verifyKernelLayers(*this, *cache, getLayers(), [&](int64_t l) {
+    return std::make_pair(schemeOfLayer(*cache, TensorKind::Keys, l),
+                          schemeOfLayer(*cache, TensorKind::Values, l));
+  });
+}
+
+LogicalResult
+CombineKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  FailureOr<CacheOp> cache = lookupCache(*this, getCacheAttr(), symbols);
+  if (failed(cache))
+    return failure();
+  return verifyKernelLayers(*this, *cache, getLayers(),
+                            [](int64_t) { return 0; });
+}

@@ -266,8 +266,9 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
   Value k = kb.remU(pageToken, kb.i32(group));
   auto accumulate = [&](ValueRange acc, Value c, Value code) {
     Value n = kb.add(kb.mul(block, kb.i32(dim)), c);
-    Value x = quantizer.dequantize(code, access.loadScale(quantizer, n),
-                                   access.loadZero(quantizer, n));
+    Value x = DequantizeOp::create(
+        kb.builder(), kb.getLoc(), kb.builder().getF32Type(), code,
+        access.loadScale(quantizer, n), access.loadZero(quantizer, n), quant);
     SmallVector<Value> next;
     for (unsigned r = 0; r < ratio; ++r)
       next.push_back(kb.fadd(acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
@@ -388,9 +389,10 @@ Value AttendEmitter::valueAt(unsigned region, Value t, Value c) {
     n = kb.add(kb.mul(kb.divU(pageToken, kb.i32(group)), kb.i32(dim)), c);
     k = kb.remU(pageToken, kb.i32(group));
   }
-  return quantizer.dequantize(access.loadCode(n, k),
+  return DequantizeOp::create(kb.builder(), kb.getLoc(),
+                              kb.builder().getF32Type(), access.loadCode(n, k),
                               access.loadScale(quantizer, n),
-                              access.loadZero(quantizer, n));
+                              access.loadZero(quantizer, n), quant);
 }
 
 void AttendEmitter::accumulateValues() {

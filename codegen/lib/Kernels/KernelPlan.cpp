@@ -2,7 +2,8 @@
 
 #include "kvq/Codegen/Kernels.h"
 
-#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -36,46 +37,61 @@ StringRef KernelSpec::getKindName() const {
   llvm_unreachable("unknown kernel kind");
 }
 
-KernelPlan kvq::planKernels(const CacheLayout &layout) {
-  KernelPlan plan;
-  // Layers with the same schemes share kernels: keyed by scheme attributes
-  // (uniqued, so pointer identity is equality).
-  DenseMap<std::pair<Attribute, Attribute>, std::string> attendByPair;
-  DenseMap<Attribute, std::string> flushByScheme[2];
-  bool needsKeyNorm = false;
-  auto add = [&](std::string name, KernelKind kind, unsigned layer,
-                 bool isKeys) {
-    plan.kernels.push_back({name, kind, layer, isKeys});
-    return name;
-  };
+void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
+  // Layers with the same schemes share kernels: keyed by the (uniqued)
+  // scheme attributes, in first-use order.
+  llvm::MapVector<std::pair<Attribute, Attribute>, SmallVector<int64_t>> attend;
+  llvm::MapVector<Attribute, SmallVector<int64_t>> flush[2];
+  SmallVector<int64_t> keyNorm, all;
   for (unsigned l = 0; l < layout.model.getLayers(); ++l) {
-    KernelPlan::LayerKernels kernels;
-    for (bool isKeys : {true, false}) {
-      Attribute scheme = layout.get(isKeys).layers[l].scheme;
-      std::string &name = flushByScheme[isKeys ? 0 : 1][scheme];
-      if (name.empty())
-        name = add(std::string("kvq_flush_") + (isKeys ? "keys_" : "values_") +
-                       std::to_string(flushByScheme[isKeys ? 0 : 1].size() - 1),
-                   KernelKind::Flush, l, isKeys);
-      kernels.flush[isKeys ? 0 : 1] = name;
-    }
-    auto pair = std::make_pair(layout.keys.layers[l].scheme,
-                               layout.values.layers[l].scheme);
-    std::string &attend = attendByPair[pair];
-    if (attend.empty())
-      attend = add("kvq_attend_" + std::to_string(attendByPair.size() - 1),
-                   KernelKind::Attend, l, true);
-    kernels.attend = attend;
-    if (layout.hasKeyNorm(l)) {
-      kernels.keyNorm = "kvq_keynorm";
-      needsKeyNorm = true;
-    }
-    plan.layers.push_back(kernels);
+    flush[0][layout.keys.layers[l].scheme].push_back(l);
+    flush[1][layout.values.layers[l].scheme].push_back(l);
+    attend[{layout.keys.layers[l].scheme, layout.values.layers[l].scheme}]
+        .push_back(l);
+    if (layout.hasKeyNorm(l))
+      keyNorm.push_back(l);
+    all.push_back(l);
   }
-  if (needsKeyNorm)
-    add("kvq_keynorm", KernelKind::KeyNorm, 0, true);
-  plan.combine = add("kvq_combine", KernelKind::Combine, 0, true);
-  return plan;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(cache);
+  Location loc = cache.getLoc();
+  StringRef cacheRef = cache.getSymName();
+  for (TensorKind tensor : {TensorKind::Keys, TensorKind::Values})
+    for (auto [index, entry] :
+         llvm::enumerate(flush[tensor == TensorKind::Keys ? 0 : 1]))
+      FlushKernelOp::create(
+          b, loc,
+          llvm::formatv("kvq_flush_{0}_{1}", stringifyTensorKind(tensor), index)
+              .str(),
+          cacheRef, tensor, ArrayRef<int64_t>(entry.second));
+  if (!keyNorm.empty())
+    KeyNormKernelOp::create(b, loc, "kvq_keynorm", cacheRef,
+                            ArrayRef<int64_t>(keyNorm));
+  for (auto [index, entry] : llvm::enumerate(attend))
+    AttendKernelOp::create(b, loc, "kvq_attend_" + std::to_string(index),
+                           cacheRef, ArrayRef<int64_t>(entry.second));
+  CombineKernelOp::create(b, loc, "kvq_combine", cacheRef,
+                          ArrayRef<int64_t>(all));
+}
+
+KernelSpec kvq::getKernelSpec(Operation *kernelOp) {
+  auto name = [&] {
+    return kernelOp->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName())
+        .str();
+  };
+  auto firstLayer = [&] {
+    return static_cast<unsigned>(
+        kernelOp->getAttrOfType<DenseI64ArrayAttr>("layers")[0]);
+  };
+  if (auto flush = dyn_cast<FlushKernelOp>(kernelOp))
+    return {name(), KernelKind::Flush, firstLayer(),
+            flush.getTensor() == TensorKind::Keys};
+  if (isa<KeyNormKernelOp>(kernelOp))
+    return {name(), KernelKind::KeyNorm, firstLayer(), true};
+  if (isa<AttendKernelOp>(kernelOp))
+    return {name(), KernelKind::Attend, firstLayer(), true};
+  assert(isa<CombineKernelOp>(kernelOp) && "not a kernel op");
+  return {name(), KernelKind::Combine, firstLayer(), true};
 }
 
 void kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,

@@ -69,11 +69,17 @@ public:
 class KernelBuilder {
 public:
   KernelBuilder(mlir::OpBuilder &b, mlir::Location loc, KernelTarget &target)
-      : b(b), loc(loc), target(target) {}
+      : b(b), loc(loc), target(&target) {}
+  /// A builder for arithmetic only (no target-specific structure).
+  KernelBuilder(mlir::OpBuilder &b, mlir::Location loc)
+      : b(b), loc(loc), target(nullptr) {}
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location getLoc() const { return loc; }
-  KernelTarget &getTarget() { return target; }
+  KernelTarget &getTarget() {
+    assert(target && "arithmetic-only builder has no target");
+    return *target;
+  }
 
   // Constants.
   mlir::Value i32(int64_t value);
@@ -172,7 +178,7 @@ private:
 
   mlir::OpBuilder &b;
   mlir::Location loc;
-  KernelTarget &target;
+  KernelTarget *target;
   bool reassociate = false;
 };
 

@@ -31,19 +31,12 @@ struct KernelSpec {
   llvm::StringRef getKindName() const;
 };
 
-/// The kernels of a cache, and which one serves each layer.
-struct KernelPlan {
-  llvm::SmallVector<KernelSpec> kernels;
-  struct LayerKernels {
-    std::string flush[2]; ///< keys, values
-    std::string attend;
-    std::string keyNorm; ///< empty without key normalisation
-  };
-  llvm::SmallVector<LayerKernels> layers;
-  std::string combine;
-};
+/// Declares the kernels of `cache` (kvq.*_kernel ops after it): one per
+/// distinct scheme, each listing the layers it serves.
+void planKernels(CacheOp cache, const CacheLayout &layout, mlir::OpBuilder &b);
 
-KernelPlan planKernels(const CacheLayout &layout);
+/// The kernel a kernel op declares.
+KernelSpec getKernelSpec(mlir::Operation *kernelOp);
 
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,

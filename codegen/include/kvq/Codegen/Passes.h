@@ -3,6 +3,8 @@
 #ifndef KVQ_CODEGEN_PASSES_H
 #define KVQ_CODEGEN_PASSES_H
 
+#include "kvq/Dialect/KVQ/KVQDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -47,6 +47,12 @@ def KVQ_RopeStyle : I32EnumAttr<"RopeStyle", "rotary embedding layout", [
   let genSpecializedAttr = 0;
 }
 
+def KVQ_TensorKind : I32EnumAttr<"TensorKind", "keys or values", [
+    I32EnumAttrCase<"Keys", 0, "keys">,
+    I32EnumAttrCase<"Values", 1, "values">]> {
+  let cppNamespace = "::kvq";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 include "kvq/Dialect/KVQ/KVQAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def KVQ_SchemeAttr : AnyAttrOf<[KVQ_QuantAttr, KVQ_FullPrecisionAttr]>;
 
@@ -110,6 +111,98 @@ def KVQ_LayerOp : KVQ_Op<"layer", [ParentOneOf<["KeysOp", "ValuesOp"]>]> {
     KVQ_SchemeAttr:$scheme,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$codes_from);
   let assemblyFormat = "$index `:` $scheme (`codes` `from` $codes_from^)? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+class KVQ_KernelOp<string mnemonic, string kind>
+    : KVQ_Op<mnemonic, [Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Declares the " # kind # " kernel of a cache";
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlatSymbolRefAttr:$cache,
+    DenseI64ArrayAttr:$layers);
+  let assemblyFormat = [{
+    $sym_name `of` $cache `layers` $layers attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The cache this kernel serves (the op must verify).
+    CacheOp getCacheOp();
+  }];
+}
+
+def KVQ_FlushKernelOp : KVQ_Op<"flush_kernel",
+    [Symbol, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Declares a quantize-and-pack (flush) kernel";
+  let description = [{
+    The kernel that moves flushed tokens of `keys` or `values` into the
+    quantized pages of every listed layer (they share one scheme): block
+    (u, h) quantizes flush unit u of kv-head h from the staging buffer,
+    computing each group's parameters and codes as docs/Numerics.md defines
+    and packing them as docs/KernelABI.md lays out.
+
+    ```mlir
+    kvq.flush_kernel @kvq_flush_keys_0 of @kivi_2bit keys layers [0, 1]
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlatSymbolRefAttr:$cache,
+    KVQ_TensorKind:$tensor,
+    DenseI64ArrayAttr:$layers);
+  let assemblyFormat = [{
+    $sym_name `of` $cache $tensor `layers` $layers attr-dict
+  }];
+  let extraClassDeclaration = [{
+    CacheOp getCacheOp();
+  }];
+}
+
+def KVQ_KeyNormKernelOp : KVQ_KernelOp<"keynorm_kernel", "key-norm"> {
+  let description = [{
+    InnerQ's per-channel key norms over a prompt: block h writes
+    n_c = sqrt(max_t |K_t,c|) (1 where the max is 0) for kv-head h.
+  }];
+}
+
+def KVQ_AttendKernelOp : KVQ_KernelOp<"attend_kernel", "decode attention"> {
+  let description = [{
+    Fused dequantize + decode attention over one split of a sequence's
+    tokens (flash-decoding) for all query heads of one kv-head, in the
+    listed layers (which share their key and value schemes). Scales and
+    zero-points are folded into the dot products.
+
+    ```mlir
+    kvq.attend_kernel @kvq_attend_0 of @kivi_2bit layers [0, 1]
+    ```
+  }];
+}
+
+def KVQ_CombineKernelOp : KVQ_KernelOp<"combine_kernel", "split combine"> {
+  let description = [{
+    Merges the per-split softmax partials of the attend kernels into the
+    attention output.
+  }];
+}
+
+def KVQ_DequantizeOp : KVQ_Op<"dequantize", [Pure]> {
+  let summary = "Reconstructs one element from its stored code and parameters";
+  let description = [{
+    The reconstruction of docs/Numerics.md for `scheme`: `c * s + z`
+    (asym and calibrated asym), `(c - 2^(b-1)) * s` (sym), the sign of the
+    stored scale choosing between them (hybrid). `code` is the stored
+    (unsigned) code; `scale` and `zero` the stored parameters as f32.
+
+    ```mlir
+    %x = kvq.dequantize %code, %scale, %zero
+           : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+    ```
+  }];
+  let arguments = (ins I32:$code, F32:$scale, F32:$zero, KVQ_QuantAttr:$scheme);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$code `,` $scale `,` $zero `:` $scheme attr-dict";
 }
 
 #endif // KVQ_DIALECT_KVQ_KVQOPS_TD
