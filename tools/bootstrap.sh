@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 ##===- tools/bootstrap.sh - set up, build, and run or test kvq -----------===##
 #
-# Usage: tools/bootstrap.sh run [SPEC]   build, then run the main job on SPEC
-#                                        (default specs/kivi-2bit.mlir)
+# Usage: tools/bootstrap.sh run [SPEC]   build, then compile SPEC (default
+#                                        specs/kivi-2bit.mlir) to kernels and
+#                                        run a decode step on the CPU backend
 #        tools/bootstrap.sh test         build, then run the whole test suite
 #
 # On a fresh Debian 12 machine (as root) it first installs the Debian
@@ -53,7 +54,11 @@ main() {
     ctest --test-dir "$build" --output-on-failure -j "$jobs"
   else
     local spec=${2:-$root/specs/kivi-2bit.mlir}
+    local artifact="$build/artifacts/$(basename "$spec" .mlir)"
     "$build/bin/kvq-opt" --kvq-report-bits -o /dev/null "$spec"
+    "$build/bin/kvq-opt" --kvq-compile="$artifact" -o /dev/null "$spec"
+    echo "kvq: compiled $spec into $artifact"
+    "$build/bin/kvq-run" "$artifact"
   fi
 }
 

@@ -9,25 +9,25 @@
 
 // Quantization: IEEE division, round-to-nearest-even, f16 parameters, and no
 // contraction into FMAs (codes are bit-exact with the reference).
-// CHECK-LABEL: .entry kvq_flush_keys_0(
+// CHECK-LABEL: .entry kivi_2bit_flush_keys_0(
 // CHECK-NOT: fma
 // CHECK: ld.global.nc.b16
 // CHECK: div.rn.f32
 // CHECK: cvt.rn.f16.f32
 // CHECK: cvt.rni.f32.f32
 // CHECK: bar.sync
-// CHECK-LABEL: .entry kvq_flush_values_0(
+// CHECK-LABEL: .entry kivi_2bit_flush_values_0(
 // CHECK-NOT: fma
 // CHECK: div.rn.f32
 
 // Attention: inputs through the non-coherent cache, codes 128 bits at a
 // time, softmax reductions with warp shuffles, exp2 in hardware.
-// CHECK-LABEL: .entry kvq_attend_0(
+// CHECK-LABEL: .entry kivi_2bit_attend_0(
 // CHECK: ld.global.nc.v4.b32
 // CHECK: shfl.sync.bfly.b32
 // CHECK: ex2.approx
 // CHECK: bar.sync
-// CHECK-LABEL: .entry kvq_combine(
+// CHECK-LABEL: .entry kivi_2bit_combine(
 // CHECK: ex2.approx
 
 // MANIFEST-DAG: "version": 1

@@ -14,27 +14,27 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // The host entry points take the launch's argument array and a block id;
 // the block's threads are plain loops.
 // CPU-NOT: kvq.flush_kernel
-// CPU-LABEL: func.func @kvq_flush_keys_0(%arg0: !llvm.ptr, %arg1: i32, %arg2: i32, %arg3: i32)
+// CPU-LABEL: func.func @kivi_flush_keys_0(%arg0: !llvm.ptr, %arg1: i32, %arg2: i32, %arg3: i32)
 // CPU: scf.for
 // CPU: arith.divf
 // CPU: llvm.call_intrinsic "llvm.roundeven"
 // CPU: arith.truncf {{.*}} : f32 to f16
-// CPU-LABEL: func.func @kvq_flush_values_0(
-// CPU-LABEL: func.func @kvq_attend_0(
+// CPU-LABEL: func.func @kivi_flush_values_0(
+// CPU-LABEL: func.func @kivi_attend_0(
 // CPU: llvm.alloca
 // CPU: kvq.dequantize
 // CPU: llvm.call_intrinsic "llvm.exp2"
-// CPU-LABEL: func.func @kvq_combine(
+// CPU-LABEL: func.func @kivi_combine(
 
 // On the GPU the same programs spread over 128 threads with barriers,
 // shared memory and warp-shuffle reductions.
 // GPU: gpu.module @kvq_kernels
-// GPU-DAG: llvm.mlir.global internal @kvq_attend_0_shared0() {addr_space = 3 : i32, alignment = 16 : i64}
-// GPU-LABEL: gpu.func @kvq_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1>,
+// GPU-DAG: llvm.mlir.global internal @kivi_attend_0_shared0() {addr_space = 3 : i32, alignment = 16 : i64}
+// GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1>,
 // GPU-SAME: kernel
 // GPU: gpu.thread_id x
 // GPU: gpu.barrier
-// GPU-LABEL: gpu.func @kvq_attend_0(
+// GPU-LABEL: gpu.func @kivi_attend_0(
 // GPU: gpu.shuffle xor
 // GPU: kvq.dequantize
 

@@ -3,13 +3,13 @@
 // One flush kernel per distinct (tensor, scheme), one attend kernel per
 // distinct (key scheme, value scheme), each listing the layers it serves.
 // CHECK-LABEL: kvq.cache @mixed
-// CHECK:      kvq.flush_kernel @kvq_flush_keys_0 of @mixed keys layers [0, 1, 3]
-// CHECK-NEXT: kvq.flush_kernel @kvq_flush_keys_1 of @mixed keys layers [2]
-// CHECK-NEXT: kvq.flush_kernel @kvq_flush_values_0 of @mixed values layers [0, 1, 2, 3]
-// CHECK-NEXT: kvq.keynorm_kernel @kvq_keynorm of @mixed layers [0, 1, 3]
-// CHECK-NEXT: kvq.attend_kernel @kvq_attend_0 of @mixed layers [0, 1, 3]
-// CHECK-NEXT: kvq.attend_kernel @kvq_attend_1 of @mixed layers [2]
-// CHECK-NEXT: kvq.combine_kernel @kvq_combine of @mixed layers [0, 1, 2, 3]
+// CHECK:      kvq.flush_kernel @mixed_flush_keys_0 of @mixed keys layers [0, 1, 3]
+// CHECK-NEXT: kvq.flush_kernel @mixed_flush_keys_1 of @mixed keys layers [2]
+// CHECK-NEXT: kvq.flush_kernel @mixed_flush_values_0 of @mixed values layers [0, 1, 2, 3]
+// CHECK-NEXT: kvq.keynorm_kernel @mixed_keynorm of @mixed layers [0, 1, 3]
+// CHECK-NEXT: kvq.attend_kernel @mixed_attend_0 of @mixed layers [0, 1, 3]
+// CHECK-NEXT: kvq.attend_kernel @mixed_attend_1 of @mixed layers [2]
+// CHECK-NEXT: kvq.combine_kernel @mixed_combine of @mixed layers [0, 1, 2, 3]
 kvq.cache @mixed model <layers = 4, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <sink = 32, recent = 96, flush = 1> {
     kvq.layers 0 to 2 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>

@@ -440,10 +440,8 @@ void AttendEmitter::emit() {
   regions[1] = {descriptor(5), descriptor(6)};
   Value begin = kb.mul(split, kb.i32(layout.splitTokens));
   Value end = kb.add(begin, kb.i32(layout.splitTokens));
+  // A split past the sequence's end is empty: [begin, begin).
   splitRange = clip({begin, end}, kb.i32(0), tokens);
-  // A split past the end is empty: begin = end.
-  splitRange.begin = kb.select(kb.ult(tokens, begin), tokens, begin);
-  splitRange.end = kb.maxS(splitRange.end, splitRange.begin);
   scores = kb.getTarget().allocShared(kb, ratio * layout.splitTokens * 4);
   loadQueries();
   sumQueryGroups();

@@ -38,8 +38,9 @@ StringRef KernelSpec::getKindName() const {
 }
 
 void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
-  // Layers with the same schemes share kernels: keyed by the (uniqued)
-  // scheme attributes, in first-use order.
+  // Kernel names start with the cache's, so that the host code of several
+  // caches links into one program. Layers with the same schemes share kernels:
+  // keyed by the (uniqued) scheme attributes, in first-use order.
   llvm::MapVector<std::pair<Attribute, Attribute>, SmallVector<int64_t>> attend;
   llvm::MapVector<Attribute, SmallVector<int64_t>> flush[2];
   SmallVector<int64_t> keyNorm, all;
@@ -59,18 +60,18 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
   for (TensorKind tensor : {TensorKind::Keys, TensorKind::Values})
     for (auto [index, entry] :
          llvm::enumerate(flush[tensor == TensorKind::Keys ? 0 : 1]))
-      FlushKernelOp::create(
-          b, loc,
-          llvm::formatv("kvq_flush_{0}_{1}", stringifyTensorKind(tensor), index)
-              .str(),
-          cacheRef, tensor, ArrayRef<int64_t>(entry.second));
+      FlushKernelOp::create(b, loc,
+                            llvm::formatv("{0}_flush_{1}_{2}", cacheRef,
+                                          stringifyTensorKind(tensor), index)
+                                .str(),
+                            cacheRef, tensor, ArrayRef<int64_t>(entry.second));
   if (!keyNorm.empty())
-    KeyNormKernelOp::create(b, loc, "kvq_keynorm", cacheRef,
+    KeyNormKernelOp::create(b, loc, (cacheRef + "_keynorm").str(), cacheRef,
                             ArrayRef<int64_t>(keyNorm));
   for (auto [index, entry] : llvm::enumerate(attend))
-    AttendKernelOp::create(b, loc, "kvq_attend_" + std::to_string(index),
+    AttendKernelOp::create(b, loc, (cacheRef + "_attend_" + Twine(index)).str(),
                            cacheRef, ArrayRef<int64_t>(entry.second));
-  CombineKernelOp::create(b, loc, "kvq_combine", cacheRef,
+  CombineKernelOp::create(b, loc, (cacheRef + "_combine").str(), cacheRef,
                           ArrayRef<int64_t>(all));
 }
 

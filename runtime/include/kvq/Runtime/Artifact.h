@@ -1,0 +1,178 @@
+//===- Artifact.h - A compiled kvq artifact directory -----------*- C++ -*-===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// `kvq-opt --kvq-compile=DIR SPEC` writes an artifact directory: a
+// manifest.json describing the cache layout and the kernel table, PTX per
+// GPU target and host code (docs/KernelABI.md). This header is the runtime's
+// typed view of the manifest; it is the only place scheme knowledge enters
+// the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_RUNTIME_ARTIFACT_H
+#define KVQ_RUNTIME_ARTIFACT_H
+
+#include "kvq/Runtime/DeviceDriver.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kvq::runtime {
+
+/// The manifest version this runtime understands.
+constexpr int kArtifactVersion = 1;
+
+/// The model dtype of queries, keys and values (raw bits at the API).
+enum class DType { F16, BF16, F32 };
+
+/// Returns "f16", "bf16" or "f32".
+const char *toString(DType Type);
+/// Returns 2, 2 or 4.
+unsigned byteSize(DType Type);
+
+/// The two cached tensors.
+enum class Tensor { Keys = 0, Values = 1 };
+const char *toString(Tensor T);
+
+/// How one layer of one tensor is stored in a page (see KernelABI.md).
+struct SchemeLayout {
+  /// False for a full-precision scheme (slice = [P][D] of the model dtype).
+  bool Quantized = false;
+  unsigned Bits = 0;
+  /// "asym", "sym" or "hybrid".
+  std::string Mode;
+  /// True for span = tokens, false for span = channels.
+  bool SpanTokens = false;
+  unsigned Group = 0;
+  unsigned Levels = 0;
+  double Eta = 0.0;
+  double Clip = 1.0;
+  /// Parameter dtype name ("f32", "f16", "bf16", "f8E4M3").
+  std::string Params;
+  unsigned ParamBytes = 0;
+  bool KeyNorm = false;
+  unsigned WordsPerGroup = 0;
+  unsigned GroupsPerPage = 0;
+  uint64_t CodesBytes = 0;
+  int64_t ScalesOffset = -1;
+  /// -1 when the scheme has no zero-points (sym).
+  int64_t ZerosOffset = -1;
+};
+
+/// One layer of one tensor: where its slices live in a page.
+struct LayerLayout {
+  uint64_t Offset = 0;
+  uint64_t SliceBytes = 0;
+  std::string FlushKernel;
+  SchemeLayout Scheme;
+};
+
+/// The layout of one tensor (keys or values).
+struct TensorLayout {
+  unsigned Sink = 0;
+  unsigned Recent = 0;
+  unsigned Flush = 1;
+  /// Recent + Flush - 1 tokens: the fp window buffer's capacity.
+  unsigned WindowCapacity = 0;
+  uint64_t PageBytes = 0;
+  std::vector<LayerLayout> Layers;
+};
+
+/// The model shape the artifact was compiled for.
+struct ModelShape {
+  unsigned Layers = 0;
+  unsigned Heads = 0;
+  unsigned KvHeads = 0;
+  unsigned HeadDim = 0;
+  DType Type = DType::F16;
+  /// Softmax scale (1/sqrt(D) unless the spec says otherwise).
+  double Scale = 0.0;
+};
+
+enum class ArgKind { Ptr, I32 };
+
+/// One entry of the kernel table.
+struct KernelInfo {
+  std::string Name;
+  /// "keynorm", "flush", "attend" or "combine".
+  std::string Kind;
+  Dim3 Block;
+  unsigned SharedBytes = 0;
+  std::vector<ArgKind> Args;
+};
+
+/// The per-layer kernels of attention.
+struct LayerKernels {
+  std::string Attend;
+  /// Empty when the layer's keys have no key_norm.
+  std::string KeyNorm;
+};
+
+/// The parsed manifest.json.
+struct Manifest {
+  int Version = 0;
+  std::string Name;
+  ModelShape Model;
+  unsigned PageTokens = 0;
+  unsigned SplitTokens = 0;
+  double CodeBits = 0.0;
+  double StorageBits = 0.0;
+  TensorLayout Keys;
+  TensorLayout Values;
+  std::vector<LayerKernels> Layers;
+  std::string CombineKernel;
+  std::vector<KernelInfo> Kernels;
+  /// sm target ("sm_80") -> PTX file name.
+  std::map<std::string, std::string> PTX;
+  std::string HostObject;
+  std::string HostShared;
+
+  const TensorLayout &tensor(Tensor T) const {
+    return T == Tensor::Keys ? Keys : Values;
+  }
+  /// The kernel named Name, or null.
+  const KernelInfo *kernel(const std::string &Name) const;
+  /// True when some layer's keys use key_norm.
+  bool hasKeyNorm() const;
+};
+
+/// Parses and checks manifest text. Errors name the offending field; a
+/// version other than kArtifactVersion fails with "artifact version N,
+/// runtime expects 1".
+Expected<Manifest> parseManifest(const std::string &Text);
+
+/// An opened artifact directory. Immutable once opened; share it between
+/// caches with std::shared_ptr.
+class Artifact {
+public:
+  /// Opens Dir and parses Dir/manifest.json.
+  static Expected<std::shared_ptr<const Artifact>> open(const std::string &Dir);
+
+  const std::string &directory() const { return Dir; }
+  const Manifest &manifest() const { return M; }
+
+  /// The sm targets PTX is provided for ("sm_80", ...).
+  std::vector<std::string> ptxTargets() const;
+  /// Reads the PTX text for Target.
+  Expected<std::string> loadPTX(const std::string &Target) const;
+  /// Path of the host shared object (kernels.so) and object (kernels.o).
+  std::string hostSharedPath() const;
+  std::string hostObjectPath() const;
+
+private:
+  Artifact(std::string Dir, Manifest M)
+      : Dir(std::move(Dir)), M(std::move(M)) {}
+
+  std::string Dir;
+  Manifest M;
+};
+
+} // namespace kvq::runtime
+
+#endif // KVQ_RUNTIME_ARTIFACT_H

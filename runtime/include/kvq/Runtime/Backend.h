@@ -1,0 +1,79 @@
+//===- Backend.h - Where a cache's buffers and kernels live -----*- C++ -*-===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// A Backend owns memory and runs an artifact's kernels by name, with the
+// cuLaunchKernel argument convention of docs/KernelABI.md. Two exist:
+//  - the CPU backend: host memory, the artifact's kernels.so (or host code
+//    linked into the program), one call per block on a small thread pool;
+//  - the device backend: any DeviceDriver (the CUDA driver, or the PTX
+//    interpreter in tests) running the artifact's PTX.
+// Backends are not thread-safe; a Cache serialises its calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_RUNTIME_BACKEND_H
+#define KVQ_RUNTIME_BACKEND_H
+
+#include "kvq/Runtime/Artifact.h"
+#include "kvq/Runtime/DeviceDriver.h"
+
+#include <memory>
+#include <string>
+
+namespace kvq::runtime {
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// "cpu (N threads)", or "device: <driver name>".
+  virtual std::string name() const = 0;
+
+  virtual Expected<DevicePtr> allocate(size_t Bytes) = 0;
+  virtual Status free(DevicePtr Ptr) = 0;
+  virtual Status copyToDevice(DevicePtr Dst, const void *Src, size_t Bytes) = 0;
+  virtual Status copyToHost(void *Dst, DevicePtr Src, size_t Bytes) = 0;
+  virtual Status memset(DevicePtr Dst, uint8_t Value, size_t Bytes) = 0;
+
+  /// Runs the artifact kernel Name over Grid. Args is cuLaunchKernel's
+  /// kernelParams: one pointer per parameter, pointing at its value.
+  virtual Status launch(const std::string &Name, Dim3 Grid, Dim3 Block,
+                        unsigned SharedBytes, void **Args) = 0;
+  /// Waits for every launch to finish.
+  virtual Status synchronize() = 0;
+};
+
+/// Where the CPU backend finds the host entry points.
+enum class HostCode {
+  /// dlopen the artifact's kernels.so (the default).
+  SharedObject,
+  /// Look the symbols up in the running program, which linked kernels.o
+  /// (kvq_add_spec) and exports them.
+  Linked,
+};
+
+/// A backend on host memory running the artifact's host code on Threads
+/// threads (the caller's thread included; 0 means 1). Fails if the host code
+/// or one of the manifest's kernels cannot be found.
+Expected<std::unique_ptr<Backend>>
+createCpuBackend(const Artifact &A, unsigned Threads = 2,
+                 HostCode Code = HostCode::SharedObject);
+
+/// A backend on Driver running the artifact's PTX for Target. Loads the
+/// module and resolves every kernel of the manifest up front.
+Expected<std::unique_ptr<Backend>>
+createDeviceBackend(const Artifact &A, std::unique_ptr<DeviceDriver> Driver,
+                    const std::string &Target = "sm_80");
+
+/// The device backend on the CUDA driver (device DeviceOrdinal). Fails with
+/// "no CUDA driver ..." on machines without one.
+Expected<std::unique_ptr<Backend>>
+createCudaBackend(const Artifact &A, int DeviceOrdinal = 0,
+                  const std::string &Target = "sm_80");
+
+} // namespace kvq::runtime
+
+#endif // KVQ_RUNTIME_BACKEND_H

@@ -1,0 +1,221 @@
+//===- Cache.h - A quantized KV cache driven by an artifact -----*- C++ -*-===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// A Cache owns the buffers of docs/KernelABI.md ("Device buffers the runtime
+// owns") for one artifact: sink and recent-window buffers, the page pools and
+// block tables of keys and values, and the key norms. It tracks sequences
+// (one slot each), applies the flush rule of docs/Numerics.md per
+// (sequence, layer) and launches the artifact's kernels. It contains no
+// scheme knowledge: everything comes from the manifest.
+//
+// Every operation validates all of its inputs before touching any buffer: an
+// error (unknown sequence, wrong layer, non-finite K/V, exhausted pages, ...)
+// returns a message and leaves the cache exactly as it was. Only a failure of
+// the device itself (a kernel fault) can leave a partial update behind.
+//
+// A Cache is not thread-safe; use one per thread or serialise the calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_RUNTIME_CACHE_H
+#define KVQ_RUNTIME_CACHE_H
+
+#include "kvq/Runtime/Artifact.h"
+#include "kvq/Runtime/Backend.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+namespace kvq::runtime {
+
+/// Identifies a sequence of a cache; never reused within one cache.
+using SequenceId = uint64_t;
+
+enum class BackendKind {
+  /// Host memory and the artifact's host code (kernels.so).
+  Cpu,
+  /// A GPU through the CUDA driver and the artifact's PTX.
+  Cuda,
+};
+
+struct CacheOptions {
+  BackendKind Backend = BackendKind::Cpu;
+  /// Sequences held at once (slots).
+  unsigned MaxSequences = 8;
+  /// Physical pages in each of the key and value pools.
+  unsigned PagesPerTensor = 64;
+  /// Width of the block tables: the most pages one sequence may hold.
+  /// 0 means PagesPerTensor.
+  unsigned MaxPagesPerSequence = 0;
+  /// CPU backend: threads running kernel blocks (the caller's included).
+  unsigned Threads = 2;
+  /// CPU backend: dlopen kernels.so, or use host code linked into the program.
+  HostCode Code = HostCode::SharedObject;
+  /// CUDA backend: device ordinal and PTX target.
+  int CudaDevice = 0;
+  std::string PtxTarget = "sm_80";
+};
+
+/// New tokens of one sequence for one layer: K and V are [NumTokens][Hkv][D]
+/// in the model dtype (raw bits: 2 bytes for f16/bf16, 4 for f32).
+struct AppendItem {
+  SequenceId Seq = 0;
+  unsigned NumTokens = 0;
+  const void *K = nullptr;
+  const void *V = nullptr;
+  /// Optional: the sizes of K and V in bytes. When nonzero they are checked
+  /// against NumTokens x Hkv x D (a wrong shape is an error).
+  size_t KBytes = 0;
+  size_t VBytes = 0;
+};
+
+/// As AppendItem with fp32 values, rounded to the model dtype (RNE) on the
+/// host.
+struct AppendItemF32 {
+  SequenceId Seq = 0;
+  unsigned NumTokens = 0;
+  const float *K = nullptr;
+  const float *V = nullptr;
+  /// Optional: the number of floats in K and V, checked when nonzero.
+  size_t KCount = 0;
+  size_t VCount = 0;
+};
+
+/// Tokens per region of one tensor of one (sequence, layer).
+struct TensorCounts {
+  unsigned Sink = 0;
+  unsigned Quantized = 0;
+  unsigned Window = 0;
+  unsigned total() const { return Sink + Quantized + Window; }
+};
+
+struct SliceCounts {
+  TensorCounts Keys;
+  TensorCounts Values;
+  const TensorCounts &operator[](Tensor T) const {
+    return T == Tensor::Keys ? Keys : Values;
+  }
+  TensorCounts &operator[](Tensor T) {
+    return T == Tensor::Keys ? Keys : Values;
+  }
+};
+
+/// Memory accounting. "Used" counts what the live sequences occupy: pages in
+/// use (whole pages), the sink and window tokens they hold, their key norms
+/// and the block-table entries of their pages.
+struct MemoryStats {
+  uint64_t KeyPagesInUse = 0;
+  uint64_t ValuePagesInUse = 0;
+  uint64_t PageBytes = 0;
+  uint64_t WindowBytes = 0;
+  uint64_t SinkBytes = 0;
+  uint64_t NormBytes = 0;
+  uint64_t TableBytes = 0;
+  /// The sum of the five above.
+  uint64_t BytesUsed = 0;
+  /// Every buffer the cache allocated, at full capacity (scratch excluded).
+  uint64_t BytesAllocated = 0;
+  /// Cached scalars: tokens x kv-heads x head_dim, over layers, K and V.
+  uint64_t CachedElements = 0;
+  /// 8 * BytesUsed / CachedElements (0 for an empty cache).
+  double BitsPerElement = 0.0;
+};
+
+class Cache {
+public:
+  /// Creates a cache on the backend Options.Backend names.
+  static Expected<std::unique_ptr<Cache>>
+  create(std::shared_ptr<const Artifact> A, const CacheOptions &Options = {});
+  /// Creates a cache on an explicit backend (e.g. a device backend over the
+  /// PTX interpreter); Options.Backend and the backend fields are ignored.
+  static Expected<std::unique_ptr<Cache>>
+  create(std::shared_ptr<const Artifact> A, const CacheOptions &Options,
+         std::unique_ptr<Backend> B);
+  ~Cache();
+  Cache(const Cache &) = delete;
+  Cache &operator=(const Cache &) = delete;
+
+  const Artifact &artifact() const;
+  const Manifest &manifest() const;
+  Backend &backend();
+  const CacheOptions &options() const;
+
+  //===--------------------------------------------------------------------===//
+  // Sequences
+  //===--------------------------------------------------------------------===//
+
+  /// Takes a free slot for a new, empty sequence.
+  Expected<SequenceId> addSequence();
+  /// Frees the sequence's slot and pages.
+  Status removeSequence(SequenceId Seq);
+  bool hasSequence(SequenceId Seq) const;
+  unsigned numSequences() const;
+
+  //===--------------------------------------------------------------------===//
+  // Append and attend
+  //===--------------------------------------------------------------------===//
+
+  /// Appends tokens to Layer for every sequence of Batch (each at most once).
+  /// A prefill and a decode step are the same call. On a sequence's first
+  /// append to a key_norm layer, that append (the prompt) fixes the layer's
+  /// key norms.
+  Status append(unsigned Layer, const std::vector<AppendItem> &Batch);
+  Status append(unsigned Layer, const std::vector<AppendItemF32> &Batch);
+  /// Makes `append(L, {{Seq, N, KFloats, VFloats}})` the fp32 append: a
+  /// braced list prefers this overload when its pointers are `float *`, and
+  /// cannot use it for raw-bit pointers (uint16_t *, void *).
+  Status append(unsigned Layer, std::initializer_list<AppendItemF32> Batch) {
+    return append(Layer, std::vector<AppendItemF32>(Batch));
+  }
+
+  /// Decode attention of Layer for one query per sequence: Q is
+  /// [Seqs.size()][Hq][D] in the model dtype, Out is [Seqs.size()][Hq][D].
+  Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                const void *Q, float *Out);
+  /// As attend with an fp32 query, rounded to the model dtype (RNE).
+  Status attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                   const float *Q, float *Out);
+  /// As attendF32, checking Q's size ([Seqs.size()][Hq][D]) and sizing Out.
+  Status attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                   const std::vector<float> &Q, std::vector<float> &Out);
+
+  //===--------------------------------------------------------------------===//
+  // Accounting and introspection
+  //===--------------------------------------------------------------------===//
+
+  MemoryStats memoryStats() const;
+  unsigned freePages(Tensor T) const;
+  /// Logical pages of tensor T the sequence holds.
+  Expected<unsigned> numPages(Tensor T, SequenceId Seq) const;
+  /// Region counts of (Seq, Layer).
+  Expected<SliceCounts> counts(SequenceId Seq, unsigned Layer) const;
+  /// The bytes of slice (Layer, KvHead) of the sequence's logical page Page
+  /// of tensor T (sliceBytes of the layer).
+  Expected<std::vector<uint8_t>> readSlicePage(Tensor T, SequenceId Seq,
+                                               unsigned Layer, unsigned KvHead,
+                                               unsigned Page);
+  /// The window / sink tokens of (Seq, Layer), [n][Hkv][D] raw model dtype,
+  /// oldest first.
+  Expected<std::vector<uint8_t>> readWindow(Tensor T, SequenceId Seq,
+                                            unsigned Layer);
+  Expected<std::vector<uint8_t>> readSink(Tensor T, SequenceId Seq,
+                                          unsigned Layer);
+  /// The key norms of (Seq, Layer), [Hkv][D] (empty before the first
+  /// append or without key_norm).
+  Expected<std::vector<float>> readKeyNorms(SequenceId Seq, unsigned Layer);
+
+  class Impl;
+
+private:
+  explicit Cache(std::unique_ptr<Impl> I);
+  std::unique_ptr<Impl> P;
+};
+
+} // namespace kvq::runtime
+
+#endif // KVQ_RUNTIME_CACHE_H

@@ -1,0 +1,116 @@
+/*===- kvq.h - libkvq_runtime C API -------------------------------*- C -*-===*\
+|*                                                                            *|
+|* Part of kvq, libkvq_runtime.                                               *|
+|*                                                                            *|
+|* A thin C wrapper over the C++ API (kvq/Runtime/Runtime.h) for engines that *|
+|* are not written in C++. Every function returns a kvq_status; on failure    *|
+|* kvq_last_error() returns a message describing it (per thread, valid until  *|
+|* the thread's next failing call). A failed call leaves the cache unchanged. *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef KVQ_KVQ_H
+#define KVQ_KVQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kvq_status {
+  KVQ_OK = 0,
+  /** A bad argument: null pointer, unknown sequence, layer out of range,
+   *  non-finite values, a sequence twice in one batch. */
+  KVQ_ERROR_INVALID_ARGUMENT = 1,
+  /** No free page or sequence slot left. */
+  KVQ_ERROR_CAPACITY = 2,
+  /** The artifact could not be opened or is malformed / of another version. */
+  KVQ_ERROR_ARTIFACT = 3,
+  /** The backend failed (no CUDA driver, a kernel fault, out of memory). */
+  KVQ_ERROR_BACKEND = 4,
+} kvq_status;
+
+typedef struct kvq_artifact kvq_artifact;
+typedef struct kvq_cache kvq_cache;
+typedef uint64_t kvq_sequence;
+
+typedef enum kvq_backend {
+  KVQ_BACKEND_CPU = 0,
+  KVQ_BACKEND_CUDA = 1,
+} kvq_backend;
+
+typedef struct kvq_cache_options {
+  kvq_backend backend;
+  uint32_t max_sequences;
+  uint32_t pages_per_tensor;
+  /** 0: pages_per_tensor. */
+  uint32_t max_pages_per_sequence;
+  /** CPU backend threads (0: 1). */
+  uint32_t threads;
+  int32_t cuda_device;
+} kvq_cache_options;
+
+/** New tokens of one sequence: k and v are [num_tokens][Hkv][D], raw model
+ *  dtype bits (append) or float (append_f32). */
+typedef struct kvq_append_item {
+  kvq_sequence sequence;
+  uint32_t num_tokens;
+  const void *k;
+  const void *v;
+} kvq_append_item;
+
+typedef struct kvq_memory_stats {
+  uint64_t key_pages_in_use;
+  uint64_t value_pages_in_use;
+  uint64_t bytes_used;
+  uint64_t bytes_allocated;
+  uint64_t cached_elements;
+  double bits_per_element;
+} kvq_memory_stats;
+
+/** The message of the calling thread's last failure ("" if none). */
+const char *kvq_last_error(void);
+
+/** Defaults: CPU, 8 sequences, 64 pages per tensor, 2 threads. */
+void kvq_cache_options_init(kvq_cache_options *options);
+
+kvq_status kvq_artifact_open(const char *dir, kvq_artifact **out);
+void kvq_artifact_close(kvq_artifact *artifact);
+/** Model shape of the artifact (any pointer may be null). */
+kvq_status kvq_artifact_shape(const kvq_artifact *artifact, uint32_t *layers,
+                              uint32_t *heads, uint32_t *kv_heads,
+                              uint32_t *head_dim, uint32_t *dtype_bytes);
+
+/** The cache keeps the artifact alive; the artifact may be closed after. */
+kvq_status kvq_cache_create(const kvq_artifact *artifact,
+                            const kvq_cache_options *options, kvq_cache **out);
+void kvq_cache_destroy(kvq_cache *cache);
+
+kvq_status kvq_cache_add_sequence(kvq_cache *cache, kvq_sequence *out);
+kvq_status kvq_cache_remove_sequence(kvq_cache *cache, kvq_sequence sequence);
+
+kvq_status kvq_cache_append(kvq_cache *cache, uint32_t layer,
+                            const kvq_append_item *items, size_t num_items);
+kvq_status kvq_cache_append_f32(kvq_cache *cache, uint32_t layer,
+                                const kvq_append_item *items, size_t num_items);
+
+/** q: [num_sequences][Hq][D] raw model dtype (attend) or float
+ *  (attend_f32); out: [num_sequences][Hq][D] float. */
+kvq_status kvq_cache_attend(kvq_cache *cache, uint32_t layer,
+                            const kvq_sequence *sequences, size_t num_sequences,
+                            const void *q, float *out);
+kvq_status kvq_cache_attend_f32(kvq_cache *cache, uint32_t layer,
+                                const kvq_sequence *sequences,
+                                size_t num_sequences, const float *q,
+                                float *out);
+
+kvq_status kvq_cache_memory_stats(const kvq_cache *cache,
+                                  kvq_memory_stats *out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KVQ_KVQ_H */

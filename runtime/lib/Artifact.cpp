@@ -1,0 +1,407 @@
+//===- Artifact.cpp - Manifest parsing and artifact files -----------------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// Reads manifest.json (docs/KernelABI.md) into the typed Manifest and checks
+// everything the cache relies on, so that a malformed artifact fails when it
+// is opened with a message naming the field, never later in a kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Runtime/Artifact.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+using namespace kvq::runtime;
+using Json = nlohmann::json;
+
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+const char *kvq::runtime::toString(DType Type) {
+  switch (Type) {
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
+  }
+  return "?";
+}
+
+unsigned kvq::runtime::byteSize(DType Type) {
+  return Type == DType::F32 ? 4 : 2;
+}
+
+const char *kvq::runtime::toString(Tensor T) {
+  return T == Tensor::Keys ? "keys" : "values";
+}
+
+const KernelInfo *Manifest::kernel(const std::string &Name) const {
+  for (const KernelInfo &K : Kernels)
+    if (K.Name == Name)
+      return &K;
+  return nullptr;
+}
+
+bool Manifest::hasKeyNorm() const {
+  for (const LayerKernels &L : Layers)
+    if (!L.KeyNorm.empty())
+      return true;
+  return false;
+}
+
+namespace {
+
+/// Thrown inside the parser only; parseManifest turns it into a Status.
+struct ManifestError {
+  std::string Message;
+};
+
+[[noreturn]] void fail(const std::string &Message) {
+  throw ManifestError{"manifest: " + Message};
+}
+
+const Json &field(const Json &Obj, const char *Key, const std::string &Path) {
+  if (!Obj.is_object())
+    fail("'" + Path + "' is not an object");
+  auto It = Obj.find(Key);
+  if (It == Obj.end())
+    fail("missing field '" + Path + "." + Key + "'");
+  return *It;
+}
+
+std::string join(const std::string &Path, const char *Key) {
+  return Path.empty() ? std::string(Key) : Path + "." + Key;
+}
+
+uint64_t getUInt(const Json &Obj, const char *Key, const std::string &Path) {
+  const Json &V = field(Obj, Key, Path);
+  if (!V.is_number_integer() || V.get<int64_t>() < 0)
+    fail("'" + join(Path, Key) + "' must be a non-negative integer");
+  return V.get<uint64_t>();
+}
+
+int64_t getInt(const Json &Obj, const char *Key, const std::string &Path) {
+  const Json &V = field(Obj, Key, Path);
+  if (!V.is_number_integer())
+    fail("'" + join(Path, Key) + "' must be an integer");
+  return V.get<int64_t>();
+}
+
+unsigned getU32(const Json &Obj, const char *Key, const std::string &Path) {
+  uint64_t V = getUInt(Obj, Key, Path);
+  if (V > 0xffffffffu)
+    fail("'" + join(Path, Key) + "' is out of range");
+  return unsigned(V);
+}
+
+double getNumber(const Json &Obj, const char *Key, const std::string &Path) {
+  const Json &V = field(Obj, Key, Path);
+  if (!V.is_number())
+    fail("'" + join(Path, Key) + "' must be a number");
+  return V.get<double>();
+}
+
+std::string getString(const Json &Obj, const char *Key,
+                      const std::string &Path) {
+  const Json &V = field(Obj, Key, Path);
+  if (!V.is_string())
+    fail("'" + join(Path, Key) + "' must be a string");
+  return V.get<std::string>();
+}
+
+bool getBool(const Json &Obj, const char *Key, const std::string &Path) {
+  const Json &V = field(Obj, Key, Path);
+  if (!V.is_boolean())
+    fail("'" + join(Path, Key) + "' must be a boolean");
+  return V.get<bool>();
+}
+
+void check(bool Cond, const std::string &Message) {
+  if (!Cond)
+    fail(Message);
+}
+
+//===----------------------------------------------------------------------===//
+// Sections
+//===----------------------------------------------------------------------===//
+
+DType parseDType(const std::string &Name, const std::string &Path) {
+  if (Name == "f16")
+    return DType::F16;
+  if (Name == "bf16")
+    return DType::BF16;
+  if (Name == "f32")
+    return DType::F32;
+  fail("'" + Path + "' has unknown dtype '" + Name + "'");
+}
+
+ModelShape parseModel(const Json &J) {
+  const std::string P = "model";
+  ModelShape M;
+  M.Layers = getU32(J, "layers", P);
+  M.Heads = getU32(J, "heads", P);
+  M.KvHeads = getU32(J, "kv_heads", P);
+  M.HeadDim = getU32(J, "head_dim", P);
+  M.Type = parseDType(getString(J, "dtype", P), "model.dtype");
+  M.Scale = getNumber(J, "scale", P);
+  check(M.Layers > 0 && M.Heads > 0 && M.KvHeads > 0 && M.HeadDim > 0,
+        "model dimensions must be positive");
+  check(M.Heads % M.KvHeads == 0, "model.heads must be a multiple of kv_heads");
+  check(getUInt(J, "dtype_bytes", P) == byteSize(M.Type),
+        "model.dtype_bytes does not match model.dtype");
+  return M;
+}
+
+SchemeLayout parseScheme(const Json &J, const std::string &P) {
+  SchemeLayout S;
+  std::string Kind = getString(J, "kind", P);
+  if (Kind == "full_precision")
+    return S;
+  check(Kind == "quant", "'" + P + ".kind' must be quant or full_precision");
+  S.Quantized = true;
+  S.Bits = getU32(J, "bits", P);
+  S.Mode = getString(J, "mode", P);
+  check(S.Mode == "asym" || S.Mode == "sym" || S.Mode == "hybrid",
+        "'" + P + ".mode' must be asym, sym or hybrid");
+  std::string Span = getString(J, "span", P);
+  check(Span == "tokens" || Span == "channels",
+        "'" + P + ".span' must be tokens or channels");
+  S.SpanTokens = Span == "tokens";
+  S.Group = getU32(J, "group", P);
+  S.Levels = getU32(J, "levels", P);
+  S.Eta = getNumber(J, "eta", P);
+  S.Clip = getNumber(J, "clip", P);
+  S.Params = getString(J, "params", P);
+  S.ParamBytes = getU32(J, "param_bytes", P);
+  S.KeyNorm = getBool(J, "key_norm", P);
+  S.WordsPerGroup = getU32(J, "words_per_group", P);
+  S.GroupsPerPage = getU32(J, "groups_per_page", P);
+  S.CodesBytes = getUInt(J, "codes_bytes", P);
+  S.ScalesOffset = getInt(J, "scales_offset", P);
+  S.ZerosOffset = getInt(J, "zeros_offset", P);
+  check(S.Bits >= 1 && S.Bits <= 16 && S.Group > 0,
+        "'" + P + "' has invalid bits or group");
+  check(S.ScalesOffset >= 0, "'" + P + ".scales_offset' must be >= 0");
+  check((S.ZerosOffset < 0) == (S.Mode == "sym"),
+        "'" + P + ".zeros_offset' must be -1 exactly for sym");
+  return S;
+}
+
+TensorLayout parseTensor(const Json &J, const std::string &P,
+                         const ModelShape &Model) {
+  TensorLayout T;
+  T.Sink = getU32(J, "sink", P);
+  T.Recent = getU32(J, "recent", P);
+  T.Flush = getU32(J, "flush", P);
+  T.WindowCapacity = getU32(J, "window_capacity", P);
+  T.PageBytes = getUInt(J, "page_bytes", P);
+  check(T.Flush >= 1, "'" + P + ".flush' must be >= 1");
+  check(T.WindowCapacity == T.Recent + T.Flush - 1,
+        "'" + P + ".window_capacity' must be recent + flush - 1");
+  const Json &Layers = field(J, "layers", P);
+  check(Layers.is_array() && Layers.size() == Model.Layers,
+        "'" + P + ".layers' must have one entry per model layer");
+  for (size_t I = 0; I < Layers.size(); ++I) {
+    std::string LP = P + ".layers[" + std::to_string(I) + "]";
+    LayerLayout L;
+    L.Offset = getUInt(Layers[I], "offset", LP);
+    L.SliceBytes = getUInt(Layers[I], "slice_bytes", LP);
+    L.FlushKernel = getString(Layers[I], "flush_kernel", LP);
+    L.Scheme = parseScheme(field(Layers[I], "scheme", LP), LP + ".scheme");
+    check(L.Offset + Model.KvHeads * L.SliceBytes <= T.PageBytes,
+          "'" + LP + "' slices exceed the page");
+    T.Layers.push_back(std::move(L));
+  }
+  return T;
+}
+
+KernelInfo parseKernel(const Json &J, const std::string &P) {
+  KernelInfo K;
+  K.Name = getString(J, "name", P);
+  K.Kind = getString(J, "kind", P);
+  const Json &Block = field(J, "block", P);
+  check(Block.is_array() && Block.size() == 3,
+        "'" + P + ".block' needs 3 ints");
+  for (const Json &B : Block)
+    check(B.is_number_integer() && B.get<int64_t>() > 0,
+          "'" + P + ".block' entries must be positive integers");
+  K.Block = Dim3{Block[0].get<unsigned>(), Block[1].get<unsigned>(),
+                 Block[2].get<unsigned>()};
+  K.SharedBytes = getU32(J, "shared_bytes", P);
+  const Json &Args = field(J, "args", P);
+  check(Args.is_array(), "'" + P + ".args' must be an array");
+  for (const Json &A : Args) {
+    check(A.is_string() && (A == "ptr" || A == "i32"),
+          "'" + P + ".args' entries must be ptr or i32");
+    K.Args.push_back(A == "ptr" ? ArgKind::Ptr : ArgKind::I32);
+  }
+  return K;
+}
+
+/// The argument list docs/KernelABI.md fixes for each kernel kind.
+std::vector<ArgKind> expectedArgs(const std::string &Kind) {
+  const ArgKind P = ArgKind::Ptr, I = ArgKind::I32;
+  if (Kind == "keynorm")
+    return {P, P, I};
+  if (Kind == "flush")
+    return {P, P, P, P, I, I};
+  if (Kind == "attend")
+    return {P, P, P, P, P, P, P, P, P, P, P, P, I, I};
+  if (Kind == "combine")
+    return {P, P, P, I};
+  fail("unknown kernel kind '" + Kind + "'");
+}
+
+void checkKernelRef(const Manifest &M, const std::string &Name,
+                    const std::string &Kind, const std::string &Where) {
+  const KernelInfo *K = M.kernel(Name);
+  check(K, "'" + Where + "' names kernel '" + Name +
+               "' missing from the kernel table");
+  check(K->Kind == Kind,
+        "kernel '" + Name + "' referenced as " + Kind + " has kind " + K->Kind);
+}
+
+void checkConsistency(const Manifest &M) {
+  for (const KernelInfo &K : M.Kernels)
+    check(K.Args == expectedArgs(K.Kind),
+          "kernel '" + K.Name + "' has the wrong argument list for a " +
+              K.Kind + " kernel");
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    const TensorLayout &TL = M.tensor(T);
+    for (size_t L = 0; L < TL.Layers.size(); ++L)
+      checkKernelRef(M, TL.Layers[L].FlushKernel, "flush",
+                     std::string("tensors.") + toString(T) + ".layers[" +
+                         std::to_string(L) + "].flush_kernel");
+  }
+  check(M.Layers.size() == M.Model.Layers,
+        "'layers' must have one entry per model layer");
+  for (size_t L = 0; L < M.Layers.size(); ++L) {
+    std::string P = "layers[" + std::to_string(L) + "]";
+    checkKernelRef(M, M.Layers[L].Attend, "attend", P + ".attend_kernel");
+    bool KeyNorm = M.Keys.Layers[L].Scheme.KeyNorm;
+    check(KeyNorm != M.Layers[L].KeyNorm.empty(),
+          "'" + P +
+              ".keynorm_kernel' must be set exactly when the layer's "
+              "keys use key_norm");
+    if (KeyNorm)
+      checkKernelRef(M, M.Layers[L].KeyNorm, "keynorm", P + ".keynorm_kernel");
+  }
+  checkKernelRef(M, M.CombineKernel, "combine", "combine_kernel");
+}
+
+Manifest parseTopLevel(const Json &J) {
+  Manifest M;
+  M.Version = int(getInt(J, "version", ""));
+  if (M.Version != kArtifactVersion)
+    throw ManifestError{"artifact version " + std::to_string(M.Version) +
+                        ", runtime expects " +
+                        std::to_string(kArtifactVersion)};
+  M.Name = getString(J, "name", "");
+  M.Model = parseModel(field(J, "model", ""));
+  M.PageTokens = getU32(J, "page_tokens", "");
+  M.SplitTokens = getU32(J, "split_tokens", "");
+  check(M.PageTokens > 0 && M.SplitTokens > 0,
+        "page_tokens and split_tokens must be positive");
+  const Json &Bits = field(J, "bits", "");
+  M.CodeBits = getNumber(Bits, "code_bits", "bits");
+  M.StorageBits = getNumber(Bits, "storage_bits", "bits");
+  const Json &Tensors = field(J, "tensors", "");
+  M.Keys =
+      parseTensor(field(Tensors, "keys", "tensors"), "tensors.keys", M.Model);
+  M.Values = parseTensor(field(Tensors, "values", "tensors"), "tensors.values",
+                         M.Model);
+  const Json &Layers = field(J, "layers", "");
+  check(Layers.is_array(), "'layers' must be an array");
+  for (size_t I = 0; I < Layers.size(); ++I) {
+    std::string P = "layers[" + std::to_string(I) + "]";
+    M.Layers.push_back({getString(Layers[I], "attend_kernel", P),
+                        getString(Layers[I], "keynorm_kernel", P)});
+  }
+  M.CombineKernel = getString(J, "combine_kernel", "");
+  const Json &Kernels = field(J, "kernels", "");
+  check(Kernels.is_array(), "'kernels' must be an array");
+  for (size_t I = 0; I < Kernels.size(); ++I)
+    M.Kernels.push_back(
+        parseKernel(Kernels[I], "kernels[" + std::to_string(I) + "]"));
+  const Json &Files = field(J, "files", "");
+  const Json &PTX = field(Files, "ptx", "files");
+  check(PTX.is_object(), "'files.ptx' must be an object");
+  for (auto It = PTX.begin(); It != PTX.end(); ++It) {
+    check(It.value().is_string(), "'files.ptx' entries must be strings");
+    M.PTX[It.key()] = It.value().get<std::string>();
+  }
+  M.HostObject = getString(Files, "host_object", "files");
+  M.HostShared = getString(Files, "host_shared", "files");
+  checkConsistency(M);
+  return M;
+}
+
+Expected<std::string> readFile(const std::string &Path) {
+  std::ifstream In(Path, std::ios::binary);
+  if (!In)
+    return Status::error("cannot open '" + Path + "'");
+  std::ostringstream SS;
+  SS << In.rdbuf();
+  return SS.str();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Public entry points
+//===----------------------------------------------------------------------===//
+
+Expected<Manifest> kvq::runtime::parseManifest(const std::string &Text) {
+  Json J = Json::parse(Text, nullptr, /*allow_exceptions=*/false);
+  if (J.is_discarded())
+    return Status::error("manifest: not valid JSON");
+  try {
+    return parseTopLevel(J);
+  } catch (const ManifestError &E) {
+    return Status::error(E.Message);
+  } catch (const std::exception &E) {
+    return Status::error(std::string("manifest: ") + E.what());
+  }
+}
+
+Expected<std::shared_ptr<const Artifact>>
+Artifact::open(const std::string &Dir) {
+  Expected<std::string> Text = readFile(Dir + "/manifest.json");
+  if (!Text.ok())
+    return Status::error("artifact '" + Dir + "': " + Text.message());
+  Expected<Manifest> M = parseManifest(*Text);
+  if (!M.ok())
+    return Status::error("artifact '" + Dir + "': " + M.message());
+  return std::shared_ptr<const Artifact>(new Artifact(Dir, std::move(*M)));
+}
+
+std::vector<std::string> Artifact::ptxTargets() const {
+  std::vector<std::string> Targets;
+  for (const auto &[Target, File] : M.PTX)
+    Targets.push_back(Target);
+  return Targets;
+}
+
+Expected<std::string> Artifact::loadPTX(const std::string &Target) const {
+  auto It = M.PTX.find(Target);
+  if (It == M.PTX.end())
+    return Status::error("artifact '" + Dir + "' has no PTX for " + Target);
+  return readFile(Dir + "/" + It->second);
+}
+
+std::string Artifact::hostSharedPath() const {
+  return Dir + "/" + M.HostShared;
+}
+
+std::string Artifact::hostObjectPath() const {
+  return Dir + "/" + M.HostObject;
+}

@@ -1,0 +1,446 @@
+//===- Cache.cpp - Cache construction, sequences and introspection --------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CacheImpl.h"
+
+#include "kvq/Runtime/Runtime.h"
+
+#include <algorithm>
+#include <utility>
+
+using namespace kvq::runtime;
+
+std::string kvq::runtime::wrongShape(SequenceId Seq, unsigned NumTokens,
+                                     size_t KSize, size_t VSize,
+                                     size_t Expected, const char *Unit) {
+  return "sequence " + std::to_string(Seq) +
+         ": wrong shape: " + std::to_string(NumTokens) + " tokens need " +
+         std::to_string(Expected) + " " + Unit + " of keys and of values, " +
+         "got " + std::to_string(KSize) + " and " + std::to_string(VSize);
+}
+
+//===----------------------------------------------------------------------===//
+// Cache::Impl: buffers and helpers
+//===----------------------------------------------------------------------===//
+
+Cache::Impl::Impl(std::shared_ptr<const Artifact> A, const CacheOptions &O,
+                  std::unique_ptr<Backend> B)
+    : A(std::move(A)), Options(O), B(std::move(B)) {
+  MaxPagesPerSeq =
+      O.MaxPagesPerSequence ? O.MaxPagesPerSequence : O.PagesPerTensor;
+}
+
+Cache::Impl::~Impl() {
+  for (DevicePtr P :
+       {Sink[0], Sink[1], Window[0], Window[1], Pages[0], Pages[1], Tables[0],
+        Tables[1], Norms, Staging[0].Ptr, Staging[1].Ptr, QBuf.Ptr, Partial.Ptr,
+        SeqsBuf.Ptr, OutBuf.Ptr})
+    if (P)
+      (void)B->free(P);
+}
+
+Status Cache::Impl::allocate(DevicePtr &Ptr, size_t Bytes) {
+  Expected<DevicePtr> P = B->allocate(Bytes);
+  if (!P.ok())
+    return P.status();
+  Ptr = *P;
+  AllocatedBytes += Bytes;
+  return B->memset(Ptr, 0, Bytes);
+}
+
+Status Cache::Impl::allocateBuffers() {
+  const ModelShape &M = manifest().Model;
+  size_t Seqs = Options.MaxSequences;
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    const TensorLayout &L = layout(T);
+    int X = int(T);
+    Status S = allocate(Sink[X], M.Layers * Seqs * L.Sink * rowBytes());
+    if (S.ok())
+      S = allocate(Window[X], M.Layers * Seqs * L.WindowCapacity * rowBytes());
+    if (S.ok())
+      S = allocate(Pages[X], size_t(Options.PagesPerTensor) * L.PageBytes);
+    if (S.ok())
+      S = allocate(Tables[X], Seqs * MaxPagesPerSeq * sizeof(uint32_t));
+    if (!S.ok())
+      return S;
+    // Hand pages out lowest id first.
+    for (uint32_t P = Options.PagesPerTensor; P-- > 0;)
+      FreePages[X].push_back(P);
+  }
+  size_t NormBytes =
+      manifest().hasKeyNorm() ? M.Layers * Seqs * normBytesPerSlot() : 0;
+  if (Status S = allocate(Norms, NormBytes); !S.ok())
+    return S;
+  for (unsigned Slot = Options.MaxSequences; Slot-- > 0;)
+    FreeSlots.push_back(Slot);
+  return Status::success();
+}
+
+DevicePtr Cache::Impl::sinkAddr(Tensor T, unsigned Layer, unsigned Slot) const {
+  size_t PerSlot = layout(T).Sink * rowBytes();
+  return Sink[int(T)] +
+         (uint64_t(Layer) * Options.MaxSequences + Slot) * PerSlot;
+}
+
+DevicePtr Cache::Impl::windowAddr(Tensor T, unsigned Layer,
+                                  unsigned Slot) const {
+  size_t PerSlot = layout(T).WindowCapacity * rowBytes();
+  return Window[int(T)] +
+         (uint64_t(Layer) * Options.MaxSequences + Slot) * PerSlot;
+}
+
+DevicePtr Cache::Impl::normsAddr(unsigned Layer, unsigned Slot) const {
+  if (!manifest().hasKeyNorm())
+    return Norms;
+  return Norms +
+         (uint64_t(Layer) * Options.MaxSequences + Slot) * normBytesPerSlot();
+}
+
+DevicePtr Cache::Impl::tableAddr(Tensor T, unsigned Slot) const {
+  return Tables[int(T)] + uint64_t(Slot) * MaxPagesPerSeq * sizeof(uint32_t);
+}
+
+Expected<SequenceState *> Cache::Impl::find(SequenceId Seq) {
+  auto It = Sequences.find(Seq);
+  if (It == Sequences.end())
+    return Status::error("unknown sequence " + std::to_string(Seq));
+  return &It->second;
+}
+
+Expected<const SequenceState *> Cache::Impl::find(SequenceId Seq) const {
+  auto It = Sequences.find(Seq);
+  if (It == Sequences.end())
+    return Status::error("unknown sequence " + std::to_string(Seq));
+  return &It->second;
+}
+
+Status Cache::Impl::checkLayer(unsigned Layer) const {
+  if (Layer >= manifest().Model.Layers)
+    return Status::error("layer " + std::to_string(Layer) +
+                         " out of range (the model has " +
+                         std::to_string(manifest().Model.Layers) + ")");
+  return Status::success();
+}
+
+Expected<DevicePtr> Cache::Impl::scratch(ScratchBuffer &S, size_t Bytes) {
+  if (S.Ptr && S.Bytes >= Bytes)
+    return S.Ptr;
+  if (S.Ptr) {
+    // A kernel in flight may still read the old buffer.
+    if (Status St = B->synchronize(); !St.ok())
+      return St;
+    if (Status St = B->free(S.Ptr); !St.ok())
+      return St;
+    S = ScratchBuffer();
+  }
+  size_t Grown = std::max<size_t>(Bytes, 256);
+  Expected<DevicePtr> P = B->allocate(Grown);
+  if (!P.ok())
+    return P.status();
+  S.Ptr = *P;
+  S.Bytes = Grown;
+  return S.Ptr;
+}
+
+Status Cache::Impl::launch(const std::string &Kernel, Dim3 Grid,
+                           std::vector<uint64_t> Ptrs,
+                           std::vector<int32_t> Ints) {
+  const KernelInfo *K = manifest().kernel(Kernel);
+  if (!K)
+    return Status::error("kernel '" + Kernel + "' missing from the manifest");
+  // Every kernel of KernelABI.md takes its pointers first, then its ints.
+  std::vector<void *> Args;
+  for (uint64_t &P : Ptrs)
+    Args.push_back(&P);
+  for (int32_t &I : Ints)
+    Args.push_back(&I);
+  if (Args.size() != K->Args.size())
+    return Status::error("kernel '" + Kernel + "' takes " +
+                         std::to_string(K->Args.size()) + " arguments");
+  if (Grid.X == 0 || Grid.Y == 0 || Grid.Z == 0)
+    return Status::success();
+  return B->launch(Kernel, Grid, K->Block, K->SharedBytes, Args.data());
+}
+
+//===----------------------------------------------------------------------===//
+// Construction
+//===----------------------------------------------------------------------===//
+
+Cache::Cache(std::unique_ptr<Impl> I) : P(std::move(I)) {}
+Cache::~Cache() = default;
+
+Expected<std::unique_ptr<Cache>>
+Cache::create(std::shared_ptr<const Artifact> A, const CacheOptions &Options) {
+  if (!A)
+    return Status::error("no artifact");
+  Expected<std::unique_ptr<Backend>> B =
+      Options.Backend == BackendKind::Cpu
+          ? createCpuBackend(*A, Options.Threads, Options.Code)
+          : createCudaBackend(*A, Options.CudaDevice, Options.PtxTarget);
+  if (!B.ok())
+    return B.status();
+  return create(std::move(A), Options, std::move(*B));
+}
+
+Expected<std::unique_ptr<Cache>>
+Cache::create(std::shared_ptr<const Artifact> A, const CacheOptions &Options,
+              std::unique_ptr<Backend> B) {
+  if (!A || !B)
+    return Status::error("no artifact or backend");
+  if (Options.MaxSequences == 0 || Options.PagesPerTensor == 0)
+    return Status::error("cache options: MaxSequences and PagesPerTensor "
+                         "must be positive");
+  auto I = std::make_unique<Impl>(std::move(A), Options, std::move(B));
+  if (Status S = I->allocateBuffers(); !S.ok())
+    return Status::error("cache: allocating buffers failed: " + S.message());
+  return std::unique_ptr<Cache>(new Cache(std::move(I)));
+}
+
+const Artifact &Cache::artifact() const { return *P->A; }
+const Manifest &Cache::manifest() const { return P->manifest(); }
+Backend &Cache::backend() { return *P->B; }
+const CacheOptions &Cache::options() const { return P->Options; }
+
+//===----------------------------------------------------------------------===//
+// Sequences
+//===----------------------------------------------------------------------===//
+
+Expected<SequenceId> Cache::addSequence() {
+  if (P->FreeSlots.empty())
+    return Status::error("cache full: all " +
+                         std::to_string(P->Options.MaxSequences) +
+                         " sequence slots are in use");
+  SequenceState S;
+  S.Slot = P->FreeSlots.back();
+  S.Layers.resize(manifest().Model.Layers);
+  S.HasNorms.assign(manifest().Model.Layers, false);
+  // A reused slot may hold a previous sequence's norms: clear them.
+  if (manifest().hasKeyNorm())
+    for (unsigned L = 0; L < manifest().Model.Layers; ++L)
+      if (Status St =
+              P->B->memset(P->normsAddr(L, S.Slot), 0, P->normBytesPerSlot());
+          !St.ok())
+        return St;
+  P->FreeSlots.pop_back();
+  SequenceId Id = P->NextId++;
+  P->Sequences.emplace(Id, std::move(S));
+  return Id;
+}
+
+Status Cache::removeSequence(SequenceId Seq) {
+  auto It = P->Sequences.find(Seq);
+  if (It == P->Sequences.end())
+    return Status::error("unknown sequence " + std::to_string(Seq));
+  SequenceState &S = It->second;
+  for (int X = 0; X < 2; ++X)
+    for (auto Page = S.Pages[X].rbegin(); Page != S.Pages[X].rend(); ++Page)
+      P->FreePages[X].push_back(*Page);
+  P->FreeSlots.push_back(S.Slot);
+  P->Sequences.erase(It);
+  return Status::success();
+}
+
+bool Cache::hasSequence(SequenceId Seq) const {
+  return P->Sequences.count(Seq) != 0;
+}
+
+unsigned Cache::numSequences() const { return unsigned(P->Sequences.size()); }
+
+//===----------------------------------------------------------------------===//
+// Append and attend (bodies in CacheAppend.cpp, CacheAttend.cpp)
+//===----------------------------------------------------------------------===//
+
+Status Cache::append(unsigned Layer, const std::vector<AppendItem> &Batch) {
+  return P->append(Layer, Batch);
+}
+
+Status Cache::append(unsigned Layer, const std::vector<AppendItemF32> &Batch) {
+  DType Type = manifest().Model.Type;
+  size_t RowElems = size_t(manifest().Model.KvHeads) * manifest().Model.HeadDim;
+  std::vector<std::vector<uint8_t>> Storage;
+  std::vector<AppendItem> Raw;
+  for (const AppendItemF32 &I : Batch) {
+    AppendItem R{I.Seq, I.NumTokens, nullptr, nullptr};
+    size_t N = I.NumTokens * RowElems;
+    if ((I.KCount && I.KCount != N) || (I.VCount && I.VCount != N))
+      return Status::error(
+          wrongShape(I.Seq, I.NumTokens, I.KCount, I.VCount, N, "floats"));
+    if (I.K && I.V && N) {
+      Storage.emplace_back(N * byteSize(Type));
+      convertFromF32(Type, I.K, N, Storage.back().data());
+      R.K = Storage.back().data();
+      Storage.emplace_back(N * byteSize(Type));
+      convertFromF32(Type, I.V, N, Storage.back().data());
+      R.V = Storage.back().data();
+    }
+    Raw.push_back(R);
+  }
+  return P->append(Layer, Raw);
+}
+
+Status Cache::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                     const void *Q, float *Out) {
+  return P->attend(Layer, Seqs, Q, Out);
+}
+
+Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                        const std::vector<float> &Q, std::vector<float> &Out) {
+  const ModelShape &M = manifest().Model;
+  size_t N = Seqs.size() * M.Heads * M.HeadDim;
+  if (Q.size() != N)
+    return Status::error("attend: the query has " + std::to_string(Q.size()) +
+                         " values, expected " + std::to_string(N) + " (" +
+                         std::to_string(Seqs.size()) + " x " +
+                         std::to_string(M.Heads) + " heads x " +
+                         std::to_string(M.HeadDim) + ")");
+  std::vector<float> Result(N);
+  if (Status S = attendF32(Layer, Seqs, Q.data(), Result.data()); !S.ok())
+    return S;
+  Out = std::move(Result);
+  return Status::success();
+}
+
+Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                        const float *Q, float *Out) {
+  const ModelShape &M = manifest().Model;
+  size_t N = Seqs.size() * M.Heads * M.HeadDim;
+  std::vector<uint8_t> Raw(N * byteSize(M.Type));
+  if (Q)
+    convertFromF32(M.Type, Q, N, Raw.data());
+  return P->attend(Layer, Seqs, Q ? Raw.data() : nullptr, Out);
+}
+
+//===----------------------------------------------------------------------===//
+// Accounting
+//===----------------------------------------------------------------------===//
+
+MemoryStats Cache::memoryStats() const {
+  MemoryStats S;
+  const Manifest &M = manifest();
+  size_t Row = P->rowBytes();
+  uint64_t Elems = uint64_t(M.Model.KvHeads) * M.Model.HeadDim;
+  for (const auto &[Id, Seq] : P->Sequences) {
+    S.KeyPagesInUse += Seq.Pages[0].size();
+    S.ValuePagesInUse += Seq.Pages[1].size();
+    for (unsigned L = 0; L < M.Model.Layers; ++L) {
+      const SliceCounts &C = Seq.Layers[L];
+      S.WindowBytes += (C.Keys.Window + C.Values.Window) * Row;
+      S.SinkBytes += (C.Keys.Sink + C.Values.Sink) * Row;
+      if (Seq.HasNorms[L])
+        S.NormBytes += P->normBytesPerSlot();
+      S.CachedElements += (C.Keys.total() + C.Values.total()) * Elems;
+    }
+  }
+  S.PageBytes = S.KeyPagesInUse * M.Keys.PageBytes +
+                S.ValuePagesInUse * M.Values.PageBytes;
+  S.TableBytes = (S.KeyPagesInUse + S.ValuePagesInUse) * sizeof(uint32_t);
+  S.BytesUsed =
+      S.PageBytes + S.WindowBytes + S.SinkBytes + S.NormBytes + S.TableBytes;
+  S.BytesAllocated = P->AllocatedBytes;
+  S.BitsPerElement = S.CachedElements
+                         ? 8.0 * double(S.BytesUsed) / double(S.CachedElements)
+                         : 0.0;
+  return S;
+}
+
+unsigned Cache::freePages(Tensor T) const {
+  return unsigned(P->FreePages[int(T)].size());
+}
+
+Expected<unsigned> Cache::numPages(Tensor T, SequenceId Seq) const {
+  Expected<const SequenceState *> S = std::as_const(*P).find(Seq);
+  if (!S.ok())
+    return S.status();
+  return unsigned((*S)->Pages[int(T)].size());
+}
+
+Expected<SliceCounts> Cache::counts(SequenceId Seq, unsigned Layer) const {
+  Expected<const SequenceState *> S = std::as_const(*P).find(Seq);
+  if (!S.ok())
+    return S.status();
+  if (Status St = P->checkLayer(Layer); !St.ok())
+    return St;
+  return (*S)->Layers[Layer];
+}
+
+//===----------------------------------------------------------------------===//
+// Introspection
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Expected<std::vector<uint8_t>> readBytes(Backend &B, DevicePtr Src,
+                                         size_t Bytes) {
+  std::vector<uint8_t> Out(Bytes);
+  if (Status S = B.copyToHost(Out.data(), Src, Bytes); !S.ok())
+    return S;
+  return Out;
+}
+
+} // namespace
+
+Expected<std::vector<uint8_t>> Cache::readSlicePage(Tensor T, SequenceId Seq,
+                                                    unsigned Layer,
+                                                    unsigned KvHead,
+                                                    unsigned Page) {
+  Expected<SequenceState *> S = P->find(Seq);
+  if (!S.ok())
+    return S.status();
+  if (Status St = P->checkLayer(Layer); !St.ok())
+    return St;
+  if (KvHead >= manifest().Model.KvHeads)
+    return Status::error("kv-head " + std::to_string(KvHead) + " out of range");
+  const std::vector<uint32_t> &Pages = (*S)->Pages[int(T)];
+  if (Page >= Pages.size())
+    return Status::error("sequence " + std::to_string(Seq) + " holds " +
+                         std::to_string(Pages.size()) + " " + toString(T) +
+                         " pages, not " + std::to_string(Page + 1));
+  const LayerLayout &L = P->layout(T).Layers[Layer];
+  return readBytes(*P->B,
+                   P->pageAddr(T, Pages[Page]) + L.Offset +
+                       uint64_t(KvHead) * L.SliceBytes,
+                   L.SliceBytes);
+}
+
+Expected<std::vector<uint8_t>> Cache::readWindow(Tensor T, SequenceId Seq,
+                                                 unsigned Layer) {
+  Expected<SequenceState *> S = P->find(Seq);
+  if (!S.ok())
+    return S.status();
+  if (Status St = P->checkLayer(Layer); !St.ok())
+    return St;
+  unsigned N = (*S)->Layers[Layer][T].Window;
+  return readBytes(*P->B, P->windowAddr(T, Layer, (*S)->Slot),
+                   N * P->rowBytes());
+}
+
+Expected<std::vector<uint8_t>> Cache::readSink(Tensor T, SequenceId Seq,
+                                               unsigned Layer) {
+  Expected<SequenceState *> S = P->find(Seq);
+  if (!S.ok())
+    return S.status();
+  if (Status St = P->checkLayer(Layer); !St.ok())
+    return St;
+  unsigned N = (*S)->Layers[Layer][T].Sink;
+  return readBytes(*P->B, P->sinkAddr(T, Layer, (*S)->Slot), N * P->rowBytes());
+}
+
+Expected<std::vector<float>> Cache::readKeyNorms(SequenceId Seq,
+                                                 unsigned Layer) {
+  Expected<SequenceState *> S = P->find(Seq);
+  if (!S.ok())
+    return S.status();
+  if (Status St = P->checkLayer(Layer); !St.ok())
+    return St;
+  if (!(*S)->HasNorms[Layer])
+    return std::vector<float>();
+  std::vector<float> Out(P->normBytesPerSlot() / 4);
+  if (Status St = P->B->copyToHost(Out.data(), P->normsAddr(Layer, (*S)->Slot),
+                                   P->normBytesPerSlot());
+      !St.ok())
+    return St;
+  return Out;
+}

@@ -1,0 +1,280 @@
+//===- CacheAppend.cpp - Appending tokens: sink, window, flush ------------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// One append adds tokens to one layer of a batch of sequences. Per sequence
+// and tensor (docs/Numerics.md, "Flush rule and regions"):
+//   1. the first tokens up to the sink size go to the sink buffer;
+//   2. staging = window ++ remaining new tokens (w + r tokens);
+//      f = (w + r >= W + U) ? (w + r - W) / U : 0 flush units;
+//   3. pages covering quantized positions [0, Q + f*U) are allocated, the
+//      `flush` kernel quantizes staging[0 : f*U) to positions [Q, Q + f*U);
+//   4. the window becomes staging[f*U :].
+// Key norms (key_norm layers) come from the first append of a sequence to
+// the layer, computed by the `keynorm` kernel before any flush.
+//
+// Everything is validated before the first buffer is touched.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CacheImpl.h"
+
+#include "kvq/Runtime/Runtime.h"
+
+#include <cstring>
+#include <set>
+
+using namespace kvq::runtime;
+
+AppendPlan kvq::runtime::planAppend(const TensorLayout &T,
+                                    const TensorCounts &Before,
+                                    unsigned NumTokens) {
+  AppendPlan P;
+  P.OldWindow = Before.Window;
+  P.After = Before;
+  if (Before.Sink < T.Sink)
+    P.ToSink = std::min(T.Sink - Before.Sink, NumTokens);
+  P.After.Sink += P.ToSink;
+  unsigned Total = Before.Window + (NumTokens - P.ToSink);
+  unsigned Units =
+      Total >= T.Recent + T.Flush ? (Total - T.Recent) / T.Flush : 0;
+  P.Flushed = Units * T.Flush;
+  P.After.Quantized += P.Flushed;
+  P.After.Window = Total - P.Flushed;
+  return P;
+}
+
+namespace {
+
+/// One validated item of the batch.
+struct Work {
+  SequenceState *Seq;
+  const AppendItem *Item;
+  AppendPlan Plan[2];
+  bool KeyNorm = false;
+};
+
+unsigned pagesFor(unsigned Quantized, unsigned PageTokens) {
+  return (Quantized + PageTokens - 1) / PageTokens;
+}
+
+/// Describes the non-finite value at flat index I of [n][Hkv][D].
+std::string describeNonFinite(const char *What, size_t I, const ModelShape &M,
+                              SequenceId Seq) {
+  size_t Row = size_t(M.KvHeads) * M.HeadDim;
+  return std::string("non-finite ") + What + " at token " +
+         std::to_string(I / Row) + ", kv-head " +
+         std::to_string(I % Row / M.HeadDim) + ", channel " +
+         std::to_string(I % M.HeadDim) + " of sequence " + std::to_string(Seq);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Status validateItem(const Cache::Impl &C, unsigned Layer, const AppendItem &I) {
+  const ModelShape &M = C.manifest().Model;
+  size_t Bytes = size_t(I.NumTokens) * C.rowBytes();
+  if ((I.KBytes && I.KBytes != Bytes) || (I.VBytes && I.VBytes != Bytes))
+    return Status::error(
+        wrongShape(I.Seq, I.NumTokens, I.KBytes, I.VBytes, Bytes, "bytes"));
+  if (I.NumTokens == 0)
+    return Status::success();
+  if (!I.K || !I.V)
+    return Status::error("sequence " + std::to_string(I.Seq) +
+                         ": null key or value data for " +
+                         std::to_string(I.NumTokens) + " tokens");
+  size_t N = size_t(I.NumTokens) * M.KvHeads * M.HeadDim;
+  if (size_t Bad = findNonFinite(M.Type, I.K, N); Bad != N)
+    return Status::error(describeNonFinite("key", Bad, M, I.Seq));
+  if (size_t Bad = findNonFinite(M.Type, I.V, N); Bad != N)
+    return Status::error(describeNonFinite("value", Bad, M, I.Seq));
+  return Status::success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Execution
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Grows the sequence's block-table row of tensor T to Needed pages: takes
+/// free pages, clears them and uploads the new table entries.
+Status ensurePages(Cache::Impl &C, SequenceState &S, Tensor T,
+                   unsigned Needed) {
+  std::vector<uint32_t> &Pages = S.Pages[int(T)];
+  size_t First = Pages.size();
+  if (Needed <= First)
+    return Status::success();
+  std::vector<uint32_t> &Free = C.FreePages[int(T)];
+  while (Pages.size() < Needed) {
+    uint32_t Page = Free.back();
+    Free.pop_back();
+    Pages.push_back(Page);
+    if (Status St = C.B->memset(C.pageAddr(T, Page), 0, C.layout(T).PageBytes);
+        !St.ok())
+      return St;
+  }
+  return C.B->copyToDevice(C.tableAddr(T, S.Slot) + First * sizeof(uint32_t),
+                           Pages.data() + First,
+                           (Needed - First) * sizeof(uint32_t));
+}
+
+Status runKeyNorm(Cache::Impl &C, unsigned Layer, const Work &W) {
+  size_t Bytes = W.Item->NumTokens * C.rowBytes();
+  Expected<DevicePtr> Src = C.scratch(C.Staging[0], Bytes);
+  if (!Src.ok())
+    return Src.status();
+  if (Status S = C.B->copyToDevice(*Src, W.Item->K, Bytes); !S.ok())
+    return S;
+  const ModelShape &M = C.manifest().Model;
+  if (Status S =
+          C.launch(C.manifest().Layers[Layer].KeyNorm, Dim3{M.KvHeads, 1, 1},
+                   {*Src, C.normsAddr(Layer, W.Seq->Slot)},
+                   {int32_t(W.Item->NumTokens)});
+      !S.ok())
+    return S;
+  W.Seq->HasNorms[Layer] = true;
+  // The staging buffer is reused by the key flush right after.
+  return C.B->synchronize();
+}
+
+/// Quantizes Staging[0 : Plan.Flushed) and rewrites the window.
+Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
+                     const AppendPlan &Plan, const uint8_t *Rest,
+                     unsigned RestTokens) {
+  size_t Row = C.rowBytes();
+  DevicePtr Window = C.windowAddr(T, Layer, S.Slot);
+  std::vector<uint8_t> Staging((Plan.OldWindow + RestTokens) * Row);
+  if (Status St = C.B->copyToHost(Staging.data(), Window, Plan.OldWindow * Row);
+      !St.ok())
+    return St;
+  if (RestTokens)
+    std::memcpy(Staging.data() + Plan.OldWindow * Row, Rest, RestTokens * Row);
+
+  const TensorLayout &TL = C.layout(T);
+  if (Status St = ensurePages(
+          C, S, T, pagesFor(Plan.After.Quantized, C.manifest().PageTokens));
+      !St.ok())
+    return St;
+  Expected<DevicePtr> Dev = C.scratch(C.Staging[int(T)], Plan.Flushed * Row);
+  if (!Dev.ok())
+    return Dev.status();
+  if (Status St = C.B->copyToDevice(*Dev, Staging.data(), Plan.Flushed * Row);
+      !St.ok())
+    return St;
+  const LayerLayout &LL = TL.Layers[Layer];
+  unsigned Destination = Plan.After.Quantized - Plan.Flushed;
+  if (Status St =
+          C.launch(LL.FlushKernel,
+                   Dim3{Plan.Flushed / TL.Flush, C.manifest().Model.KvHeads, 1},
+                   {*Dev, C.Pages[int(T)] + LL.Offset, C.tableAddr(T, S.Slot),
+                    C.normsAddr(Layer, S.Slot)},
+                   {int32_t(Destination), int32_t(Plan.Flushed)});
+      !St.ok())
+    return St;
+  if (Status St = C.B->copyToDevice(Window, Staging.data() + Plan.Flushed * Row,
+                                    Plan.After.Window * Row);
+      !St.ok())
+    return St;
+  // The staging buffer may be rewritten by the next item.
+  return C.B->synchronize();
+}
+
+Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T, const Work &W) {
+  const AppendPlan &Plan = W.Plan[int(T)];
+  SequenceState &S = *W.Seq;
+  size_t Row = C.rowBytes();
+  const auto *New =
+      static_cast<const uint8_t *>(T == Tensor::Keys ? W.Item->K : W.Item->V);
+  TensorCounts &Counts = S.Layers[Layer][T];
+  if (Plan.ToSink)
+    if (Status St =
+            C.B->copyToDevice(C.sinkAddr(T, Layer, S.Slot) + Counts.Sink * Row,
+                              New, Plan.ToSink * Row);
+        !St.ok())
+      return St;
+  const uint8_t *Rest = New + Plan.ToSink * Row;
+  unsigned RestTokens = W.Item->NumTokens - Plan.ToSink;
+  Status St = Status::success();
+  if (Plan.Flushed)
+    St = flushAndShift(C, Layer, T, S, Plan, Rest, RestTokens);
+  else if (RestTokens)
+    St =
+        C.B->copyToDevice(C.windowAddr(T, Layer, S.Slot) + Plan.OldWindow * Row,
+                          Rest, RestTokens * Row);
+  if (St.ok())
+    Counts = Plan.After;
+  return St;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Cache::Impl::append
+//===----------------------------------------------------------------------===//
+
+Status Cache::Impl::append(unsigned Layer,
+                           const std::vector<AppendItem> &Batch) {
+  if (Status S = checkLayer(Layer); !S.ok())
+    return S;
+  // Pass 1: validate the whole batch and plan it.
+  std::vector<Work> Works;
+  std::set<SequenceId> Seen;
+  size_t NewPages[2] = {0, 0};
+  bool LayerKeyNorm = !manifest().Layers[Layer].KeyNorm.empty();
+  for (const AppendItem &I : Batch) {
+    Expected<SequenceState *> S = find(I.Seq);
+    if (!S.ok())
+      return S.status();
+    if (!Seen.insert(I.Seq).second)
+      return Status::error("sequence " + std::to_string(I.Seq) +
+                           " appears twice in one append");
+    if (Status St = validateItem(*this, Layer, I); !St.ok())
+      return St;
+    if ((*S)->Layers[Layer].Keys.total() + uint64_t(I.NumTokens) > 0x7fffffff)
+      return Status::error("sequence " + std::to_string(I.Seq) +
+                           " would exceed 2^31 tokens");
+    Work W{*S, &I, {}, false};
+    W.KeyNorm = LayerKeyNorm && I.NumTokens && !(*S)->HasNorms[Layer];
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      W.Plan[int(T)] =
+          planAppend(layout(T), (*S)->Layers[Layer][T], I.NumTokens);
+      unsigned Needed =
+          pagesFor(W.Plan[int(T)].After.Quantized, manifest().PageTokens);
+      if (Needed > MaxPagesPerSeq)
+        return Status::error("sequence " + std::to_string(I.Seq) +
+                             " would need " + std::to_string(Needed) + " " +
+                             toString(T) + " pages; a sequence may hold " +
+                             std::to_string(MaxPagesPerSeq));
+      size_t Have = (*S)->Pages[int(T)].size();
+      NewPages[int(T)] += Needed > Have ? Needed - Have : 0;
+    }
+    Works.push_back(W);
+  }
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (NewPages[int(T)] > FreePages[int(T)].size())
+      return Status::error(
+          std::string("out of ") + toString(T) + " pages: the append needs " +
+          std::to_string(NewPages[int(T)]) + " more, " +
+          std::to_string(FreePages[int(T)].size()) + " are free");
+
+  // Pass 2: apply it.
+  for (const Work &W : Works) {
+    if (W.KeyNorm)
+      if (Status S = runKeyNorm(*this, Layer, W); !S.ok())
+        return S;
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      if (Status S = appendTensor(*this, Layer, T, W); !S.ok())
+        return S;
+  }
+  return Status::success();
+}

@@ -1,0 +1,104 @@
+//===- CacheAttend.cpp - Decode attention: split, attend, combine ---------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// One query per sequence of the batch. The runtime builds the `seqs`
+// descriptor ([B][8] u32: slot, tokens, then sink/quantized/window counts of
+// keys and values), splits the longest context into ceil(T / splitTokens)
+// pieces (flash-decoding), launches the layer's `attend` kernel over
+// (numSplits, Hkv, B) and the cache's `combine` kernel over (Hq, B), and
+// copies the fp32 outputs back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CacheImpl.h"
+
+#include "kvq/Runtime/Runtime.h"
+
+#include <algorithm>
+#include <array>
+
+using namespace kvq::runtime;
+
+namespace {
+
+/// The `seqs` descriptor row of one sequence.
+std::array<uint32_t, 8> descriptor(const SequenceState &S, unsigned Layer) {
+  const SliceCounts &C = S.Layers[Layer];
+  return {S.Slot,        C.Keys.total(), C.Keys.Sink,        C.Keys.Quantized,
+          C.Keys.Window, C.Values.Sink,  C.Values.Quantized, C.Values.Window};
+}
+
+} // namespace
+
+Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                           const void *Q, float *Out) {
+  if (Status S = checkLayer(Layer); !S.ok())
+    return S;
+  if (Seqs.empty())
+    return Status::success();
+  if (!Q || !Out)
+    return Status::error("attend: null query or output");
+  const ModelShape &M = manifest().Model;
+  size_t QElems = Seqs.size() * M.Heads * M.HeadDim;
+  if (size_t Bad = findNonFinite(M.Type, Q, QElems); Bad != QElems)
+    return Status::error("non-finite query value at sequence index " +
+                         std::to_string(Bad / (size_t(M.Heads) * M.HeadDim)) +
+                         ", head " + std::to_string(Bad / M.HeadDim % M.Heads) +
+                         ", channel " + std::to_string(Bad % M.HeadDim));
+  std::vector<uint32_t> Desc;
+  uint32_t MaxTokens = 0;
+  for (SequenceId Id : Seqs) {
+    Expected<SequenceState *> S = find(Id);
+    if (!S.ok())
+      return S.status();
+    std::array<uint32_t, 8> Row = descriptor(**S, Layer);
+    Desc.insert(Desc.end(), Row.begin(), Row.end());
+    MaxTokens = std::max(MaxTokens, Row[1]);
+  }
+  uint32_t Split = manifest().SplitTokens;
+  uint32_t NumSplits = std::max<uint32_t>(1, (MaxTokens + Split - 1) / Split);
+  unsigned Batch = unsigned(Seqs.size());
+
+  size_t QBytes = QElems * elemBytes();
+  size_t PartialBytes =
+      size_t(Batch) * M.Heads * NumSplits * (M.HeadDim + 2) * sizeof(float);
+  size_t OutBytes = QElems * sizeof(float);
+  Expected<DevicePtr> QDev = scratch(QBuf, QBytes);
+  Expected<DevicePtr> PartialDev =
+      QDev.ok() ? scratch(Partial, PartialBytes) : QDev;
+  Expected<DevicePtr> SeqsDev =
+      PartialDev.ok() ? scratch(SeqsBuf, Desc.size() * 4) : PartialDev;
+  Expected<DevicePtr> OutDev =
+      SeqsDev.ok() ? scratch(OutBuf, OutBytes) : SeqsDev;
+  if (!OutDev.ok())
+    return OutDev.status();
+  if (Status S = B->copyToDevice(*QDev, Q, QBytes); !S.ok())
+    return S;
+  if (Status S = B->copyToDevice(*SeqsDev, Desc.data(), Desc.size() * 4);
+      !S.ok())
+    return S;
+
+  const int K = int(Tensor::Keys), V = int(Tensor::Values);
+  if (Status S = launch(
+          manifest().Layers[Layer].Attend, Dim3{NumSplits, M.KvHeads, Batch},
+          {*QDev, *PartialDev, *SeqsDev,
+           Pages[K] + layout(Tensor::Keys).Layers[Layer].Offset,
+           Pages[V] + layout(Tensor::Values).Layers[Layer].Offset, Tables[K],
+           Tables[V], sinkAddr(Tensor::Keys, Layer, 0),
+           sinkAddr(Tensor::Values, Layer, 0),
+           windowAddr(Tensor::Keys, Layer, 0),
+           windowAddr(Tensor::Values, Layer, 0), normsAddr(Layer, 0)},
+          {int32_t(MaxPagesPerSeq), int32_t(NumSplits)});
+      !S.ok())
+    return S;
+  if (Status S = launch(manifest().CombineKernel, Dim3{M.Heads, Batch, 1},
+                        {*PartialDev, *OutDev, *SeqsDev}, {int32_t(NumSplits)});
+      !S.ok())
+    return S;
+  if (Status S = B->synchronize(); !S.ok())
+    return S;
+  return B->copyToHost(Out, *OutDev, OutBytes);
+}

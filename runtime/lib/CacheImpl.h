@@ -1,0 +1,129 @@
+//===- CacheImpl.h - Internal state of a Cache ------------------*- C++ -*-===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// The buffers of docs/KernelABI.md, the host-side bookkeeping of sequences
+// (slot, pages, per-layer region counts) and the scratch buffers kernels read
+// their per-call inputs from. Cache.cpp builds it and answers queries;
+// CacheAppend.cpp and CacheAttend.cpp implement the two operations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_RUNTIME_LIB_CACHEIMPL_H
+#define KVQ_RUNTIME_LIB_CACHEIMPL_H
+
+#include "kvq/Runtime/Cache.h"
+
+#include <map>
+
+namespace kvq::runtime {
+
+/// A device buffer that grows on demand (per-call inputs and outputs).
+struct ScratchBuffer {
+  DevicePtr Ptr = 0;
+  size_t Bytes = 0;
+};
+
+/// One sequence: its slot, the physical pages of its block-table rows and
+/// the region counts of every layer.
+struct SequenceState {
+  unsigned Slot = 0;
+  std::vector<uint32_t> Pages[2];
+  std::vector<SliceCounts> Layers;
+  /// Per layer: the key norms have been computed (first append done).
+  std::vector<bool> HasNorms;
+};
+
+/// What one append does to one tensor of one sequence (a pure function of
+/// the counts and the number of new tokens).
+struct AppendPlan {
+  /// New tokens that go to the sink.
+  unsigned ToSink = 0;
+  /// Window tokens before the append.
+  unsigned OldWindow = 0;
+  /// Tokens quantized by this append (f * U).
+  unsigned Flushed = 0;
+  TensorCounts After;
+};
+
+AppendPlan planAppend(const TensorLayout &T, const TensorCounts &Before,
+                      unsigned NumTokens);
+
+/// The message of an append whose K/V sizes do not match NumTokens.
+std::string wrongShape(SequenceId Seq, unsigned NumTokens, size_t KSize,
+                       size_t VSize, size_t Expected, const char *Unit);
+
+class Cache::Impl {
+public:
+  Impl(std::shared_ptr<const Artifact> A, const CacheOptions &O,
+       std::unique_ptr<Backend> B);
+  ~Impl();
+
+  /// Allocates and clears every buffer.
+  Status allocateBuffers();
+
+  // Geometry -------------------------------------------------------------
+  const Manifest &manifest() const { return A->manifest(); }
+  const TensorLayout &layout(Tensor T) const { return manifest().tensor(T); }
+  unsigned elemBytes() const { return byteSize(manifest().Model.Type); }
+  /// Bytes of one token of one layer: [Hkv][D] of the model dtype.
+  size_t rowBytes() const {
+    return size_t(manifest().Model.KvHeads) * manifest().Model.HeadDim *
+           elemBytes();
+  }
+  size_t normBytesPerSlot() const {
+    return size_t(manifest().Model.KvHeads) * manifest().Model.HeadDim * 4;
+  }
+  DevicePtr sinkAddr(Tensor T, unsigned Layer, unsigned Slot) const;
+  DevicePtr windowAddr(Tensor T, unsigned Layer, unsigned Slot) const;
+  DevicePtr normsAddr(unsigned Layer, unsigned Slot) const;
+  DevicePtr tableAddr(Tensor T, unsigned Slot) const;
+  DevicePtr pageAddr(Tensor T, uint32_t Page) const {
+    return Pages[int(T)] + uint64_t(Page) * layout(T).PageBytes;
+  }
+
+  // Lookups and checks ---------------------------------------------------
+  Expected<SequenceState *> find(SequenceId Seq);
+  Expected<const SequenceState *> find(SequenceId Seq) const;
+  Status checkLayer(unsigned Layer) const;
+
+  // Scratch --------------------------------------------------------------
+  Expected<DevicePtr> scratch(ScratchBuffer &S, size_t Bytes);
+  Status launch(const std::string &Kernel, Dim3 Grid,
+                std::vector<uint64_t> Ptrs, std::vector<int32_t> Ints);
+
+  // Operations (CacheAppend.cpp, CacheAttend.cpp) -------------------------
+  Status append(unsigned Layer, const std::vector<AppendItem> &Batch);
+  Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                const void *Q, float *Out);
+
+  std::shared_ptr<const Artifact> A;
+  CacheOptions Options;
+  std::unique_ptr<Backend> B;
+  unsigned MaxPagesPerSeq = 0;
+
+  // Buffers of KernelABI.md, indexed by Tensor.
+  DevicePtr Sink[2] = {0, 0};
+  DevicePtr Window[2] = {0, 0};
+  DevicePtr Pages[2] = {0, 0};
+  DevicePtr Tables[2] = {0, 0};
+  DevicePtr Norms = 0;
+  uint64_t AllocatedBytes = 0;
+
+  ScratchBuffer Staging[2];
+  ScratchBuffer QBuf, Partial, SeqsBuf, OutBuf;
+
+  std::vector<uint32_t> FreePages[2];
+  std::vector<unsigned> FreeSlots;
+  std::map<SequenceId, SequenceState> Sequences;
+  SequenceId NextId = 1;
+
+private:
+  Status allocate(DevicePtr &Ptr, size_t Bytes);
+};
+
+} // namespace kvq::runtime
+
+#endif // KVQ_RUNTIME_LIB_CACHEIMPL_H

@@ -1,0 +1,154 @@
+//===- CpuBackend.cpp - Host memory and the artifact's host code ----------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// Device pointers are host addresses. Kernels are the artifact's host entry
+// points `void NAME(void **args, uint32_t bx, uint32_t by, uint32_t bz)`,
+// called once per block of the grid on a thread pool; a launch returns when
+// every block has run, so synchronize() has nothing to wait for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Runtime/Backend.h"
+
+#include "ThreadPool.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+using namespace kvq::runtime;
+
+namespace {
+
+using HostKernel = void (*)(void **, uint32_t, uint32_t, uint32_t);
+
+/// Every allocation is aligned for 128-bit (and wider) vector loads.
+constexpr size_t kAlignment = 256;
+
+class CpuBackend : public Backend {
+public:
+  CpuBackend(void *Library, std::unordered_map<std::string, HostKernel> Kernels,
+             unsigned Threads)
+      : Library(Library), Kernels(std::move(Kernels)), Pool(Threads) {}
+  ~CpuBackend() override {
+    for (void *P : Live)
+      std::free(P);
+    if (Library)
+      dlclose(Library);
+  }
+
+  std::string name() const override {
+    return "cpu (" + std::to_string(Pool.size()) + " threads)";
+  }
+
+  Expected<DevicePtr> allocate(size_t Bytes) override {
+    size_t Rounded = (Bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void *P = std::aligned_alloc(kAlignment, Rounded ? Rounded : kAlignment);
+    if (!P)
+      return Status::error("cpu backend: out of memory allocating " +
+                           std::to_string(Bytes) + " bytes");
+    Live.insert(P);
+    return DevicePtr(reinterpret_cast<uintptr_t>(P));
+  }
+
+  Status free(DevicePtr Ptr) override {
+    void *P = toHost(Ptr);
+    if (!Live.erase(P))
+      return Status::error("cpu backend: freeing an unknown pointer");
+    std::free(P);
+    return Status::success();
+  }
+
+  Status copyToDevice(DevicePtr Dst, const void *Src, size_t Bytes) override {
+    if (Bytes)
+      std::memcpy(toHost(Dst), Src, Bytes);
+    return Status::success();
+  }
+
+  Status copyToHost(void *Dst, DevicePtr Src, size_t Bytes) override {
+    if (Bytes)
+      std::memcpy(Dst, toHost(Src), Bytes);
+    return Status::success();
+  }
+
+  Status memset(DevicePtr Dst, uint8_t Value, size_t Bytes) override {
+    if (Bytes)
+      std::memset(toHost(Dst), Value, Bytes);
+    return Status::success();
+  }
+
+  Status launch(const std::string &Name, Dim3 Grid, Dim3 Block,
+                unsigned SharedBytes, void **Args) override {
+    auto It = Kernels.find(Name);
+    if (It == Kernels.end())
+      return Status::error("cpu backend: unknown kernel '" + Name + "'");
+    HostKernel Fn = It->second;
+    uint64_t XY = uint64_t(Grid.X) * Grid.Y;
+    Pool.parallelFor(XY * Grid.Z, [&](uint64_t I) {
+      uint64_t XYRem = I % XY;
+      Fn(Args, uint32_t(XYRem % Grid.X), uint32_t(XYRem / Grid.X),
+         uint32_t(I / XY));
+    });
+    return Status::success();
+  }
+
+  Status synchronize() override { return Status::success(); }
+
+private:
+  static void *toHost(DevicePtr P) {
+    return reinterpret_cast<void *>(uintptr_t(P));
+  }
+
+  void *Library;
+  std::unordered_map<std::string, HostKernel> Kernels;
+  std::unordered_set<void *> Live;
+  ThreadPool Pool;
+};
+
+/// Opens the code the kernels are looked up in: the artifact's shared
+/// object, or the running program.
+Expected<void *> openHostCode(const Artifact &A, HostCode Code) {
+  if (Code == HostCode::Linked) {
+    void *Self = dlopen(nullptr, RTLD_NOW);
+    if (!Self)
+      return Status::error(std::string("cpu backend: ") + dlerror());
+    return Self;
+  }
+  std::string Path = A.hostSharedPath();
+  void *Lib = dlopen(Path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!Lib)
+    return Status::error("cpu backend: cannot load host code '" + Path +
+                         "': " + dlerror());
+  return Lib;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Backend>>
+kvq::runtime::createCpuBackend(const Artifact &A, unsigned Threads,
+                               HostCode Code) {
+  Expected<void *> Lib = openHostCode(A, Code);
+  if (!Lib.ok())
+    return Lib.status();
+  std::unordered_map<std::string, HostKernel> Kernels;
+  for (const KernelInfo &K : A.manifest().Kernels) {
+    void *Sym = dlsym(*Lib, K.Name.c_str());
+    if (!Sym) {
+      dlclose(*Lib);
+      return Status::error("cpu backend: host code of artifact '" +
+                           A.directory() + "' lacks kernel '" + K.Name + "'" +
+                           (Code == HostCode::Linked
+                                ? " (is kernels.o linked and exported?)"
+                                : ""));
+    }
+    Kernels[K.Name] = reinterpret_cast<HostKernel>(Sym);
+  }
+  return std::unique_ptr<Backend>(
+      new CpuBackend(*Lib, std::move(Kernels), Threads ? Threads : 1));
+}

@@ -1,0 +1,98 @@
+//===- DeviceBackend.cpp - A backend over a DeviceDriver ------------------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// Runs the artifact's PTX through any DeviceDriver: the CUDA driver on a GPU,
+// or the PTX interpreter in tests. The module is loaded and every kernel of
+// the manifest resolved when the backend is created, so a missing or broken
+// kernel fails there rather than in the middle of an append.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Runtime/Backend.h"
+
+#include <unordered_map>
+
+using namespace kvq::runtime;
+
+namespace {
+
+class DeviceBackend : public Backend {
+public:
+  DeviceBackend(std::unique_ptr<DeviceDriver> Driver,
+                std::unordered_map<std::string, KernelHandle> Kernels)
+      : Driver(std::move(Driver)), Kernels(std::move(Kernels)) {}
+
+  std::string name() const override { return "device: " + Driver->name(); }
+
+  Expected<DevicePtr> allocate(size_t Bytes) override {
+    // Zero-byte buffers still get a distinct, valid address.
+    return Driver->allocate(Bytes ? Bytes : 16);
+  }
+  Status free(DevicePtr Ptr) override { return Driver->free(Ptr); }
+  Status copyToDevice(DevicePtr Dst, const void *Src, size_t Bytes) override {
+    return Bytes ? Driver->copyToDevice(Dst, Src, Bytes) : Status::success();
+  }
+  Status copyToHost(void *Dst, DevicePtr Src, size_t Bytes) override {
+    return Bytes ? Driver->copyToHost(Dst, Src, Bytes) : Status::success();
+  }
+  Status memset(DevicePtr Dst, uint8_t Value, size_t Bytes) override {
+    return Bytes ? Driver->memset(Dst, Value, Bytes) : Status::success();
+  }
+
+  Status launch(const std::string &Name, Dim3 Grid, Dim3 Block,
+                unsigned SharedBytes, void **Args) override {
+    auto It = Kernels.find(Name);
+    if (It == Kernels.end())
+      return Status::error("device backend: unknown kernel '" + Name + "'");
+    Status S = Driver->launch(It->second, Grid, Block, SharedBytes, Args);
+    if (S.ok() || S.message().find("'" + Name + "'") != std::string::npos)
+      return S;
+    return Status::error("kernel '" + Name + "': " + S.message());
+  }
+
+  Status synchronize() override { return Driver->synchronize(); }
+
+private:
+  std::unique_ptr<DeviceDriver> Driver;
+  std::unordered_map<std::string, KernelHandle> Kernels;
+};
+
+} // namespace
+
+Expected<std::unique_ptr<Backend>>
+kvq::runtime::createDeviceBackend(const Artifact &A,
+                                  std::unique_ptr<DeviceDriver> Driver,
+                                  const std::string &Target) {
+  if (!Driver)
+    return Status::error("device backend: no driver");
+  Expected<std::string> PTX = A.loadPTX(Target);
+  if (!PTX.ok())
+    return PTX.status();
+  Expected<ModuleHandle> Module = Driver->loadModule(*PTX);
+  if (!Module.ok())
+    return Status::error("device backend: loading the " + Target + " PTX of '" +
+                         A.directory() + "' failed: " + Module.message());
+  std::unordered_map<std::string, KernelHandle> Kernels;
+  for (const KernelInfo &K : A.manifest().Kernels) {
+    Expected<KernelHandle> H = Driver->getKernel(*Module, K.Name);
+    if (!H.ok())
+      return Status::error("device backend: kernel '" + K.Name +
+                           "': " + H.message());
+    Kernels[K.Name] = *H;
+  }
+  return std::unique_ptr<Backend>(
+      new DeviceBackend(std::move(Driver), std::move(Kernels)));
+}
+
+Expected<std::unique_ptr<Backend>>
+kvq::runtime::createCudaBackend(const Artifact &A, int DeviceOrdinal,
+                                const std::string &Target) {
+  Expected<std::unique_ptr<DeviceDriver>> Driver =
+      createCudaDriver(DeviceOrdinal);
+  if (!Driver.ok())
+    return Driver.status();
+  return createDeviceBackend(A, std::move(*Driver), Target);
+}

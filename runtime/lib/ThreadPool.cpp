@@ -1,0 +1,77 @@
+//===- ThreadPool.cpp - Fixed pool running parallel-for loops -------------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ThreadPool.h"
+
+using namespace kvq::runtime;
+
+ThreadPool::ThreadPool(unsigned Threads) {
+  for (unsigned I = 1; I < Threads; ++I)
+    Workers.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    Stopping = true;
+  }
+  Wake.notify_all();
+  for (std::thread &T : Workers)
+    T.join();
+}
+
+void ThreadPool::runItems(const std::function<void(uint64_t)> *Body,
+                          uint64_t N) {
+  if (!Body)
+    return;
+  for (uint64_t I = Next.fetch_add(1); I < N; I = Next.fetch_add(1))
+    (*Body)(I);
+}
+
+void ThreadPool::workerLoop() {
+  uint64_t Seen = 0;
+  std::unique_lock<std::mutex> Lock(Mutex);
+  while (true) {
+    Wake.wait(Lock, [&] { return Stopping || Generation != Seen; });
+    if (Stopping)
+      return;
+    Seen = Generation;
+    // Snapshot the job under the lock: a worker waking after the job ended
+    // sees none and must not touch the shared counter.
+    const std::function<void(uint64_t)> *Body = Job;
+    uint64_t N = JobSize;
+    ++Busy;
+    Lock.unlock();
+    runItems(Body, N);
+    Lock.lock();
+    if (--Busy == 0)
+      Done.notify_all();
+  }
+}
+
+void ThreadPool::parallelFor(uint64_t N,
+                             const std::function<void(uint64_t)> &Body) {
+  if (Workers.empty() || N <= 1) {
+    for (uint64_t I = 0; I < N; ++I)
+      Body(I);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    Job = &Body;
+    JobSize = N;
+    Next.store(0);
+    ++Generation;
+  }
+  Wake.notify_all();
+  runItems(&Body, N);
+  // Workers that woke late find no items left and finish at once; wait for
+  // every worker of this generation before Body goes out of scope.
+  std::unique_lock<std::mutex> Lock(Mutex);
+  Done.wait(Lock, [&] { return Busy == 0 && Next.load() >= N; });
+  Job = nullptr;
+  JobSize = 0;
+}

@@ -1,0 +1,652 @@
+//===- EndToEndTest.cpp - Compiled kernels vs the numerics reference ------===//
+//
+// Part of kvq, the end-to-end tests.
+//
+//===----------------------------------------------------------------------===//
+//
+// Specs in test/unittests/Runtime/Specs are compiled at build time
+// (kvq_add_spec); each test drives a libkvq_runtime Cache on the artifact and
+// a kvq::ref::Slice per (sequence, layer, kv-head) with the same tokens, then
+// compares:
+//  - region counts, sink and window rows: exact;
+//  - every quantized code, scale and zero-point: bit-exact, decoded from the
+//    page bytes with the manifest's layout (docs/KernelABI.md) and looked up
+//    in the reference by its group numbering;
+//  - key norms: bit-exact;
+//  - decode attention: max |out - ref| <= 2e-3 * max |ref| + 1e-4 per
+//    sequence, against the reference's fp64 attention.
+// Appending n tokens at once must leave the same bytes as n single appends.
+// The CPU backend runs everything; the PTX interpreter (DeviceBackend over
+// InterpDriver) runs a smaller case of every spec.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/PTXInterp/InterpDriver.h"
+#include "kvq/Reference/Reference.h"
+#include "kvq/Runtime/Runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+using namespace kvq;
+using namespace kvq::runtime;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The specs under test
+//===----------------------------------------------------------------------===//
+
+enum class SchemeKind { Kivi2, InnerQBase, InnerQHybrid };
+
+struct SpecParam {
+  const char *Name;
+  const char *Dir;
+  SchemeKind Kind;
+  unsigned Heads, KvHeads, HeadDim;
+};
+
+const SpecParam kSpecs[] = {
+    {"kivi2_d64_gqa1", KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA1, SchemeKind::Kivi2,
+     2, 2, 64},
+    {"kivi2_d128_gqa4", KVQ_ARTIFACT_DIR_E2E_KIVI2_D128_GQA4, SchemeKind::Kivi2,
+     8, 2, 128},
+    {"innerq_base_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA4,
+     SchemeKind::InnerQBase, 8, 2, 64},
+    {"innerq_base_d128_gqa1", KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D128_GQA1,
+     SchemeKind::InnerQBase, 2, 2, 128},
+    {"innerq_hybrid_d64_gqa1", KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D64_GQA1,
+     SchemeKind::InnerQHybrid, 2, 2, 64},
+    {"innerq_hybrid_d128_gqa4", KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D128_GQA4,
+     SchemeKind::InnerQHybrid, 8, 2, 128},
+};
+
+/// gtest prints the spec's name for GetParam().
+void PrintTo(const SpecParam &P, std::ostream *OS) { *OS << P.Name; }
+
+constexpr unsigned kLayers = 2;
+constexpr unsigned kPageTokens = 128;
+/// The compiler's split size (manifest split_tokens, checked).
+constexpr unsigned kSplitTokens = 256;
+
+ref::QuantScheme quant(int Bits, ref::Mode Mode, ref::Span Span) {
+  ref::QuantScheme S;
+  S.bits = Bits;
+  S.mode = Mode;
+  S.span = Span;
+  S.groupSize = 32;
+  S.params = ref::ParamType::F16;
+  return S;
+}
+
+/// The reference configuration of each spec, written from the spec text
+/// (not from the manifest, which the tests check against it).
+ref::SliceConfig referenceConfig(const SpecParam &P) {
+  ref::SliceConfig C;
+  C.headDim = int(P.HeadDim);
+  if (P.Kind == SchemeKind::Kivi2) {
+    C.key = {quant(2, ref::Mode::Asym, ref::Span::Tokens), 0, 1, 128};
+    C.value = {quant(2, ref::Mode::Asym, ref::Span::Channels), 0, 129, 1};
+    return C;
+  }
+  C.keyNorm = true;
+  C.key = {quant(3, ref::Mode::Sym, ref::Span::Channels), 32, 96, 1};
+  C.value = {P.Kind == SchemeKind::InnerQBase
+                 ? quant(3, ref::Mode::Sym, ref::Span::Tokens)
+                 : quant(2, ref::Mode::Hybrid, ref::Span::Tokens),
+             32, 96, 32};
+  return C;
+}
+
+const char *modeName(ref::Mode M) {
+  return M == ref::Mode::Asym ? "asym" : M == ref::Mode::Sym ? "sym" : "hybrid";
+}
+
+/// The manifest describes the spec's schemes.
+void checkManifest(const Manifest &M, const SpecParam &P,
+                   const ref::SliceConfig &C) {
+  EXPECT_EQ(M.Model.Layers, kLayers);
+  EXPECT_EQ(M.Model.Heads, P.Heads);
+  EXPECT_EQ(M.Model.KvHeads, P.KvHeads);
+  EXPECT_EQ(M.Model.HeadDim, P.HeadDim);
+  EXPECT_EQ(M.Model.Type, DType::F16);
+  EXPECT_NEAR(M.Model.Scale, 1.0 / std::sqrt(double(P.HeadDim)), 1e-12);
+  EXPECT_EQ(M.PageTokens, kPageTokens);
+  EXPECT_EQ(M.SplitTokens, kSplitTokens);
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    const ref::SideConfig &Side = T == Tensor::Keys ? C.key : C.value;
+    const TensorLayout &TL = M.tensor(T);
+    EXPECT_EQ(TL.Sink, unsigned(Side.sink)) << toString(T);
+    EXPECT_EQ(TL.Recent, unsigned(Side.window)) << toString(T);
+    EXPECT_EQ(TL.Flush, unsigned(Side.flushUnit)) << toString(T);
+    for (const LayerLayout &L : TL.Layers) {
+      const SchemeLayout &S = L.Scheme;
+      EXPECT_TRUE(S.Quantized);
+      EXPECT_EQ(S.Bits, unsigned(Side.scheme.bits));
+      EXPECT_EQ(S.Mode, modeName(Side.scheme.mode));
+      EXPECT_EQ(S.SpanTokens, Side.scheme.span == ref::Span::Tokens);
+      EXPECT_EQ(S.Group, 32u);
+      EXPECT_EQ(S.Params, "f16");
+      EXPECT_EQ(S.ParamBytes, 2u);
+      EXPECT_EQ(S.KeyNorm, T == Tensor::Keys && C.keyNorm);
+      EXPECT_EQ(S.WordsPerGroup, (32u * S.Bits + 31) / 32);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Mismatch reporting
+//===----------------------------------------------------------------------===//
+
+/// Collects disagreements; reports the first few and a count per field.
+class Mismatches {
+public:
+  void add(const std::string &Field, const std::string &Where) {
+    if (Count[Field]++ < 3)
+      First << "  " << Field << " differs at " << Where << "\n";
+  }
+  void expectNone(const std::string &Context) {
+    if (Count.empty())
+      return;
+    std::ostringstream OS;
+    for (const auto &[Field, N] : Count)
+      OS << "  " << N << " x " << Field << "\n";
+    ADD_FAILURE() << Context << ": kernels disagree with the reference\n"
+                  << First.str() << OS.str();
+  }
+
+private:
+  std::map<std::string, unsigned> Count;
+  std::ostringstream First;
+};
+
+//===----------------------------------------------------------------------===//
+// The harness: one cache and the reference slices of its sequences
+//===----------------------------------------------------------------------===//
+
+uint32_t extractBits(const uint8_t *Bytes, uint64_t Bit, unsigned Width) {
+  uint64_t V = 0;
+  for (unsigned I = 0; I < Width; ++I, ++Bit)
+    V |= uint64_t((Bytes[Bit / 8] >> (Bit % 8)) & 1) << I;
+  return uint32_t(V);
+}
+
+uint32_t readParam(const uint8_t *Bytes, uint64_t Offset, unsigned Size) {
+  uint32_t V = 0;
+  std::memcpy(&V, Bytes + Offset, Size);
+  return V;
+}
+
+class Harness {
+public:
+  Harness(const SpecParam &P, std::unique_ptr<Cache> C, uint32_t Seed)
+      : P(P), C(std::move(C)), Config(referenceConfig(P)), Rng(Seed) {}
+
+  const SpecParam &P;
+  std::unique_ptr<Cache> C;
+  ref::SliceConfig Config;
+  std::mt19937 Rng;
+
+  struct Sequence {
+    SequenceId Id;
+    /// [layer * Hkv + kv-head]
+    std::vector<ref::Slice> Slices;
+  };
+  std::vector<Sequence> Seqs;
+
+  size_t rowElems() const { return size_t(P.KvHeads) * P.HeadDim; }
+
+  unsigned addSequence() {
+    Expected<SequenceId> Id = C->addSequence();
+    EXPECT_TRUE(Id.ok()) << Id.message();
+    Sequence S{Id.ok() ? *Id : 0, {}};
+    for (unsigned I = 0; I < kLayers * P.KvHeads; ++I)
+      S.Slices.emplace_back(Config);
+    Seqs.push_back(std::move(S));
+    return unsigned(Seqs.size() - 1);
+  }
+
+  /// Random tokens [n][Hkv][D] as f16-representable floats. Keys have a few
+  /// large channels (what key norms are for) and one all-zero channel
+  /// (constant groups); values are plain normal.
+  std::vector<float> tokens(unsigned N, bool Keys) {
+    std::normal_distribution<float> Dist(0.0f, 1.0f);
+    std::vector<float> V(N * rowElems());
+    for (size_t I = 0; I < V.size(); ++I) {
+      unsigned Channel = unsigned(I % P.HeadDim);
+      float X = Dist(Rng);
+      if (Keys && Channel % 16 == 3)
+        X *= 12.0f;
+      if (Keys && Channel == 5)
+        X = 0.0f;
+      V[I] = ref::fromF16Bits(ref::toF16Bits(X));
+    }
+    return V;
+  }
+
+  static std::vector<uint16_t> toBits(const std::vector<float> &V) {
+    std::vector<uint16_t> B(V.size());
+    for (size_t I = 0; I < V.size(); ++I)
+      B[I] = ref::toF16Bits(V[I]);
+    return B;
+  }
+
+  /// Appends N[i] tokens to sequence Index[i] on Layer, in one call, and
+  /// the same rows to the reference slices.
+  void append(unsigned Layer, const std::vector<unsigned> &Index,
+              const std::vector<unsigned> &N) {
+    std::vector<std::vector<float>> Data;
+    for (size_t I = 0; I < Index.size(); ++I) {
+      Data.push_back(tokens(N[I], true));
+      Data.push_back(tokens(N[I], false));
+    }
+    appendData(Layer, Index, N, Data);
+  }
+
+  /// As append, with the data given: Data[2i], Data[2i + 1] are the keys
+  /// and values of sequence Index[i].
+  void appendData(unsigned Layer, const std::vector<unsigned> &Index,
+                  const std::vector<unsigned> &N,
+                  const std::vector<std::vector<float>> &Data) {
+    std::vector<std::vector<uint16_t>> Bits;
+    std::vector<AppendItem> Batch;
+    for (size_t I = 0; I < Index.size(); ++I) {
+      const std::vector<float> &K = Data[2 * I], &V = Data[2 * I + 1];
+      feedReference(Seqs[Index[I]], Layer, K, V, N[I]);
+      Bits.push_back(toBits(K));
+      Bits.push_back(toBits(V));
+      Batch.push_back({Seqs[Index[I]].Id, N[I], Bits[Bits.size() - 2].data(),
+                       Bits.back().data()});
+    }
+    Status S = C->append(Layer, Batch);
+    ASSERT_TRUE(S.ok()) << S.message();
+  }
+
+  void feedReference(Sequence &S, unsigned Layer, const std::vector<float> &K,
+                     const std::vector<float> &V, unsigned N) {
+    for (unsigned H = 0; H < P.KvHeads; ++H) {
+      std::vector<float> Kh(size_t(N) * P.HeadDim), Vh(Kh.size());
+      for (unsigned T = 0; T < N; ++T)
+        for (unsigned Ch = 0; Ch < P.HeadDim; ++Ch) {
+          Kh[T * P.HeadDim + Ch] = K[(T * P.KvHeads + H) * P.HeadDim + Ch];
+          Vh[T * P.HeadDim + Ch] = V[(T * P.KvHeads + H) * P.HeadDim + Ch];
+        }
+      S.Slices[Layer * P.KvHeads + H].append(Kh.data(), Vh.data(), int(N));
+    }
+  }
+
+  /// Checks every region of every slice of sequence Index.
+  void checkState(unsigned Index, const std::string &Context) {
+    Mismatches M;
+    Sequence &S = Seqs[Index];
+    for (unsigned L = 0; L < kLayers; ++L) {
+      for (Tensor T : {Tensor::Keys, Tensor::Values})
+        checkTensor(S, L, T, M);
+      if (Config.keyNorm)
+        checkNorms(S, L, M);
+    }
+    M.expectNone(std::string(P.Name) + ", " + Context + ", sequence of " +
+                 std::to_string(S.Slices[0].numTokens()) + " tokens");
+  }
+
+  void checkTensor(Sequence &S, unsigned L, Tensor T, Mismatches &M) {
+    const ref::CacheSide &Side0 = side(S, L, 0, T);
+    Expected<SliceCounts> Counts = C->counts(S.Id, L);
+    ASSERT_TRUE(Counts.ok());
+    std::string Where =
+        std::string(toString(T)) + " layer " + std::to_string(L);
+    if ((*Counts)[T].Sink != unsigned(Side0.numSink()) ||
+        (*Counts)[T].Quantized != unsigned(Side0.numQuantized()) ||
+        (*Counts)[T].Window != unsigned(Side0.numWindow())) {
+      ADD_FAILURE() << P.Name << " " << Where << ": counts "
+                    << (*Counts)[T].Sink << "/" << (*Counts)[T].Quantized << "/"
+                    << (*Counts)[T].Window << ", reference " << Side0.numSink()
+                    << "/" << Side0.numQuantized() << "/" << Side0.numWindow();
+      return;
+    }
+    checkRows(*C->readSink(T, S.Id, L), S, L, T, true, Where, M);
+    checkRows(*C->readWindow(T, S.Id, L), S, L, T, false, Where, M);
+    for (unsigned H = 0; H < P.KvHeads; ++H)
+      checkQuantized(S, L, H, T, Where + " kv-head " + std::to_string(H), M);
+  }
+
+  const ref::CacheSide &side(Sequence &S, unsigned L, unsigned H, Tensor T) {
+    const ref::Slice &Slice = S.Slices[L * P.KvHeads + H];
+    return T == Tensor::Keys ? Slice.keys() : Slice.values();
+  }
+
+  void checkRows(const std::vector<uint8_t> &Bytes, Sequence &S, unsigned L,
+                 Tensor T, bool Sink, const std::string &Where, Mismatches &M) {
+    for (unsigned H = 0; H < P.KvHeads; ++H) {
+      const ref::CacheSide &Side = side(S, L, H, T);
+      const std::vector<float> &Rows =
+          Sink ? Side.sinkRows() : Side.windowRows();
+      for (size_t I = 0; I < Rows.size(); ++I) {
+        size_t Token = I / P.HeadDim, Ch = I % P.HeadDim;
+        uint16_t Got;
+        std::memcpy(&Got,
+                    &Bytes[((Token * P.KvHeads + H) * P.HeadDim + Ch) * 2], 2);
+        if (Got != ref::toF16Bits(Rows[I]))
+          M.add(Sink ? "sink row" : "window row",
+                Where + " token " + std::to_string(Token));
+      }
+    }
+  }
+
+  void checkQuantized(Sequence &S, unsigned L, unsigned H, Tensor T,
+                      const std::string &Where, Mismatches &M) {
+    const ref::CacheSide &Side = side(S, L, H, T);
+    const SchemeLayout &Layout = C->manifest().tensor(T).Layers[L].Scheme;
+    const ref::QuantScheme &Q = Side.scheme();
+    unsigned D = P.HeadDim, G = Layout.Group, B = Layout.Bits;
+    std::vector<uint8_t> Page;
+    for (int I = 0; I < Side.numQuantized(); ++I) {
+      unsigned PageIndex = unsigned(I) / kPageTokens,
+               Pi = unsigned(I) % kPageTokens;
+      if (Pi == 0 || Page.empty()) {
+        Expected<std::vector<uint8_t>> Bytes =
+            C->readSlicePage(T, S.Id, L, H, PageIndex);
+        ASSERT_TRUE(Bytes.ok()) << Bytes.message();
+        Page = std::move(*Bytes);
+      }
+      for (unsigned Ch = 0; Ch < D; ++Ch) {
+        unsigned N, K;
+        if (Layout.SpanTokens) {
+          N = (Pi / G) * D + Ch;
+          K = Pi % G;
+        } else {
+          N = Pi * (D / G) + Ch / G;
+          K = Ch % G;
+        }
+        std::string At = Where + " token " + std::to_string(I) + " channel " +
+                         std::to_string(Ch);
+        uint32_t Code = extractBits(
+            Page.data(), uint64_t(N) * Layout.WordsPerGroup * 32 + K * B, B);
+        if (Code != Side.codes()[size_t(I) * D + Ch])
+          M.add("code", At);
+        int Group = Side.groupOf(I, int(Ch));
+        uint32_t Scale = readParam(Page.data(), Layout.ScalesOffset + N * 2, 2);
+        if (Scale != ref::toParamBits(Side.scales()[Group], Q.params))
+          M.add("scale", At);
+        if (Layout.ZerosOffset >= 0) {
+          uint32_t Zero = readParam(Page.data(), Layout.ZerosOffset + N * 2, 2);
+          if (Zero != ref::toParamBits(Side.zeros()[Group], Q.params))
+            M.add("zero", At);
+        }
+      }
+    }
+  }
+
+  void checkNorms(Sequence &S, unsigned L, Mismatches &M) {
+    Expected<std::vector<float>> Norms = C->readKeyNorms(S.Id, L);
+    ASSERT_TRUE(Norms.ok());
+    for (unsigned H = 0; H < P.KvHeads; ++H) {
+      const std::vector<float> &Want = S.Slices[L * P.KvHeads + H].keyNorms();
+      if (Want.empty())
+        continue;
+      ASSERT_EQ(Norms->size(), size_t(P.KvHeads) * P.HeadDim);
+      for (unsigned Ch = 0; Ch < P.HeadDim; ++Ch)
+        if (ref::toF32Bits((*Norms)[H * P.HeadDim + Ch]) !=
+            ref::toF32Bits(Want[Ch]))
+          M.add("key norm", "layer " + std::to_string(L) + " kv-head " +
+                                std::to_string(H) + " channel " +
+                                std::to_string(Ch));
+    }
+  }
+
+  /// Attends Layer for the sequences Index and compares with the reference.
+  void checkAttention(unsigned Layer, const std::vector<unsigned> &Index,
+                      const std::string &Context) {
+    size_t QRow = size_t(P.Heads) * P.HeadDim;
+    std::vector<float> Q =
+        tokens(unsigned(Index.size() * P.Heads / P.KvHeads), false);
+    Q.resize(Index.size() * QRow);
+    std::vector<uint16_t> QBits = toBits(Q);
+    std::vector<SequenceId> Ids;
+    for (unsigned I : Index)
+      Ids.push_back(Seqs[I].Id);
+    std::vector<float> Out(Q.size(), NAN);
+    Status St = C->attend(Layer, Ids, QBits.data(), Out.data());
+    ASSERT_TRUE(St.ok()) << St.message();
+    unsigned R = P.Heads / P.KvHeads;
+    double Scale = 1.0 / std::sqrt(double(P.HeadDim));
+    for (size_t B = 0; B < Index.size(); ++B) {
+      std::vector<double> Want(QRow);
+      for (unsigned H = 0; H < P.KvHeads; ++H)
+        Seqs[Index[B]].Slices[Layer * P.KvHeads + H].attend(
+            &Q[B * QRow + H * R * P.HeadDim], int(R), Scale,
+            &Want[H * R * P.HeadDim]);
+      double MaxRef = 0, MaxErr = 0;
+      size_t Worst = 0;
+      for (size_t I = 0; I < QRow; ++I) {
+        MaxRef = std::max(MaxRef, std::fabs(Want[I]));
+        double Err = std::fabs(double(Out[B * QRow + I]) - Want[I]);
+        if (!(Err <= MaxErr)) { // NaN counts as the worst
+          MaxErr = std::isnan(Err) ? INFINITY : Err;
+          Worst = I;
+        }
+      }
+      EXPECT_LE(MaxErr, 2e-3 * MaxRef + 1e-4)
+          << P.Name << ", " << Context << ", layer " << Layer
+          << ": attention of the sequence of "
+          << Seqs[Index[B]].Slices[0].numTokens() << " tokens, worst at head "
+          << Worst / P.HeadDim << " channel " << Worst % P.HeadDim << ": "
+          << Out[B * QRow + Worst] << " vs " << Want[Worst];
+    }
+  }
+};
+
+std::unique_ptr<Cache> cpuCache(const SpecParam &P, unsigned Seqs,
+                                unsigned Pages) {
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
+  EXPECT_TRUE(A.ok()) << A.message();
+  if (!A.ok())
+    return nullptr;
+  CacheOptions O;
+  O.MaxSequences = Seqs;
+  O.PagesPerTensor = Pages;
+  O.Threads = 2;
+  Expected<std::unique_ptr<Cache>> C = Cache::create(*A, O);
+  EXPECT_TRUE(C.ok()) << C.message();
+  return C.ok() ? std::move(*C) : nullptr;
+}
+
+std::unique_ptr<Cache> interpreterCache(const SpecParam &P, unsigned Seqs,
+                                        unsigned Pages, std::string &Error) {
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
+  if (!A.ok()) {
+    Error = A.message();
+    return nullptr;
+  }
+  Expected<std::unique_ptr<Backend>> B =
+      createDeviceBackend(**A, std::make_unique<ptx::InterpDriver>(), "sm_80");
+  if (!B.ok()) {
+    Error = B.message();
+    return nullptr;
+  }
+  CacheOptions O;
+  O.MaxSequences = Seqs;
+  O.PagesPerTensor = Pages;
+  Expected<std::unique_ptr<Cache>> C = Cache::create(*A, O, std::move(*B));
+  if (!C.ok()) {
+    Error = C.message();
+    return nullptr;
+  }
+  return std::move(*C);
+}
+
+//===----------------------------------------------------------------------===//
+// Tests
+//===----------------------------------------------------------------------===//
+
+class EndToEndTest : public ::testing::TestWithParam<SpecParam> {};
+
+TEST_P(EndToEndTest, ManifestDescribesTheSpec) {
+  const SpecParam &P = GetParam();
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  checkManifest((*A)->manifest(), P, referenceConfig(P));
+}
+
+/// Prefill 8 sequences whose lengths cross group, flush-unit, window and
+/// page boundaries in one batched append per layer, then decode 40 steps.
+TEST_P(EndToEndTest, PrefillAndDecodeMatchTheReference) {
+  const SpecParam &P = GetParam();
+  const std::vector<unsigned> Prompts = {1, 31, 127, 129, 200, 257, 383, 700};
+  Harness H(P, cpuCache(P, 8, 64), 100);
+  ASSERT_TRUE(H.C);
+  std::vector<unsigned> All;
+  for (size_t I = 0; I < Prompts.size(); ++I)
+    All.push_back(H.addSequence());
+  for (unsigned L = 0; L < kLayers; ++L)
+    H.append(L, All, Prompts);
+  for (unsigned S : All)
+    H.checkState(S, "after prefill");
+  // Each sequence alone, then batches of the sequences that need the same
+  // number of splits (MixedSplitCounts covers batches where they differ).
+  auto Attend = [&](const std::string &Context) {
+    for (unsigned L = 0; L < kLayers; ++L) {
+      std::map<unsigned, std::vector<unsigned>> BySplits;
+      for (unsigned S : All) {
+        H.checkAttention(L, {S}, Context + ", alone");
+        unsigned Tokens = unsigned(H.Seqs[S].Slices[0].numTokens());
+        BySplits[(Tokens + kSplitTokens - 1) / kSplitTokens].push_back(S);
+      }
+      for (const auto &[Splits, Batch] : BySplits)
+        H.checkAttention(L, Batch,
+                         Context + ", batch of " + std::to_string(Splits) +
+                             "-split sequences");
+    }
+  };
+  Attend("after prefill");
+  const std::vector<unsigned> Ones(All.size(), 1);
+  for (unsigned Step = 1; Step <= 40; ++Step) {
+    for (unsigned L = 0; L < kLayers; ++L)
+      H.append(L, All, Ones);
+    if (Step % 8 == 0 || Step <= 2)
+      Attend("decode step " + std::to_string(Step));
+    if (::testing::Test::HasFailure())
+      break;
+  }
+  for (unsigned S : All)
+    H.checkState(S, "after 40 decode steps");
+}
+
+/// Appending n tokens at once leaves the same bytes as n single appends
+/// (after a common prompt, which fixes key norms).
+TEST_P(EndToEndTest, BulkAppendEqualsSingleAppends) {
+  const SpecParam &P = GetParam();
+  Harness Bulk(P, cpuCache(P, 1, 8), 7), Single(P, cpuCache(P, 1, 8), 7);
+  ASSERT_TRUE(Bulk.C && Single.C);
+  unsigned A = Bulk.addSequence(), B = Single.addSequence();
+  const unsigned Prompt = 40, More = 300;
+  size_t Row = size_t(P.KvHeads) * P.HeadDim;
+  for (unsigned L = 0; L < kLayers; ++L) {
+    std::vector<std::vector<float>> First = {Bulk.tokens(Prompt, true),
+                                             Bulk.tokens(Prompt, false)};
+    Bulk.appendData(L, {A}, {Prompt}, First);
+    Single.appendData(L, {B}, {Prompt}, First);
+    std::vector<std::vector<float>> Rest = {Bulk.tokens(More, true),
+                                            Bulk.tokens(More, false)};
+    Bulk.appendData(L, {A}, {More}, Rest);
+    for (unsigned I = 0; I < More; ++I) {
+      std::vector<std::vector<float>> One = {
+          {Rest[0].begin() + I * Row, Rest[0].begin() + (I + 1) * Row},
+          {Rest[1].begin() + I * Row, Rest[1].begin() + (I + 1) * Row}};
+      Single.appendData(L, {B}, {1}, One);
+    }
+  }
+  SequenceId Ia = Bulk.Seqs[A].Id, Ib = Single.Seqs[B].Id;
+  for (unsigned L = 0; L < kLayers; ++L)
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      SCOPED_TRACE(std::string(P.Name) + " " + toString(T) + " layer " +
+                   std::to_string(L));
+      SliceCounts Ca = *Bulk.C->counts(Ia, L), Cb = *Single.C->counts(Ib, L);
+      EXPECT_EQ(Ca[T].Sink, Cb[T].Sink);
+      EXPECT_EQ(Ca[T].Quantized, Cb[T].Quantized);
+      EXPECT_EQ(Ca[T].Window, Cb[T].Window);
+      EXPECT_EQ(*Bulk.C->readWindow(T, Ia, L), *Single.C->readWindow(T, Ib, L));
+      EXPECT_EQ(*Bulk.C->readSink(T, Ia, L), *Single.C->readSink(T, Ib, L));
+      unsigned Pages = *Bulk.C->numPages(T, Ia);
+      EXPECT_EQ(Pages, *Single.C->numPages(T, Ib));
+      for (unsigned Pg = 0; Pg < Pages; ++Pg)
+        for (unsigned Hd = 0; Hd < P.KvHeads; ++Hd)
+          EXPECT_EQ(*Bulk.C->readSlicePage(T, Ia, L, Hd, Pg),
+                    *Single.C->readSlicePage(T, Ib, L, Hd, Pg))
+              << "page " << Pg << " kv-head " << Hd;
+    }
+  // Both also match the reference.
+  Bulk.checkState(A, "bulk");
+  Single.checkState(B, "single appends");
+}
+
+/// The PTX kernels, run by the interpreter through the device backend.
+TEST_P(EndToEndTest, InterpreterMatchesTheReference) {
+  const SpecParam &P = GetParam();
+  std::string Error;
+  std::unique_ptr<Cache> C = interpreterCache(P, 4, 16, Error);
+  ASSERT_TRUE(C) << "PTX interpreter: " << Error;
+  Harness H(P, std::move(C), 300);
+  const std::vector<unsigned> Prompts = {1, 31, 200, 700};
+  std::vector<unsigned> All;
+  for (size_t I = 0; I < Prompts.size(); ++I)
+    All.push_back(H.addSequence());
+  for (unsigned L = 0; L < kLayers; ++L)
+    H.append(L, All, Prompts);
+  // One split for the first three (batched), three for the last (alone).
+  const std::vector<unsigned> Short = {All[0], All[1], All[2]};
+  for (unsigned L = 0; L < kLayers; ++L) {
+    H.checkAttention(L, Short, "interpreter, after prefill");
+    H.checkAttention(L, {All[3]}, "interpreter, after prefill");
+  }
+  for (unsigned Step = 0; Step < 2; ++Step)
+    for (unsigned L = 0; L < kLayers; ++L)
+      H.append(L, All, {1, 1, 1, 1});
+  for (unsigned S : All)
+    H.checkState(S, "interpreter");
+  for (unsigned L = 0; L < kLayers; ++L) {
+    H.checkAttention(L, Short, "interpreter, after decode");
+    H.checkAttention(L, {All[3]}, "interpreter, after decode");
+  }
+}
+
+/// One batch whose sequences need different numbers of splits: splits past
+/// the end of a shorter sequence must contribute nothing (KernelABI.md:
+/// "A split past a sequence's end writes m = -inf, l = 0").
+TEST_P(EndToEndTest, MixedSplitCountsInOneBatch) {
+  const SpecParam &P = GetParam();
+  for (bool Interpreter : {false, true}) {
+    std::string Error;
+    std::unique_ptr<Cache> C =
+        Interpreter ? interpreterCache(P, 3, 16, Error) : cpuCache(P, 3, 16);
+    ASSERT_TRUE(C) << Error;
+    Harness H(P, std::move(C), 400);
+    std::vector<unsigned> All = {H.addSequence(), H.addSequence(),
+                                 H.addSequence()};
+    for (unsigned L = 0; L < kLayers; ++L)
+      H.append(L, All, {600, 1, 300});
+    H.checkAttention(0, All, Interpreter ? "interpreter" : "cpu");
+  }
+}
+
+/// A sequence without tokens attends to zero (the reference's convention),
+/// alone and next to a one-token sequence.
+TEST_P(EndToEndTest, EmptySequenceAttendsToZero) {
+  const SpecParam &P = GetParam();
+  Harness H(P, cpuCache(P, 2, 4), 500);
+  std::vector<unsigned> All = {H.addSequence(), H.addSequence()};
+  H.append(0, {All[1]}, {1});
+  H.checkAttention(0, {All[0]}, "empty sequence");
+  H.checkAttention(0, All, "empty and one-token sequences");
+}
+
+INSTANTIATE_TEST_SUITE_P(Specs, EndToEndTest, ::testing::ValuesIn(kSpecs),
+                         [](const ::testing::TestParamInfo<SpecParam> &I) {
+                           return std::string(I.param.Name);
+                         });
+
+} // namespace

@@ -1,0 +1,105 @@
+//===- CApiTest.cpp - The C API -------------------------------------------===//
+//
+// Part of kvq, the runtime tests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/kvq.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kMockDir = KVQ_MOCK_ARTIFACT_DIR;
+const std::string kInputs = KVQ_RUNTIME_TEST_INPUTS;
+
+TEST(CApiTest, AppendAttendAndStats) {
+  kvq_artifact *A = nullptr;
+  ASSERT_EQ(kvq_artifact_open(kMockDir.c_str(), &A), KVQ_OK)
+      << kvq_last_error();
+  uint32_t Layers, Heads, KvHeads, HeadDim, DTypeBytes;
+  ASSERT_EQ(
+      kvq_artifact_shape(A, &Layers, &Heads, &KvHeads, &HeadDim, &DTypeBytes),
+      KVQ_OK);
+  EXPECT_EQ(Layers, 2u);
+  EXPECT_EQ(Heads, 4u);
+  EXPECT_EQ(DTypeBytes, 2u);
+
+  kvq_cache_options O;
+  kvq_cache_options_init(&O);
+  EXPECT_EQ(O.max_sequences, 8u);
+  O.max_sequences = 1;
+  O.pages_per_tensor = 4;
+  kvq_cache *C = nullptr;
+  ASSERT_EQ(kvq_cache_create(A, &O, &C), KVQ_OK) << kvq_last_error();
+  kvq_artifact_close(A); // the cache keeps it alive
+
+  kvq_sequence S, T;
+  ASSERT_EQ(kvq_cache_add_sequence(C, &S), KVQ_OK);
+  EXPECT_EQ(kvq_cache_add_sequence(C, &T), KVQ_ERROR_CAPACITY);
+  EXPECT_STREQ(kvq_last_error(), "cache full: all 1 sequence slots are in use");
+
+  // One token of constant keys and values: attention returns the value.
+  std::vector<float> K(KvHeads * HeadDim, 0.5f), V(KvHeads * HeadDim, 2.0f);
+  kvq_append_item Item = {S, 1, K.data(), V.data()};
+  ASSERT_EQ(kvq_cache_append_f32(C, 0, &Item, 1), KVQ_OK) << kvq_last_error();
+  std::vector<float> Q(Heads * HeadDim, 1.0f), Out(Heads * HeadDim);
+  ASSERT_EQ(kvq_cache_attend_f32(C, 0, &S, 1, Q.data(), Out.data()), KVQ_OK);
+  for (float X : Out)
+    EXPECT_FLOAT_EQ(X, 2.0f);
+
+  kvq_memory_stats Stats;
+  ASSERT_EQ(kvq_cache_memory_stats(C, &Stats), KVQ_OK);
+  EXPECT_EQ(Stats.cached_elements, 2u * KvHeads * HeadDim);
+  EXPECT_EQ(Stats.bytes_used, 2u * KvHeads * HeadDim * 2);
+  EXPECT_DOUBLE_EQ(Stats.bits_per_element, 16.0);
+
+  // Errors: codes and messages, nothing changed.
+  K[3] = INFINITY;
+  EXPECT_EQ(kvq_cache_append_f32(C, 0, &Item, 1), KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(kvq_last_error()).find("non-finite key"), 0u);
+  std::vector<float> Zeros(100 * KvHeads * HeadDim, 0.0f);
+  kvq_append_item Many = {S, 100, Zeros.data(), Zeros.data()};
+  EXPECT_EQ(kvq_cache_append_f32(C, 1, &Many, 1), KVQ_ERROR_CAPACITY)
+      << kvq_last_error();
+  EXPECT_EQ(kvq_cache_remove_sequence(C, S + 7), KVQ_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(kvq_cache_memory_stats(C, &Stats), KVQ_OK);
+  EXPECT_EQ(Stats.cached_elements, 2u * KvHeads * HeadDim);
+  EXPECT_EQ(kvq_cache_remove_sequence(C, S), KVQ_OK);
+  kvq_cache_destroy(C);
+}
+
+TEST(CApiTest, ArtifactErrors) {
+  kvq_artifact *A = nullptr;
+  EXPECT_EQ(kvq_artifact_open((kInputs + "/wrong-version").c_str(), &A),
+            KVQ_ERROR_ARTIFACT);
+  EXPECT_NE(std::string(kvq_last_error())
+                .find("artifact version 2, runtime expects 1"),
+            std::string::npos);
+  EXPECT_EQ(A, nullptr);
+  EXPECT_EQ(kvq_artifact_open(nullptr, &A), KVQ_ERROR_INVALID_ARGUMENT);
+
+  ASSERT_EQ(kvq_artifact_open(kMockDir.c_str(), &A), KVQ_OK);
+  kvq_cache_options O;
+  kvq_cache_options_init(&O);
+  O.backend = KVQ_BACKEND_CUDA;
+  kvq_cache *C = nullptr;
+  kvq_status S = kvq_cache_create(A, &O, &C);
+  if (S == KVQ_OK) {
+    kvq_cache_destroy(C);
+  } else {
+    std::string Msg = kvq_last_error();
+    // No driver here; with one, the mock's missing PTX is the error.
+    EXPECT_TRUE(Msg.rfind("no CUDA driver", 0) == 0 ||
+                Msg.find("no PTX") != std::string::npos)
+        << Msg;
+    EXPECT_TRUE(S == KVQ_ERROR_BACKEND || S == KVQ_ERROR_ARTIFACT) << Msg;
+  }
+  kvq_artifact_close(A);
+}
+
+} // namespace

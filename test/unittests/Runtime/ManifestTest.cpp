@@ -1,0 +1,173 @@
+//===- ManifestTest.cpp - Manifest parsing and artifact files -------------===//
+//
+// Part of kvq, the runtime tests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Runtime/Runtime.h"
+
+#include "gtest/gtest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+using namespace kvq::runtime;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string kInputs = KVQ_RUNTIME_TEST_INPUTS;
+
+std::string readText(const std::string &Path) {
+  std::ifstream In(Path);
+  std::ostringstream SS;
+  SS << In.rdbuf();
+  return SS.str();
+}
+
+Json mockJson() {
+  return Json::parse(readText(kInputs + "/mock/manifest.json"));
+}
+
+/// Parses the mock manifest after Edit changed it; returns the error.
+template <typename Fn> std::string errorAfter(Fn Edit) {
+  Json J = mockJson();
+  Edit(J);
+  Expected<Manifest> M = parseManifest(J.dump());
+  EXPECT_FALSE(M.ok());
+  return M.ok() ? std::string() : M.message();
+}
+
+TEST(ManifestTest, ParsesTheMockFixture) {
+  Expected<std::shared_ptr<const Artifact>> A =
+      Artifact::open(kInputs + "/mock");
+  ASSERT_TRUE(A.ok()) << A.message();
+  const Manifest &M = (*A)->manifest();
+  EXPECT_EQ(M.Version, 1);
+  EXPECT_EQ(M.Name, "mock_fp16");
+  EXPECT_EQ(M.Model.Layers, 2u);
+  EXPECT_EQ(M.Model.Heads, 4u);
+  EXPECT_EQ(M.Model.KvHeads, 2u);
+  EXPECT_EQ(M.Model.HeadDim, 8u);
+  EXPECT_EQ(M.Model.Type, DType::F16);
+  EXPECT_DOUBLE_EQ(M.Model.Scale, 0.35355339059327373);
+  EXPECT_EQ(M.PageTokens, 4u);
+  EXPECT_EQ(M.SplitTokens, 5u);
+  EXPECT_EQ(M.Keys.Sink, 2u);
+  EXPECT_EQ(M.Keys.Recent, 3u);
+  EXPECT_EQ(M.Keys.Flush, 2u);
+  EXPECT_EQ(M.Keys.WindowCapacity, 4u);
+  EXPECT_EQ(M.Values.Flush, 4u);
+  ASSERT_EQ(M.Keys.Layers.size(), 2u);
+  EXPECT_EQ(M.Keys.Layers[1].Offset, 128u);
+  EXPECT_EQ(M.Keys.Layers[1].SliceBytes, 64u);
+  EXPECT_FALSE(M.Keys.Layers[1].Scheme.Quantized);
+  EXPECT_EQ(M.Values.Layers[0].FlushKernel, "kvq_mock_flush_values_0");
+  EXPECT_EQ(M.Layers[1].Attend, "kvq_mock_attend_1");
+  EXPECT_EQ(M.CombineKernel, "kvq_mock_combine");
+  ASSERT_NE(M.kernel("kvq_mock_attend_0"), nullptr);
+  EXPECT_EQ(M.kernel("kvq_mock_attend_0")->Args.size(), 14u);
+  EXPECT_EQ(M.kernel("nope"), nullptr);
+  EXPECT_FALSE(M.hasKeyNorm());
+  EXPECT_TRUE((*A)->ptxTargets().empty());
+  EXPECT_EQ((*A)->hostSharedPath(), kInputs + "/mock/kernels.so");
+  EXPECT_EQ((*A)->hostObjectPath(), kInputs + "/mock/kernels.o");
+}
+
+TEST(ManifestTest, ParsesAQuantizedScheme) {
+  Json J = mockJson();
+  J["tensors"]["keys"]["layers"][0]["scheme"] = {
+      {"kind", "quant"},      {"bits", 3},         {"mode", "sym"},
+      {"span", "channels"},   {"group", 4},        {"levels", 8},
+      {"eta", 0.0},           {"clip", 1.0},       {"params", "f16"},
+      {"param_bytes", 2},     {"key_norm", true},  {"words_per_group", 1},
+      {"groups_per_page", 8}, {"codes_bytes", 32}, {"scales_offset", 32},
+      {"zeros_offset", -1}};
+  J["layers"][0]["keynorm_kernel"] = "kvq_mock_keynorm_0";
+  J["kernels"].push_back({{"name", "kvq_mock_keynorm_0"},
+                          {"kind", "keynorm"},
+                          {"block", {32, 1, 1}},
+                          {"shared_bytes", 0},
+                          {"args", {"ptr", "ptr", "i32"}}});
+  Expected<Manifest> M = parseManifest(J.dump());
+  ASSERT_TRUE(M.ok()) << M.message();
+  const SchemeLayout &S = M->Keys.Layers[0].Scheme;
+  EXPECT_TRUE(S.Quantized);
+  EXPECT_EQ(S.Bits, 3u);
+  EXPECT_EQ(S.Mode, "sym");
+  EXPECT_FALSE(S.SpanTokens);
+  EXPECT_TRUE(S.KeyNorm);
+  EXPECT_EQ(S.ZerosOffset, -1);
+  EXPECT_EQ(S.ScalesOffset, 32);
+  EXPECT_TRUE(M->hasKeyNorm());
+  EXPECT_EQ(M->kernel("kvq_mock_keynorm_0")->Block.X, 32u);
+}
+
+TEST(ManifestTest, RejectsAnotherVersion) {
+  Expected<std::shared_ptr<const Artifact>> A =
+      Artifact::open(kInputs + "/wrong-version");
+  ASSERT_FALSE(A.ok());
+  EXPECT_NE(A.message().find("artifact version 2, runtime expects 1"),
+            std::string::npos)
+      << A.message();
+}
+
+TEST(ManifestTest, RejectsMissingDirectoryAndBadJson) {
+  Expected<std::shared_ptr<const Artifact>> A =
+      Artifact::open(kInputs + "/does-not-exist");
+  ASSERT_FALSE(A.ok());
+  EXPECT_NE(A.message().find("cannot open"), std::string::npos) << A.message();
+  Expected<Manifest> M = parseManifest("{\"version\": 1,");
+  ASSERT_FALSE(M.ok());
+  EXPECT_EQ(M.message(), "manifest: not valid JSON");
+}
+
+TEST(ManifestTest, NamesTheOffendingField) {
+  EXPECT_EQ(errorAfter([](Json &J) { J["model"].erase("head_dim"); }),
+            "manifest: missing field 'model.head_dim'");
+  EXPECT_EQ(errorAfter([](Json &J) { J["page_tokens"] = "four"; }),
+            "manifest: 'page_tokens' must be a non-negative integer");
+  EXPECT_EQ(errorAfter([](Json &J) { J["model"]["dtype"] = "f8"; }),
+            "manifest: 'model.dtype' has unknown dtype 'f8'");
+  EXPECT_EQ(
+      errorAfter([](Json &J) { J["tensors"]["keys"]["window_capacity"] = 5; }),
+      "manifest: 'tensors.keys.window_capacity' must be recent + flush - 1");
+  EXPECT_EQ(errorAfter([](Json &J) { J["model"]["heads"] = 3; }),
+            "manifest: model.heads must be a multiple of kv_heads");
+  EXPECT_EQ(errorAfter([](Json &J) { J["layers"].erase(1); }),
+            "manifest: 'layers' must have one entry per model layer");
+  EXPECT_EQ(
+      errorAfter([](Json &J) { J["combine_kernel"] = "kvq_mock_attend_0"; }),
+      "manifest: kernel 'kvq_mock_attend_0' referenced as combine has kind "
+      "attend");
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["tensors"]["values"]["layers"][1]["flush_kernel"] = "gone";
+            }),
+            "manifest: 'tensors.values.layers[1].flush_kernel' names kernel "
+            "'gone' missing from the kernel table");
+  EXPECT_EQ(errorAfter([](Json &J) { J["kernels"][0]["args"].erase(0); }),
+            "manifest: kernel 'kvq_mock_flush_keys_0' has the wrong argument "
+            "list for a flush kernel");
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["tensors"]["keys"]["layers"][1]["offset"] = 240;
+            }),
+            "manifest: 'tensors.keys.layers[1]' slices exceed the page");
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["layers"][0]["keynorm_kernel"] = "kvq_mock_combine";
+            }),
+            "manifest: 'layers[0].keynorm_kernel' must be set exactly when the "
+            "layer's keys use key_norm");
+}
+
+TEST(ManifestTest, MissingPTXTargetIsAnError) {
+  Expected<std::shared_ptr<const Artifact>> A =
+      Artifact::open(kInputs + "/mock");
+  ASSERT_TRUE(A.ok()) << A.message();
+  Expected<std::string> PTX = (*A)->loadPTX("sm_80");
+  ASSERT_FALSE(PTX.ok());
+  EXPECT_NE(PTX.message().find("has no PTX for sm_80"), std::string::npos);
+}
+
+} // namespace
