@@ -43,10 +43,7 @@ struct Regions {
   Value sink, quantized;
 };
 
-/// A half-open range of tokens.
-struct Range {
-  Value begin, end;
-};
+using Range = IndexRange;
 
 class AttendEmitter {
 public:
@@ -164,7 +161,7 @@ SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
   // multiple of 8 in every shipped model, else element loads).
   Type dtype = model.getDtype();
   unsigned perLoad = 16 / (dtype.getIntOrFloatBitWidth() / 8);
-  if (dim % perLoad != 0)
+  if (dim % perLoad != 0 || !kb.getTarget().prefersWideLoads())
     perLoad = 1;
   SmallVector<Value> init(ratio, kb.f32(0));
   return kb.forLoop(
@@ -224,7 +221,7 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
           for (unsigned w = 0; w < chunkWords;) {
             Value offset =
                 kb.mul(kb.toI64(kb.add(firstWord, kb.i32(w))), kb.i64(4));
-            if (chunkWords % 4 == 0) {
+            if (chunkWords % 4 == 0 && kb.getTarget().prefersWideLoads()) {
               llvm::append_range(words,
                                  kb.loadWords4(access.getBase(), offset));
               w += 4;
@@ -401,36 +398,40 @@ void AttendEmitter::accumulateValues() {
   Range ranges[3] = {clip(splitRange, kb.i32(0), sinkEnd),
                      clip(splitRange, sinkEnd, quantEnd),
                      clip(splitRange, quantEnd, tokens)};
+  // One step per value region, so that no step branches per token.
+  auto stepFor = [&](unsigned region) {
+    return [this, region](Value t, Value c,
+                          ValueRange sums) -> SmallVector<Value> {
+      Value v = valueAt(region, t, c);
+      Value local = kb.sub(t, splitRange.begin);
+      SmallVector<Value> next;
+      for (unsigned r = 0; r < ratio; ++r) {
+        Value p =
+            kb.loadF32(scores, kb.add(kb.i32(r * layout.splitTokens), local));
+        next.push_back(kb.fadd(sums[r], kb.fmul(p, v)));
+      }
+      return next;
+    };
+  };
+  auto sink = stepFor(0), quantized = stepFor(1), window = stepFor(2);
+  std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
+      {ranges[0], sink}, {ranges[1], quantized}, {ranges[2], window}};
   unsigned stride = dim + 2;
-  kb.getTarget().parallelFor(kb, kb.i32(dim), [&](Value c) {
-    SmallVector<Value> acc(ratio, kb.f32(0));
-    for (unsigned region = 0; region < 3; ++region) {
-      acc = kb.forLoop(ranges[region].begin, ranges[region].end, kb.i32(1), acc,
-                       [&](Value t, ValueRange sums) -> SmallVector<Value> {
-                         Value v = valueAt(region, t, c);
-                         Value local = kb.sub(t, splitRange.begin);
-                         SmallVector<Value> next;
-                         for (unsigned r = 0; r < ratio; ++r) {
-                           Value p = kb.loadF32(
-                               scores,
-                               kb.add(kb.i32(r * layout.splitTokens), local));
-                           next.push_back(kb.fadd(sums[r], kb.fmul(p, v)));
-                         }
-                         return next;
-                       });
-    }
-    for (unsigned r = 0; r < ratio; ++r) {
-      Value hq = kb.add(kb.mul(head, kb.i32(ratio)), kb.i32(r));
-      Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);
-      Value first =
-          kb.mul(kb.add(kb.mul(row, args.numSplits), split), kb.i32(stride));
-      kb.storeF32(acc[r], args.partial, kb.add(first, kb.add(c, kb.i32(2))));
-      kb.ifThen(kb.eq(c, kb.i32(0)), [&] {
-        kb.storeF32(maxScore[r], args.partial, first);
-        kb.storeF32(sumExp[r], args.partial, kb.add(first, kb.i32(1)));
+  kb.getTarget().accumulate(
+      kb, dim, ratio, steps, [&](Value c, ValueRange acc) {
+        for (unsigned r = 0; r < ratio; ++r) {
+          Value hq = kb.add(kb.mul(head, kb.i32(ratio)), kb.i32(r));
+          Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);
+          Value first = kb.mul(kb.add(kb.mul(row, args.numSplits), split),
+                               kb.i32(stride));
+          kb.storeF32(acc[r], args.partial,
+                      kb.add(first, kb.add(c, kb.i32(2))));
+          kb.ifThen(kb.eq(c, kb.i32(0)), [&] {
+            kb.storeF32(maxScore[r], args.partial, first);
+            kb.storeF32(sumExp[r], args.partial, kb.add(first, kb.i32(1)));
+          });
+        }
       });
-    }
-  });
 }
 
 void AttendEmitter::emit() {

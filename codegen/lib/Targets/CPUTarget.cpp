@@ -80,6 +80,39 @@ public:
                       })[0];
   }
 
+  void accumulate(KernelBuilder &kb, unsigned lanes, unsigned numSums,
+                  ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
+                  function_ref<void(Value, ValueRange)> finish) override {
+    // sums[s * lanes + lane] in block-local memory, lanes innermost.
+    Value sums = allocShared(kb, uint64_t(numSums) * lanes * 4);
+    auto at = [&](unsigned s, Value lane) {
+      return kb.add(kb.i32(s * lanes), lane);
+    };
+    kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
+      for (unsigned s = 0; s < numSums; ++s)
+        kb.storeF32(kb.f32(0), sums, at(s, lane));
+    });
+    for (auto [range, step] : steps)
+      kb.forEach(range.begin, range.end, [&](Value index) {
+        kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
+          SmallVector<Value> current;
+          for (unsigned s = 0; s < numSums; ++s)
+            current.push_back(kb.loadF32(sums, at(s, lane)));
+          SmallVector<Value> next = step(index, lane, current);
+          for (unsigned s = 0; s < numSums; ++s)
+            kb.storeF32(next[s], sums, at(s, lane));
+        });
+      });
+    kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
+      SmallVector<Value> current;
+      for (unsigned s = 0; s < numSums; ++s)
+        current.push_back(kb.loadF32(sums, at(s, lane)));
+      finish(lane, current);
+    });
+  }
+
+  bool prefersWideLoads() const override { return false; }
+
 private:
   ModuleOp module;
 };

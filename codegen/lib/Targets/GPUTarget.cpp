@@ -127,6 +127,22 @@ public:
     return result;
   }
 
+  void accumulate(KernelBuilder &kb, unsigned lanes, unsigned numSums,
+                  ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
+                  function_ref<void(Value, ValueRange)> finish) override {
+    parallelFor(kb, kb.i32(lanes), [&](Value lane) {
+      SmallVector<Value> sums(numSums, kb.f32(0));
+      for (auto [range, step] : steps)
+        sums = kb.forLoop(range.begin, range.end, kb.i32(1), sums,
+                          [&](Value index, ValueRange current) {
+                            return step(index, lane, current);
+                          });
+      finish(lane, sums);
+    });
+  }
+
+  bool prefersWideLoads() const override { return true; }
+
 private:
   static Value toI32(OpBuilder &b, Location loc, Value index) {
     return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);

@@ -34,6 +34,11 @@ struct KernelEntry {
 
 enum class ReduceKind { Sum, Max };
 
+/// A half-open range of i32 indices.
+struct IndexRange {
+  mlir::Value begin, end;
+};
+
 /// The target-specific half of kernel emission.
 class KernelTarget {
 public:
@@ -62,6 +67,24 @@ public:
   /// a previous parallelFor); every thread gets the result.
   virtual mlir::Value reduce(KernelBuilder &kb, ReduceKind kind,
                              mlir::Value ptr, mlir::Value count) = 0;
+
+  /// Updates `numSums` f32 sums of one lane for one index.
+  using AccumulateStep = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+      mlir::Value index, mlir::Value lane, mlir::ValueRange sums)>;
+  /// For every lane in [0, lanes): starts `numSums` sums at 0, applies each
+  /// step to every index of its range in order, then calls `finish(lane,
+  /// sums)`. The GPU gives each thread lanes and loops over the indices; the
+  /// CPU loops over the indices and updates all lanes in an inner loop, which
+  /// vectorizes over lanes.
+  virtual void
+  accumulate(KernelBuilder &kb, unsigned lanes, unsigned numSums,
+             llvm::ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
+             llvm::function_ref<void(mlir::Value lane, mlir::ValueRange sums)>
+                 finish) = 0;
+
+  /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
+  /// leave vectorization to LLVM's loop vectorizer (CPU).
+  virtual bool prefersWideLoads() const = 0;
 };
 
 /// Emission helpers shared by every kernel and target. Integers are i32
