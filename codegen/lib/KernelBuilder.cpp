@@ -115,7 +115,7 @@ Value KernelBuilder::sqrt(Value x) { return callIntrinsic("llvm.sqrt", x); }
 Value KernelBuilder::roundEven(Value x) {
   return callIntrinsic("llvm.roundeven", x);
 }
-Value KernelBuilder::exp2(Value x) { return callIntrinsic("llvm.exp2", x); }
+Value KernelBuilder::floor(Value x) { return callIntrinsic("llvm.floor", x); }
 Value KernelBuilder::feq(Value x, Value y) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
 }

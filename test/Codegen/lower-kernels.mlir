@@ -23,7 +23,8 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU-LABEL: func.func @kivi_attend_0(
 // CPU: llvm.alloca
 // CPU: kvq.dequantize
-// CPU: llvm.call_intrinsic "llvm.exp2"
+// CPU-NOT: llvm.call_intrinsic "llvm.exp2"
+// CPU: llvm.call_intrinsic "llvm.roundeven"
 // CPU-LABEL: func.func @kivi_combine(
 
 // On the GPU the same programs spread over 128 threads with barriers,
@@ -36,6 +37,7 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // GPU: gpu.barrier
 // GPU-LABEL: gpu.func @kivi_attend_0(
 // GPU: gpu.shuffle xor
+// GPU: llvm.call_intrinsic "llvm.exp2"
 // GPU: kvq.dequantize
 
 // EXPANDED-NOT: kvq.dequantize

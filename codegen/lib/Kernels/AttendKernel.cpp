@@ -85,6 +85,7 @@ private:
   }
   void scoreRange(Range range, unsigned region);
   SmallVector<Value> quantizedKeyDots(Value index);
+  SmallVector<Value> plainKeyDots(SliceAccess &access, Value pageToken);
   SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
                                        Value queries);
   void softmax();
@@ -183,6 +184,40 @@ SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
       });
 }
 
+SmallVector<Value> AttendEmitter::plainKeyDots(SliceAccess &access,
+                                               Value pageToken) {
+  // One loop over channels with no per-element branch: LLVM vectorizes it
+  // across channels on the CPU.
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  unsigned group = quant.getGroup();
+  Quantizer quantizer(kb, quant);
+  SmallVector<Value> init(ratio, kb.f32(0));
+  return kb.forLoop(
+      kb.i32(0), kb.i32(dim), kb.i32(1), init,
+      [&](Value c, ValueRange acc) -> SmallVector<Value> {
+        Value n, k;
+        if (quant.getSpan() == Span::Channels) {
+          n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)),
+                     kb.divU(c, kb.i32(group)));
+          k = kb.remU(c, kb.i32(group));
+        } else {
+          n = kb.add(kb.mul(kb.divU(pageToken, kb.i32(group)), kb.i32(dim)),
+                     c);
+          k = kb.remU(pageToken, kb.i32(group));
+        }
+        Value x = DequantizeOp::create(
+            kb.builder(), kb.getLoc(), kb.builder().getF32Type(),
+            access.loadCode(n, k), access.loadScale(quantizer, n),
+            access.loadZero(quantizer, n), quant);
+        SmallVector<Value> next;
+        for (unsigned r = 0; r < ratio; ++r)
+          next.push_back(
+              kb.fadd(acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
+        return next;
+      });
+}
+
 SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
   const SliceLayout &keys = slice(true);
   SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
@@ -196,6 +231,8 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
   Quantizer quantizer(kb, quant);
   unsigned group = quant.getGroup();
   SmallVector<Value> dots(ratio, kb.f32(0));
+  if (!kb.getTarget().prefersWideLoads())
+    return plainKeyDots(access, pageToken);
   if (quant.getSpan() == Span::Channels) {
     // The token's codes are contiguous. A chunk of one or two groups is
     // loaded 128 bits at a time where the words allow it, its codes are

@@ -24,23 +24,18 @@ Value SliceAccess::loadWord(Value index) {
 Value SliceAccess::loadCode(Value n, Value k) {
   unsigned bits = slice.quant.getBits();
   Value bit = kb.mul(k, kb.i32(bits));
-  Value word =
-      kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), kb.divU(bit, kb.i32(32)));
-  Value shift = kb.remU(bit, kb.i32(32));
-  Value code = kb.shrU(loadWord(word), shift);
+  Value word = kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)),
+                      kb.divU(bit, kb.i32(32)));
+  Value shift = kb.toI64(kb.remU(bit, kb.i32(32)));
+  Value code = kb.toI64(loadWord(word));
   if (32 % bits != 0) {
-    // A code may straddle two words: its high bits open the next word.
-    Value straddles = kb.ult(kb.i32(32 - bits), shift);
-    code = kb.ifThenElse(
-        straddles, {code.getType()},
-        [&]() -> SmallVector<Value> {
-          Value high = kb.shl(loadWord(kb.add(word, kb.i32(1))),
-                              kb.sub(kb.i32(32), shift));
-          return {kb.bitOr(code, high)};
-        },
-        [&]() -> SmallVector<Value> { return {code}; })[0];
+    // A code may straddle two words. Read the next one too, branch-free so
+    // that CPU loops vectorize: it exists, since the parameters follow the
+    // codes in every slice.
+    Value next = kb.toI64(loadWord(kb.add(word, kb.i32(1))));
+    code = kb.bitOr(code, kb.shl(next, kb.i64(32)));
   }
-  return kb.bitAnd(code, kb.i32((1u << bits) - 1));
+  return kb.bitAnd(kb.toI32(kb.shrU(code, shift)), kb.i32((1u << bits) - 1));
 }
 
 void SliceAccess::storeWord(Value n, Value w, Value word) {

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace kvq;
 
@@ -112,6 +114,27 @@ public:
   }
 
   bool prefersWideLoads() const override { return false; }
+
+  /// 2^x = 2^i * 2^f with i = round(x), |f| <= 1/2, 2^f by its degree-6
+  /// Taylor polynomial (relative error < 2e-7), all in vectorizable
+  /// arithmetic: a libm call per softmax weight would dominate decode time.
+  Value exp2(KernelBuilder &kb, Value x) override {
+    Value clamped = kb.fmax(kb.fmin(x, kb.f32(126.0)), kb.f32(-126.0));
+    Value whole = kb.roundEven(clamped);
+    Value f = kb.fsub(clamped, whole);
+    // (ln 2)^k / k!
+    SmallVector<double> coefficients;
+    double coefficient = 1.0;
+    for (int k = 0; k <= 6; ++k) {
+      coefficients.push_back(coefficient);
+      coefficient *= M_LN2 / (k + 1);
+    }
+    Value poly = kb.f32(coefficients.back());
+    for (int k = 5; k >= 0; --k)
+      poly = kb.fadd(kb.fmul(poly, f), kb.f32(coefficients[k]));
+    Value exponent = kb.shl(kb.add(kb.fptosi(whole), kb.i32(127)), kb.i32(23));
+    return kb.fmul(poly, kb.bitcast(kb.builder().getF32Type(), exponent));
+  }
 
 private:
   ModuleOp module;

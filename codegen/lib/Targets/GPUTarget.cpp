@@ -143,6 +143,11 @@ public:
 
   bool prefersWideLoads() const override { return true; }
 
+  /// `ex2.approx.f32`: 2 ulp (PTX ISA), plenty for softmax weights.
+  Value exp2(KernelBuilder &kb, Value x) override {
+    return kb.callIntrinsic("llvm.exp2", x);
+  }
+
 private:
   static Value toI32(OpBuilder &b, Location loc, Value index) {
     return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);

@@ -82,6 +82,9 @@ public:
              llvm::function_ref<void(mlir::Value lane, mlir::ValueRange sums)>
                  finish) = 0;
 
+  /// 2^x in f32 for softmax weights (attention only: never codes).
+  virtual mlir::Value exp2(KernelBuilder &kb, mlir::Value x) = 0;
+
   /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
   /// leave vectorization to LLVM's loop vectorizer (CPU).
   virtual bool prefersWideLoads() const = 0;
@@ -139,9 +142,11 @@ public:
   mlir::Value fneg(mlir::Value x);
   mlir::Value sqrt(mlir::Value x);
   mlir::Value roundEven(mlir::Value x);
-  /// 2^x in f32: `ex2.approx` on the GPU, libm on the CPU, so attention
-  /// only (never codes).
-  mlir::Value exp2(mlir::Value x);
+  /// 2^x through the target (attention only: never codes).
+  mlir::Value exp2(mlir::Value x) { return getTarget().exp2(*this, x); }
+  mlir::Value floor(mlir::Value x);
+  /// A call of LLVM intrinsic `name` returning the type of its first operand.
+  mlir::Value callIntrinsic(llvm::StringRef name, mlir::ValueRange operands);
   mlir::Value feq(mlir::Value x, mlir::Value y);
   mlir::Value flt(mlir::Value x, mlir::Value y);
   mlir::Value uitofp(mlir::Value x);
@@ -195,7 +200,6 @@ public:
              llvm::function_ref<llvm::SmallVector<mlir::Value>()> elseBody);
 
 private:
-  mlir::Value callIntrinsic(llvm::StringRef name, mlir::ValueRange operands);
 
   mlir::arith::FastMathFlagsAttr getFastMath();
 
