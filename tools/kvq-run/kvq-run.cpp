@@ -34,16 +34,21 @@ void check(const Status &status) {
     fail(status.message());
 }
 
-/// Random rows [n][Hkv][D] rounded to the model dtype; keys get a few
-/// outlier channels, as real keys do (KIVI, section 3).
+/// Synthetic rows [n][Hkv][D] rounded to the model dtype, shaped like real
+/// caches (KIVI, section 3): every channel has its own offset, and keys have
+/// a few outlier channels with a much larger range.
 std::vector<float> randomRows(std::mt19937 &rng, const ModelShape &model,
-                              unsigned n, bool outliers) {
+                              unsigned n, bool isKeys) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> rows(size_t(n) * model.KvHeads * model.HeadDim);
+  std::mt19937 channelRng(isKeys ? 11 : 13);
+  std::vector<float> offsets(size_t(model.KvHeads) * model.HeadDim);
+  for (float &offset : offsets)
+    offset = normal(channelRng);
+  std::vector<float> rows(size_t(n) * offsets.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    unsigned channel = i % model.HeadDim;
-    float scale = outliers && channel % 29 == 3 ? 8.0f : 1.0f;
-    rows[i] = normal(rng) * scale;
+    size_t channel = i % offsets.size();
+    float scale = isKeys && channel % 29 == 3 ? 8.0f : 1.0f;
+    rows[i] = offsets[channel] + 0.5f * normal(rng) * scale;
   }
   std::vector<uint8_t> raw(rows.size() * byteSize(model.Type));
   convertFromF32(model.Type, rows.data(), rows.size(), raw.data());
@@ -167,7 +172,9 @@ int main(int argc, char **argv) {
     maxError = std::max(maxError, std::fabs(e));
   }
   MemoryStats stats = (*cache)->memoryStats();
-  std::printf("context: %u tokens + 1 decode token\n", tokens);
+  std::printf("context: %u tokens + 1 decode token (synthetic keys and "
+              "values with channel offsets and key outlier channels)\n",
+              tokens);
   std::printf("memory: %.2f MiB in use, %.4f bits per cached element "
               "(windows, pages, metadata)\n",
               stats.BytesUsed / 1048576.0, stats.BitsPerElement);
