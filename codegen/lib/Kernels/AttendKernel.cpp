@@ -84,6 +84,7 @@ private:
                       kb.add(kb.i32(r * slice(true).groupsPerToken), g));
   }
   void scoreRange(Range range, unsigned region);
+  void scoreTokenBlocks(Range range);
   SmallVector<Value> quantizedKeyDots(Value index);
   SmallVector<Value> plainKeyDots(SliceAccess &access, Value pageToken);
   SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
@@ -202,8 +203,7 @@ SmallVector<Value> AttendEmitter::plainKeyDots(SliceAccess &access,
                      kb.divU(c, kb.i32(group)));
           k = kb.remU(c, kb.i32(group));
         } else {
-          n = kb.add(kb.mul(kb.divU(pageToken, kb.i32(group)), kb.i32(dim)),
-                     c);
+          n = kb.add(kb.mul(kb.divU(pageToken, kb.i32(group)), kb.i32(dim)), c);
           k = kb.remU(pageToken, kb.i32(group));
         }
         Value x = DequantizeOp::create(
@@ -350,8 +350,65 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
 
 /// Scores of the tokens of `range`, all in region `region` of the keys
 /// (0 sink, 1 quantized, 2 window).
+void AttendEmitter::scoreTokenBlocks(Range range) {
+  // The G tokens of a span=tokens block share their code words, scales and
+  // zero-points: for each channel, fold the block's scale and zero-point
+  // into the query once, then update the scores of all G tokens (the lanes,
+  // which the CPU vectorizes). Blocks are whole in the quantized region.
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  unsigned group = quant.getGroup();
+  Quantizer quantizer(kb, quant);
+  Value sink = regions[0].sink;
+  Value firstBlock = kb.divU(kb.sub(range.begin, sink), kb.i32(group));
+  Value endBlock = kb.divU(kb.add(kb.sub(range.end, sink), kb.i32(group - 1)),
+                           kb.i32(group));
+  endBlock = kb.maxS(endBlock, firstBlock);
+  kb.forEach(firstBlock, endBlock, [&](Value block) {
+    Value first = kb.mul(block, kb.i32(group));
+    SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
+                       tableRow(true), first, head);
+    Value pageBlock =
+        kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+    auto step = [&](Value c, Value lane, ValueRange sums) {
+      Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
+      Value code = kb.uitofp(access.loadCode(n, lane));
+      Value scale = access.loadScale(quantizer, n);
+      Value zero = access.loadZero(quantizer, n);
+      SmallVector<Value> next;
+      for (unsigned r = 0; r < ratio; ++r) {
+        Value q = queryAt(normQueries, r, c);
+        next.push_back(kb.fadd(
+            sums[r], quantizer.foldedDot(scale, zero, kb.fmul(q, code), q)));
+      }
+      return next;
+    };
+    std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
+        {{kb.i32(0), kb.i32(dim)}, step}};
+    kb.getTarget().accumulate(
+        kb, group, ratio, steps, [&](Value lane, ValueRange dots) {
+          // Only the block's tokens inside this split's range count:
+          // t - begin < end - begin, unsigned.
+          Value t = kb.add(kb.add(sink, first), lane);
+          Value inRange =
+              kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
+          kb.ifThen(inRange, [&] {
+            Value local = kb.sub(t, splitRange.begin);
+            for (unsigned r = 0; r < ratio; ++r)
+              kb.storeF32(dots[r], scores,
+                          kb.add(kb.i32(r * layout.splitTokens), local));
+          });
+        });
+  });
+}
+
 void AttendEmitter::scoreRange(Range range, unsigned region) {
   const TensorLayout &keys = tensor(true);
+  const SliceLayout &quantizedKeys = slice(true);
+  if (region == 1 && !kb.getTarget().prefersWideLoads() &&
+      quantizedKeys.isQuantized() &&
+      quantizedKeys.quant.getSpan() == Span::Tokens)
+    return scoreTokenBlocks(range);
   Value count = kb.sub(range.end, range.begin);
   kb.getTarget().parallelFor(kb, count, [&](Value i) {
     Value t = kb.add(range.begin, i);

@@ -24,8 +24,8 @@ Value SliceAccess::loadWord(Value index) {
 Value SliceAccess::loadCode(Value n, Value k) {
   unsigned bits = slice.quant.getBits();
   Value bit = kb.mul(k, kb.i32(bits));
-  Value word = kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)),
-                      kb.divU(bit, kb.i32(32)));
+  Value word =
+      kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), kb.divU(bit, kb.i32(32)));
   Value shift = kb.toI64(kb.remU(bit, kb.i32(32)));
   Value code = kb.toI64(loadWord(word));
   if (32 % bits != 0) {

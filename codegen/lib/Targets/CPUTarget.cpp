@@ -30,6 +30,7 @@ public:
     b.setInsertionPointToEnd(module.getBody());
     auto func = func::FuncOp::create(
         b, loc, name, b.getFunctionType({ptr, i32, i32, i32}, {}));
+    currentKernel = func;
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     KernelEntry kernel;
@@ -63,7 +64,13 @@ public:
   }
 
   Value allocShared(KernelBuilder &kb, uint64_t bytes) override {
+    // In the entry block, so that an allocation made inside a loop does not
+    // grow the stack every iteration.
+    // (Loop bodies are built before their op exists: no walking up to the
+    // function from the insertion point.)
     OpBuilder &b = kb.builder();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&currentKernel.getBody().front());
     return LLVM::AllocaOp::create(
         b, kb.getLoc(), LLVM::LLVMPointerType::get(b.getContext()),
         b.getI8Type(), kb.i64(bytes), /*alignment=*/16);
@@ -94,17 +101,33 @@ public:
       for (unsigned s = 0; s < numSums; ++s)
         kb.storeF32(kb.f32(0), sums, at(s, lane));
     });
-    for (auto [range, step] : steps)
-      kb.forEach(range.begin, range.end, [&](Value index) {
-        kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
-          SmallVector<Value> current;
-          for (unsigned s = 0; s < numSums; ++s)
-            current.push_back(kb.loadF32(sums, at(s, lane)));
-          SmallVector<Value> next = step(index, lane, current);
-          for (unsigned s = 0; s < numSums; ++s)
-            kb.storeF32(next[s], sums, at(s, lane));
-        });
+    // Indices in groups of kUnroll per pass over the lanes, so that each
+    // sum is loaded and stored once per group; then the remainder.
+    constexpr unsigned kUnroll = 4;
+    auto pass = [&](Value first, unsigned count, AccumulateStep step) {
+      kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
+        SmallVector<Value> current;
+        for (unsigned s = 0; s < numSums; ++s)
+          current.push_back(kb.loadF32(sums, at(s, lane)));
+        for (unsigned u = 0; u < count; ++u)
+          current = step(kb.add(first, kb.i32(u)), lane, current);
+        for (unsigned s = 0; s < numSums; ++s)
+          kb.storeF32(current[s], sums, at(s, lane));
       });
+    };
+    for (auto [range, step] : steps) {
+      Value length = kb.maxS(kb.sub(range.end, range.begin), kb.i32(0));
+      Value unrolledEnd =
+          kb.add(range.begin,
+                 kb.mul(kb.divU(length, kb.i32(kUnroll)), kb.i32(kUnroll)));
+      kb.forLoop(range.begin, unrolledEnd, kb.i32(kUnroll), {},
+                 [&](Value first, ValueRange) {
+                   pass(first, kUnroll, step);
+                   return SmallVector<Value>();
+                 });
+      kb.forEach(unrolledEnd, kb.maxS(range.end, unrolledEnd),
+                 [&](Value index) { pass(index, 1, step); });
+    }
     kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
       SmallVector<Value> current;
       for (unsigned s = 0; s < numSums; ++s)
@@ -138,6 +161,8 @@ public:
 
 private:
   ModuleOp module;
+  /// The kernel being emitted.
+  func::FuncOp currentKernel;
 };
 
 } // namespace
