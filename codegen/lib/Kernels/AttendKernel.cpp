@@ -85,6 +85,7 @@ private:
   }
   void scoreRange(Range range, unsigned region);
   void scoreTokenBlocks(Range range);
+  void scoreChannelGroups(Range range);
   SmallVector<Value> quantizedKeyDots(Value index);
   SmallVector<Value> plainKeyDots(SliceAccess &access, Value pageToken);
   SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
@@ -386,7 +387,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
     std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
         {{kb.i32(0), kb.i32(dim)}, step}};
     kb.getTarget().accumulate(
-        kb, group, ratio, steps, [&](Value lane, ValueRange dots) {
+        kb, kb.i32(group), group, ratio, steps, [&](Value lane, ValueRange dots) {
           // Only the block's tokens inside this split's range count:
           // t - begin < end - begin, unsigned.
           Value t = kb.add(kb.add(sink, first), lane);
@@ -402,13 +403,60 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
   });
 }
 
+void AttendEmitter::scoreChannelGroups(Range range) {
+  // The range's tokens are the lanes (the CPU vectorizes over them); for
+  // each group, a lane unpacks its token's codes at compile-time positions
+  // and folds the group's scale and zero-point into the dot product.
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  unsigned group = quant.getGroup();
+  Quantizer quantizer(kb, quant);
+  auto step = [&](Value g, Value lane, ValueRange sums) {
+    Value index = kb.sub(kb.add(range.begin, lane), regions[0].sink);
+    SliceAccess access(kb, tensor(true), keys, layout.pageTokens,
+                       args.pages[0], tableRow(true), index, head);
+    Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+    Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
+    SmallVector<Value> words;
+    for (unsigned w = 0; w < keys.wordsPerGroup; ++w)
+      words.push_back(access.loadGroupWord(n, w));
+    SmallVector<Value> codeDots(ratio, kb.f32(0));
+    for (unsigned k = 0; k < group; ++k) {
+      Value code = kb.uitofp(extractCode(kb, words, 0, k, quant.getBits()));
+      Value c = kb.add(kb.mul(g, kb.i32(group)), kb.i32(k));
+      for (unsigned r = 0; r < ratio; ++r)
+        codeDots[r] = kb.fadd(codeDots[r],
+                              kb.fmul(queryAt(normQueries, r, c), code));
+    }
+    Value scale = access.loadScale(quantizer, n);
+    Value zero = access.loadZero(quantizer, n);
+    SmallVector<Value> next;
+    for (unsigned r = 0; r < ratio; ++r)
+      next.push_back(kb.fadd(sums[r], quantizer.foldedDot(scale, zero,
+                                                          codeDots[r],
+                                                          groupSum(r, g))));
+    return next;
+  };
+  std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
+      {{kb.i32(0), kb.i32(keys.groupsPerToken)}, step}};
+  kb.getTarget().accumulate(
+      kb, kb.sub(range.end, range.begin), layout.splitTokens, ratio, steps,
+      [&](Value lane, ValueRange dots) {
+        Value local = kb.sub(kb.add(range.begin, lane), splitRange.begin);
+        for (unsigned r = 0; r < ratio; ++r)
+          kb.storeF32(dots[r], scores,
+                      kb.add(kb.i32(r * layout.splitTokens), local));
+      });
+}
+
 void AttendEmitter::scoreRange(Range range, unsigned region) {
   const TensorLayout &keys = tensor(true);
   const SliceLayout &quantizedKeys = slice(true);
   if (region == 1 && !kb.getTarget().prefersWideLoads() &&
-      quantizedKeys.isQuantized() &&
-      quantizedKeys.quant.getSpan() == Span::Tokens)
-    return scoreTokenBlocks(range);
+      quantizedKeys.isQuantized())
+    return quantizedKeys.quant.getSpan() == Span::Tokens
+               ? scoreTokenBlocks(range)
+               : scoreChannelGroups(range);
   Value count = kb.sub(range.end, range.begin);
   kb.getTarget().parallelFor(kb, count, [&](Value i) {
     Value t = kb.add(range.begin, i);
@@ -512,7 +560,7 @@ void AttendEmitter::accumulateValues() {
       {ranges[0], sink}, {ranges[1], quantized}, {ranges[2], window}};
   unsigned stride = dim + 2;
   kb.getTarget().accumulate(
-      kb, dim, ratio, steps, [&](Value c, ValueRange acc) {
+      kb, kb.i32(dim), dim, ratio, steps, [&](Value c, ValueRange acc) {
         for (unsigned r = 0; r < ratio; ++r) {
           Value hq = kb.add(kb.mul(head, kb.i32(ratio)), kb.i32(r));
           Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);

@@ -38,6 +38,10 @@ Value SliceAccess::loadCode(Value n, Value k) {
   return kb.bitAnd(kb.toI32(kb.shrU(code, shift)), kb.i32((1u << bits) - 1));
 }
 
+Value SliceAccess::loadGroupWord(Value n, unsigned w) {
+  return loadWord(kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), kb.i32(w)));
+}
+
 void SliceAccess::storeWord(Value n, Value w, Value word) {
   Value index = kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), w);
   kb.store(word, base, kb.mul(kb.toI64(index), kb.i64(4)), 4);

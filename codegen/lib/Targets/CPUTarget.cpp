@@ -89,15 +89,16 @@ public:
                       })[0];
   }
 
-  void accumulate(KernelBuilder &kb, unsigned lanes, unsigned numSums,
+  void accumulate(KernelBuilder &kb, Value lanes, unsigned maxLanes,
+                  unsigned numSums,
                   ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
                   function_ref<void(Value, ValueRange)> finish) override {
     // sums[s * lanes + lane] in block-local memory, lanes innermost.
-    Value sums = allocShared(kb, uint64_t(numSums) * lanes * 4);
+    Value sums = allocShared(kb, uint64_t(numSums) * maxLanes * 4);
     auto at = [&](unsigned s, Value lane) {
-      return kb.add(kb.i32(s * lanes), lane);
+      return kb.add(kb.i32(s * maxLanes), lane);
     };
-    kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
+    kb.forEach(kb.i32(0), lanes, [&](Value lane) {
       for (unsigned s = 0; s < numSums; ++s)
         kb.storeF32(kb.f32(0), sums, at(s, lane));
     });
@@ -105,7 +106,7 @@ public:
     // sum is loaded and stored once per group; then the remainder.
     constexpr unsigned kUnroll = 4;
     auto pass = [&](Value first, unsigned count, AccumulateStep step) {
-      kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
+      kb.forEach(kb.i32(0), lanes, [&](Value lane) {
         SmallVector<Value> current;
         for (unsigned s = 0; s < numSums; ++s)
           current.push_back(kb.loadF32(sums, at(s, lane)));
@@ -128,7 +129,7 @@ public:
       kb.forEach(unrolledEnd, kb.maxS(range.end, unrolledEnd),
                  [&](Value index) { pass(index, 1, step); });
     }
-    kb.forEach(kb.i32(0), kb.i32(lanes), [&](Value lane) {
+    kb.forEach(kb.i32(0), lanes, [&](Value lane) {
       SmallVector<Value> current;
       for (unsigned s = 0; s < numSums; ++s)
         current.push_back(kb.loadF32(sums, at(s, lane)));

@@ -127,10 +127,11 @@ public:
     return result;
   }
 
-  void accumulate(KernelBuilder &kb, unsigned lanes, unsigned numSums,
+  void accumulate(KernelBuilder &kb, Value lanes, unsigned maxLanes,
+                  unsigned numSums,
                   ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
                   function_ref<void(Value, ValueRange)> finish) override {
-    parallelFor(kb, kb.i32(lanes), [&](Value lane) {
+    parallelFor(kb, lanes, [&](Value lane) {
       SmallVector<Value> sums(numSums, kb.f32(0));
       for (auto [range, step] : steps)
         sums = kb.forLoop(range.begin, range.end, kb.i32(1), sums,

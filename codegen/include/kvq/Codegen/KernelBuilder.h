@@ -71,13 +71,15 @@ public:
   /// Updates `numSums` f32 sums of one lane for one index.
   using AccumulateStep = llvm::function_ref<llvm::SmallVector<mlir::Value>(
       mlir::Value index, mlir::Value lane, mlir::ValueRange sums)>;
-  /// For every lane in [0, lanes): starts `numSums` sums at 0, applies each
+  /// For every lane in [0, lanes) (lanes <= maxLanes, an i32 value): starts
+  /// `numSums` sums at 0, applies each
   /// step to every index of its range in order, then calls `finish(lane,
   /// sums)`. The GPU gives each thread lanes and loops over the indices; the
   /// CPU loops over the indices and updates all lanes in an inner loop, which
   /// vectorizes over lanes.
   virtual void
-  accumulate(KernelBuilder &kb, unsigned lanes, unsigned numSums,
+  accumulate(KernelBuilder &kb, mlir::Value lanes, unsigned maxLanes,
+             unsigned numSums,
              llvm::ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
              llvm::function_ref<void(mlir::Value lane, mlir::ValueRange sums)>
                  finish) = 0;

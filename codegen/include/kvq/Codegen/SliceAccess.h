@@ -26,6 +26,8 @@ public:
 
   /// Code `k` of group `n` (i32 values).
   mlir::Value loadCode(mlir::Value n, mlir::Value k);
+  /// Word `w` of group `n`.
+  mlir::Value loadGroupWord(mlir::Value n, unsigned w);
   /// Stores `words` (i32) of group `n`, word `w`.
   void storeWord(mlir::Value n, mlir::Value w, mlir::Value word);
   /// Stored scale / zero-point of group `n`, as f32.
