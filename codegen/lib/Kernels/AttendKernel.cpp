@@ -387,7 +387,8 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
     std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
         {{kb.i32(0), kb.i32(dim)}, step}};
     kb.getTarget().accumulate(
-        kb, kb.i32(group), group, ratio, steps, [&](Value lane, ValueRange dots) {
+        kb, kb.i32(group), group, ratio, /*unroll=*/4, steps,
+        [&](Value lane, ValueRange dots) {
           // Only the block's tokens inside this split's range count:
           // t - begin < end - begin, unsigned.
           Value t = kb.add(kb.add(sink, first), lane);
@@ -413,8 +414,8 @@ void AttendEmitter::scoreChannelGroups(Range range) {
   Quantizer quantizer(kb, quant);
   auto step = [&](Value g, Value lane, ValueRange sums) {
     Value index = kb.sub(kb.add(range.begin, lane), regions[0].sink);
-    SliceAccess access(kb, tensor(true), keys, layout.pageTokens,
-                       args.pages[0], tableRow(true), index, head);
+    SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
+                       tableRow(true), index, head);
     Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
     Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
     SmallVector<Value> words;
@@ -425,23 +426,23 @@ void AttendEmitter::scoreChannelGroups(Range range) {
       Value code = kb.uitofp(extractCode(kb, words, 0, k, quant.getBits()));
       Value c = kb.add(kb.mul(g, kb.i32(group)), kb.i32(k));
       for (unsigned r = 0; r < ratio; ++r)
-        codeDots[r] = kb.fadd(codeDots[r],
-                              kb.fmul(queryAt(normQueries, r, c), code));
+        codeDots[r] =
+            kb.fadd(codeDots[r], kb.fmul(queryAt(normQueries, r, c), code));
     }
     Value scale = access.loadScale(quantizer, n);
     Value zero = access.loadZero(quantizer, n);
     SmallVector<Value> next;
     for (unsigned r = 0; r < ratio; ++r)
-      next.push_back(kb.fadd(sums[r], quantizer.foldedDot(scale, zero,
-                                                          codeDots[r],
-                                                          groupSum(r, g))));
+      next.push_back(
+          kb.fadd(sums[r], quantizer.foldedDot(scale, zero, codeDots[r],
+                                               groupSum(r, g))));
     return next;
   };
   std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
       {{kb.i32(0), kb.i32(keys.groupsPerToken)}, step}};
   kb.getTarget().accumulate(
-      kb, kb.sub(range.end, range.begin), layout.splitTokens, ratio, steps,
-      [&](Value lane, ValueRange dots) {
+      kb, kb.sub(range.end, range.begin), layout.splitTokens, ratio,
+      /*unroll=*/1, steps, [&](Value lane, ValueRange dots) {
         Value local = kb.sub(kb.add(range.begin, lane), splitRange.begin);
         for (unsigned r = 0; r < ratio; ++r)
           kb.storeF32(dots[r], scores,
@@ -560,7 +561,8 @@ void AttendEmitter::accumulateValues() {
       {ranges[0], sink}, {ranges[1], quantized}, {ranges[2], window}};
   unsigned stride = dim + 2;
   kb.getTarget().accumulate(
-      kb, kb.i32(dim), dim, ratio, steps, [&](Value c, ValueRange acc) {
+      kb, kb.i32(dim), dim, ratio, /*unroll=*/4, steps,
+      [&](Value c, ValueRange acc) {
         for (unsigned r = 0; r < ratio; ++r) {
           Value hq = kb.add(kb.mul(head, kb.i32(ratio)), kb.i32(r));
           Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);

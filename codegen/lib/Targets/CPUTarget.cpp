@@ -90,7 +90,7 @@ public:
   }
 
   void accumulate(KernelBuilder &kb, Value lanes, unsigned maxLanes,
-                  unsigned numSums,
+                  unsigned numSums, unsigned unroll,
                   ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
                   function_ref<void(Value, ValueRange)> finish) override {
     // sums[s * lanes + lane] in block-local memory, lanes innermost.
@@ -102,9 +102,8 @@ public:
       for (unsigned s = 0; s < numSums; ++s)
         kb.storeF32(kb.f32(0), sums, at(s, lane));
     });
-    // Indices in groups of kUnroll per pass over the lanes, so that each
+    // Indices in groups of `unroll` per pass over the lanes, so that each
     // sum is loaded and stored once per group; then the remainder.
-    constexpr unsigned kUnroll = 4;
     auto pass = [&](Value first, unsigned count, AccumulateStep step) {
       kb.forEach(kb.i32(0), lanes, [&](Value lane) {
         SmallVector<Value> current;
@@ -118,12 +117,11 @@ public:
     };
     for (auto [range, step] : steps) {
       Value length = kb.maxS(kb.sub(range.end, range.begin), kb.i32(0));
-      Value unrolledEnd =
-          kb.add(range.begin,
-                 kb.mul(kb.divU(length, kb.i32(kUnroll)), kb.i32(kUnroll)));
-      kb.forLoop(range.begin, unrolledEnd, kb.i32(kUnroll), {},
+      Value unrolledEnd = kb.add(
+          range.begin, kb.mul(kb.divU(length, kb.i32(unroll)), kb.i32(unroll)));
+      kb.forLoop(range.begin, unrolledEnd, kb.i32(unroll), {},
                  [&](Value first, ValueRange) {
-                   pass(first, kUnroll, step);
+                   pass(first, unroll, step);
                    return SmallVector<Value>();
                  });
       kb.forEach(unrolledEnd, kb.maxS(range.end, unrolledEnd),

@@ -128,7 +128,7 @@ public:
   }
 
   void accumulate(KernelBuilder &kb, Value lanes, unsigned maxLanes,
-                  unsigned numSums,
+                  unsigned numSums, unsigned /*unroll*/,
                   ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
                   function_ref<void(Value, ValueRange)> finish) override {
     parallelFor(kb, lanes, [&](Value lane) {

@@ -79,7 +79,7 @@ public:
   /// vectorizes over lanes.
   virtual void
   accumulate(KernelBuilder &kb, mlir::Value lanes, unsigned maxLanes,
-             unsigned numSums,
+             unsigned numSums, unsigned unroll,
              llvm::ArrayRef<std::pair<IndexRange, AccumulateStep>> steps,
              llvm::function_ref<void(mlir::Value lane, mlir::ValueRange sums)>
                  finish) = 0;
@@ -202,7 +202,6 @@ public:
              llvm::function_ref<llvm::SmallVector<mlir::Value>()> elseBody);
 
 private:
-
   mlir::arith::FastMathFlagsAttr getFastMath();
 
   mlir::OpBuilder &b;
