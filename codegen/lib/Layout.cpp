@@ -27,8 +27,6 @@ static LogicalResult checkSupported(Operation *op, QuantAttr quant) {
     return reject("per-group clipping tables");
   if (quant.getPreRope())
     return reject("pre-RoPE keys");
-  if (isa<Float8E4M3FNType>(quant.getParamType()))
-    return reject("f8E4M3FN parameters");
   return success();
 }
 

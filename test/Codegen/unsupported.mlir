@@ -14,18 +14,6 @@ kvq.cache @sharing model <layers = 2, heads = 1, kv_heads = 1, head_dim = 64, dt
 
 // -----
 
-kvq.cache @fp8 model <layers = 1, heads = 1, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
-  // expected-error @+1 {{'kvq.keys' op kvq-compile does not support f8E4M3FN parameters yet}}
-  kvq.keys window <sink = 5, recent = 128, flush = 1> {
-    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 128, params = f8E4M3FN, clip = 0.92>
-  }
-  kvq.values window <sink = 5, recent = 128, flush = 1> {
-    kvq.layers 0 to 1 : #kvq.full_precision
-  }
-}
-
-// -----
-
 // expected-error @+1 {{'kvq.cache' op kvq-compile does not support outlier pools yet}}
 kvq.cache @pool model <layers = 2, heads = 1, kv_heads = 1, head_dim = 128, dtype = f16> page 128 pool <capacity = 3, extra = 32> {
   kvq.keys window <recent = 32, flush = 128> {

@@ -18,10 +18,72 @@ Type Quantizer::getParamBitsType() {
   return kb.builder().getIntegerType(quant.getParamBits());
 }
 
+/// The f8E4M3FN value nearest to `x` (ties to even), saturating at +-448, as
+/// f32: 3 mantissa bits in the normal range (exponent >= -6), multiples of
+/// 2^-9 below it. LLVM has no 8-bit float type, so this is integer and f32
+/// arithmetic, the same on every target.
+static Value roundToE4M3(KernelBuilder &kb, Value x) {
+  Type f32 = kb.builder().getF32Type();
+  Value magnitude = kb.fabs(x);
+  Value bits = kb.bitcast(kb.builder().getI32Type(), magnitude);
+  // Round the f32 mantissa to 3 bits: add half an ulp (minus one, plus the
+  // kept lowest bit for ties to even), then clear the dropped bits.
+  Value keptLowBit = kb.bitAnd(kb.shrU(bits, kb.i32(20)), kb.i32(1));
+  Value rounded = kb.bitAnd(kb.add(bits, kb.add(kb.i32(0x7FFFF), keptLowBit)),
+                            kb.i32(~0xFFFFF));
+  Value normal = kb.bitcast(f32, rounded);
+  Value subnormal = kb.fmul(kb.roundEven(kb.fmul(magnitude, kb.f32(512.0))),
+                            kb.f32(1.0 / 512.0));
+  Value result =
+      kb.select(kb.flt(magnitude, kb.f32(1.0 / 64.0)), subnormal, normal);
+  result = kb.fmin(result, kb.f32(448.0));
+  // x's sign bit, -0 included (hybrid marks asym groups with it).
+  Type i32 = kb.builder().getI32Type();
+  Value sign = kb.bitAnd(kb.bitcast(i32, x), kb.i32(INT32_MIN));
+  return kb.bitcast(f32, kb.bitOr(kb.bitcast(i32, result), sign));
+}
+
+/// The E4M3FN encoding of an f32 that is already an E4M3FN value.
+static Value encodeE4M3(KernelBuilder &kb, Value value) {
+  Value magnitude = kb.fabs(value);
+  Value bits = kb.bitcast(kb.builder().getI32Type(), magnitude);
+  Value exponent = kb.sub(kb.shrU(bits, kb.i32(23)), kb.i32(127 - 7));
+  Value normal = kb.bitOr(kb.shl(exponent, kb.i32(3)),
+                          kb.bitAnd(kb.shrU(bits, kb.i32(20)), kb.i32(7)));
+  Value subnormal = kb.fptosi(kb.fmul(magnitude, kb.f32(512.0)));
+  Value code =
+      kb.select(kb.flt(magnitude, kb.f32(1.0 / 64.0)), subnormal, normal);
+  Value sign =
+      kb.shrU(kb.bitcast(kb.builder().getI32Type(), value), kb.i32(24));
+  Value byte = kb.bitOr(kb.bitAnd(sign, kb.i32(0x80)), code);
+  return arith::TruncIOp::create(kb.builder(), kb.getLoc(),
+                                 kb.builder().getI8Type(), byte);
+}
+
+/// The f32 value of E4M3FN bits (never NaN: the quantizers do not make it).
+static Value decodeE4M3(KernelBuilder &kb, Value byte) {
+  Value bits = arith::ExtUIOp::create(kb.builder(), kb.getLoc(),
+                                      kb.builder().getI32Type(), byte);
+  Value exponent = kb.bitAnd(kb.shrU(bits, kb.i32(3)), kb.i32(15));
+  Value mantissa = kb.bitAnd(bits, kb.i32(7));
+  Value normal =
+      kb.bitcast(kb.builder().getF32Type(),
+                 kb.bitOr(kb.shl(kb.add(exponent, kb.i32(127 - 7)), kb.i32(23)),
+                          kb.shl(mantissa, kb.i32(20))));
+  Value subnormal = kb.fmul(kb.uitofp(mantissa), kb.f32(1.0 / 512.0));
+  Value magnitude = kb.select(kb.eq(exponent, kb.i32(0)), subnormal, normal);
+  Value negative = kb.eq(kb.bitAnd(bits, kb.i32(0x80)), kb.i32(0x80));
+  return kb.select(negative, kb.fneg(magnitude), magnitude);
+}
+
+static bool isE4M3(Type type) { return isa<Float8E4M3FNType>(type); }
+
 Value Quantizer::roundParam(Value x) {
   Type type = quant.getParamType();
   if (type.isF32())
     return x;
+  if (isE4M3(type))
+    return roundToE4M3(kb, x);
   OpBuilder &b = kb.builder();
   Value narrow = arith::TruncFOp::create(b, kb.getLoc(), type, x);
   return arith::ExtFOp::create(b, kb.getLoc(), b.getF32Type(), narrow);
@@ -31,6 +93,8 @@ Value Quantizer::paramBits(Value rounded) {
   Type type = quant.getParamType();
   if (type.isF32())
     return kb.bitcast(getParamBitsType(), rounded);
+  if (isE4M3(type))
+    return encodeE4M3(kb, rounded);
   Value narrow =
       arith::TruncFOp::create(kb.builder(), kb.getLoc(), type, rounded);
   return kb.bitcast(getParamBitsType(), narrow);
@@ -38,6 +102,8 @@ Value Quantizer::paramBits(Value rounded) {
 
 Value Quantizer::paramFromBits(Value bits) {
   Type type = quant.getParamType();
+  if (isE4M3(type))
+    return decodeE4M3(kb, bits);
   Value value = kb.bitcast(type, bits);
   if (type.isF32())
     return value;

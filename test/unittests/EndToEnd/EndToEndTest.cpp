@@ -41,7 +41,7 @@ namespace {
 // The specs under test
 //===----------------------------------------------------------------------===//
 
-enum class SchemeKind { Kivi2, InnerQBase, InnerQHybrid };
+enum class SchemeKind { Kivi2, InnerQBase, InnerQHybrid, Skvq };
 
 struct SpecParam {
   const char *Name;
@@ -63,6 +63,8 @@ const SpecParam kSpecs[] = {
      SchemeKind::InnerQHybrid, 2, 2, 64},
     {"innerq_hybrid_d128_gqa4", KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D128_GQA4,
      SchemeKind::InnerQHybrid, 8, 2, 128},
+    {"skvq_d128_gqa4", KVQ_ARTIFACT_DIR_E2E_SKVQ_D128_GQA4, SchemeKind::Skvq, 8,
+     2, 128},
 };
 
 /// gtest prints the spec's name for GetParam().
@@ -73,13 +75,16 @@ constexpr unsigned kPageTokens = 128;
 /// The compiler's split size (manifest split_tokens, checked).
 constexpr unsigned kSplitTokens = 256;
 
-ref::QuantScheme quant(int Bits, ref::Mode Mode, ref::Span Span) {
+ref::QuantScheme quant(int Bits, ref::Mode Mode, ref::Span Span, int Group = 32,
+                       ref::ParamType Params = ref::ParamType::F16,
+                       float Clip = 1.0f) {
   ref::QuantScheme S;
   S.bits = Bits;
   S.mode = Mode;
   S.span = Span;
-  S.groupSize = 32;
-  S.params = ref::ParamType::F16;
+  S.groupSize = Group;
+  S.params = Params;
+  S.clip = Clip;
   return S;
 }
 
@@ -91,6 +96,13 @@ ref::SliceConfig referenceConfig(const SpecParam &P) {
   if (P.Kind == SchemeKind::Kivi2) {
     C.key = {quant(2, ref::Mode::Asym, ref::Span::Tokens), 0, 1, 128};
     C.value = {quant(2, ref::Mode::Asym, ref::Span::Channels), 0, 129, 1};
+    return C;
+  }
+  if (P.Kind == SchemeKind::Skvq) {
+    ref::QuantScheme S = quant(2, ref::Mode::Asym, ref::Span::Channels, 128,
+                               ref::ParamType::F8E4M3, 0.92f);
+    C.key = {S, 5, 128, 1};
+    C.value = {S, 5, 128, 1};
     return C;
   }
   C.keyNorm = true;
@@ -129,11 +141,13 @@ void checkManifest(const Manifest &M, const SpecParam &P,
       EXPECT_EQ(S.Bits, unsigned(Side.scheme.bits));
       EXPECT_EQ(S.Mode, modeName(Side.scheme.mode));
       EXPECT_EQ(S.SpanTokens, Side.scheme.span == ref::Span::Tokens);
-      EXPECT_EQ(S.Group, 32u);
-      EXPECT_EQ(S.Params, "f16");
-      EXPECT_EQ(S.ParamBytes, 2u);
+      EXPECT_EQ(S.Group, unsigned(Side.scheme.groupSize));
+      EXPECT_EQ(S.Params, Side.scheme.params == ref::ParamType::F8E4M3
+                              ? std::string("f8E4M3FN")
+                              : std::string(ref::toString(Side.scheme.params)));
+      EXPECT_EQ(S.ParamBytes, unsigned(ref::bitWidth(Side.scheme.params) / 8));
       EXPECT_EQ(S.KeyNorm, T == Tensor::Keys && C.keyNorm);
-      EXPECT_EQ(S.WordsPerGroup, (32u * S.Bits + 31) / 32);
+      EXPECT_EQ(S.WordsPerGroup, (S.Group * S.Bits + 31) / 32);
     }
   }
 }
@@ -369,11 +383,14 @@ public:
         if (Code != Side.codes()[size_t(I) * D + Ch])
           M.add("code", At);
         int Group = Side.groupOf(I, int(Ch));
-        uint32_t Scale = readParam(Page.data(), Layout.ScalesOffset + N * 2, 2);
+        unsigned PB = Layout.ParamBytes;
+        uint32_t Scale =
+            readParam(Page.data(), Layout.ScalesOffset + N * PB, PB);
         if (Scale != ref::toParamBits(Side.scales()[Group], Q.params))
           M.add("scale", At);
         if (Layout.ZerosOffset >= 0) {
-          uint32_t Zero = readParam(Page.data(), Layout.ZerosOffset + N * 2, 2);
+          uint32_t Zero =
+              readParam(Page.data(), Layout.ZerosOffset + N * PB, PB);
           if (Zero != ref::toParamBits(Side.zeros()[Group], Q.params))
             M.add("zero", At);
         }
