@@ -96,11 +96,13 @@ static llvm::json::Object describeTensor(const TensorLayout &tensor,
                                          bool isKeys) {
   llvm::json::Array layers;
   for (auto [l, slice] : llvm::enumerate(tensor.layers))
-    layers.push_back(
-        llvm::json::Object{{"offset", tensor.layerOffsets[l]},
-                           {"slice_bytes", slice.sliceBytes},
-                           {"flush_kernel", kernels[l].flush[isKeys ? 0 : 1]},
-                           {"scheme", describeSlice(slice)}});
+    layers.push_back(llvm::json::Object{
+        {"offset", tensor.layerOffsets[l]},
+        {"slice_bytes", slice.sliceBytes},
+        {"flush_kernel", kernels[l].flush[isKeys ? 0 : 1]},
+        {"codes_from",
+         slice.codesFrom ? int64_t(*slice.codesFrom) : int64_t(-1)},
+        {"scheme", describeSlice(slice)}});
   WindowAttr window = tensor.window;
   return llvm::json::Object{{"sink", window.getSink()},
                             {"recent", window.getRecent()},

@@ -30,11 +30,12 @@ static LogicalResult checkSupported(Operation *op, QuantAttr quant) {
   return success();
 }
 
-static SliceLayout computeSlice(Attribute scheme, ModelAttr model,
+static SliceLayout computeSlice(const LayerScheme &layer, ModelAttr model,
                                 unsigned pageTokens, unsigned dtypeBytes) {
   SliceLayout slice;
-  slice.scheme = scheme;
-  slice.quant = dyn_cast<QuantAttr>(scheme);
+  slice.scheme = layer.scheme;
+  slice.quant = layer.getQuant();
+  slice.codesFrom = layer.codesFrom;
   unsigned dim = model.getHeadDim();
   if (!slice.quant) {
     slice.sliceBytes =
@@ -52,8 +53,10 @@ static SliceLayout computeSlice(Attribute scheme, ModelAttr model,
   slice.paramBytes = quant.getParamBits() / 8;
   uint64_t paramArray =
       llvm::alignTo(uint64_t(slice.groupsPerPage) * slice.paramBytes, kAlign);
-  slice.codesBytes = llvm::alignTo(
-      uint64_t(slice.groupsPerPage) * slice.wordsPerGroup * 4, kAlign);
+  // A layer that reuses another layer's codes stores none.
+  if (!slice.sharesCodes())
+    slice.codesBytes = llvm::alignTo(
+        uint64_t(slice.groupsPerPage) * slice.wordsPerGroup * 4, kAlign);
   slice.scalesOffset = slice.codesBytes;
   slice.sliceBytes = slice.scalesOffset + paramArray;
   if (quant.getMode() != Mode::Sym) {
@@ -71,18 +74,29 @@ static FailureOr<TensorLayout> computeTensor(TensorOpT op, ModelAttr model,
   tensor.window = op.getWindow();
   tensor.windowCapacity =
       tensor.window.getRecent() + tensor.window.getFlush() - 1;
-  for (const LayerScheme &layer : op.getLayerSchemes()) {
-    if (layer.codesFrom)
-      return op.emitOpError("kvq-compile does not support cross-layer code "
-                            "sharing yet");
+  for (auto [index, layer] : llvm::enumerate(op.getLayerSchemes())) {
+    // Layers append in order, so an owner after its sharer would not have
+    // flushed the tokens the sharer attends to yet.
+    if (layer.codesFrom && *layer.codesFrom > index)
+      return op.emitOpError("kvq-compile supports code sharing only with an "
+                            "earlier layer; layer ")
+             << index << " reuses layer " << *layer.codesFrom;
     if (QuantAttr quant = layer.getQuant())
       if (failed(checkSupported(op, quant)))
         return failure();
     tensor.layerOffsets.push_back(tensor.pageBytes);
-    tensor.layers.push_back(
-        computeSlice(layer.scheme, model, pageTokens, dtypeBytes));
+    tensor.layers.push_back(computeSlice(layer, model, pageTokens, dtypeBytes));
     tensor.pageBytes +=
         uint64_t(model.getKvHeads()) * tensor.layers.back().sliceBytes;
+  }
+  for (auto [index, slice] : llvm::enumerate(tensor.layers)) {
+    if (!slice.codesFrom)
+      continue;
+    unsigned owner = *slice.codesFrom;
+    slice.codesLayerDelta = int64_t(tensor.layerOffsets[owner]) -
+                            int64_t(tensor.layerOffsets[index]);
+    slice.codesHeadDelta =
+        int64_t(tensor.layers[owner].sliceBytes) - int64_t(slice.sliceBytes);
   }
   return tensor;
 }

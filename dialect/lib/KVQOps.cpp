@@ -386,12 +386,16 @@ static LogicalResult verifyKernelLayers(Operation *op, CacheOp cache,
   return success();
 }
 
-static Attribute schemeOfLayer(CacheOp cache, TensorKind tensor,
-                               int64_t layer) {
+/// What a kernel specializes on: the scheme, and how far back the layer
+/// whose codes it reads is (0 without sharing).
+static std::pair<Attribute, int64_t>
+schemeOfLayer(CacheOp cache, TensorKind tensor, int64_t layer) {
   SmallVector<LayerScheme> schemes = tensor == TensorKind::Keys
                                          ? cache.getKeys().getLayerSchemes()
                                          : cache.getValues().getLayerSchemes();
-  return schemes[layer].scheme;
+  const LayerScheme &scheme = schemes[layer];
+  return {scheme.scheme,
+          scheme.codesFrom ? layer - int64_t(*scheme.codesFrom) : 0};
 }
 
 CacheOp FlushKernelOp::getCacheOp() {
@@ -423,7 +427,7 @@ KeyNormKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
   for (int64_t layer : getLayers()) {
     auto quant = dyn_cast_if_present<QuantAttr>(
         layer >= 0 && layer < cache->getModel().getLayers()
-            ? schemeOfLayer(*cache, TensorKind::Keys, layer)
+            ? schemeOfLayer(*cache, TensorKind::Keys, layer).first
             : Attribute());
     if (!quant || !quant.getKeyNorm())
       return emitOpError("layer ") << layer << " has no key normalisation";

@@ -6,8 +6,8 @@ kvq.cache @sharing model <layers = 2, heads = 1, kv_heads = 1, head_dim = 64, dt
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
   }
-  // expected-error @+1 {{'kvq.values' op kvq-compile does not support cross-layer code sharing yet}}
-  kvq.values window <recent = 129, flush = 1> share <from = 0> {
+  // expected-error @+1 {{'kvq.values' op kvq-compile supports code sharing only with an earlier layer; layer 0 reuses layer 1}}
+  kvq.values window <recent = 129, flush = 1> share <from = 0, owner = 1> {
     kvq.layers 0 to 2 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32>
   }
 }

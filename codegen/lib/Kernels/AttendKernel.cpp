@@ -261,11 +261,11 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
                 kb.mul(kb.toI64(kb.add(firstWord, kb.i32(w))), kb.i64(4));
             if (chunkWords % 4 == 0 && kb.getTarget().prefersWideLoads()) {
               llvm::append_range(words,
-                                 kb.loadWords4(access.getBase(), offset));
+                                 kb.loadWords4(access.getCodesBase(), offset));
               w += 4;
             } else {
               words.push_back(kb.load(kb.builder().getI32Type(),
-                                      access.getBase(), offset, 4,
+                                      access.getCodesBase(), offset, 4,
                                       /*invariant=*/true));
               ++w;
             }
@@ -332,7 +332,7 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
         SmallVector<Value> loaded;
         for (unsigned w = 0; w < chunk * words; w += 4)
           llvm::append_range(
-              loaded, kb.loadWords4(access.getBase(),
+              loaded, kb.loadWords4(access.getCodesBase(),
                                     kb.mul(kb.toI64(kb.add(first, kb.i32(w))),
                                            kb.i64(4))));
         SmallVector<Value> next(acc.begin(), acc.end());

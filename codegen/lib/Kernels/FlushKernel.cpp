@@ -123,9 +123,11 @@ static void emitQuantizedFlush(KernelBuilder &kb, const CacheLayout &layout,
     GroupParams params = quantizer.computeParams(quant.getGroup(), element);
     SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                        args.table, place.qpos, head);
-    packGroup(
-        kb, access, place.n, quant.getGroup(), quant.getBits(),
-        [&](Value k) { return quantizer.computeCode(params, element(k)); });
+    // A layer sharing another layer's codes keeps only its own parameters.
+    if (!slice.sharesCodes())
+      packGroup(
+          kb, access, place.n, quant.getGroup(), quant.getBits(),
+          [&](Value k) { return quantizer.computeCode(params, element(k)); });
     access.storeScale(place.n, quantizer.paramBits(params.scale));
     access.storeZero(place.n, quantizer.paramBits(params.zero));
   });

@@ -41,14 +41,21 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
   // Kernel names start with the cache's, so that the host code of several
   // caches links into one program. Layers with the same schemes share kernels:
   // keyed by the (uniqued) scheme attributes, in first-use order.
-  llvm::MapVector<std::pair<Attribute, Attribute>, SmallVector<int64_t>> attend;
-  llvm::MapVector<Attribute, SmallVector<int64_t>> flush[2];
+  // A kernel also specializes on cross-layer sharing: how far back the
+  // layer whose codes it reads is.
+  using Key = std::pair<Attribute, int64_t>;
+  auto keyOf = [&](const TensorLayout &tensor, unsigned l) -> Key {
+    const SliceLayout &slice = tensor.layers[l];
+    return {slice.scheme,
+            slice.codesFrom ? int64_t(l) - int64_t(*slice.codesFrom) : 0};
+  };
+  llvm::MapVector<std::pair<Key, Key>, SmallVector<int64_t>> attend;
+  llvm::MapVector<Key, SmallVector<int64_t>> flush[2];
   SmallVector<int64_t> keyNorm, all;
   for (unsigned l = 0; l < layout.model.getLayers(); ++l) {
-    flush[0][layout.keys.layers[l].scheme].push_back(l);
-    flush[1][layout.values.layers[l].scheme].push_back(l);
-    attend[{layout.keys.layers[l].scheme, layout.values.layers[l].scheme}]
-        .push_back(l);
+    flush[0][keyOf(layout.keys, l)].push_back(l);
+    flush[1][keyOf(layout.values, l)].push_back(l);
+    attend[{keyOf(layout.keys, l), keyOf(layout.values, l)}].push_back(l);
     if (layout.hasKeyNorm(l))
       keyNorm.push_back(l);
     all.push_back(l);

@@ -14,10 +14,15 @@ SliceAccess::SliceAccess(KernelBuilder &kb, const TensorLayout &tensor,
   Value offset = kb.add(kb.mul(kb.toI64(page), kb.i64(tensor.pageBytes)),
                         kb.mul(kb.toI64(head), kb.i64(slice.sliceBytes)));
   base = kb.gep(pages, offset);
+  codesBase = base;
+  if (slice.sharesCodes())
+    codesBase = kb.gep(
+        base, kb.add(kb.i64(slice.codesLayerDelta),
+                     kb.mul(kb.toI64(head), kb.i64(slice.codesHeadDelta))));
 }
 
 Value SliceAccess::loadWord(Value index) {
-  return kb.load(kb.builder().getI32Type(), base,
+  return kb.load(kb.builder().getI32Type(), codesBase,
                  kb.mul(kb.toI64(index), kb.i64(4)), 4, /*invariant=*/true);
 }
 
@@ -43,6 +48,7 @@ Value SliceAccess::loadGroupWord(Value n, unsigned w) {
 }
 
 void SliceAccess::storeWord(Value n, Value w, Value word) {
+  assert(!slice.sharesCodes() && "a sharing layer stores no codes");
   Value index = kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), w);
   kb.store(word, base, kb.mul(kb.toI64(index), kb.i64(4)), 4);
 }

@@ -124,15 +124,16 @@ TEST_P(ShippedSpecTest, CpuAndInterpreterAgree) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Specs, ShippedSpecTest,
-                         ::testing::Values("fp16", "kivi-2bit", "asymkv-32-0",
-                                           "asymkv-16-0", "innerq-base",
-                                           "innerq-hybrid", "innerq-small",
-                                           "skvq-k2v2-g128"),
-                         [](const auto &Info) {
-                           std::string Name = Info.param;
-                           std::replace(Name.begin(), Name.end(), '-', '_');
-                           return Name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Specs, ShippedSpecTest,
+    ::testing::Values("fp16", "kivi-2bit", "asymkv-32-0", "asymkv-16-0",
+                      "innerq-base", "innerq-hybrid", "innerq-small",
+                      "skvq-k2v2-g128", "xquant-mistral-7b", "xquant-llama2-7b",
+                      "xquant-llama2-7b-chat"),
+    [](const auto &Info) {
+      std::string Name = Info.param;
+      std::replace(Name.begin(), Name.end(), '-', '_');
+      return Name;
+    });
 
 } // namespace

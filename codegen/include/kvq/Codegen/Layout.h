@@ -29,8 +29,15 @@ struct SliceLayout {
   /// -1 when the scheme stores no zero-points (sym).
   int64_t zerosOffset = -1;
   uint64_t sliceBytes = 0;
+  /// Cross-layer sharing (XQuant): the layer whose codes this one uses. Its
+  /// own slice then holds only parameters; the owner's codes for kv-head h
+  /// are `codesLayerDelta + h * codesHeadDelta` bytes from this slice.
+  std::optional<unsigned> codesFrom;
+  int64_t codesLayerDelta = 0;
+  int64_t codesHeadDelta = 0;
 
   bool isQuantized() const { return static_cast<bool>(quant); }
+  bool sharesCodes() const { return codesFrom.has_value(); }
 };
 
 /// The layout of keys or values across all layers.

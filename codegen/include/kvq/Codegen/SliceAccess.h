@@ -23,6 +23,8 @@ public:
               mlir::Value table, mlir::Value qpos, mlir::Value head);
 
   mlir::Value getBase() const { return base; }
+  /// Where this slice's codes start (the owner layer's slice when sharing).
+  mlir::Value getCodesBase() const { return codesBase; }
 
   /// Code `k` of group `n` (i32 values).
   mlir::Value loadCode(mlir::Value n, mlir::Value k);
@@ -44,6 +46,8 @@ private:
   KernelBuilder &kb;
   const SliceLayout &slice;
   mlir::Value base;
+  /// Where the codes are: this slice, or the owner layer's (sharing).
+  mlir::Value codesBase;
 };
 
 /// Code `k` (b bits) of the group whose packed words start at
