@@ -5,11 +5,15 @@
 // is read once for all R heads. Phases, separated by block barriers:
 //   1. queries to f32, scaled by softmax scale * log2(e) (and by the key
 //      norms for the quantized keys);
-//   2. scores, one thread per token, per region (sink, quantized, window) so
-//      that no loop branches per token; scales and zero-points are folded
-//      into the dot products (q.(s*c + z) = s*(q.c) + z*(sum q));
+//   2. scores, per region (sink, quantized, window) so that no loop
+//      branches per token; scales and zero-points are folded into the dot
+//      products (q.(s*c + z) = s*(q.c) + z*(sum q)). On the GPU a thread
+//      scores a token, reading its codes 128 bits at a time; on the CPU
+//      (KernelTarget::prefersWideLoads false) quantized keys are scored
+//      through KernelTarget::accumulate with tokens as vector lanes;
 //   3. softmax statistics per head (max, exp2, sum);
-//   4. probabilities times values, one thread per channel.
+//   4. probabilities times values, through accumulate with channels as
+//      lanes (a thread per channel on the GPU).
 // The split's (m, l, acc) go to `partial`; kvq_combine merges the splits.
 //
 //===----------------------------------------------------------------------===//
@@ -61,7 +65,8 @@ private:
   const SliceLayout &slice(bool isKeys) { return tensor(isKeys).layers[layer]; }
   Value descriptor(unsigned field) {
     return kb.loadU32(args.seqs,
-                      kb.add(kb.mul(batch, kb.i32(8)), kb.i32(field)));
+                      kb.add(kb.mul(batch, kb.i32(8)), kb.i32(field)),
+                      /*invariant=*/true);
   }
   /// The part of `range` inside [lo, hi).
   Range clip(Range range, Value lo, Value hi) {
@@ -87,7 +92,6 @@ private:
   void scoreTokenBlocks(Range range);
   void scoreChannelGroups(Range range);
   SmallVector<Value> quantizedKeyDots(Value index);
-  SmallVector<Value> plainKeyDots(SliceAccess &access, Value pageToken);
   SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
                                        Value queries);
   void softmax();
@@ -186,39 +190,6 @@ SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
       });
 }
 
-SmallVector<Value> AttendEmitter::plainKeyDots(SliceAccess &access,
-                                               Value pageToken) {
-  // One loop over channels with no per-element branch: LLVM vectorizes it
-  // across channels on the CPU.
-  const SliceLayout &keys = slice(true);
-  QuantAttr quant = keys.quant;
-  unsigned group = quant.getGroup();
-  Quantizer quantizer(kb, quant);
-  SmallVector<Value> init(ratio, kb.f32(0));
-  return kb.forLoop(
-      kb.i32(0), kb.i32(dim), kb.i32(1), init,
-      [&](Value c, ValueRange acc) -> SmallVector<Value> {
-        Value n, k;
-        if (quant.getSpan() == Span::Channels) {
-          n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)),
-                     kb.divU(c, kb.i32(group)));
-          k = kb.remU(c, kb.i32(group));
-        } else {
-          n = kb.add(kb.mul(kb.divU(pageToken, kb.i32(group)), kb.i32(dim)), c);
-          k = kb.remU(pageToken, kb.i32(group));
-        }
-        Value x = DequantizeOp::create(
-            kb.builder(), kb.getLoc(), kb.builder().getF32Type(),
-            access.loadCode(n, k), access.loadScale(quantizer, n),
-            access.loadZero(quantizer, n), quant);
-        SmallVector<Value> next;
-        for (unsigned r = 0; r < ratio; ++r)
-          next.push_back(
-              kb.fadd(acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
-        return next;
-      });
-}
-
 SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
   const SliceLayout &keys = slice(true);
   SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
@@ -232,8 +203,6 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
   Quantizer quantizer(kb, quant);
   unsigned group = quant.getGroup();
   SmallVector<Value> dots(ratio, kb.f32(0));
-  if (!kb.getTarget().prefersWideLoads())
-    return plainKeyDots(access, pageToken);
   if (quant.getSpan() == Span::Channels) {
     // The token's codes are contiguous. A chunk of one or two groups is
     // loaded 128 bits at a time where the words allow it, its codes are
@@ -259,7 +228,7 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
           for (unsigned w = 0; w < chunkWords;) {
             Value offset =
                 kb.mul(kb.toI64(kb.add(firstWord, kb.i32(w))), kb.i64(4));
-            if (chunkWords % 4 == 0 && kb.getTarget().prefersWideLoads()) {
+            if (chunkWords % 4 == 0) {
               llvm::append_range(words,
                                  kb.loadWords4(access.getCodesBase(), offset));
               w += 4;
