@@ -7,7 +7,7 @@
 
 #include "TestUtil.h"
 
-#include "kvq/PTXInterp/Float.h"
+#include "kvq/Support/Float.h"
 
 #include <chrono>
 #include <cmath>

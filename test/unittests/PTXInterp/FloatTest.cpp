@@ -1,6 +1,6 @@
 //===- FloatTest.cpp - Software float formats and rounding ----------------===//
 
-#include "kvq/PTXInterp/Float.h"
+#include "kvq/Support/Float.h"
 
 #include "gtest/gtest.h"
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-using namespace kvq::ptx;
+using namespace kvq::fp;
 
 namespace {
 

@@ -10,8 +10,8 @@
 #ifndef KVQ_PTXINTERP_MODULE_H
 #define KVQ_PTXINTERP_MODULE_H
 
-#include "kvq/PTXInterp/Float.h"
 #include "kvq/Runtime/DeviceDriver.h"
+#include "kvq/Support/Float.h"
 
 #include <cstdint>
 #include <map>
@@ -19,6 +19,9 @@
 #include <vector>
 
 namespace kvq::ptx {
+
+// The bit-exact float formats (kvq/Support) are the interpreter's own.
+using namespace kvq::fp;
 
 using runtime::Expected;
 using runtime::Status;

@@ -3,16 +3,17 @@
 // Software conversions between double and the binary float formats PTX uses
 // (f32, f16, bf16, e4m3, e5m2), in every IEEE rounding direction, with the
 // saturating variants PTX defines. They are independent of the host's
-// rounding mode and are the reference the interpreter's cvt is built on.
+// rounding mode: the PTX interpreter's cvt is built on them, and the runtime
+// converts host data to the model dtype with them.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KVQ_PTXINTERP_FLOAT_H
-#define KVQ_PTXINTERP_FLOAT_H
+#ifndef KVQ_SUPPORT_FLOAT_H
+#define KVQ_SUPPORT_FLOAT_H
 
 #include <cstdint>
 
-namespace kvq::ptx {
+namespace kvq::fp {
 
 enum class RoundingMode : uint8_t {
   NearestEven, ///< .rn
@@ -88,6 +89,6 @@ float halfToFloat(uint16_t H);
 float bf16ToFloat(uint16_t H);
 float e4m3ToFloat(uint8_t B);
 
-} // namespace kvq::ptx
+} // namespace kvq::fp
 
-#endif // KVQ_PTXINTERP_FLOAT_H
+#endif // KVQ_SUPPORT_FLOAT_H

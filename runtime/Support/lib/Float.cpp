@@ -6,13 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/PTXInterp/Float.h"
+#include "kvq/Support/Float.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-using namespace kvq::ptx;
+using namespace kvq::fp;
 
 const FloatFormat FloatFormat::F32 = {23, 8, true, 0x7fffffffu};
 const FloatFormat FloatFormat::F16 = {10, 5, true, 0x7fffu};
@@ -65,8 +65,8 @@ static uint32_t overflowBits(const FloatFormat &F, bool Negative,
   return Sign | (((1u << F.ExponentBits) - 1) << F.MantissaBits);
 }
 
-uint32_t kvq::ptx::encodeFloat(double V, const FloatFormat &F,
-                               RoundingMode Mode, bool SatFinite) {
+uint32_t kvq::fp::encodeFloat(double V, const FloatFormat &F, RoundingMode Mode,
+                              bool SatFinite) {
   if (std::isnan(V))
     return F.CanonicalNaN;
   bool Negative = std::signbit(V);
@@ -97,7 +97,7 @@ uint32_t kvq::ptx::encodeFloat(double V, const FloatFormat &F,
   return Sign | (ExpField << F.MantissaBits) | Mant;
 }
 
-double kvq::ptx::decodeFloat(uint32_t Bits, const FloatFormat &F) {
+double kvq::fp::decodeFloat(uint32_t Bits, const FloatFormat &F) {
   bool Negative = (Bits >> (F.totalBits() - 1)) & 1;
   uint32_t ExpField = (Bits >> F.MantissaBits) & ((1u << F.ExponentBits) - 1);
   uint32_t Mant = Bits & ((1u << F.MantissaBits) - 1);
@@ -130,7 +130,7 @@ static double makeOdd(double R, double ErrSign) {
   return std::nextafter(R, ErrSign > 0 ? INFINITY : -INFINITY);
 }
 
-double kvq::ptx::addRoundToOdd(double A, double B) {
+double kvq::fp::addRoundToOdd(double A, double B) {
   double S = A + B;
   if (!std::isfinite(S))
     return S;
@@ -140,11 +140,11 @@ double kvq::ptx::addRoundToOdd(double A, double B) {
   return makeOdd(S, Err);
 }
 
-double kvq::ptx::fmaRoundToOddNarrow(double A, double B, double C) {
+double kvq::fp::fmaRoundToOddNarrow(double A, double B, double C) {
   return addRoundToOdd(A * B, C);
 }
 
-double kvq::ptx::divRoundToOdd(double A, double B) {
+double kvq::fp::divRoundToOdd(double A, double B) {
   double Q = A / B;
   if (!std::isfinite(Q) || Q == 0)
     return Q;
@@ -152,20 +152,20 @@ double kvq::ptx::divRoundToOdd(double A, double B) {
   return makeOdd(Q, B > 0 ? Rem : -Rem);
 }
 
-double kvq::ptx::sqrtRoundToOdd(double A) {
+double kvq::fp::sqrtRoundToOdd(double A) {
   double Q = std::sqrt(A);
   if (!std::isfinite(Q) || Q == 0)
     return Q;
   return makeOdd(Q, std::fma(-Q, Q, A));
 }
 
-double kvq::ptx::intRoundToOdd(int64_t V) {
+double kvq::fp::intRoundToOdd(int64_t V) {
   double D = static_cast<double>(V);
   __int128 Err = static_cast<__int128>(V) - static_cast<__int128>(D);
   return makeOdd(D, Err > 0 ? 1.0 : (Err < 0 ? -1.0 : 0.0));
 }
 
-double kvq::ptx::uintRoundToOdd(uint64_t V) {
+double kvq::fp::uintRoundToOdd(uint64_t V) {
   double D = static_cast<double>(V);
   __int128 Err = static_cast<__int128>(V) - static_cast<__int128>(D);
   return makeOdd(D, Err > 0 ? 1.0 : (Err < 0 ? -1.0 : 0.0));
@@ -192,7 +192,7 @@ static double directed(double R, double ErrSign, RoundingMode Mode) {
   }
 }
 
-double kvq::ptx::roundDoubleAdd(double A, double B, RoundingMode Mode) {
+double kvq::fp::roundDoubleAdd(double A, double B, RoundingMode Mode) {
   double S = A + B;
   if (!std::isfinite(S))
     return S;
@@ -200,14 +200,14 @@ double kvq::ptx::roundDoubleAdd(double A, double B, RoundingMode Mode) {
   return directed(S, (A - (S - Bv)) + (B - Bv), Mode);
 }
 
-double kvq::ptx::roundDoubleMul(double A, double B, RoundingMode Mode) {
+double kvq::fp::roundDoubleMul(double A, double B, RoundingMode Mode) {
   double P = A * B;
   if (!std::isfinite(P))
     return P;
   return directed(P, std::fma(A, B, -P), Mode);
 }
 
-double kvq::ptx::roundDoubleDiv(double A, double B, RoundingMode Mode) {
+double kvq::fp::roundDoubleDiv(double A, double B, RoundingMode Mode) {
   double Q = A / B;
   if (!std::isfinite(Q))
     return Q;
@@ -215,15 +215,15 @@ double kvq::ptx::roundDoubleDiv(double A, double B, RoundingMode Mode) {
   return directed(Q, B > 0 ? Rem : -Rem, Mode);
 }
 
-double kvq::ptx::roundDoubleSqrt(double A, RoundingMode Mode) {
+double kvq::fp::roundDoubleSqrt(double A, RoundingMode Mode) {
   double Q = std::sqrt(A);
   if (!std::isfinite(Q))
     return Q;
   return directed(Q, std::fma(-Q, Q, A), Mode);
 }
 
-double kvq::ptx::roundDoubleFromInt(int64_t V, bool IsSigned,
-                                    RoundingMode Mode) {
+double kvq::fp::roundDoubleFromInt(int64_t V, bool IsSigned,
+                                   RoundingMode Mode) {
   __int128 Exact = IsSigned ? static_cast<__int128>(V)
                             : static_cast<__int128>(static_cast<uint64_t>(V));
   double D = IsSigned ? static_cast<double>(V)
@@ -232,12 +232,12 @@ double kvq::ptx::roundDoubleFromInt(int64_t V, bool IsSigned,
   return directed(D, Err > 0 ? 1.0 : (Err < 0 ? -1.0 : 0.0), Mode);
 }
 
-float kvq::ptx::halfToFloat(uint16_t H) {
+float kvq::fp::halfToFloat(uint16_t H) {
   return static_cast<float>(decodeFloat(H, FloatFormat::F16));
 }
-float kvq::ptx::bf16ToFloat(uint16_t H) {
+float kvq::fp::bf16ToFloat(uint16_t H) {
   return static_cast<float>(decodeFloat(H, FloatFormat::BF16));
 }
-float kvq::ptx::e4m3ToFloat(uint8_t B) {
+float kvq::fp::e4m3ToFloat(uint8_t B) {
   return static_cast<float>(decodeFloat(B, FloatFormat::E4M3));
 }
