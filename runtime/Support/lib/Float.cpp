@@ -232,12 +232,64 @@ double kvq::fp::roundDoubleFromInt(int64_t V, bool IsSigned,
   return directed(D, Err > 0 ? 1.0 : (Err < 0 ? -1.0 : 0.0), Mode);
 }
 
+static uint32_t bitsOf(float X) {
+  uint32_t B;
+  std::memcpy(&B, &X, 4);
+  return B;
+}
+
+static float floatOf(uint32_t B) {
+  float X;
+  std::memcpy(&X, &B, 4);
+  return X;
+}
+
+/// Rounds `value` right by `shift` bits, to nearest, ties to even.
+static uint32_t shiftRoundEven(uint32_t value, unsigned shift) {
+  uint32_t kept = value >> shift, rest = value & ((1u << shift) - 1);
+  uint32_t half = 1u << (shift - 1);
+  return kept + (rest > half || (rest == half && (kept & 1)));
+}
+
+uint16_t kvq::fp::floatToHalfNearest(float F) {
+  uint32_t B = bitsOf(F);
+  uint16_t Sign = uint16_t((B >> 16) & 0x8000);
+  uint32_t Exp = (B >> 23) & 0xff, Man = B & 0x7fffff;
+  if (Exp == 0xff)
+    return Man ? uint16_t(FloatFormat::F16.CanonicalNaN) : Sign | 0x7c00;
+  int E = int(Exp) - 127 + 15;
+  if (E >= 31)
+    return Sign | 0x7c00;
+  if (E <= 0) // f16 subnormal or zero: the significand times 2^-24
+    return E < -10
+               ? Sign
+               : Sign |
+                     uint16_t(shiftRoundEven(Man | 0x800000, unsigned(14 - E)));
+  // A carry out of the mantissa correctly bumps the exponent (up to inf).
+  return Sign | uint16_t((uint32_t(E) << 10) + shiftRoundEven(Man, 13));
+}
+
+uint16_t kvq::fp::floatToBF16Nearest(float F) {
+  uint32_t B = bitsOf(F);
+  if ((B & 0x7f800000) == 0x7f800000 && (B & 0x7fffff))
+    return uint16_t(FloatFormat::BF16.CanonicalNaN);
+  // Sign and exponent ride along; a carry correctly bumps the exponent.
+  return uint16_t(shiftRoundEven(B, 16));
+}
+
 float kvq::fp::halfToFloat(uint16_t H) {
-  return static_cast<float>(decodeFloat(H, FloatFormat::F16));
+  uint32_t Sign = uint32_t(H & 0x8000) << 16;
+  uint32_t Exp = (H >> 10) & 0x1f, Man = H & 0x3ff;
+  if (Exp == 0x1f)
+    return floatOf(Sign | 0x7f800000 | (Man << 13));
+  if (Exp == 0) {
+    float V = float(Man) * (1.0f / 16777216.0f); // Man * 2^-24, exact
+    return Sign ? -V : V;
+  }
+  return floatOf(Sign | ((Exp + 112) << 23) | (Man << 13));
 }
-float kvq::fp::bf16ToFloat(uint16_t H) {
-  return static_cast<float>(decodeFloat(H, FloatFormat::BF16));
-}
+
+float kvq::fp::bf16ToFloat(uint16_t H) { return floatOf(uint32_t(H) << 16); }
 float kvq::fp::e4m3ToFloat(uint8_t B) {
   return static_cast<float>(decodeFloat(B, FloatFormat::E4M3));
 }

@@ -72,13 +72,23 @@ double roundDoubleDiv(double A, double B, RoundingMode Mode);
 double roundDoubleSqrt(double A, RoundingMode Mode);
 double roundDoubleFromInt(int64_t V, bool IsSigned, RoundingMode Mode);
 
-// Convenience wrappers used by tests and the interpreter.
+/// fp32 -> f16 / bf16 with round-to-nearest-even and no saturation, by bit
+/// manipulation: the hot path of host-side conversions (the runtime converts
+/// every fp32 key and value). Same results as encodeFloat, canonical NaN.
+uint16_t floatToHalfNearest(float F);
+uint16_t floatToBF16Nearest(float F);
+
+// Convenience wrappers used by tests, the interpreter and the runtime.
 inline uint16_t floatToHalf(float F, RoundingMode M = RoundingMode::NearestEven,
                             bool Sat = false) {
+  if (M == RoundingMode::NearestEven && !Sat)
+    return floatToHalfNearest(F);
   return encodeFloat(F, FloatFormat::F16, M, Sat);
 }
 inline uint16_t floatToBF16(float F, RoundingMode M = RoundingMode::NearestEven,
                             bool Sat = false) {
+  if (M == RoundingMode::NearestEven && !Sat)
+    return floatToBF16Nearest(F);
   return encodeFloat(F, FloatFormat::BF16, M, Sat);
 }
 inline uint8_t floatToE4M3(float F, RoundingMode M = RoundingMode::NearestEven,
