@@ -405,27 +405,31 @@ Expected<std::vector<uint8_t>> Cache::readSlicePage(Tensor T, SequenceId Seq,
                    L.SliceBytes);
 }
 
-Expected<std::vector<uint8_t>> Cache::readWindow(Tensor T, SequenceId Seq,
-                                                 unsigned Layer) {
-  Expected<SequenceState *> S = P->find(Seq);
+/// The full-precision rows of one region (window or sink) of (Seq, Layer).
+static Expected<std::vector<uint8_t>> readRegionRows(Cache::Impl &P, Tensor T,
+                                                     SequenceId Seq,
+                                                     unsigned Layer,
+                                                     bool Window) {
+  Expected<SequenceState *> S = P.find(Seq);
   if (!S.ok())
     return S.status();
-  if (Status St = P->checkLayer(Layer); !St.ok())
+  if (Status St = P.checkLayer(Layer); !St.ok())
     return St;
-  unsigned N = (*S)->Layers[Layer][T].Window;
-  return readBytes(*P->B, P->windowAddr(T, Layer, (*S)->Slot),
-                   N * P->rowBytes());
+  const TensorCounts &Counts = (*S)->Layers[Layer][T];
+  DevicePtr Addr = Window ? P.windowAddr(T, Layer, (*S)->Slot)
+                          : P.sinkAddr(T, Layer, (*S)->Slot);
+  return readBytes(*P.B, Addr,
+                   (Window ? Counts.Window : Counts.Sink) * P.rowBytes());
+}
+
+Expected<std::vector<uint8_t>> Cache::readWindow(Tensor T, SequenceId Seq,
+                                                 unsigned Layer) {
+  return readRegionRows(*P, T, Seq, Layer, /*Window=*/true);
 }
 
 Expected<std::vector<uint8_t>> Cache::readSink(Tensor T, SequenceId Seq,
                                                unsigned Layer) {
-  Expected<SequenceState *> S = P->find(Seq);
-  if (!S.ok())
-    return S.status();
-  if (Status St = P->checkLayer(Layer); !St.ok())
-    return St;
-  unsigned N = (*S)->Layers[Layer][T].Sink;
-  return readBytes(*P->B, P->sinkAddr(T, Layer, (*S)->Slot), N * P->rowBytes());
+  return readRegionRows(*P, T, Seq, Layer, /*Window=*/false);
 }
 
 Expected<std::vector<float>> Cache::readKeyNorms(SequenceId Seq,
