@@ -266,8 +266,8 @@ int main(int Argc, char **Argv) {
   if (!S.ok())
     die(S.message());
 
-  for (const std::string &D : Dumps) {
-    auto [Name, Path] = splitAt(D, '=');
+  // The contents of the named buffer, read back from the device.
+  auto ReadBuffer = [&](const std::string &Name) {
     auto It = Addr.find(Name);
     if (It == Addr.end())
       die("no buffer named '" + Name + "'");
@@ -276,6 +276,11 @@ int main(int Argc, char **Argv) {
             Driver.copyToHost(Data.data(), It->second.first, Data.size());
         !R.ok())
       die(R.message());
+    return Data;
+  };
+  for (const std::string &D : Dumps) {
+    auto [Name, Path] = splitAt(D, '=');
+    std::vector<uint8_t> Data = ReadBuffer(Name);
     std::ofstream Out(Path, std::ios::binary);
     Out.write(reinterpret_cast<const char *>(Data.data()), Data.size());
     if (!Out)
@@ -283,14 +288,7 @@ int main(int Argc, char **Argv) {
   }
   for (const std::string &P : Prints) {
     auto [Name, Ty] = splitAt(P, ':');
-    auto It = Addr.find(Name);
-    if (It == Addr.end())
-      die("no buffer named '" + Name + "'");
-    std::vector<uint8_t> Data(It->second.second);
-    if (Status R =
-            Driver.copyToHost(Data.data(), It->second.first, Data.size());
-        !R.ok())
-      die(R.message());
+    std::vector<uint8_t> Data = ReadBuffer(Name);
     unsigned Size = typeSize(Ty);
     for (size_t K2 = 0; K2 + Size <= Data.size(); K2 += Size)
       std::cout << Name << "[" << K2 / Size
