@@ -2,7 +2,9 @@
 //
 // Block (s, h, b) attends the R = Hq / Hkv query heads of kv-head h of
 // sequence b over split s of its tokens (flash-decoding): every key and value
-// is read once for all R heads. Phases, separated by block barriers:
+// is read once for a tile of up to kMaxTileHeads of the R heads, whose
+// accumulators live in registers; more heads loop over tiles, so that code
+// size and registers do not grow with R. Phases, separated by block barriers:
 //   1. queries to f32, scaled by softmax scale * log2(e) (and by the key
 //      norms for the quantized keys);
 //   2. scores, per region (sink, quantized, window) so that no loop
@@ -21,6 +23,7 @@
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -49,6 +52,19 @@ struct Regions {
 
 using Range = IndexRange;
 
+/// The most query heads one pass over the tokens serves: each has a dot
+/// product and an output accumulator in registers.
+constexpr unsigned kMaxTileHeads = 8;
+
+/// The largest divisor of `ratio` not above kMaxTileHeads, so that tiles are
+/// whole and no head needs a bounds check.
+unsigned getTileHeads(unsigned ratio) {
+  unsigned heads = std::min(ratio, kMaxTileHeads);
+  while (ratio % heads != 0)
+    --heads;
+  return heads;
+}
+
 class AttendEmitter {
 public:
   AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
@@ -56,7 +72,7 @@ public:
       : kb(kb), args(entry), layout(layout), model(layout.model), layer(layer),
         split(entry.blockId[0]), head(entry.blockId[1]),
         batch(entry.blockId[2]), ratio(model.getGroupRatio()),
-        dim(model.getHeadDim()) {}
+        heads(getTileHeads(ratio)), dim(model.getHeadDim()) {}
 
   void emit();
 
@@ -98,13 +114,18 @@ private:
   void accumulateValues();
   Value valueAt(unsigned region, Value token, Value c);
 
+  void attendTile();
+
   KernelBuilder &kb;
   AttendArgs args;
   const CacheLayout &layout;
   ModelAttr model;
   unsigned layer;
   Value split, head, batch;
-  unsigned ratio, dim;
+  /// R, and the query heads of one tile (a divisor of R).
+  unsigned ratio, heads, dim;
+  /// The model's index of the current tile's first query head.
+  Value firstQueryHead;
   Value slot, tokens;
   Regions regions[2];
   Range splitRange;
@@ -118,13 +139,11 @@ private:
 
 void AttendEmitter::loadQueries() {
   KernelTarget &target = kb.getTarget();
-  queries = target.allocShared(kb, ratio * dim * 4);
   bool keyNorm = layout.hasKeyNorm(layer);
-  normQueries = keyNorm ? target.allocShared(kb, ratio * dim * 4) : queries;
   double scale = model.getSoftmaxScale() * M_LOG2E;
-  target.parallelFor(kb, kb.i32(ratio * dim), [&](Value i) {
+  target.parallelFor(kb, kb.i32(heads * dim), [&](Value i) {
     Value r = kb.divU(i, kb.i32(dim)), c = kb.remU(i, kb.i32(dim));
-    Value hq = kb.add(kb.mul(head, kb.i32(ratio)), r);
+    Value hq = kb.add(firstQueryHead, r);
     Value index =
         kb.add(kb.mul(kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq),
                       kb.i32(dim)),
@@ -149,8 +168,7 @@ void AttendEmitter::sumQueryGroups() {
   if (!keys.isQuantized() || keys.quant.getSpan() != Span::Channels)
     return;
   unsigned groups = keys.groupsPerToken, group = keys.quant.getGroup();
-  groupSums = kb.getTarget().allocShared(kb, ratio * groups * 4);
-  kb.getTarget().parallelFor(kb, kb.i32(ratio * groups), [&](Value i) {
+  kb.getTarget().parallelFor(kb, kb.i32(heads * groups), [&](Value i) {
     Value first = kb.mul(i, kb.i32(group));
     Value sum = kb.forLoop(
         kb.i32(0), kb.i32(group), kb.i32(1), {kb.f32(0)},
@@ -170,7 +188,7 @@ SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
   unsigned perLoad = 16 / (dtype.getIntOrFloatBitWidth() / 8);
   if (dim % perLoad != 0 || !kb.getTarget().prefersWideLoads())
     perLoad = 1;
-  SmallVector<Value> init(ratio, kb.f32(0));
+  SmallVector<Value> init(heads, kb.f32(0));
   return kb.forLoop(
       kb.i32(0), kb.i32(dim), kb.i32(perLoad), init,
       [&](Value c0, ValueRange acc) -> SmallVector<Value> {
@@ -183,7 +201,7 @@ SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
         SmallVector<Value> next(acc.begin(), acc.end());
         for (auto [i, k] : llvm::enumerate(keys)) {
           Value c = kb.add(c0, kb.i32(i));
-          for (unsigned r = 0; r < ratio; ++r)
+          for (unsigned r = 0; r < heads; ++r)
             next[r] = kb.fadd(next[r], kb.fmul(queryAt(queryBuffer, r, c), k));
         }
         return next;
@@ -202,7 +220,7 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
   QuantAttr quant = keys.quant;
   Quantizer quantizer(kb, quant);
   unsigned group = quant.getGroup();
-  SmallVector<Value> dots(ratio, kb.f32(0));
+  SmallVector<Value> dots(heads, kb.f32(0));
   if (quant.getSpan() == Span::Channels) {
     // The token's codes are contiguous. A chunk of one or two groups is
     // loaded 128 bits at a time where the words allow it, its codes are
@@ -243,12 +261,12 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
           for (unsigned g = 0; g < chunkGroups; ++g) {
             Value groupIndex = kb.add(firstGroup, kb.i32(g));
             Value channel0 = kb.mul(groupIndex, kb.i32(group));
-            SmallVector<Value> codeDots(ratio, kb.f32(0));
+            SmallVector<Value> codeDots(heads, kb.f32(0));
             for (unsigned k = 0; k < group; ++k) {
               Value code = kb.uitofp(extractCode(kb, words, g * wordsPerGroup,
                                                  k, quant.getBits()));
               Value c = kb.add(channel0, kb.i32(k));
-              for (unsigned r = 0; r < ratio; ++r)
+              for (unsigned r = 0; r < heads; ++r)
                 codeDots[r] = kb.fadd(
                     codeDots[r], kb.fmul(queryAt(normQueries, r, c), code));
             }
@@ -256,7 +274,7 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
                              groupIndex);
             Value scale = access.loadScale(quantizer, n);
             Value zero = access.loadZero(quantizer, n);
-            for (unsigned r = 0; r < ratio; ++r)
+            for (unsigned r = 0; r < heads; ++r)
               next[r] = kb.fadd(next[r],
                                 quantizer.foldedDot(scale, zero, codeDots[r],
                                                     groupSum(r, groupIndex)));
@@ -274,7 +292,7 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
         kb.builder(), kb.getLoc(), kb.builder().getF32Type(), code,
         access.loadScale(quantizer, n), access.loadZero(quantizer, n), quant);
     SmallVector<Value> next;
-    for (unsigned r = 0; r < ratio; ++r)
+    for (unsigned r = 0; r < heads; ++r)
       next.push_back(kb.fadd(acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
     return next;
   };
@@ -346,7 +364,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
       Value scale = access.loadScale(quantizer, n);
       Value zero = access.loadZero(quantizer, n);
       SmallVector<Value> next;
-      for (unsigned r = 0; r < ratio; ++r) {
+      for (unsigned r = 0; r < heads; ++r) {
         Value q = queryAt(normQueries, r, c);
         next.push_back(kb.fadd(
             sums[r], quantizer.foldedDot(scale, zero, kb.fmul(q, code), q)));
@@ -356,7 +374,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
     std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
         {{kb.i32(0), kb.i32(dim)}, step}};
     kb.getTarget().accumulate(
-        kb, kb.i32(group), group, ratio, /*unroll=*/4, steps,
+        kb, kb.i32(group), group, heads, /*unroll=*/4, steps,
         [&](Value lane, ValueRange dots) {
           // Only the block's tokens inside this split's range count:
           // t - begin < end - begin, unsigned.
@@ -365,7 +383,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
               kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
           kb.ifThen(inRange, [&] {
             Value local = kb.sub(t, splitRange.begin);
-            for (unsigned r = 0; r < ratio; ++r)
+            for (unsigned r = 0; r < heads; ++r)
               kb.storeF32(dots[r], scores,
                           kb.add(kb.i32(r * layout.splitTokens), local));
           });
@@ -390,18 +408,18 @@ void AttendEmitter::scoreChannelGroups(Range range) {
     SmallVector<Value> words;
     for (unsigned w = 0; w < keys.wordsPerGroup; ++w)
       words.push_back(access.loadGroupWord(n, w));
-    SmallVector<Value> codeDots(ratio, kb.f32(0));
+    SmallVector<Value> codeDots(heads, kb.f32(0));
     for (unsigned k = 0; k < group; ++k) {
       Value code = kb.uitofp(extractCode(kb, words, 0, k, quant.getBits()));
       Value c = kb.add(kb.mul(g, kb.i32(group)), kb.i32(k));
-      for (unsigned r = 0; r < ratio; ++r)
+      for (unsigned r = 0; r < heads; ++r)
         codeDots[r] =
             kb.fadd(codeDots[r], kb.fmul(queryAt(normQueries, r, c), code));
     }
     Value scale = access.loadScale(quantizer, n);
     Value zero = access.loadZero(quantizer, n);
     SmallVector<Value> next;
-    for (unsigned r = 0; r < ratio; ++r)
+    for (unsigned r = 0; r < heads; ++r)
       next.push_back(
           kb.fadd(sums[r], quantizer.foldedDot(scale, zero, codeDots[r],
                                                groupSum(r, g))));
@@ -410,10 +428,10 @@ void AttendEmitter::scoreChannelGroups(Range range) {
   std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
       {{kb.i32(0), kb.i32(keys.groupsPerToken)}, step}};
   kb.getTarget().accumulate(
-      kb, kb.sub(range.end, range.begin), layout.splitTokens, ratio,
+      kb, kb.sub(range.end, range.begin), layout.splitTokens, heads,
       /*unroll=*/1, steps, [&](Value lane, ValueRange dots) {
         Value local = kb.sub(kb.add(range.begin, lane), splitRange.begin);
-        for (unsigned r = 0; r < ratio; ++r)
+        for (unsigned r = 0; r < heads; ++r)
           kb.storeF32(dots[r], scores,
                       kb.add(kb.i32(r * layout.splitTokens), local));
       });
@@ -444,7 +462,7 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
       dots = fullPrecisionDots(args.window[0], row, queries);
     }
     Value local = kb.sub(t, splitRange.begin);
-    for (unsigned r = 0; r < ratio; ++r)
+    for (unsigned r = 0; r < heads; ++r)
       kb.storeF32(dots[r], scores,
                   kb.add(kb.i32(r * layout.splitTokens), local));
   });
@@ -453,7 +471,7 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
 void AttendEmitter::softmax() {
   KernelTarget &target = kb.getTarget();
   Value count = kb.sub(splitRange.end, splitRange.begin);
-  for (unsigned r = 0; r < ratio; ++r) {
+  for (unsigned r = 0; r < heads; ++r) {
     Value row = kb.gep(scores, kb.i64(int64_t(r) * layout.splitTokens * 4));
     Value m = target.reduce(kb, ReduceKind::Max, row, count);
     target.parallelFor(kb, count, [&](Value i) {
@@ -517,7 +535,7 @@ void AttendEmitter::accumulateValues() {
       Value v = valueAt(region, t, c);
       Value local = kb.sub(t, splitRange.begin);
       SmallVector<Value> next;
-      for (unsigned r = 0; r < ratio; ++r) {
+      for (unsigned r = 0; r < heads; ++r) {
         Value p =
             kb.loadF32(scores, kb.add(kb.i32(r * layout.splitTokens), local));
         next.push_back(kb.fadd(sums[r], kb.fmul(p, v)));
@@ -530,10 +548,10 @@ void AttendEmitter::accumulateValues() {
       {ranges[0], sink}, {ranges[1], quantized}, {ranges[2], window}};
   unsigned stride = dim + 2;
   kb.getTarget().accumulate(
-      kb, kb.i32(dim), dim, ratio, /*unroll=*/4, steps,
+      kb, kb.i32(dim), dim, heads, /*unroll=*/4, steps,
       [&](Value c, ValueRange acc) {
-        for (unsigned r = 0; r < ratio; ++r) {
-          Value hq = kb.add(kb.mul(head, kb.i32(ratio)), kb.i32(r));
+        for (unsigned r = 0; r < heads; ++r) {
+          Value hq = kb.add(firstQueryHead, kb.i32(r));
           Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);
           Value first = kb.mul(kb.add(kb.mul(row, args.numSplits), split),
                                kb.i32(stride));
@@ -556,7 +574,32 @@ void AttendEmitter::emit() {
   Value end = kb.add(begin, kb.i32(layout.splitTokens));
   // A split past the sequence's end is empty: [begin, begin).
   splitRange = clip({begin, end}, kb.i32(0), tokens);
-  scores = kb.getTarget().allocShared(kb, ratio * layout.splitTokens * 4);
+  // Block-local buffers are sized for one tile and reused by every tile.
+  KernelTarget &target = kb.getTarget();
+  scores = target.allocShared(kb, heads * layout.splitTokens * 4);
+  queries = target.allocShared(kb, heads * dim * 4);
+  normQueries = layout.hasKeyNorm(layer)
+                    ? target.allocShared(kb, heads * dim * 4)
+                    : queries;
+  const SliceLayout &keys = slice(true);
+  if (keys.isQuantized() && keys.quant.getSpan() == Span::Channels)
+    groupSums = target.allocShared(kb, heads * keys.groupsPerToken * 4);
+  Value firstHead = kb.mul(head, kb.i32(ratio));
+  unsigned tiles = ratio / heads;
+  if (tiles == 1) {
+    firstQueryHead = firstHead;
+    return attendTile();
+  }
+  kb.forEach(kb.i32(0), kb.i32(tiles), [&](Value tile) {
+    firstQueryHead = kb.add(firstHead, kb.mul(tile, kb.i32(heads)));
+    attendTile();
+  });
+}
+
+/// Phases 1-4 for the query heads [firstQueryHead, firstQueryHead + heads).
+void AttendEmitter::attendTile() {
+  maxScore.clear();
+  sumExp.clear();
   loadQueries();
   sumQueryGroups();
   Value sinkEnd = regions[0].sink;
