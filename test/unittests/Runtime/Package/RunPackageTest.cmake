@@ -1,7 +1,10 @@
 ##===- RunPackageTest.cmake - install kvq, build a consumer against it ----===##
 #
 # cmake -DKVQ_BUILD_DIR=... -DWORK_DIR=... -DSOURCE_DIR=... -DSPEC=...
-#       -DGENERATOR=... -P RunPackageTest.cmake
+#       -DGENERATOR=... [-DCONSUMER_FLAGS=...] -P RunPackageTest.cmake
+#
+# CONSUMER_FLAGS: compile and link flags of the consumer (a sanitizer build
+# of kvq needs its consumers instrumented the same way).
 #
 ##===----------------------------------------------------------------------===##
 
@@ -20,7 +23,9 @@ endfunction()
 
 run(${CMAKE_COMMAND} --install ${KVQ_BUILD_DIR} --prefix ${prefix})
 run(${CMAKE_COMMAND} -G ${GENERATOR} -S ${SOURCE_DIR} -B ${build}
-    -DCMAKE_PREFIX_PATH=${prefix} -DKVQ_TEST_SPEC=${SPEC})
+    -DCMAKE_PREFIX_PATH=${prefix} -DKVQ_TEST_SPEC=${SPEC}
+    "-DCMAKE_C_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${build})
 run(${build}/package-test)
 message(STATUS "${output}")
