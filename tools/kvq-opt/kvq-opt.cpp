@@ -29,6 +29,30 @@ static llvm::cl::opt<std::string>
                llvm::cl::desc("Compile the spec into artifact directory DIR"),
                llvm::cl::value_desc("DIR"), llvm::cl::init(""));
 
+/// Set when a diagnostic at error level was reported: kvq-opt then fails even
+/// if the pass that reported it did not signal a failure.
+static bool sawError = false;
+
+/// Chains to `base`'s pipeline setup after counting error diagnostics of the
+/// pipeline's context (not under -verify-diagnostics, where expected errors
+/// are the point).
+static mlir::LogicalResult setUpPipeline(mlir::PassManager &pm,
+                                         const mlir::MlirOptMainConfig &base) {
+  if (!base.shouldVerifyDiagnostics())
+    pm.getContext()->getDiagEngine().registerHandler(
+        [](mlir::Diagnostic &diagnostic) {
+          if (diagnostic.getSeverity() == mlir::DiagnosticSeverity::Error)
+            sawError = true;
+          return mlir::failure(); // Let the printing handler report it.
+        });
+  if (compileDir.empty())
+    return base.setupPassPipeline(pm);
+  kvq::KVQCompileArtifactOptions options;
+  options.dir = compileDir;
+  pm.addPass(kvq::createKVQCompileArtifact(options));
+  return mlir::success();
+}
+
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   kvq::registerKVQPasses();
@@ -43,13 +67,9 @@ int main(int argc, char **argv) {
       argc, argv, "kvq optimizer driver\n", registry);
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
-  if (!compileDir.empty())
-    config.setPassPipelineSetupFn([](mlir::PassManager &pm) {
-      kvq::KVQCompileArtifactOptions options;
-      options.dir = compileDir;
-      pm.addPass(kvq::createKVQCompileArtifact(options));
-      return mlir::success();
-    });
+  config.setPassPipelineSetupFn([base = config](mlir::PassManager &pm) {
+    return setUpPipeline(pm, base);
+  });
 
   std::string error;
   auto input = mlir::openInputFile(inputFilename, &error);
@@ -62,8 +82,9 @@ int main(int argc, char **argv) {
     llvm::errs() << error << "\n";
     return 1;
   }
-  if (mlir::failed(
-          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+  if (mlir::failed(mlir::MlirOptMain(output->os(), std::move(input), registry,
+                                     config)) ||
+      sawError)
     return 1;
   output->keep();
   return 0;

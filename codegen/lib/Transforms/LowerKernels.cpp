@@ -6,6 +6,7 @@
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace kvq {
 #define GEN_PASS_DEF_KVQLOWERKERNELS
@@ -20,24 +21,64 @@ namespace {
 /// Replace a kernel op by its block program, emitted through `target`.
 template <typename KernelOpT>
 struct LowerKernelOp : OpRewritePattern<KernelOpT> {
-  LowerKernelOp(MLIRContext *ctx, KernelTarget &target)
-      : OpRewritePattern<KernelOpT>(ctx), target(target) {}
+  LowerKernelOp(MLIRContext *ctx, KernelTarget &target,
+                const llvm::DenseMap<Operation *, CacheLayout> &layouts)
+      : OpRewritePattern<KernelOpT>(ctx), target(target), layouts(layouts) {}
 
   LogicalResult matchAndRewrite(KernelOpT op,
                                 PatternRewriter &rewriter) const override {
-    CacheOp cache = op.getCacheOp();
-    if (!cache)
-      return rewriter.notifyMatchFailure(op, "no cache");
-    FailureOr<CacheLayout> layout = computeCacheLayout(cache);
-    if (failed(layout))
-      return failure();
-    emitKernel(getKernelSpec(op), *layout, target, rewriter, op.getLoc());
+    auto layout = layouts.find(op.getCacheOp());
+    if (layout == layouts.end())
+      return rewriter.notifyMatchFailure(op, "no layout for its cache");
+    emitKernel(getKernelSpec(op), layout->second, target, rewriter,
+               op.getLoc());
     rewriter.eraseOp(op);
     return success();
   }
 
   KernelTarget &target;
+  const llvm::DenseMap<Operation *, CacheLayout> &layouts;
 };
+
+/// The cache a kernel op serves; null for any other op.
+CacheOp getKernelCache(Operation *op) {
+  return llvm::TypeSwitch<Operation *, CacheOp>(op)
+      .Case<FlushKernelOp, KeyNormKernelOp, AttendKernelOp, CombineKernelOp>(
+          [](auto kernel) { return kernel.getCacheOp(); })
+      .Default([](Operation *) { return CacheOp(); });
+}
+
+bool isKernelOp(Operation *op) {
+  return isa<FlushKernelOp, KeyNormKernelOp, AttendKernelOp, CombineKernelOp>(
+      op);
+}
+
+/// The layout of every cache a kernel op names, or failure (with a
+/// diagnostic) if one cannot be computed: a kernel op is never left behind
+/// silently.
+FailureOr<llvm::DenseMap<Operation *, CacheLayout>>
+computeKernelLayouts(ModuleOp module) {
+  llvm::DenseMap<Operation *, CacheLayout> layouts;
+  WalkResult result = module.walk([&](Operation *op) {
+    if (!isKernelOp(op))
+      return WalkResult::advance();
+    CacheOp cache = getKernelCache(op);
+    if (!cache) {
+      op->emitError("kernel names no kvq.cache");
+      return WalkResult::interrupt();
+    }
+    if (layouts.count(cache))
+      return WalkResult::advance();
+    FailureOr<CacheLayout> layout = computeCacheLayout(cache);
+    if (failed(layout))
+      return WalkResult::interrupt();
+    layouts.try_emplace(cache, std::move(*layout));
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return failure();
+  return layouts;
+}
 
 struct KVQLowerKernelsPass
     : kvq::impl::KVQLowerKernelsBase<KVQLowerKernelsPass> {
@@ -45,6 +86,10 @@ struct KVQLowerKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    FailureOr<llvm::DenseMap<Operation *, CacheLayout>> layouts =
+        computeKernelLayouts(module);
+    if (failed(layouts))
+      return signalPassFailure();
     std::unique_ptr<KernelTarget> kernelTarget;
     if (target == "cpu") {
       kernelTarget = createCPUTarget(module);
@@ -64,9 +109,17 @@ struct KVQLowerKernelsPass
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerKernelOp<FlushKernelOp>, LowerKernelOp<KeyNormKernelOp>,
                  LowerKernelOp<AttendKernelOp>, LowerKernelOp<CombineKernelOp>>(
-        &getContext(), *kernelTarget);
+        &getContext(), *kernelTarget, *layouts);
     // One in-order sweep: kernels are emitted in declaration order.
     walkAndApplyPatterns(module, std::move(patterns));
+    WalkResult left = module.walk([](Operation *op) {
+      if (!isKernelOp(op))
+        return WalkResult::advance();
+      op->emitError("kvq-lower-kernels could not lower this kernel");
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
   }
 };
 
