@@ -4,10 +4,13 @@
 # Usage: tools/bootstrap.sh run [SPEC]   build, then compile SPEC (default
 #                                        specs/kivi-2bit.mlir) to kernels and
 #                                        run a decode step on the CPU backend
-#        tools/bootstrap.sh test         build, then run the whole test suite
+#        tools/bootstrap.sh test         build, then run the whole test suite,
+#                                        then again under ASan+UBSan
 #
 # On a fresh Debian 12 machine (as root) it first installs the Debian
-# packages kvq needs. KVQ_BUILD_DIR overrides the build folder (./build).
+# packages kvq needs. KVQ_BUILD_DIR overrides the build folder (./build),
+# KVQ_SANITIZER_BUILD_DIR the sanitizer build's (./build-asan);
+# KVQ_SANITIZE=0 skips the sanitizer run.
 #
 ##===----------------------------------------------------------------------===##
 set -euo pipefail
@@ -39,6 +42,22 @@ configure_and_build() {
   ninja -C "$build" -j "$jobs"
 }
 
+# The whole suite again with the compiler, the runtime, the interpreter and
+# the tests built with ASan and UBSan (the generated kernels are compiled
+# code, not instrumented). Debian's MLIR libraries are not instrumented while
+# LLVM's headers poison allocator memory in instrumented code, so user
+# poisoning is off; every other ASan and UBSan check stays on, and any UBSan
+# finding fails the test.
+sanitizer_test() {
+  local dir=${KVQ_SANITIZER_BUILD_DIR:-$root/build-asan}
+  export ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+    -DLLVM_USE_SANITIZER="Address;Undefined"
+  ninja -C "$dir" -j "$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+}
+
 main() {
   local command=${1:-}
   case "$command" in
@@ -52,6 +71,7 @@ main() {
   configure_and_build
   if [ "$command" = test ]; then
     ctest --test-dir "$build" --output-on-failure -j "$jobs"
+    [ "${KVQ_SANITIZE:-1}" = 0 ] || sanitizer_test
   else
     local spec=${2:-$root/specs/kivi-2bit.mlir}
     local artifact="$build/artifacts/$(basename "$spec" .mlir)"
