@@ -323,10 +323,22 @@ static ParseResult parseQuantField(AsmParser &parser, StringRef key,
   if (key == "clip") {
     if (parser.parseAttribute(fields.clip))
       return failure();
-    // `clip = 1` means no clipping; keep every constant factor an f64.
-    if (auto factor = dyn_cast<IntegerAttr>(fields.clip))
-      fields.clip = FloatAttr::get(Float64Type::get(parser.getContext()),
-                                   static_cast<double>(factor.getInt()));
+    // An integer starts `1` or a fraction `n/d` (as the printer writes
+    // exact small fractions); keep every constant factor an f64.
+    auto numerator = dyn_cast<IntegerAttr>(fields.clip);
+    if (!numerator)
+      return success();
+    double factor = static_cast<double>(numerator.getInt());
+    if (succeeded(parser.parseOptionalSlash())) {
+      SMLoc loc = parser.getCurrentLocation();
+      uint64_t denominator;
+      if (parser.parseInteger(denominator))
+        return failure();
+      if (denominator == 0)
+        return parser.emitError(loc, "division by zero");
+      factor /= static_cast<double>(denominator);
+    }
+    fields.clip = FloatAttr::get(Float64Type::get(parser.getContext()), factor);
     return success();
   }
   llvm_unreachable("key checked by the caller");

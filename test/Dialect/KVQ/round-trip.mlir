@@ -42,3 +42,18 @@ kvq.cache @modes model <layers = 3, heads = 1, kv_heads = 1, head_dim = 64, dtyp
                              clip = dense<[[[0.5, 0.75]], [[1.0, 0.25]], [[1.0, 1.0]]]> : tensor<3x1x2xf32>> codes from 1
   }
 }
+
+// -----
+
+// Clip factors that are exact small fractions print as `n/d` and parse back.
+// CHECK-LABEL: kvq.cache @fractions
+// CHECK: clip = 1/2>
+// CHECK: clip = 2/3>
+kvq.cache @fractions model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, clip = 0.5>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32, clip = 2/3>
+  }
+}
