@@ -416,6 +416,14 @@ LogicalResult WindowAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  unsigned flush) {
   if (flush == 0)
     return emitError() << "flush unit must be positive";
+  // Bounds far above any published window (SKVQ keeps 128 recent tokens),
+  // so that the window capacity recent + flush - 1 and every buffer size
+  // derived from it stay exact in 32-bit and 64-bit arithmetic.
+  if (sink > kMaxWindowTokens || recent > kMaxWindowTokens ||
+      flush > kMaxWindowTokens)
+    return emitError() << "sink, recent and flush must be at most "
+                       << kMaxWindowTokens << " tokens, got sink = " << sink
+                       << ", recent = " << recent << ", flush = " << flush;
   return success();
 }
 
@@ -424,6 +432,9 @@ LogicalResult PoolAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                unsigned firstLayer) {
   if (capacity == 0)
     return emitError() << "outlier pool capacity must be positive";
+  if (capacity > kMaxWindowTokens || extra > kMaxWindowTokens)
+    return emitError() << "outlier pool capacity and extra must be at most "
+                       << kMaxWindowTokens << " tokens";
   return success();
 }
 

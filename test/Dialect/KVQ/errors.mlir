@@ -397,3 +397,41 @@ kvq.cache @c model <layers = 2, heads = 1, kv_heads = 1, head_dim = 128, dtype =
     kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 64>
   }
 }
+
+// -----
+
+// The window capacity recent + flush - 1 wrapped to 0 in 32 bits, so tokens
+// the spec keeps in full precision were quantized.
+kvq.cache @huge_recent model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  // expected-error @+1 {{sink, recent and flush must be at most 1048576 tokens, got sink = 0, recent = 4294967295, flush = 2}}
+  kvq.keys window <recent = 4294967295, flush = 2> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+  kvq.values window <recent = 1, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// -----
+
+kvq.cache @huge_sink model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+  // expected-error @+1 {{sink, recent and flush must be at most 1048576 tokens}}
+  kvq.values window <sink = 2000000, recent = 1, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{outlier pool capacity and extra must be at most 1048576 tokens}}
+kvq.cache @huge_pool model <layers = 1, heads = 1, kv_heads = 1, head_dim = 128, dtype = f16> page 128 pool <capacity = 3, extra = 4294967295> {
+  kvq.keys window <recent = 32, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 128>
+  }
+  kvq.values window <recent = 32, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 128>
+  }
+}

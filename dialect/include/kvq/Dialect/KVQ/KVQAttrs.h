@@ -11,6 +11,10 @@
 #include "kvq/Dialect/KVQ/KVQEnums.h.inc"
 
 namespace kvq {
+/// The most tokens a window region (sink, recent, flush unit) or an outlier
+/// pool may declare (docs/Rationale.md, "Input limits").
+constexpr unsigned kMaxWindowTokens = 1u << 20;
+
 /// The values of an integer table: a `dense` attribute or a `dense_resource`
 /// blob of i32 or i64. Fails where the data is not available.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
