@@ -348,7 +348,7 @@ Manifest parseTopLevel(const Json &J) {
 Expected<std::string> readFile(const std::string &Path) {
   std::ifstream In(Path, std::ios::binary);
   if (!In)
-    return Status::error("cannot open '" + Path + "'");
+    return Status::error(ErrorCode::Artifact, "cannot open '" + Path + "'");
   std::ostringstream SS;
   SS << In.rdbuf();
   return SS.str();
@@ -363,13 +363,14 @@ Expected<std::string> readFile(const std::string &Path) {
 Expected<Manifest> kvq::runtime::parseManifest(const std::string &Text) {
   Json J = Json::parse(Text, nullptr, /*allow_exceptions=*/false);
   if (J.is_discarded())
-    return Status::error("manifest: not valid JSON");
+    return Status::error(ErrorCode::Artifact, "manifest: not valid JSON");
   try {
     return parseTopLevel(J);
   } catch (const ManifestError &E) {
-    return Status::error(E.Message);
+    return Status::error(ErrorCode::Artifact, E.Message);
   } catch (const std::exception &E) {
-    return Status::error(std::string("manifest: ") + E.what());
+    return Status::error(ErrorCode::Artifact,
+                         std::string("manifest: ") + E.what());
   }
 }
 
@@ -377,10 +378,10 @@ Expected<std::shared_ptr<const Artifact>>
 Artifact::open(const std::string &Dir) {
   Expected<std::string> Text = readFile(Dir + "/manifest.json");
   if (!Text.ok())
-    return Status::error("artifact '" + Dir + "': " + Text.message());
+    return Text.status().withContext("artifact '" + Dir + "': ");
   Expected<Manifest> M = parseManifest(*Text);
   if (!M.ok())
-    return Status::error("artifact '" + Dir + "': " + M.message());
+    return M.status().withContext("artifact '" + Dir + "': ");
   return std::shared_ptr<const Artifact>(new Artifact(Dir, std::move(*M)));
 }
 
@@ -394,7 +395,8 @@ std::vector<std::string> Artifact::ptxTargets() const {
 Expected<std::string> Artifact::loadPTX(const std::string &Target) const {
   auto It = M.PTX.find(Target);
   if (It == M.PTX.end())
-    return Status::error("artifact '" + Dir + "' has no PTX for " + Target);
+    return Status::error(ErrorCode::Unsupported,
+                         "artifact '" + Dir + "' has no PTX for " + Target);
   return readFile(Dir + "/" + It->second);
 }
 

@@ -14,6 +14,7 @@
 #include "kvq/Runtime/Runtime.h"
 
 #include <new>
+#include <type_traits>
 
 using namespace kvq::runtime;
 
@@ -29,40 +30,94 @@ namespace {
 
 thread_local std::string LastError;
 
-/// Maps a failure to a status code by the runtime's message conventions.
-kvq_status classify(const std::string &Message) {
-  if (Message.rfind("out of ", 0) == 0 || Message.rfind("cache full", 0) == 0 ||
-      Message.find("would need") != std::string::npos)
-    return KVQ_ERROR_CAPACITY;
-  if (Message.rfind("artifact", 0) == 0 || Message.rfind("manifest", 0) == 0)
-    return KVQ_ERROR_ARTIFACT;
-  if (Message.rfind("no CUDA driver", 0) == 0 ||
-      Message.find("backend") != std::string::npos ||
-      Message.rfind("kernel", 0) == 0 || Message.rfind("CUDA", 0) == 0)
-    return KVQ_ERROR_BACKEND;
-  return KVQ_ERROR_INVALID_ARGUMENT;
-}
-
-kvq_status fail(const Status &S) {
-  LastError = S.message();
-  return classify(S.message());
-}
-
-kvq_status fail(kvq_status Code, const char *Message) {
-  LastError = Message;
+kvq_status fail(kvq_status Code, std::string Message) {
+  LastError = std::move(Message);
   return Code;
+}
+
+/// The runtime's error codes are the C API's (kvq.h mirrors ErrorCode).
+kvq_status fail(const Status &S) {
+  return fail(static_cast<kvq_status>(S.code()), S.message());
 }
 
 kvq_status result(const Status &S) { return S.ok() ? KVQ_OK : fail(S); }
 
+/// Runs an entry point's body: no exception crosses the C API.
+template <typename Fn> kvq_status guarded(const char *Entry, Fn &&Body) {
+  try {
+    return Body();
+  } catch (const std::bad_alloc &) {
+    return fail(KVQ_ERROR_OUT_OF_MEMORY,
+                std::string(Entry) + ": out of host memory");
+  } catch (const std::exception &E) {
+    return fail(KVQ_ERROR_BACKEND, std::string(Entry) + ": " + E.what());
+  } catch (...) {
+    return fail(KVQ_ERROR_BACKEND, std::string(Entry) + ": unknown failure");
+  }
+}
+
+/// Elements of one token of K or V, and of one sequence's Q or output.
+size_t tokenElements(const Manifest &M) {
+  return size_t(M.Model.KvHeads) * M.Model.HeadDim;
+}
+size_t queryElements(const Manifest &M) {
+  return size_t(M.Model.Heads) * M.Model.HeadDim;
+}
+
+/// Checks every item's k_bytes and v_bytes against its shape and converts
+/// the items; the C++ API checks the sizes again.
 template <typename ItemT, typename DataT>
-std::vector<ItemT> convertItems(const kvq_append_item *Items, size_t N) {
-  std::vector<ItemT> Out;
-  for (size_t I = 0; I < N; ++I)
-    Out.push_back({Items[I].sequence, Items[I].num_tokens,
-                   static_cast<const DataT *>(Items[I].k),
-                   static_cast<const DataT *>(Items[I].v)});
-  return Out;
+kvq_status convertItems(const Manifest &M, const kvq_append_item *Items,
+                        size_t N, size_t ElementBytes,
+                        std::vector<ItemT> &Out) {
+  for (size_t I = 0; I < N; ++I) {
+    const kvq_append_item &Item = Items[I];
+    // AppendItem sizes are bytes, AppendItemF32 sizes are floats.
+    constexpr size_t SizeUnit = std::is_same_v<ItemT, AppendItemF32> ? 4 : 1;
+    size_t Expected = Item.num_tokens * tokenElements(M) * ElementBytes;
+    if (Item.k_bytes != Expected || Item.v_bytes != Expected)
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "sequence " + std::to_string(Item.sequence) + ": " +
+                      std::to_string(Item.num_tokens) + " tokens need " +
+                      std::to_string(Expected) + " bytes of K and of V, got " +
+                      std::to_string(Item.k_bytes) + " and " +
+                      std::to_string(Item.v_bytes));
+    Out.push_back({Item.sequence, Item.num_tokens,
+                   static_cast<const DataT *>(Item.k),
+                   static_cast<const DataT *>(Item.v), Item.k_bytes / SizeUnit,
+                   Item.v_bytes / SizeUnit});
+  }
+  return KVQ_OK;
+}
+
+/// Checks the query and output sizes of an attend of N sequences.
+kvq_status checkAttendSizes(const Manifest &M, size_t N, size_t QBytes,
+                            size_t QElementBytes, size_t OutBytes) {
+  size_t Elements = N * queryElements(M);
+  if (QBytes != Elements * QElementBytes || OutBytes != Elements * 4)
+    return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                "attend of " + std::to_string(N) + " sequences needs " +
+                    std::to_string(Elements * QElementBytes) +
+                    " bytes of query and " + std::to_string(Elements * 4) +
+                    " of output, got " + std::to_string(QBytes) + " and " +
+                    std::to_string(OutBytes));
+  return KVQ_OK;
+}
+
+template <typename ItemT, typename DataT>
+kvq_status appendItems(const char *Entry, kvq_cache *C, uint32_t Layer,
+                       const kvq_append_item *Items, size_t N,
+                       size_t ElementBytes) {
+  return guarded(Entry, [&] {
+    if (!C || (N && !Items))
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  std::string(Entry) + ": null argument");
+    std::vector<ItemT> Batch;
+    if (kvq_status S = convertItems<ItemT, DataT>(C->C->manifest(), Items, N,
+                                                  ElementBytes, Batch))
+      return S;
+    return result(C->C->append(Layer, Batch));
+  });
 }
 
 } // namespace
@@ -84,13 +139,16 @@ void kvq_cache_options_init(kvq_cache_options *O) {
 }
 
 kvq_status kvq_artifact_open(const char *Dir, kvq_artifact **Out) {
-  if (!Dir || !Out)
-    return fail(KVQ_ERROR_INVALID_ARGUMENT, "kvq_artifact_open: null argument");
-  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
-  if (!A.ok())
-    return fail(KVQ_ERROR_ARTIFACT, A.message().c_str());
-  *Out = new (std::nothrow) kvq_artifact{std::move(*A)};
-  return *Out ? KVQ_OK : fail(KVQ_ERROR_BACKEND, "out of host memory");
+  return guarded("kvq_artifact_open", [&] {
+    if (!Dir || !Out)
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_artifact_open: null argument");
+    Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+    if (!A.ok())
+      return fail(A.status());
+    *Out = new kvq_artifact{std::move(*A)};
+    return KVQ_OK;
+  });
 }
 
 void kvq_artifact_close(kvq_artifact *A) { delete A; }
@@ -115,80 +173,119 @@ kvq_status kvq_artifact_shape(const kvq_artifact *A, uint32_t *Layers,
   return KVQ_OK;
 }
 
+kvq_status kvq_artifact_dtype(const kvq_artifact *A, kvq_dtype *Out) {
+  if (!A || !Out)
+    return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                "kvq_artifact_dtype: null argument");
+  switch (A->A->manifest().Model.Type) {
+  case DType::F16:
+    *Out = KVQ_DTYPE_F16;
+    break;
+  case DType::BF16:
+    *Out = KVQ_DTYPE_BF16;
+    break;
+  case DType::F32:
+    *Out = KVQ_DTYPE_F32;
+    break;
+  }
+  return KVQ_OK;
+}
+
 kvq_status kvq_cache_create(const kvq_artifact *A, const kvq_cache_options *O,
                             kvq_cache **Out) {
-  if (!A || !Out)
-    return fail(KVQ_ERROR_INVALID_ARGUMENT, "kvq_cache_create: null argument");
-  CacheOptions Options;
-  if (O) {
-    Options.Backend =
-        O->backend == KVQ_BACKEND_CUDA ? BackendKind::Cuda : BackendKind::Cpu;
-    Options.MaxSequences = O->max_sequences;
-    Options.PagesPerTensor = O->pages_per_tensor;
-    Options.MaxPagesPerSequence = O->max_pages_per_sequence;
-    Options.Threads = O->threads;
-    Options.CudaDevice = O->cuda_device;
-  }
-  Expected<std::unique_ptr<Cache>> C = Cache::create(A->A, Options);
-  if (!C.ok())
-    return fail(C.status());
-  *Out = new (std::nothrow) kvq_cache{std::move(*C)};
-  return *Out ? KVQ_OK : fail(KVQ_ERROR_BACKEND, "out of host memory");
+  return guarded("kvq_cache_create", [&] {
+    if (!A || !Out)
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_create: null argument");
+    CacheOptions Options;
+    if (O) {
+      if (O->backend != KVQ_BACKEND_CPU && O->backend != KVQ_BACKEND_CUDA)
+        return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                    "kvq_cache_create: unknown backend " +
+                        std::to_string(int(O->backend)));
+      Options.Backend =
+          O->backend == KVQ_BACKEND_CUDA ? BackendKind::Cuda : BackendKind::Cpu;
+      Options.MaxSequences = O->max_sequences;
+      Options.PagesPerTensor = O->pages_per_tensor;
+      Options.MaxPagesPerSequence = O->max_pages_per_sequence;
+      Options.Threads = O->threads;
+      Options.CudaDevice = O->cuda_device;
+    }
+    Expected<std::unique_ptr<Cache>> C = Cache::create(A->A, Options);
+    if (!C.ok())
+      return fail(C.status());
+    *Out = new kvq_cache{std::move(*C)};
+    return KVQ_OK;
+  });
 }
 
 void kvq_cache_destroy(kvq_cache *C) { delete C; }
 
 kvq_status kvq_cache_add_sequence(kvq_cache *C, kvq_sequence *Out) {
-  if (!C || !Out)
-    return fail(KVQ_ERROR_INVALID_ARGUMENT,
-                "kvq_cache_add_sequence: null argument");
-  Expected<SequenceId> Id = C->C->addSequence();
-  if (!Id.ok())
-    return fail(Id.status());
-  *Out = *Id;
-  return KVQ_OK;
+  return guarded("kvq_cache_add_sequence", [&] {
+    if (!C || !Out)
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_add_sequence: null argument");
+    Expected<SequenceId> Id = C->C->addSequence();
+    if (!Id.ok())
+      return fail(Id.status());
+    *Out = *Id;
+    return KVQ_OK;
+  });
 }
 
 kvq_status kvq_cache_remove_sequence(kvq_cache *C, kvq_sequence Seq) {
-  if (!C)
-    return fail(KVQ_ERROR_INVALID_ARGUMENT,
-                "kvq_cache_remove_sequence: null cache");
-  return result(C->C->removeSequence(Seq));
+  return guarded("kvq_cache_remove_sequence", [&] {
+    if (!C)
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_remove_sequence: null cache");
+    return result(C->C->removeSequence(Seq));
+  });
 }
 
 kvq_status kvq_cache_append(kvq_cache *C, uint32_t Layer,
                             const kvq_append_item *Items, size_t N) {
-  if (!C || (N && !Items))
-    return fail(KVQ_ERROR_INVALID_ARGUMENT, "kvq_cache_append: null argument");
-  return result(C->C->append(Layer, convertItems<AppendItem, void>(Items, N)));
+  size_t Bytes = C ? byteSize(C->C->manifest().Model.Type) : 0;
+  return appendItems<AppendItem, void>("kvq_cache_append", C, Layer, Items, N,
+                                       Bytes);
 }
 
 kvq_status kvq_cache_append_f32(kvq_cache *C, uint32_t Layer,
                                 const kvq_append_item *Items, size_t N) {
-  if (!C || (N && !Items))
-    return fail(KVQ_ERROR_INVALID_ARGUMENT,
-                "kvq_cache_append_f32: null argument");
-  return result(
-      C->C->append(Layer, convertItems<AppendItemF32, float>(Items, N)));
+  return appendItems<AppendItemF32, float>("kvq_cache_append_f32", C, Layer,
+                                           Items, N, sizeof(float));
 }
 
 kvq_status kvq_cache_attend(kvq_cache *C, uint32_t Layer,
                             const kvq_sequence *Seqs, size_t N, const void *Q,
-                            float *Out) {
-  if (!C || (N && !Seqs))
-    return fail(KVQ_ERROR_INVALID_ARGUMENT, "kvq_cache_attend: null argument");
-  return result(
-      C->C->attend(Layer, std::vector<SequenceId>(Seqs, Seqs + N), Q, Out));
+                            size_t QBytes, float *Out, size_t OutBytes) {
+  return guarded("kvq_cache_attend", [&] {
+    if (!C || (N && !Seqs))
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_attend: null argument");
+    const Manifest &M = C->C->manifest();
+    if (kvq_status S =
+            checkAttendSizes(M, N, QBytes, byteSize(M.Model.Type), OutBytes))
+      return S;
+    return result(
+        C->C->attend(Layer, std::vector<SequenceId>(Seqs, Seqs + N), Q, Out));
+  });
 }
 
 kvq_status kvq_cache_attend_f32(kvq_cache *C, uint32_t Layer,
                                 const kvq_sequence *Seqs, size_t N,
-                                const float *Q, float *Out) {
-  if (!C || (N && !Seqs))
-    return fail(KVQ_ERROR_INVALID_ARGUMENT,
-                "kvq_cache_attend_f32: null argument");
-  return result(
-      C->C->attendF32(Layer, std::vector<SequenceId>(Seqs, Seqs + N), Q, Out));
+                                const float *Q, size_t QBytes, float *Out,
+                                size_t OutBytes) {
+  return guarded("kvq_cache_attend_f32", [&] {
+    if (!C || (N && !Seqs))
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_attend_f32: null argument");
+    if (kvq_status S = checkAttendSizes(C->C->manifest(), N, QBytes,
+                                        sizeof(float), OutBytes))
+      return S;
+    return result(C->C->attendF32(
+        Layer, std::vector<SequenceId>(Seqs, Seqs + N), Q, Out));
+  });
 }
 
 kvq_status kvq_cache_memory_stats(const kvq_cache *C, kvq_memory_stats *Out) {

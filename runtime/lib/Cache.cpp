@@ -106,22 +106,25 @@ DevicePtr Cache::Impl::tableAddr(Tensor T, unsigned Slot) const {
 Expected<SequenceState *> Cache::Impl::find(SequenceId Seq) {
   auto It = Sequences.find(Seq);
   if (It == Sequences.end())
-    return Status::error("unknown sequence " + std::to_string(Seq));
+    return Status::error(ErrorCode::InvalidArgument,
+                         "unknown sequence " + std::to_string(Seq));
   return &It->second;
 }
 
 Expected<const SequenceState *> Cache::Impl::find(SequenceId Seq) const {
   auto It = Sequences.find(Seq);
   if (It == Sequences.end())
-    return Status::error("unknown sequence " + std::to_string(Seq));
+    return Status::error(ErrorCode::InvalidArgument,
+                         "unknown sequence " + std::to_string(Seq));
   return &It->second;
 }
 
 Status Cache::Impl::checkLayer(unsigned Layer) const {
   if (Layer >= manifest().Model.Layers)
-    return Status::error("layer " + std::to_string(Layer) +
-                         " out of range (the model has " +
-                         std::to_string(manifest().Model.Layers) + ")");
+    return Status::error(ErrorCode::InvalidArgument,
+                         "layer " + std::to_string(Layer) +
+                             " out of range (the model has " +
+                             std::to_string(manifest().Model.Layers) + ")");
   return Status::success();
 }
 
@@ -150,7 +153,8 @@ Status Cache::Impl::launch(const std::string &Kernel, Dim3 Grid,
                            std::vector<int32_t> Ints) {
   const KernelInfo *K = manifest().kernel(Kernel);
   if (!K)
-    return Status::error("kernel '" + Kernel + "' missing from the manifest");
+    return Status::error(ErrorCode::Artifact,
+                         "kernel '" + Kernel + "' missing from the manifest");
   // Every kernel of KernelABI.md takes its pointers first, then its ints.
   std::vector<void *> Args;
   for (uint64_t &P : Ptrs)
@@ -158,8 +162,9 @@ Status Cache::Impl::launch(const std::string &Kernel, Dim3 Grid,
   for (int32_t &I : Ints)
     Args.push_back(&I);
   if (Args.size() != K->Args.size())
-    return Status::error("kernel '" + Kernel + "' takes " +
-                         std::to_string(K->Args.size()) + " arguments");
+    return Status::error(ErrorCode::Artifact,
+                         "kernel '" + Kernel + "' takes " +
+                             std::to_string(K->Args.size()) + " arguments");
   if (Grid.X == 0 || Grid.Y == 0 || Grid.Z == 0)
     return Status::success();
   return B->launch(Kernel, Grid, K->Block, K->SharedBytes, Args.data());
@@ -175,7 +180,17 @@ Cache::~Cache() = default;
 Expected<std::unique_ptr<Cache>>
 Cache::create(std::shared_ptr<const Artifact> A, const CacheOptions &Options) {
   if (!A)
-    return Status::error("no artifact");
+    return Status::error(ErrorCode::InvalidArgument, "no artifact");
+  if (Options.Backend != BackendKind::Cpu &&
+      Options.Backend != BackendKind::Cuda)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "cache options: unknown backend " +
+                             std::to_string(int(Options.Backend)));
+  if (Options.Threads > kMaxThreads)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "cache options: at most " +
+                             std::to_string(kMaxThreads) + " threads, got " +
+                             std::to_string(Options.Threads));
   Expected<std::unique_ptr<Backend>> B =
       Options.Backend == BackendKind::Cpu
           ? createCpuBackend(*A, Options.Threads, Options.Code)
@@ -189,13 +204,14 @@ Expected<std::unique_ptr<Cache>>
 Cache::create(std::shared_ptr<const Artifact> A, const CacheOptions &Options,
               std::unique_ptr<Backend> B) {
   if (!A || !B)
-    return Status::error("no artifact or backend");
+    return Status::error(ErrorCode::InvalidArgument, "no artifact or backend");
   if (Options.MaxSequences == 0 || Options.PagesPerTensor == 0)
-    return Status::error("cache options: MaxSequences and PagesPerTensor "
+    return Status::error(ErrorCode::InvalidArgument,
+                         "cache options: MaxSequences and PagesPerTensor "
                          "must be positive");
   auto I = std::make_unique<Impl>(std::move(A), Options, std::move(B));
   if (Status S = I->allocateBuffers(); !S.ok())
-    return Status::error("cache: allocating buffers failed: " + S.message());
+    return S.withContext("cache: allocating buffers failed: ");
   return std::unique_ptr<Cache>(new Cache(std::move(I)));
 }
 
@@ -210,9 +226,10 @@ const CacheOptions &Cache::options() const { return P->Options; }
 
 Expected<SequenceId> Cache::addSequence() {
   if (P->FreeSlots.empty())
-    return Status::error("cache full: all " +
-                         std::to_string(P->Options.MaxSequences) +
-                         " sequence slots are in use");
+    return Status::error(ErrorCode::Capacity,
+                         "cache full: all " +
+                             std::to_string(P->Options.MaxSequences) +
+                             " sequence slots are in use");
   SequenceState S;
   S.Slot = P->FreeSlots.back();
   S.Layers.resize(manifest().Model.Layers);
@@ -233,7 +250,8 @@ Expected<SequenceId> Cache::addSequence() {
 Status Cache::removeSequence(SequenceId Seq) {
   auto It = P->Sequences.find(Seq);
   if (It == P->Sequences.end())
-    return Status::error("unknown sequence " + std::to_string(Seq));
+    return Status::error(ErrorCode::InvalidArgument,
+                         "unknown sequence " + std::to_string(Seq));
   SequenceState &S = It->second;
   for (int X = 0; X < 2; ++X)
     for (auto Page = S.Pages[X].rbegin(); Page != S.Pages[X].rend(); ++Page)
@@ -267,6 +285,7 @@ Status Cache::append(unsigned Layer, const std::vector<AppendItemF32> &Batch) {
     size_t N = I.NumTokens * RowElems;
     if ((I.KCount && I.KCount != N) || (I.VCount && I.VCount != N))
       return Status::error(
+          ErrorCode::InvalidArgument,
           wrongShape(I.Seq, I.NumTokens, I.KCount, I.VCount, N, "floats"));
     if (I.K && I.V && N) {
       Storage.emplace_back(N * byteSize(Type));
@@ -291,11 +310,12 @@ Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
   const ModelShape &M = manifest().Model;
   size_t N = Seqs.size() * M.Heads * M.HeadDim;
   if (Q.size() != N)
-    return Status::error("attend: the query has " + std::to_string(Q.size()) +
-                         " values, expected " + std::to_string(N) + " (" +
-                         std::to_string(Seqs.size()) + " x " +
-                         std::to_string(M.Heads) + " heads x " +
-                         std::to_string(M.HeadDim) + ")");
+    return Status::error(ErrorCode::InvalidArgument,
+                         "attend: the query has " + std::to_string(Q.size()) +
+                             " values, expected " + std::to_string(N) + " (" +
+                             std::to_string(Seqs.size()) + " x " +
+                             std::to_string(M.Heads) + " heads x " +
+                             std::to_string(M.HeadDim) + ")");
   std::vector<float> Result(N);
   if (Status S = attendF32(Layer, Seqs, Q.data(), Result.data()); !S.ok())
     return S;
@@ -392,12 +412,14 @@ Expected<std::vector<uint8_t>> Cache::readSlicePage(Tensor T, SequenceId Seq,
   if (Status St = P->checkLayer(Layer); !St.ok())
     return St;
   if (KvHead >= manifest().Model.KvHeads)
-    return Status::error("kv-head " + std::to_string(KvHead) + " out of range");
+    return Status::error(ErrorCode::InvalidArgument,
+                         "kv-head " + std::to_string(KvHead) + " out of range");
   const std::vector<uint32_t> &Pages = (*S)->Pages[int(T)];
   if (Page >= Pages.size())
-    return Status::error("sequence " + std::to_string(Seq) + " holds " +
-                         std::to_string(Pages.size()) + " " + toString(T) +
-                         " pages, not " + std::to_string(Page + 1));
+    return Status::error(ErrorCode::InvalidArgument,
+                         "sequence " + std::to_string(Seq) + " holds " +
+                             std::to_string(Pages.size()) + " " + toString(T) +
+                             " pages, not " + std::to_string(Page + 1));
   const LayerLayout &L = P->layout(T).Layers[Layer];
   return readBytes(*P->B,
                    P->pageAddr(T, Pages[Page]) + L.Offset +

@@ -83,18 +83,22 @@ Status validateItem(const Cache::Impl &C, unsigned Layer, const AppendItem &I) {
   size_t Bytes = size_t(I.NumTokens) * C.rowBytes();
   if ((I.KBytes && I.KBytes != Bytes) || (I.VBytes && I.VBytes != Bytes))
     return Status::error(
+        ErrorCode::InvalidArgument,
         wrongShape(I.Seq, I.NumTokens, I.KBytes, I.VBytes, Bytes, "bytes"));
   if (I.NumTokens == 0)
     return Status::success();
   if (!I.K || !I.V)
-    return Status::error("sequence " + std::to_string(I.Seq) +
-                         ": null key or value data for " +
-                         std::to_string(I.NumTokens) + " tokens");
+    return Status::error(ErrorCode::InvalidArgument,
+                         "sequence " + std::to_string(I.Seq) +
+                             ": null key or value data for " +
+                             std::to_string(I.NumTokens) + " tokens");
   size_t N = size_t(I.NumTokens) * M.KvHeads * M.HeadDim;
   if (size_t Bad = findNonFinite(M.Type, I.K, N); Bad != N)
-    return Status::error(describeNonFinite("key", Bad, M, I.Seq));
+    return Status::error(ErrorCode::InvalidArgument,
+                         describeNonFinite("key", Bad, M, I.Seq));
   if (size_t Bad = findNonFinite(M.Type, I.V, N); Bad != N)
-    return Status::error(describeNonFinite("value", Bad, M, I.Seq));
+    return Status::error(ErrorCode::InvalidArgument,
+                         describeNonFinite("value", Bad, M, I.Seq));
   return Status::success();
 }
 
@@ -236,13 +240,15 @@ Status Cache::Impl::append(unsigned Layer,
     if (!S.ok())
       return S.status();
     if (!Seen.insert(I.Seq).second)
-      return Status::error("sequence " + std::to_string(I.Seq) +
-                           " appears twice in one append");
+      return Status::error(ErrorCode::InvalidArgument,
+                           "sequence " + std::to_string(I.Seq) +
+                               " appears twice in one append");
     if (Status St = validateItem(*this, Layer, I); !St.ok())
       return St;
     if ((*S)->Layers[Layer].Keys.total() + uint64_t(I.NumTokens) > 0x7fffffff)
-      return Status::error("sequence " + std::to_string(I.Seq) +
-                           " would exceed 2^31 tokens");
+      return Status::error(ErrorCode::Capacity,
+                           "sequence " + std::to_string(I.Seq) +
+                               " would exceed 2^31 tokens");
     Work W{*S, &I, {}, false};
     W.KeyNorm = LayerKeyNorm && I.NumTokens && !(*S)->HasNorms[Layer];
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
@@ -251,10 +257,11 @@ Status Cache::Impl::append(unsigned Layer,
       unsigned Needed =
           pagesFor(W.Plan[int(T)].After.Quantized, manifest().PageTokens);
       if (Needed > MaxPagesPerSeq)
-        return Status::error("sequence " + std::to_string(I.Seq) +
-                             " would need " + std::to_string(Needed) + " " +
-                             toString(T) + " pages; a sequence may hold " +
-                             std::to_string(MaxPagesPerSeq));
+        return Status::error(ErrorCode::Capacity,
+                             "sequence " + std::to_string(I.Seq) +
+                                 " would need " + std::to_string(Needed) + " " +
+                                 toString(T) + " pages; a sequence may hold " +
+                                 std::to_string(MaxPagesPerSeq));
       size_t Have = (*S)->Pages[int(T)].size();
       NewPages[int(T)] += Needed > Have ? Needed - Have : 0;
     }
@@ -263,9 +270,10 @@ Status Cache::Impl::append(unsigned Layer,
   for (Tensor T : {Tensor::Keys, Tensor::Values})
     if (NewPages[int(T)] > FreePages[int(T)].size())
       return Status::error(
+          ErrorCode::Capacity,
           std::string("out of ") + toString(T) + " pages: the append needs " +
-          std::to_string(NewPages[int(T)]) + " more, " +
-          std::to_string(FreePages[int(T)].size()) + " are free");
+              std::to_string(NewPages[int(T)]) + " more, " +
+              std::to_string(FreePages[int(T)].size()) + " are free");
 
   // Pass 2: apply it.
   for (const Work &W : Works) {

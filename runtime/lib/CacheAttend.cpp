@@ -40,14 +40,17 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   if (Seqs.empty())
     return Status::success();
   if (!Q || !Out)
-    return Status::error("attend: null query or output");
+    return Status::error(ErrorCode::InvalidArgument,
+                         "attend: null query or output");
   const ModelShape &M = manifest().Model;
   size_t QElems = Seqs.size() * M.Heads * M.HeadDim;
   if (size_t Bad = findNonFinite(M.Type, Q, QElems); Bad != QElems)
-    return Status::error("non-finite query value at sequence index " +
-                         std::to_string(Bad / (size_t(M.Heads) * M.HeadDim)) +
-                         ", head " + std::to_string(Bad / M.HeadDim % M.Heads) +
-                         ", channel " + std::to_string(Bad % M.HeadDim));
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        "non-finite query value at sequence index " +
+            std::to_string(Bad / (size_t(M.Heads) * M.HeadDim)) + ", head " +
+            std::to_string(Bad / M.HeadDim % M.Heads) + ", channel " +
+            std::to_string(Bad % M.HeadDim));
   std::vector<uint32_t> Desc;
   uint32_t MaxTokens = 0;
   for (SequenceId Id : Seqs) {

@@ -16,6 +16,7 @@
 #include "ThreadPool.h"
 
 #include <dlfcn.h>
+#include <system_error>
 
 #include <cstdlib>
 #include <cstring>
@@ -51,8 +52,9 @@ public:
     size_t Rounded = (Bytes + kAlignment - 1) / kAlignment * kAlignment;
     void *P = std::aligned_alloc(kAlignment, Rounded ? Rounded : kAlignment);
     if (!P)
-      return Status::error("cpu backend: out of memory allocating " +
-                           std::to_string(Bytes) + " bytes");
+      return Status::error(ErrorCode::OutOfMemory,
+                           "cpu backend: out of memory allocating " +
+                               std::to_string(Bytes) + " bytes");
     Live.insert(P);
     return DevicePtr(reinterpret_cast<uintptr_t>(P));
   }
@@ -60,7 +62,8 @@ public:
   Status free(DevicePtr Ptr) override {
     void *P = toHost(Ptr);
     if (!Live.erase(P))
-      return Status::error("cpu backend: freeing an unknown pointer");
+      return Status::error(ErrorCode::Backend,
+                           "cpu backend: freeing an unknown pointer");
     std::free(P);
     return Status::success();
   }
@@ -87,7 +90,8 @@ public:
                 unsigned SharedBytes, void **Args) override {
     auto It = Kernels.find(Name);
     if (It == Kernels.end())
-      return Status::error("cpu backend: unknown kernel '" + Name + "'");
+      return Status::error(ErrorCode::Backend,
+                           "cpu backend: unknown kernel '" + Name + "'");
     HostKernel Fn = It->second;
     uint64_t XY = uint64_t(Grid.X) * Grid.Y;
     Pool.parallelFor(XY * Grid.Z, [&](uint64_t I) {
@@ -117,14 +121,16 @@ Expected<void *> openHostCode(const Artifact &A, HostCode Code) {
   if (Code == HostCode::Linked) {
     void *Self = dlopen(nullptr, RTLD_NOW);
     if (!Self)
-      return Status::error(std::string("cpu backend: ") + dlerror());
+      return Status::error(ErrorCode::Backend,
+                           std::string("cpu backend: ") + dlerror());
     return Self;
   }
   std::string Path = A.hostSharedPath();
   void *Lib = dlopen(Path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!Lib)
-    return Status::error("cpu backend: cannot load host code '" + Path +
-                         "': " + dlerror());
+    return Status::error(ErrorCode::Backend,
+                         "cpu backend: cannot load host code '" + Path +
+                             "': " + dlerror());
   return Lib;
 }
 
@@ -141,14 +147,26 @@ kvq::runtime::createCpuBackend(const Artifact &A, unsigned Threads,
     void *Sym = dlsym(*Lib, K.Name.c_str());
     if (!Sym) {
       dlclose(*Lib);
-      return Status::error("cpu backend: host code of artifact '" +
-                           A.directory() + "' lacks kernel '" + K.Name + "'" +
-                           (Code == HostCode::Linked
-                                ? " (is kernels.o linked and exported?)"
-                                : ""));
+      return Status::error(
+          ErrorCode::Backend,
+          "cpu backend: host code of artifact '" + A.directory() +
+              "' lacks kernel '" + K.Name + "'" +
+              (Code == HostCode::Linked ? " (is kernels.o linked and exported?)"
+                                        : ""));
     }
     Kernels[K.Name] = reinterpret_cast<HostKernel>(Sym);
   }
-  return std::unique_ptr<Backend>(
-      new CpuBackend(*Lib, std::move(Kernels), Threads ? Threads : 1));
+  try {
+    return std::unique_ptr<Backend>(
+        new CpuBackend(*Lib, std::move(Kernels), Threads ? Threads : 1));
+  } catch (const std::system_error &E) {
+    dlclose(*Lib);
+    return Status::error(ErrorCode::Backend, "cpu backend: cannot start " +
+                                                 std::to_string(Threads) +
+                                                 " threads: " + E.what());
+  } catch (const std::bad_alloc &) {
+    dlclose(*Lib);
+    return Status::error(ErrorCode::OutOfMemory,
+                         "cpu backend: out of memory starting threads");
+  }
 }

@@ -46,11 +46,12 @@ public:
                 unsigned SharedBytes, void **Args) override {
     auto It = Kernels.find(Name);
     if (It == Kernels.end())
-      return Status::error("device backend: unknown kernel '" + Name + "'");
+      return Status::error(ErrorCode::Backend,
+                           "device backend: unknown kernel '" + Name + "'");
     Status S = Driver->launch(It->second, Grid, Block, SharedBytes, Args);
     if (S.ok() || S.message().find("'" + Name + "'") != std::string::npos)
       return S;
-    return Status::error("kernel '" + Name + "': " + S.message());
+    return S.withContext("kernel '" + Name + "': ");
   }
 
   Status synchronize() override { return Driver->synchronize(); }
@@ -67,20 +68,21 @@ kvq::runtime::createDeviceBackend(const Artifact &A,
                                   std::unique_ptr<DeviceDriver> Driver,
                                   const std::string &Target) {
   if (!Driver)
-    return Status::error("device backend: no driver");
+    return Status::error(ErrorCode::Backend, "device backend: no driver");
   Expected<std::string> PTX = A.loadPTX(Target);
   if (!PTX.ok())
     return PTX.status();
   Expected<ModuleHandle> Module = Driver->loadModule(*PTX);
   if (!Module.ok())
-    return Status::error("device backend: loading the " + Target + " PTX of '" +
-                         A.directory() + "' failed: " + Module.message());
+    return Module.status().withContext("device backend: loading the " + Target +
+                                       " PTX of '" + A.directory() +
+                                       "' failed: ");
   std::unordered_map<std::string, KernelHandle> Kernels;
   for (const KernelInfo &K : A.manifest().Kernels) {
     Expected<KernelHandle> H = Driver->getKernel(*Module, K.Name);
     if (!H.ok())
-      return Status::error("device backend: kernel '" + K.Name +
-                           "': " + H.message());
+      return H.status().withContext("device backend: kernel '" + K.Name +
+                                    "': ");
     Kernels[K.Name] = *H;
   }
   return std::unique_ptr<Backend>(

@@ -9,11 +9,19 @@
 using namespace kvq::runtime;
 
 ThreadPool::ThreadPool(unsigned Threads) {
-  for (unsigned I = 1; I < Threads; ++I)
-    Workers.emplace_back([this] { workerLoop(); });
+  try {
+    for (unsigned I = 1; I < Threads; ++I)
+      Workers.emplace_back([this] { workerLoop(); });
+  } catch (...) {
+    // Joinable threads must not outlive a constructor that failed.
+    stopWorkers();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stopWorkers(); }
+
+void ThreadPool::stopWorkers() {
   {
     std::lock_guard<std::mutex> Lock(Mutex);
     Stopping = true;

@@ -24,6 +24,8 @@ namespace kvq::runtime {
 
 class ThreadPool {
 public:
+  /// Starts Threads - 1 workers. Throws std::system_error if a thread
+  /// cannot be started, after stopping the ones that were.
   explicit ThreadPool(unsigned Threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -37,6 +39,7 @@ public:
 
 private:
   void workerLoop();
+  void stopWorkers();
   void runItems(const std::function<void(uint64_t)> *Body, uint64_t N);
 
   std::vector<std::thread> Workers;

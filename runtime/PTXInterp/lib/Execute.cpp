@@ -275,7 +275,7 @@ Status BlockRunner::run(uint32_t X, uint32_t Y, uint32_t Z) {
         if (!W.RunMask)
           continue;
         if (!runWarp(W))
-          return Status::error(Err);
+          return Status::error(ErrorCode::Backend, Err);
         Ran = true;
       }
     }
@@ -287,10 +287,10 @@ Status BlockRunner::run(uint32_t X, uint32_t Y, uint32_t Z) {
       return Status::success();
     bool Released = false;
     if (!releaseBarriers(Released))
-      return Status::error(Err);
+      return Status::error(ErrorCode::Backend, Err);
     if (!Released) {
       reportDeadlock();
-      return Status::error(Err);
+      return Status::error(ErrorCode::Backend, Err);
     }
   }
 }
@@ -1464,17 +1464,21 @@ Status kvq::ptx::launchKernel(const Module &M, const Function &Kernel,
   auto Start = std::chrono::steady_clock::now();
   const Dim3 &G = Config.Grid, &B = Config.Block;
   if (!Kernel.IsEntry)
-    return Status::error("'" + Kernel.Name + "' is not a kernel (.entry)");
+    return Status::error(ErrorCode::Backend,
+                         "'" + Kernel.Name + "' is not a kernel (.entry)");
   if (!G.X || !G.Y || !G.Z || !B.X || !B.Y || !B.Z)
-    return Status::error("kernel '" + Kernel.Name + "': empty grid or block");
+    return Status::error(ErrorCode::Backend,
+                         "kernel '" + Kernel.Name + "': empty grid or block");
   if (uint64_t(B.X) * B.Y * B.Z > 1024)
-    return Status::error("kernel '" + Kernel.Name +
-                         "': more than 1024 threads per block");
+    return Status::error(ErrorCode::Backend,
+                         "kernel '" + Kernel.Name +
+                             "': more than 1024 threads per block");
   if (Config.Params.size() < Kernel.ParamBytes)
-    return Status::error("kernel '" + Kernel.Name + "': expects " +
-                         std::to_string(Kernel.ParamBytes) +
-                         " bytes of parameters, got " +
-                         std::to_string(Config.Params.size()));
+    return Status::error(ErrorCode::Backend,
+                         "kernel '" + Kernel.Name + "': expects " +
+                             std::to_string(Kernel.ParamBytes) +
+                             " bytes of parameters, got " +
+                             std::to_string(Config.Params.size()));
   Stats = Counters();
   BlockRunner Runner(M, Kernel, Mem, Config, Stats);
   Status S = Status::success();

@@ -36,10 +36,11 @@ Expected<KernelHandle> InterpDriver::getKernel(ModuleHandle Handle,
                                                const std::string &Name) {
   const Module *M = module(Handle);
   if (!M)
-    return Status::error("invalid module handle");
+    return Status::error(ErrorCode::Backend, "invalid module handle");
   const Function *F = M->findFunction(Name);
   if (!F || !F->IsEntry)
-    return Status::error("no kernel named '" + Name + "' in the module");
+    return Status::error(ErrorCode::Backend,
+                         "no kernel named '" + Name + "' in the module");
   Kernels.push_back({Handle.Id - 1, F});
   return KernelHandle{Kernels.size()};
 }
@@ -66,7 +67,7 @@ Status InterpDriver::memset(DevicePtr Dst, uint8_t Value, size_t Bytes) {
 Status InterpDriver::launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
                             unsigned DynamicSharedBytes, void **Args) {
   if (Kernel.Id == 0 || Kernel.Id > Kernels.size())
-    return Status::error("invalid kernel handle");
+    return Status::error(ErrorCode::Backend, "invalid kernel handle");
   const KernelRef &K = Kernels[Kernel.Id - 1];
   LaunchConfig Config;
   Config.Grid = Grid;
@@ -74,7 +75,8 @@ Status InterpDriver::launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
   Config.DynamicSharedBytes = DynamicSharedBytes;
   Config.MaxWarpInstructions = InstructionLimit;
   if (!K.Fn->Params.empty() && !Args)
-    return Status::error("kernel '" + K.Fn->Name + "' needs arguments");
+    return Status::error(ErrorCode::Backend,
+                         "kernel '" + K.Fn->Name + "' needs arguments");
   Config.Params = packParams(*K.Fn, Args);
   return launchKernel(*Modules[K.Module], *K.Fn, Memory, Config, Last);
 }

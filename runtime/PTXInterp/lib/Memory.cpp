@@ -25,11 +25,12 @@ uint64_t DeviceMemory::allocate(uint64_t Bytes) {
 Status DeviceMemory::free(uint64_t Address) {
   auto It = Allocations.find(Address);
   if (It == Allocations.end())
-    return Status::error("free of 0x" + [&] {
-      std::ostringstream OS;
-      OS << std::hex << Address;
-      return OS.str();
-    }() + ", which is not the start of a live allocation");
+    return Status::error(
+        ErrorCode::Backend, "free of 0x" + [&] {
+          std::ostringstream OS;
+          OS << std::hex << Address;
+          return OS.str();
+        }() + ", which is not the start of a live allocation");
   Allocations.erase(It);
   return Status::success();
 }
@@ -49,7 +50,7 @@ static Status rangeError(const char *What, uint64_t Address, uint64_t Bytes) {
   std::ostringstream OS;
   OS << What << " of " << Bytes << " bytes at 0x" << std::hex << Address
      << " is outside every device allocation";
-  return Status::error(OS.str());
+  return Status::error(ErrorCode::Backend, OS.str());
 }
 
 Status DeviceMemory::write(uint64_t Address, const void *Src, uint64_t Bytes) {

@@ -452,7 +452,7 @@ Expected<Module> Parser::run() {
     }
   }
   if (!Err.empty())
-    return Status::error(Err);
+    return Status::error(ErrorCode::Backend, Err);
   finalizeModule(M);
   return std::move(M);
 }

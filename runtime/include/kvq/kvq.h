@@ -6,6 +6,11 @@
 |* are not written in C++. Every function returns a kvq_status; on failure    *|
 |* kvq_last_error() returns a message describing it (per thread, valid until  *|
 |* the thread's next failing call). A failed call leaves the cache unchanged. *|
+|* No C++ exception crosses this API.                                         *|
+|*                                                                            *|
+|* Threads: a kvq_cache is not thread-safe; use one per thread or serialise   *|
+|* every call on it. Artifacts may be shared by caches of several threads.    *|
+|* kvq_last_error() is per thread.                                            *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -21,15 +26,23 @@ extern "C" {
 
 typedef enum kvq_status {
   KVQ_OK = 0,
-  /** A bad argument: null pointer, unknown sequence, layer out of range,
-   *  non-finite values, a sequence twice in one batch. */
+  /** A bad argument: null pointer, a buffer size that does not match the
+   *  shape, unknown sequence, layer out of range, non-finite values, a
+   *  sequence twice in one batch, an unknown enum value, calls out of the
+   *  documented order (code-sharing layers after their owner). */
   KVQ_ERROR_INVALID_ARGUMENT = 1,
   /** No free page or sequence slot left. */
   KVQ_ERROR_CAPACITY = 2,
-  /** The artifact could not be opened or is malformed / of another version. */
+  /** The artifact could not be opened, is malformed, of another version, or
+   *  does not match its kernels. */
   KVQ_ERROR_ARTIFACT = 3,
-  /** The backend failed (no CUDA driver, a kernel fault, out of memory). */
+  /** The backend failed (no CUDA driver, a kernel fault). */
   KVQ_ERROR_BACKEND = 4,
+  /** A host or device allocation failed. */
+  KVQ_ERROR_OUT_OF_MEMORY = 5,
+  /** The artifact needs what this machine lacks (CPU features, a PTX
+   *  target). */
+  KVQ_ERROR_UNSUPPORTED = 6,
 } kvq_status;
 
 typedef struct kvq_artifact kvq_artifact;
@@ -41,24 +54,34 @@ typedef enum kvq_backend {
   KVQ_BACKEND_CUDA = 1,
 } kvq_backend;
 
+/** The model dtype of an artifact: the element type of K, V and Q. */
+typedef enum kvq_dtype {
+  KVQ_DTYPE_F16 = 1,
+  KVQ_DTYPE_BF16 = 2,
+  KVQ_DTYPE_F32 = 3,
+} kvq_dtype;
+
 typedef struct kvq_cache_options {
   kvq_backend backend;
   uint32_t max_sequences;
   uint32_t pages_per_tensor;
   /** 0: pages_per_tensor. */
   uint32_t max_pages_per_sequence;
-  /** CPU backend threads (0: 1). */
+  /** CPU backend threads (0: 1; at most 1024). */
   uint32_t threads;
   int32_t cuda_device;
 } kvq_cache_options;
 
 /** New tokens of one sequence: k and v are [num_tokens][Hkv][D], raw model
- *  dtype bits (append) or float (append_f32). */
+ *  dtype bits (append) or float (append_f32); k_bytes and v_bytes are their
+ *  sizes in bytes, which must match that shape. */
 typedef struct kvq_append_item {
   kvq_sequence sequence;
   uint32_t num_tokens;
   const void *k;
   const void *v;
+  size_t k_bytes;
+  size_t v_bytes;
 } kvq_append_item;
 
 typedef struct kvq_memory_stats {
@@ -82,6 +105,8 @@ void kvq_artifact_close(kvq_artifact *artifact);
 kvq_status kvq_artifact_shape(const kvq_artifact *artifact, uint32_t *layers,
                               uint32_t *heads, uint32_t *kv_heads,
                               uint32_t *head_dim, uint32_t *dtype_bytes);
+/** The model dtype of the artifact (f16 and bf16 are distinct). */
+kvq_status kvq_artifact_dtype(const kvq_artifact *artifact, kvq_dtype *out);
 
 /** The cache keeps the artifact alive; the artifact may be closed after. */
 kvq_status kvq_cache_create(const kvq_artifact *artifact,
@@ -97,14 +122,16 @@ kvq_status kvq_cache_append_f32(kvq_cache *cache, uint32_t layer,
                                 const kvq_append_item *items, size_t num_items);
 
 /** q: [num_sequences][Hq][D] raw model dtype (attend) or float
- *  (attend_f32); out: [num_sequences][Hq][D] float. */
+ *  (attend_f32), q_bytes bytes; out: [num_sequences][Hq][D] float,
+ *  out_bytes bytes. Both sizes must match that shape. */
 kvq_status kvq_cache_attend(kvq_cache *cache, uint32_t layer,
                             const kvq_sequence *sequences, size_t num_sequences,
-                            const void *q, float *out);
+                            const void *q, size_t q_bytes, float *out,
+                            size_t out_bytes);
 kvq_status kvq_cache_attend_f32(kvq_cache *cache, uint32_t layer,
                                 const kvq_sequence *sequences,
                                 size_t num_sequences, const float *q,
-                                float *out);
+                                size_t q_bytes, float *out, size_t out_bytes);
 
 kvq_status kvq_cache_memory_stats(const kvq_cache *cache,
                                   kvq_memory_stats *out);

@@ -73,7 +73,7 @@ public:
   Expected<KernelHandle> getKernel(ModuleHandle Module,
                                    const std::string &Name) override {
     if (Module.Id == 0 || Module.Id > Modules.size())
-      return Status::error("invalid module handle");
+      return Status::error(ErrorCode::Backend, "invalid module handle");
     CUfunction F = nullptr;
     if (Status S = check(
             Api.ModuleGetFunction(&F, Modules[Module.Id - 1], Name.c_str()),
@@ -105,7 +105,7 @@ public:
   Status launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
                 unsigned DynamicSharedBytes, void **Args) override {
     if (Kernel.Id == 0 || Kernel.Id > Functions.size())
-      return Status::error("invalid kernel handle");
+      return Status::error(ErrorCode::Backend, "invalid kernel handle");
     return check(Api.LaunchKernel(Functions[Kernel.Id - 1], Grid.X, Grid.Y,
                                   Grid.Z, Block.X, Block.Y, Block.Z,
                                   DynamicSharedBytes, nullptr, Args, nullptr),
@@ -130,9 +130,11 @@ private:
     const char *Msg = nullptr;
     if (!Api.GetErrorString || Api.GetErrorString(R, &Msg) != 0)
       Msg = nullptr;
+    // CUDA_ERROR_OUT_OF_MEMORY is 2 (cuda.h).
     return Status::error(
+        R == 2 ? ErrorCode::OutOfMemory : ErrorCode::Backend,
         What + " failed: " +
-        (Msg ? std::string(Msg) : "CUDA error " + std::to_string(R)));
+            (Msg ? std::string(Msg) : "CUDA error " + std::to_string(R)));
   }
 };
 
@@ -148,8 +150,9 @@ kvq::runtime::createCudaDriver(int DeviceOrdinal) {
   void *Lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!Lib)
     return Status::error(
+        ErrorCode::Backend,
         std::string("no CUDA driver: libcuda.so.1 not found (") + dlerror() +
-        ")");
+            ")");
   CudaApi Api{};
   bool Ok =
       resolve(Lib, "cuInit", Api.Init) &&
@@ -170,7 +173,8 @@ kvq::runtime::createCudaDriver(int DeviceOrdinal) {
   resolve(Lib, "cuGetErrorString", Api.GetErrorString);
   if (!Ok) {
     dlclose(Lib);
-    return Status::error("no CUDA driver: libcuda.so.1 lacks a required "
+    return Status::error(ErrorCode::Backend,
+                         "no CUDA driver: libcuda.so.1 lacks a required "
                          "entry point");
   }
   CUdevice Device = 0;
@@ -194,8 +198,9 @@ kvq::runtime::createCudaDriver(int DeviceOrdinal) {
       Msg = nullptr;
     std::string Why = Msg ? Msg : "CUDA error " + std::to_string(R);
     dlclose(Lib);
-    return Status::error(std::string("CUDA driver initialization failed: ") +
-                         Failed + ": " + Why);
+    return Status::error(ErrorCode::Backend,
+                         std::string("CUDA driver initialization failed: ") +
+                             Failed + ": " + Why);
   }
   Api.DeviceGetName(Name, sizeof(Name), Device);
   return std::unique_ptr<DeviceDriver>(

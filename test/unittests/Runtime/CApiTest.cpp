@@ -17,6 +17,35 @@ namespace {
 const std::string kMockDir = KVQ_MOCK_ARTIFACT_DIR;
 const std::string kInputs = KVQ_RUNTIME_TEST_INPUTS;
 
+template <typename T> size_t bytes(const std::vector<T> &V) {
+  return V.size() * sizeof(T);
+}
+
+/// Opens the mock artifact and a CPU cache of one sequence on it.
+struct MockCache {
+  kvq_artifact *A = nullptr;
+  kvq_cache *C = nullptr;
+  kvq_sequence S = 0;
+  uint32_t Heads = 0, KvHeads = 0, HeadDim = 0;
+  MockCache() {
+    EXPECT_EQ(kvq_artifact_open(kMockDir.c_str(), &A), KVQ_OK);
+    EXPECT_EQ(
+        kvq_artifact_shape(A, nullptr, &Heads, &KvHeads, &HeadDim, nullptr),
+        KVQ_OK);
+    EXPECT_EQ(kvq_cache_create(A, nullptr, &C), KVQ_OK) << kvq_last_error();
+    EXPECT_EQ(kvq_cache_add_sequence(C, &S), KVQ_OK);
+  }
+  ~MockCache() {
+    kvq_cache_destroy(C);
+    kvq_artifact_close(A);
+  }
+  uint64_t cachedElements() {
+    kvq_memory_stats Stats;
+    EXPECT_EQ(kvq_cache_memory_stats(C, &Stats), KVQ_OK);
+    return Stats.cached_elements;
+  }
+};
+
 TEST(CApiTest, AppendAttendAndStats) {
   kvq_artifact *A = nullptr;
   ASSERT_EQ(kvq_artifact_open(kMockDir.c_str(), &A), KVQ_OK)
@@ -45,10 +74,12 @@ TEST(CApiTest, AppendAttendAndStats) {
 
   // One token of constant keys and values: attention returns the value.
   std::vector<float> K(KvHeads * HeadDim, 0.5f), V(KvHeads * HeadDim, 2.0f);
-  kvq_append_item Item = {S, 1, K.data(), V.data()};
+  kvq_append_item Item = {S, 1, K.data(), V.data(), bytes(K), bytes(V)};
   ASSERT_EQ(kvq_cache_append_f32(C, 0, &Item, 1), KVQ_OK) << kvq_last_error();
   std::vector<float> Q(Heads * HeadDim, 1.0f), Out(Heads * HeadDim);
-  ASSERT_EQ(kvq_cache_attend_f32(C, 0, &S, 1, Q.data(), Out.data()), KVQ_OK);
+  ASSERT_EQ(kvq_cache_attend_f32(C, 0, &S, 1, Q.data(), bytes(Q), Out.data(),
+                                 bytes(Out)),
+            KVQ_OK);
   for (float X : Out)
     EXPECT_FLOAT_EQ(X, 2.0f);
 
@@ -63,7 +94,8 @@ TEST(CApiTest, AppendAttendAndStats) {
   EXPECT_EQ(kvq_cache_append_f32(C, 0, &Item, 1), KVQ_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(std::string(kvq_last_error()).find("non-finite key"), 0u);
   std::vector<float> Zeros(100 * KvHeads * HeadDim, 0.0f);
-  kvq_append_item Many = {S, 100, Zeros.data(), Zeros.data()};
+  kvq_append_item Many = {
+      S, 100, Zeros.data(), Zeros.data(), bytes(Zeros), bytes(Zeros)};
   EXPECT_EQ(kvq_cache_append_f32(C, 1, &Many, 1), KVQ_ERROR_CAPACITY)
       << kvq_last_error();
   EXPECT_EQ(kvq_cache_remove_sequence(C, S + 7), KVQ_ERROR_INVALID_ARGUMENT);
@@ -97,9 +129,72 @@ TEST(CApiTest, ArtifactErrors) {
     EXPECT_TRUE(Msg.rfind("no CUDA driver", 0) == 0 ||
                 Msg.find("no PTX") != std::string::npos)
         << Msg;
-    EXPECT_TRUE(S == KVQ_ERROR_BACKEND || S == KVQ_ERROR_ARTIFACT) << Msg;
+    EXPECT_TRUE(S == KVQ_ERROR_BACKEND || S == KVQ_ERROR_UNSUPPORTED) << Msg;
   }
   kvq_artifact_close(A);
+}
+
+TEST(CApiTest, BufferSizesAreChecked) {
+  MockCache M;
+  // A token count larger than the buffers read past them (findNonFinite).
+  std::vector<float> K(M.KvHeads * M.HeadDim, 1.0f), V = K;
+  kvq_append_item Item = {M.S, 1000, K.data(), V.data(), bytes(K), bytes(V)};
+  EXPECT_EQ(kvq_cache_append_f32(M.C, 0, &Item, 1), KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvq_last_error()).find("1000 tokens need"),
+            std::string::npos)
+      << kvq_last_error();
+  Item.num_tokens = 1;
+  Item.v_bytes = 0;
+  EXPECT_EQ(kvq_cache_append_f32(M.C, 0, &Item, 1), KVQ_ERROR_INVALID_ARGUMENT);
+  // Raw model-dtype items count bytes of f16, not floats.
+  std::vector<uint16_t> KHalf(K.size(), 0x3c00), VHalf = KHalf;
+  kvq_append_item Raw = {M.S,          1,       KHalf.data(), VHalf.data(),
+                         bytes(KHalf), bytes(K)};
+  EXPECT_EQ(kvq_cache_append(M.C, 0, &Raw, 1), KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(M.cachedElements(), 0u);
+  Raw.v_bytes = bytes(VHalf);
+  EXPECT_EQ(kvq_cache_append(M.C, 0, &Raw, 1), KVQ_OK) << kvq_last_error();
+
+  std::vector<float> Q(M.Heads * M.HeadDim, 1.0f), Out(Q.size());
+  EXPECT_EQ(kvq_cache_attend_f32(M.C, 0, &M.S, 1, Q.data(), bytes(Q) - 4,
+                                 Out.data(), bytes(Out)),
+            KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvq_cache_attend_f32(M.C, 0, &M.S, 1, Q.data(), bytes(Q),
+                                 Out.data(), bytes(Out) / 2),
+            KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvq_cache_attend_f32(M.C, 0, &M.S, 1, Q.data(), bytes(Q),
+                                 Out.data(), bytes(Out)),
+            KVQ_OK)
+      << kvq_last_error();
+}
+
+TEST(CApiTest, OptionsAreValidated) {
+  kvq_artifact *A = nullptr;
+  ASSERT_EQ(kvq_artifact_open(kMockDir.c_str(), &A), KVQ_OK);
+  kvq_cache_options O;
+  kvq_cache_options_init(&O);
+  kvq_cache *C = nullptr;
+  // An out-of-range enum value ran on the CPU (UBSan: invalid enum load).
+  O.backend = static_cast<kvq_backend>(7);
+  EXPECT_EQ(kvq_cache_create(A, &O, &C), KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvq_last_error()).find("unknown backend 7"),
+            std::string::npos);
+  // 2^32 - 1 threads threw std::system_error through the C API.
+  kvq_cache_options_init(&O);
+  O.threads = 4294967295u;
+  EXPECT_EQ(kvq_cache_create(A, &O, &C), KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvq_last_error()).find("at most 1024 threads"),
+            std::string::npos);
+  EXPECT_EQ(C, nullptr);
+  kvq_artifact_close(A);
+}
+
+TEST(CApiTest, DTypeIsDistinct) {
+  MockCache M;
+  kvq_dtype DType;
+  ASSERT_EQ(kvq_artifact_dtype(M.A, &DType), KVQ_OK);
+  EXPECT_EQ(DType, KVQ_DTYPE_F16);
+  EXPECT_EQ(kvq_artifact_dtype(M.A, nullptr), KVQ_ERROR_INVALID_ARGUMENT);
 }
 
 } // namespace

@@ -43,6 +43,9 @@ enum class BackendKind {
   Cuda,
 };
 
+/// The most CPU backend threads a cache may start.
+constexpr unsigned kMaxThreads = 1024;
+
 struct CacheOptions {
   BackendKind Backend = BackendKind::Cpu;
   /// Sequences held at once (slots).
@@ -52,7 +55,8 @@ struct CacheOptions {
   /// Width of the block tables: the most pages one sequence may hold.
   /// 0 means PagesPerTensor.
   unsigned MaxPagesPerSequence = 0;
-  /// CPU backend: threads running kernel blocks (the caller's included).
+  /// CPU backend: threads running kernel blocks (the caller's included),
+  /// at most kMaxThreads; 0 means 1.
   unsigned Threads = 2;
   /// CPU backend: dlopen kernels.so, or use host code linked into the program.
   HostCode Code = HostCode::SharedObject;

@@ -19,21 +19,48 @@
 
 namespace kvq::runtime {
 
-/// The outcome of an operation: success, or failure with a message.
+/// What kind of failure a Status reports, set where the error is made (the
+/// C API's kvq_status mirrors it one to one).
+enum class ErrorCode {
+  /// A bad argument: null pointer, wrong shape, unknown sequence, layer out
+  /// of range, non-finite values, a call out of the documented order.
+  InvalidArgument = 1,
+  /// No free page or sequence slot left.
+  Capacity = 2,
+  /// The artifact could not be opened, is malformed, of another version, or
+  /// does not match its kernels.
+  Artifact = 3,
+  /// The backend or device failed (no CUDA driver, a kernel fault).
+  Backend = 4,
+  /// A host or device allocation failed.
+  OutOfMemory = 5,
+  /// The artifact needs what this machine lacks (CPU features, a PTX
+  /// target).
+  Unsupported = 6,
+};
+
+/// The outcome of an operation: success, or failure with a code and a
+/// message.
 class [[nodiscard]] Status {
 public:
   static Status success() { return Status(); }
-  static Status error(std::string Message) {
+  static Status error(ErrorCode Code, std::string Message) {
     Status S;
-    S.Failed = true;
+    S.Code = Code;
     S.Msg = std::move(Message);
     return S;
   }
-  bool ok() const { return !Failed; }
+  bool ok() const { return !Code; }
+  /// The failure's code; only meaningful when !ok().
+  ErrorCode code() const { return *Code; }
   const std::string &message() const { return Msg; }
+  /// The same failure, its message prefixed with what was being done.
+  Status withContext(const std::string &Prefix) const {
+    return error(*Code, Prefix + Msg);
+  }
 
 private:
-  bool Failed = false;
+  std::optional<ErrorCode> Code;
   std::string Msg;
 };
 

@@ -1,4 +1,5 @@
-/*===- main.c - C API smoke test of an installed kvq -----------------------===*\
+/*===- main.c - C API smoke test of an installed kvq
+-----------------------===*\
 |* Opens the artifact kvq_add_spec compiled, appends a prompt to every layer  *|
 |* of one sequence and attends; prints "package test ok" on success.         *|
 \*===----------------------------------------------------------------------===*/
@@ -31,14 +32,16 @@ int main(void) {
     K[I] = (float)(I % 7) - 3.0f;
     V[I] = (float)(I % 5) * 0.25f;
   }
-  kvq_append_item Item = {S, 300, K, V};
+  kvq_append_item Item = {S, 300, K, V, N * sizeof(float), N * sizeof(float)};
   for (uint32_t L = 0; L < Layers; ++L)
     if (check(kvq_cache_append_f32(C, L, &Item, 1), "append"))
       return 1;
   float *Q = calloc((size_t)Heads * Dim, sizeof(float));
   float *Out = calloc((size_t)Heads * Dim, sizeof(float));
   kvq_memory_stats Stats;
-  if (check(kvq_cache_attend_f32(C, 0, &S, 1, Q, Out), "attend") ||
+  size_t QBytes = (size_t)Heads * Dim * sizeof(float);
+  if (check(kvq_cache_attend_f32(C, 0, &S, 1, Q, QBytes, Out, QBytes),
+            "attend") ||
       check(kvq_cache_memory_stats(C, &Stats), "stats"))
     return 1;
   printf("out[0] = %f, %.3f bits per element\n", Out[0],

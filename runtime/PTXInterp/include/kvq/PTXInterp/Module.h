@@ -23,6 +23,7 @@ namespace kvq::ptx {
 // The bit-exact float formats (kvq/Support) are the interpreter's own.
 using namespace kvq::fp;
 
+using runtime::ErrorCode;
 using runtime::Expected;
 using runtime::Status;
 
