@@ -216,6 +216,10 @@ TensorLayout parseTensor(const Json &J, const std::string &P,
     L.Offset = getUInt(Layers[I], "offset", LP);
     L.SliceBytes = getUInt(Layers[I], "slice_bytes", LP);
     L.FlushKernel = getString(Layers[I], "flush_kernel", LP);
+    int64_t CodesFrom = getInt(Layers[I], "codes_from", LP);
+    check(CodesFrom >= -1 && CodesFrom < int64_t(I),
+          "'" + LP + ".codes_from' must be -1 or an earlier layer");
+    L.CodesFrom = int(CodesFrom);
     L.Scheme = parseScheme(field(Layers[I], "scheme", LP), LP + ".scheme");
     check(L.Offset + Model.KvHeads * L.SliceBytes <= T.PageBytes,
           "'" + LP + "' slices exceed the page");

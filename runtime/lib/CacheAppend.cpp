@@ -222,6 +222,33 @@ Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T, const Work &W) {
 
 } // namespace
 
+/// A code-sharing layer's kernels read its owner layer's codes: an append
+/// may not take it past the tokens its owner holds (append the owner
+/// first). Every layer of a tensor flushes by the same rule, so the owner
+/// has then quantized every token the sharing layer has, and attending either
+/// layer reads only written codes.
+Status Cache::Impl::checkSharingOrder(const SequenceState &S, unsigned Layer,
+                                      const AppendItem &I) const {
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    int Owner = layout(T).Layers[Layer].CodesFrom;
+    if (Owner < 0)
+      continue;
+    uint64_t After = uint64_t(S.Layers[Layer][T].total()) + I.NumTokens;
+    unsigned OwnerTokens = S.Layers[Owner][T].total();
+    if (After > OwnerTokens)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "sequence " + std::to_string(I.Seq) + ": layer " +
+              std::to_string(Layer) + " reuses the " + toString(T) +
+              " codes of layer " + std::to_string(Owner) +
+              ", which holds " + std::to_string(OwnerTokens) +
+              " tokens; append layer " + std::to_string(Owner) +
+              " first (this append would reach " + std::to_string(After) +
+              ")");
+  }
+  return Status::success();
+}
+
 //===----------------------------------------------------------------------===//
 // Cache::Impl::append
 //===----------------------------------------------------------------------===//
@@ -249,6 +276,8 @@ Status Cache::Impl::append(unsigned Layer,
       return Status::error(ErrorCode::Capacity,
                            "sequence " + std::to_string(I.Seq) +
                                " would exceed 2^31 tokens");
+    if (Status St = checkSharingOrder(**S, Layer, I); !St.ok())
+      return St;
     Work W{*S, &I, {}, false};
     W.KeyNorm = LayerKeyNorm && I.NumTokens && !(*S)->HasNorms[Layer];
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {

@@ -96,6 +96,8 @@ public:
 
   // Operations (CacheAppend.cpp, CacheAttend.cpp) -------------------------
   Status append(unsigned Layer, const std::vector<AppendItem> &Batch);
+  Status checkSharingOrder(const SequenceState &S, unsigned Layer,
+                           const AppendItem &I) const;
   Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                 const void *Q, float *Out);
 

@@ -190,6 +190,63 @@ TEST_P(SharingTest, SharingLayerMatchesTheReference) {
   EXPECT_LE(maxErr, 2e-3 * maxRef + 1e-4);
 }
 
+/// The observable state of layer 1 of `seq`: region counts, windows and the
+/// bytes of every page slice.
+std::vector<uint8_t> sharingLayerState(Cache &cache, SequenceId seq) {
+  std::vector<uint8_t> state;
+  auto counts = cache.counts(seq, 1);
+  EXPECT_TRUE(counts.ok());
+  for (Tensor t : {Tensor::Keys, Tensor::Values}) {
+    for (unsigned n : {(*counts)[t].Sink, (*counts)[t].Quantized,
+                       (*counts)[t].Window})
+      state.insert(state.end(), reinterpret_cast<uint8_t *>(&n),
+                   reinterpret_cast<uint8_t *>(&n) + sizeof n);
+    auto window = cache.readWindow(t, seq, 1);
+    EXPECT_TRUE(window.ok());
+    state.insert(state.end(), window->begin(), window->end());
+    for (unsigned p = 0; p < *cache.numPages(t, seq); ++p)
+      for (unsigned h = 0; h < kKvHeads; ++h) {
+        auto page = cache.readSlicePage(t, seq, 1, h, p);
+        state.insert(state.end(), page->begin(), page->end());
+      }
+  }
+  return state;
+}
+
+// Layer 1 reads layer 0's codes: appending it past layer 0 would make its
+// kernels read codes nobody wrote (attention from zero codes had a relative
+// error of 1.39). The runtime refuses, and the cache is left unchanged.
+TEST(SharingOrderTest, SharingLayerMayNotPassItsOwner) {
+  auto artifact = Artifact::open(KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4);
+  ASSERT_TRUE(artifact.ok()) << artifact.message();
+  auto created = Cache::create(*artifact, CacheOptions());
+  ASSERT_TRUE(created.ok()) << created.message();
+  Cache &cache = **created;
+  SequenceId seq = *cache.addSequence();
+  std::vector<float> k(300 * kKvHeads * kDim, 0.25f), v(k.size(), -0.5f);
+  auto appendLayer = [&](unsigned layer, unsigned n) {
+    return cache.append(layer, {{seq, n, k.data(), v.data()}});
+  };
+
+  std::vector<uint8_t> before = sharingLayerState(cache, seq);
+  Status first = appendLayer(1, 300);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(first.message().find("append layer 0 first"), std::string::npos)
+      << first.message();
+  EXPECT_EQ(sharingLayerState(cache, seq), before);
+
+  ASSERT_TRUE(appendLayer(0, 300).ok());
+  ASSERT_TRUE(appendLayer(1, 200).ok());
+  ASSERT_TRUE(appendLayer(1, 100).ok());
+  // A decode step: the sharing layer before its owner is refused.
+  before = sharingLayerState(cache, seq);
+  EXPECT_FALSE(appendLayer(1, 1).ok());
+  EXPECT_EQ(sharingLayerState(cache, seq), before);
+  ASSERT_TRUE(appendLayer(0, 1).ok());
+  EXPECT_TRUE(appendLayer(1, 1).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, SharingTest, ::testing::Values(false, true),
                          [](const auto &info) {
                            return info.param ? "Interpreter" : "Cpu";

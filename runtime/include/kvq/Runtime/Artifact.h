@@ -70,6 +70,9 @@ struct LayerLayout {
   uint64_t Offset = 0;
   uint64_t SliceBytes = 0;
   std::string FlushKernel;
+  /// XQuant code sharing: the earlier layer whose codes this layer's kernels
+  /// read (it stores only its parameters), or -1.
+  int CodesFrom = -1;
   SchemeLayout Scheme;
 };
 
