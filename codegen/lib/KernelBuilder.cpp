@@ -11,6 +11,9 @@ using namespace kvq;
 
 KernelTarget::~KernelTarget() = default;
 
+Value KernelBuilder::i1(bool value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI1Type(), value);
+}
 Value KernelBuilder::i32(int64_t value) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
 }
@@ -178,6 +181,12 @@ SmallVector<Value, 4> KernelBuilder::loadWords4(Value ptr, Value byteOffset) {
 void KernelBuilder::store(Value value, Value ptr, Value byteOffset,
                           unsigned align) {
   LLVM::StoreOp::create(b, loc, value, gep(ptr, byteOffset), align);
+}
+
+void KernelBuilder::atomicAddU32(Value ptr, Value byteOffset, Value increment) {
+  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
+                            gep(ptr, byteOffset), increment,
+                            LLVM::AtomicOrdering::monotonic);
 }
 
 Value KernelBuilder::loadFloat(Type elementType, Value ptr, Value index,

@@ -257,7 +257,7 @@ std::vector<ArgKind> expectedArgs(const std::string &Kind) {
   if (Kind == "keynorm")
     return {P, P, I};
   if (Kind == "flush")
-    return {P, P, P, P, I, I};
+    return {P, P, P, P, P, I, I};
   if (Kind == "attend")
     return {P, P, P, P, P, P, P, P, P, P, P, P, I, I};
   if (Kind == "combine")

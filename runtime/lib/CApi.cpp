@@ -302,4 +302,23 @@ kvq_status kvq_cache_memory_stats(const kvq_cache *C, kvq_memory_stats *Out) {
   return KVQ_OK;
 }
 
+kvq_status kvq_cache_saturated_groups(kvq_cache *C, uint64_t *Keys,
+                                      uint64_t *Values) {
+  return guarded("kvq_cache_saturated_groups", [&] {
+    if (!C || !Keys || !Values)
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_saturated_groups: null argument");
+    for (auto [T, Out] :
+         {std::pair(Tensor::Keys, Keys), std::pair(Tensor::Values, Values)}) {
+      Expected<std::vector<uint32_t>> Counts = C->C->saturatedGroups(T);
+      if (!Counts.ok())
+        return fail(Counts.status());
+      *Out = 0;
+      for (uint32_t N : *Counts)
+        *Out += N;
+    }
+    return KVQ_OK;
+  });
+}
+
 } // extern "C"

@@ -36,8 +36,8 @@ Cache::Impl::Impl(std::shared_ptr<const Artifact> A, const CacheOptions &O,
 Cache::Impl::~Impl() {
   for (DevicePtr P :
        {Sink[0], Sink[1], Window[0], Window[1], Pages[0], Pages[1], Tables[0],
-        Tables[1], Norms, Staging[0].Ptr, Staging[1].Ptr, QBuf.Ptr, Partial.Ptr,
-        SeqsBuf.Ptr, OutBuf.Ptr})
+        Tables[1], Norms, Saturated, Staging[0].Ptr, Staging[1].Ptr, QBuf.Ptr,
+        Partial.Ptr, SeqsBuf.Ptr, OutBuf.Ptr})
     if (P)
       (void)B->free(P);
 }
@@ -73,6 +73,8 @@ Status Cache::Impl::allocateBuffers() {
   size_t NormBytes =
       manifest().hasKeyNorm() ? M.Layers * Seqs * normBytesPerSlot() : 0;
   if (Status S = allocate(Norms, NormBytes); !S.ok())
+    return S;
+  if (Status S = allocate(Saturated, 2 * M.Layers * sizeof(uint32_t)); !S.ok())
     return S;
   for (unsigned Slot = Options.MaxSequences; Slot-- > 0;)
     FreeSlots.push_back(Slot);
@@ -364,6 +366,15 @@ MemoryStats Cache::memoryStats() const {
                          ? 8.0 * double(S.BytesUsed) / double(S.CachedElements)
                          : 0.0;
   return S;
+}
+
+Expected<std::vector<uint32_t>> Cache::saturatedGroups(Tensor T) const {
+  std::vector<uint32_t> Counts(manifest().Model.Layers);
+  if (Status S = P->B->copyToHost(Counts.data(), P->saturatedAddr(T, 0),
+                                  Counts.size() * sizeof(uint32_t));
+      !S.ok())
+    return S;
+  return Counts;
 }
 
 unsigned Cache::freePages(Tensor T) const {

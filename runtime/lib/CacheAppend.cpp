@@ -181,7 +181,7 @@ Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
           C.launch(LL.FlushKernel,
                    Dim3{Plan.Flushed / TL.Flush, C.manifest().Model.KvHeads, 1},
                    {*Dev, C.Pages[int(T)] + LL.Offset, C.tableAddr(T, S.Slot),
-                    C.normsAddr(Layer, S.Slot)},
+                    C.normsAddr(Layer, S.Slot), C.saturatedAddr(T, Layer)},
                    {int32_t(Destination), int32_t(Plan.Flushed)});
       !St.ok())
     return St;
@@ -240,11 +240,10 @@ Status Cache::Impl::checkSharingOrder(const SequenceState &S, unsigned Layer,
           ErrorCode::InvalidArgument,
           "sequence " + std::to_string(I.Seq) + ": layer " +
               std::to_string(Layer) + " reuses the " + toString(T) +
-              " codes of layer " + std::to_string(Owner) +
-              ", which holds " + std::to_string(OwnerTokens) +
-              " tokens; append layer " + std::to_string(Owner) +
-              " first (this append would reach " + std::to_string(After) +
-              ")");
+              " codes of layer " + std::to_string(Owner) + ", which holds " +
+              std::to_string(OwnerTokens) + " tokens; append layer " +
+              std::to_string(Owner) + " first (this append would reach " +
+              std::to_string(After) + ")");
   }
   return Status::success();
 }

@@ -79,6 +79,10 @@ public:
   DevicePtr sinkAddr(Tensor T, unsigned Layer, unsigned Slot) const;
   DevicePtr windowAddr(Tensor T, unsigned Layer, unsigned Slot) const;
   DevicePtr normsAddr(unsigned Layer, unsigned Slot) const;
+  DevicePtr saturatedAddr(Tensor T, unsigned Layer) const {
+    return Saturated +
+           (uint64_t(T) * manifest().Model.Layers + Layer) * sizeof(uint32_t);
+  }
   DevicePtr tableAddr(Tensor T, unsigned Slot) const;
   DevicePtr pageAddr(Tensor T, uint32_t Page) const {
     return Pages[int(T)] + uint64_t(Page) * layout(T).PageBytes;
@@ -112,6 +116,8 @@ public:
   DevicePtr Pages[2] = {0, 0};
   DevicePtr Tables[2] = {0, 0};
   DevicePtr Norms = 0;
+  /// [Tensor][Layer] u32: groups whose parameters saturated.
+  DevicePtr Saturated = 0;
   uint64_t AllocatedBytes = 0;
 
   ScratchBuffer Staging[2];

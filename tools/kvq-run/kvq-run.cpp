@@ -178,6 +178,18 @@ int main(int argc, char **argv) {
   std::printf("memory: %.2f MiB in use, %.4f bits per cached element "
               "(windows, pages, metadata)\n",
               stats.BytesUsed / 1048576.0, stats.BitsPerElement);
+  uint64_t saturated[2] = {0, 0};
+  for (Tensor t : {Tensor::Keys, Tensor::Values}) {
+    Expected<std::vector<uint32_t>> counts = (*cache)->saturatedGroups(t);
+    if (!counts.ok())
+      fail(counts.message());
+    for (uint32_t n : *counts)
+      saturated[int(t)] += n;
+  }
+  std::printf("saturated parameter groups (clamped to the parameter dtype's "
+              "range): keys %llu, values %llu\n",
+              (unsigned long long)saturated[0],
+              (unsigned long long)saturated[1]);
   std::printf("error vs exact %s attention (layer 0): relative L2 %.3e, "
               "max abs %.3e\n",
               toString(model.Type), std::sqrt(errorSq / normSq), maxError);

@@ -16,10 +16,11 @@ using namespace kvq;
 namespace {
 /// Arguments, in ABI order.
 struct FlushArgs {
-  Value staging, pages, table, norms, destPos, numTokens;
+  Value staging, pages, table, norms, saturated, destPos, numTokens;
   explicit FlushArgs(const KernelEntry &e)
       : staging(e.args[0]), pages(e.args[1]), table(e.args[2]),
-        norms(e.args[3]), destPos(e.args[4]), numTokens(e.args[5]) {}
+        norms(e.args[3]), saturated(e.args[4]), destPos(e.args[5]),
+        numTokens(e.args[6]) {}
 };
 
 /// Where one group of the flush unit lives: in the staging buffer (element
@@ -130,6 +131,9 @@ static void emitQuantizedFlush(KernelBuilder &kb, const CacheLayout &layout,
           [&](Value k) { return quantizer.computeCode(params, element(k)); });
     access.storeScale(place.n, quantizer.paramBits(params.scale));
     access.storeZero(place.n, quantizer.paramBits(params.zero));
+    // Saturated parameters are finite but not accurate: count the group.
+    kb.ifThen(params.saturated,
+              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1)); });
   });
 }
 

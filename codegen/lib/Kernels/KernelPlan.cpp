@@ -14,7 +14,7 @@ SmallVector<ArgKind> KernelSpec::getArgs() const {
   case KernelKind::KeyNorm:
     return {R, P, I};
   case KernelKind::Flush:
-    return {R, P, R, R, I, I};
+    return {R, P, R, R, P, I, I};
   case KernelKind::Attend:
     return {R, P, R, R, R, R, R, R, R, R, R, R, I, I};
   case KernelKind::Combine:

@@ -84,9 +84,27 @@ Value Quantizer::roundParam(Value x) {
     return x;
   if (isE4M3(type))
     return roundToE4M3(kb, x);
+  // Saturate, then round: below the overflow threshold RNE gives the same
+  // value, above it the largest finite value instead of an infinity.
+  Value limit = kb.f32(getMaxParam());
+  Value clamped = kb.fmin(kb.fmax(x, kb.fneg(limit)), limit);
   OpBuilder &b = kb.builder();
-  Value narrow = arith::TruncFOp::create(b, kb.getLoc(), type, x);
+  Value narrow = arith::TruncFOp::create(b, kb.getLoc(), type, clamped);
   return arith::ExtFOp::create(b, kb.getLoc(), b.getF32Type(), narrow);
+}
+
+double Quantizer::getMaxParam() const {
+  Type type = quant.getParamType();
+  if (isE4M3(type))
+    return 448.0;
+  return APFloat::getLargest(cast<FloatType>(type).getFloatSemantics())
+      .convertToDouble();
+}
+
+Value Quantizer::exceedsParam(Value x) {
+  if (quant.getParamType().isF32())
+    return kb.i1(false);
+  return kb.flt(kb.f32(getMaxParam()), kb.fabs(x));
 }
 
 Value Quantizer::paramBits(Value rounded) {
@@ -139,7 +157,7 @@ Quantizer::AsymParams Quantizer::computeAsym(unsigned size, ElementFn element) {
   Value lo = applyClip(positiveZero(range[0]));
   Value hi = applyClip(positiveZero(range[1]));
   Value levels = kb.f32(quant.getNumLevels() - 1);
-  return {roundParam(kb.fdiv(kb.fsub(hi, lo), levels)), roundParam(lo)};
+  return {kb.fdiv(kb.fsub(hi, lo), levels), lo};
 }
 
 Value Quantizer::computeSym(unsigned size, ElementFn element) {
@@ -149,31 +167,40 @@ Value Quantizer::computeSym(unsigned size, ElementFn element) {
                    return {kb.fmax(acc[0], kb.fabs(element(k)))};
                  });
   Value maxCode = kb.f32(getSymOffset() - 1);
-  return roundParam(kb.fdiv(applyClip(amax[0]), maxCode));
+  return kb.fdiv(applyClip(amax[0]), maxCode);
 }
 
 GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
   GroupParams params;
   Mode mode = quant.getMode();
+  Value asymSaturated;
   if (mode != Mode::Sym) {
+    // Unrounded parameters; the stored ones are rounded once.
     AsymParams asym = computeAsym(size, element);
-    params.asymScale = asym.scale;
-    params.asymZero = asym.zero;
-    params.scale = asym.scale;
-    params.zero = asym.zero;
+    Value scale = asym.scale, zero = asym.zero;
     if (double eta = quant.getEtaValue(); eta != 0.0) {
-      // Calibration constants folded once in fp64 (docs/Numerics.md).
+      // Calibration in fp32 from the unrounded parameters, which codes come
+      // from (docs/Numerics.md); constants folded once in fp64.
       Value kz = kb.f32(static_cast<float>(eta * (quant.getNumLevels() - 1)));
       Value ks = kb.f32(static_cast<float>(1.0 - 2.0 * eta));
-      params.zero = roundParam(kb.fadd(asym.zero, kb.fmul(kz, asym.scale)));
-      params.scale = roundParam(kb.fmul(ks, asym.scale));
+      zero = kb.fadd(asym.zero, kb.fmul(kz, asym.scale));
+      scale = kb.fmul(ks, asym.scale);
     }
+    asymSaturated = kb.bitOr(exceedsParam(scale), exceedsParam(zero));
+    params.scale = roundParam(scale);
+    params.zero = roundParam(zero);
+    params.asymScale = quant.getEtaValue() != 0.0 ? asym.scale : params.scale;
+    params.asymZero = quant.getEtaValue() != 0.0 ? asym.zero : params.zero;
+    params.saturated = asymSaturated;
   }
   if (mode == Mode::Asym)
     return params;
-  params.symScale = computeSym(size, element);
+  Value symScale = computeSym(size, element);
+  Value symSaturated = exceedsParam(symScale);
+  params.symScale = roundParam(symScale);
   params.scale = params.symScale;
   params.zero = kb.f32(0);
+  params.saturated = symSaturated;
   if (mode == Mode::Sym)
     return params;
 
@@ -193,6 +220,7 @@ GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
         return {squaredError(asymHat, acc[0]), squaredError(symHat, acc[1])};
       });
   params.useAsym = kb.flt(errors[0], errors[1]);
+  params.saturated = kb.select(params.useAsym, asymSaturated, symSaturated);
   params.scale =
       kb.select(params.useAsym, kb.fneg(params.asymScale), params.symScale);
   params.zero = kb.select(params.useAsym, params.asymZero, kb.f32(0));

@@ -136,6 +136,12 @@ kvq_status kvq_cache_attend_f32(kvq_cache *cache, uint32_t layer,
 kvq_status kvq_cache_memory_stats(const kvq_cache *cache,
                                   kvq_memory_stats *out);
 
+/** Groups of keys and of values, over all layers, quantized since the cache
+ *  was created whose stored scale or zero-point saturated at the parameter
+ *  dtype's largest finite value (finite, but not accurate). */
+kvq_status kvq_cache_saturated_groups(kvq_cache *cache, uint64_t *keys,
+                                      uint64_t *values);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

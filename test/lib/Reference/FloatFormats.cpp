@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace kvq::ref {
 
@@ -218,8 +219,30 @@ float fromParamBits(uint32_t bits, ParamType type) {
   return 0;
 }
 
+float maxParam(ParamType type) {
+  switch (type) {
+  case ParamType::F32:
+    return std::numeric_limits<float>::max();
+  case ParamType::F16:
+    return 65504.0f;
+  case ParamType::BF16:
+    return fromBF16Bits(0x7f7f);
+  case ParamType::F8E4M3:
+    return 448.0f;
+  }
+  return 0.0f;
+}
+
+bool exceedsParam(float x, ParamType type) {
+  return std::fabs(x) > maxParam(type);
+}
+
 float storeParam(float x, ParamType type) {
-  return fromParamBits(toParamBits(x, type), type);
+  // Saturate, then round: below the overflow threshold RNE gives the same
+  // value, above it the largest finite value instead of an infinity.
+  float limit = maxParam(type);
+  float clamped = std::min(std::max(x, -limit), limit);
+  return fromParamBits(toParamBits(clamped, type), type);
 }
 
 } // namespace kvq::ref

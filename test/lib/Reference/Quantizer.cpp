@@ -74,15 +74,16 @@ int roundClamp(float v, int lo, int hi) {
 // asym with L levels, clip a, eta, dtype store():
 //   lo = a * min_i x[i]                    (fp32 product; a = 1 is exact)
 //   hi = a * max_i x[i]                    (a -0 min or max counts as +0)
-//   s  = store((hi - lo) / float(L - 1))   (subtract, then true division)
-//   z  = store(lo)
+//   s' = (hi - lo) / float(L - 1)          (subtract, then true division)
+// eta = 0: the stored parameters are s = store(s'), z = store(lo), and
 //   c  = s == 0 ? 0 : clamp(rne((x - z) / s), 0, L - 1)
-// then, only when eta != 0 (so eta = 0 is bit-identical to plain asym):
+// eta != 0: codes come from the uncalibrated fp32 parameters s = s',
+//   z = lo (never stored, so never rounded), and the calibration is fp32
+//   from them, each stored parameter rounded once:
 //   kz = float(eta * (L - 1)),  ks = float(1 - 2 * eta)   (fp64, rounded once)
 //   zero  = store(z + kz * s)              (multiply, then add)
 //   scale = store(ks * s)
-// otherwise zero = z, scale = s. Codes always come from the rounded,
-// uncalibrated s and z.
+// store() saturates; the group is `saturated` if a stored value did.
 QuantizedGroup quantizeAsym(const QuantScheme &scheme, const float *x, int n) {
   checkGroup(scheme, x, n);
   const int maxCode = scheme.numLevels() - 1;
@@ -92,24 +93,29 @@ QuantizedGroup quantizeAsym(const QuantScheme &scheme, const float *x, int n) {
   float mx = positiveZero(*std::max_element(x, x + n));
   float lo = scheme.clip * mn;
   float hi = scheme.clip * mx;
-  float s = storeParam((hi - lo) / float(maxCode), scheme.params);
-  float z = storeParam(lo, scheme.params);
-
-  QuantizedGroup group;
-  group.codes.assign(n, 0);
-  if (s != 0.0f)
-    for (int i = 0; i < n; ++i)
-      group.codes[i] = uint32_t(roundClamp((x[i] - z) / s, 0, maxCode));
-
-  group.scale = s;
-  group.zero = z;
+  float s = (hi - lo) / float(maxCode);
+  float z = lo;
+  float storedScale = s, storedZero = z;
   if (scheme.eta != 0.0) {
     float kz = float(scheme.eta * double(maxCode));
     float ks = float(1.0 - 2.0 * scheme.eta);
     float kzs = kz * s;
-    group.zero = storeParam(z + kzs, scheme.params);
-    group.scale = storeParam(ks * s, scheme.params);
+    storedZero = z + kzs;
+    storedScale = ks * s;
   }
+  QuantizedGroup group;
+  group.saturated = exceedsParam(storedScale, scheme.params) ||
+                    exceedsParam(storedZero, scheme.params);
+  group.scale = storeParam(storedScale, scheme.params);
+  group.zero = storeParam(storedZero, scheme.params);
+  if (scheme.eta == 0.0) {
+    s = group.scale;
+    z = group.zero;
+  }
+  group.codes.assign(n, 0);
+  if (s != 0.0f)
+    for (int i = 0; i < n; ++i)
+      group.codes[i] = uint32_t(roundClamp((x[i] - z) / s, 0, maxCode));
   return group;
 }
 
@@ -126,9 +132,11 @@ QuantizedGroup quantizeSym(const QuantScheme &scheme, const float *x, int n) {
   for (int i = 0; i < n; ++i)
     amax = std::max(amax, std::fabs(x[i]));
   amax = scheme.clip * amax;
-  float s = storeParam(amax / float(maxMag), scheme.params);
+  float unrounded = amax / float(maxMag);
+  float s = storeParam(unrounded, scheme.params);
 
   QuantizedGroup group;
+  group.saturated = exceedsParam(unrounded, scheme.params);
   group.codes.assign(n, uint32_t(offset));
   if (s != 0.0f)
     for (int i = 0; i < n; ++i)

@@ -126,6 +126,7 @@ void CacheSide::quantizeTokenSpan(const std::vector<float> &rows,
       for (int k = 0; k < g; ++k)
         codes_[size_t(firstToken + block * g + k) * d + c] = group.codes[k];
       scales_.push_back(group.scale);
+      saturated_ += group.saturated;
       zeros_.push_back(group.zero);
     }
   }
@@ -144,6 +145,7 @@ void CacheSide::quantizeChannelSpan(const std::vector<float> &rows,
       std::copy(group.codes.begin(), group.codes.end(),
                 codes_.begin() + size_t(firstToken + t) * d + c0);
       scales_.push_back(group.scale);
+      saturated_ += group.saturated;
       zeros_.push_back(group.zero);
     }
   }

@@ -246,20 +246,24 @@ TEST(Quantizer, Eta2Bit) {
   EXPECT_NEAR(xhat[3], 2.865f, 1e-6f);
 }
 
-TEST(Quantizer, EtaCalibratesRoundedParams) {
-  // f16: s = f16(1/3), z = 0.1 -> f16; codes as for eta = 0; then
-  // z^ = f16(z + float(0.135) * s), s^ = f16(float(0.91) * s).
-  QuantScheme plain = makeScheme(Mode::Asym, 2, ParamType::F16);
-  QuantScheme eta = plain;
+TEST(Quantizer, EtaCalibratesUnroundedParams) {
+  // f16: the calibration is fp32 from the unrounded s = (1.1 - 0.1) / 3 and
+  // z = 0.1, each stored parameter rounded once:
+  // z^ = f16(z + float(0.135) * s), s^ = f16(float(0.91) * s); codes from
+  // the unrounded s and z.
+  QuantScheme eta = makeScheme(Mode::Asym, 2, ParamType::F16);
   eta.eta = 0.045;
   std::vector<float> x = {0.1f, 0.4f, 0.7f, 1.1f, 0.6f};
-  QuantizedGroup p = quantize(plain, x);
   QuantizedGroup g = quantize(eta, x);
-  EXPECT_EQ(g.codes, p.codes);
+  float s = (1.1f - 0.1f) / 3.0f, z = 0.1f;
+  Codes codes;
+  for (float v : x)
+    codes.push_back(uint32_t(std::nearbyint((v - z) / s)));
+  EXPECT_EQ(g.codes, codes);
   float kz = float(0.045 * 3), ks = float(1 - 2 * 0.045);
-  float kzs = kz * p.scale;
-  EXPECT_EQ(g.zero, storeParam(p.zero + kzs, ParamType::F16));
-  EXPECT_EQ(g.scale, storeParam(ks * p.scale, ParamType::F16));
+  float kzs = kz * s;
+  EXPECT_EQ(g.zero, storeParam(z + kzs, ParamType::F16));
+  EXPECT_EQ(g.scale, storeParam(ks * s, ParamType::F16));
 }
 
 TEST(Quantizer, ZeroPointOfZerosIsPositiveZero) {
@@ -397,6 +401,49 @@ TEST(Quantizer, Validation) {
   QuantScheme clip = makeScheme(Mode::Asym, 2, ParamType::F16);
   clip.clip = 0.0f;
   EXPECT_NE(validate(clip), "");
+}
+
+// numerics.md: store() saturates f16 and bf16 as it does f8E4M3, and such
+// groups are counted.
+TEST(Quantizer, ParametersSaturateInsteadOfOverflowing) {
+  EXPECT_EQ(storeParam(70000.0f, ParamType::F16), 65504.0f);
+  EXPECT_EQ(storeParam(-1e6f, ParamType::F16), -65504.0f);
+  EXPECT_EQ(storeParam(65510.0f, ParamType::F16), 65504.0f); // plain RNE
+  EXPECT_EQ(storeParam(3.39e38f, ParamType::BF16), maxParam(ParamType::BF16));
+  EXPECT_EQ(storeParam(500.0f, ParamType::F8E4M3), 448.0f);
+  EXPECT_TRUE(exceedsParam(65510.0f, ParamType::F16));
+  EXPECT_FALSE(exceedsParam(65504.0f, ParamType::F16));
+  EXPECT_FALSE(exceedsParam(3e38f, ParamType::F32));
+
+  // 1-bit f16, no eta: a range of 120000 cannot be stored.
+  QuantizedGroup g =
+      quantize(makeScheme(Mode::Asym, 1, ParamType::F16), {60000, -60000});
+  EXPECT_TRUE(g.saturated);
+  EXPECT_EQ(g.scale, 65504.0f);
+  EXPECT_EQ(g.codes, (Codes{1, 0}));
+  // Sym 2-bit f8E4M3: max |x| 1000 > 448.
+  QuantizedGroup sym =
+      quantize(makeScheme(Mode::Sym, 2, ParamType::F8E4M3), {1000, 1});
+  EXPECT_TRUE(sym.saturated);
+  EXPECT_EQ(sym.scale, 448.0f);
+  EXPECT_FALSE(
+      quantize(makeScheme(Mode::Asym, 2, ParamType::F16), {1, 2}).saturated);
+}
+
+// XQuant 1-bit, eta = 1/6: the calibration is fp32 from the unrounded scale
+// (70000, beyond f16) and each stored parameter is rounded once, so a range
+// that fits after calibration is stored finite, unsaturated.
+TEST(Quantizer, EtaCalibratesBeforeRounding) {
+  QuantScheme scheme = makeScheme(Mode::Asym, 1, ParamType::F16);
+  scheme.eta = 1.0 / 6;
+  QuantizedGroup g = quantize(scheme, {60000, -10000, 0, 30000});
+  EXPECT_FALSE(g.saturated);
+  float s = 70000.0f, z = -10000.0f;
+  EXPECT_EQ(g.scale, storeParam(float(1.0 - 2.0 / 6) * s, ParamType::F16));
+  EXPECT_EQ(g.zero, storeParam(z + float(1.0 / 6) * s, ParamType::F16));
+  EXPECT_TRUE(std::isfinite(g.scale) && std::isfinite(g.zero));
+  // Codes from the unrounded, uncalibrated parameters: (x - z) / s.
+  EXPECT_EQ(g.codes, (Codes{1, 0, 0, 1}));
 }
 
 } // namespace

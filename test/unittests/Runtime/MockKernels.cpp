@@ -47,7 +47,7 @@ void flush(void **Args, uint32_t Bx, uint32_t By, uint32_t Bz) {
   auto *Staging = ptrArg<const uint16_t>(Args, 0);
   auto *Pages = ptrArg<uint8_t>(Args, 1);
   auto *Table = ptrArg<const uint32_t>(Args, 2);
-  int32_t Dest = arg<int32_t>(Args, 4);
+  int32_t Dest = arg<int32_t>(Args, 5);
   for (unsigned T = Bx * U; T < (Bx + 1) * U; ++T) {
     unsigned Pos = unsigned(Dest) + T;
     uint8_t *Slice = Pages + size_t(Table[Pos / kP]) * kPageBytes +

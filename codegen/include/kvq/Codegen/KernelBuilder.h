@@ -110,6 +110,7 @@ public:
   }
 
   // Constants.
+  mlir::Value i1(bool value);
   mlir::Value i32(int64_t value);
   mlir::Value i64(int64_t value);
   mlir::Value f32(double value);
@@ -165,6 +166,10 @@ public:
                    unsigned align, bool invariant = false);
   void store(mlir::Value value, mlir::Value ptr, mlir::Value byteOffset,
              unsigned align);
+  /// Atomically adds the i32 `increment` to the u32 at `ptr + byteOffset`
+  /// (relaxed ordering: a counter).
+  void atomicAddU32(mlir::Value ptr, mlir::Value byteOffset,
+                    mlir::Value increment);
   /// Loads element `index` of an array of f16/bf16/f32 values as f32.
   mlir::Value loadFloat(mlir::Type elementType, mlir::Value ptr,
                         mlir::Value index, bool invariant = false);

@@ -20,12 +20,15 @@ struct GroupParams {
   /// Stored scale and zero-point, rounded to the parameter dtype (f32
   /// values). Hybrid: a negative scale sign marks an asym group.
   mlir::Value scale, zero;
-  /// Asym (uncalibrated) scale and zero-point that codes are computed from.
+  /// Asym (uncalibrated) scale and zero-point that codes are computed from:
+  /// the stored ones without eta, the unrounded fp32 ones with it.
   mlir::Value asymScale, asymZero;
   /// Sym scale that codes are computed from.
   mlir::Value symScale;
   /// Hybrid: true where the group keeps its asym codes.
   mlir::Value useAsym;
+  /// i1: a stored parameter saturated at the dtype's largest finite value.
+  mlir::Value saturated;
 };
 
 class Quantizer {
@@ -48,8 +51,13 @@ public:
   mlir::Value foldedDot(mlir::Value scale, mlir::Value zero,
                         mlir::Value codeDot, mlir::Value qSum);
 
-  /// Rounds `x` to the parameter dtype (store() of the numerics).
+  /// Rounds `x` to the parameter dtype, saturating at its largest finite
+  /// value (store() of the numerics).
   mlir::Value roundParam(mlir::Value x);
+  /// i1: `x` lies beyond the parameter dtype's finite range.
+  mlir::Value exceedsParam(mlir::Value x);
+  /// The parameter dtype's largest finite value.
+  double getMaxParam() const;
   /// The raw bits of a rounded parameter, as an integer of its width.
   mlir::Value paramBits(mlir::Value rounded);
   /// A stored parameter from its raw bits, as f32.

@@ -193,6 +193,10 @@ public:
   //===--------------------------------------------------------------------===//
 
   MemoryStats memoryStats() const;
+  /// Per layer of tensor T: the groups quantized since the cache was created
+  /// whose stored parameters saturated at the parameter dtype's largest
+  /// finite value (finite, but not accurate: docs/Numerics.md).
+  Expected<std::vector<uint32_t>> saturatedGroups(Tensor T) const;
   unsigned freePages(Tensor T) const;
   /// Logical pages of tensor T the sequence holds.
   Expected<unsigned> numPages(Tensor T, SequenceId Seq) const;

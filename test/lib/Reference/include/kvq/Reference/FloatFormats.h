@@ -45,8 +45,16 @@ float fromBF16Bits(uint16_t bits);
 uint8_t toF8E4M3Bits(float x);
 float fromF8E4M3Bits(uint8_t bits);
 
+/// The largest finite value of \p type.
+float maxParam(ParamType type);
+
+/// True when \p x lies beyond \p type's finite range, so that store()
+/// saturates it (numerics.md: such groups are counted).
+bool exceedsParam(float x, ParamType type);
+
 /// Rounds \p x to \p type and converts it back to fp32 (exact: every value of
-/// every ParamType is an fp32 value). This is numerics.md's `store()`.
+/// every ParamType is an fp32 value), saturating at +-maxParam(type) instead
+/// of overflowing to infinity. This is numerics.md's `store()`.
 float storeParam(float x, ParamType type);
 
 /// Returns the stored bit pattern of \p x in \p type, zero-extended (the fp32

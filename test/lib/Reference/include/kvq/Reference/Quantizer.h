@@ -64,6 +64,8 @@ struct QuantizedGroup {
   float scale = 0.0f;
   /// Sym and hybrid's sym groups store +0.
   float zero = 0.0f;
+  /// A stored parameter saturated at its dtype's largest finite value.
+  bool saturated = false;
 };
 
 /// Quantizes x[0..n) as one group with \p scheme's mode. \p n may differ

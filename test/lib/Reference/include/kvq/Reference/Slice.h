@@ -83,6 +83,8 @@ public:
   const std::vector<float> &scales() const { return scales_; }
   const std::vector<float> &zeros() const { return zeros_; }
   int numGroups() const { return int(scales_.size()); }
+  /// Groups whose stored parameters saturated (numerics.md section 3).
+  int numSaturated() const { return saturated_; }
 
   /// The group of quantized token i, channel c. Groups are numbered in the
   /// order flushes create them: span=tokens (i / G) * D + c, span=channels
@@ -117,6 +119,7 @@ private:
   int numQuantized_ = 0;
   std::vector<uint32_t> codes_;
   std::vector<float> scales_;
+  int saturated_ = 0;
   std::vector<float> zeros_;
 };
 
