@@ -1,6 +1,7 @@
 ##===- cmake/KVQSpec.cmake - Compile kvq specs at build time --*- cmake -*-===##
 #
-# kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [OUTPUT_DIR <dir>])
+# kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [OUTPUT_DIR <dir>]
+#              [HOST_CPU <cpu>])
 #
 # Adds a build step running `kvq-opt --kvq-compile=<dir> <spec>` (whenever the
 # spec or kvq-opt changes) and an INTERFACE target <target> that
@@ -12,7 +13,10 @@
 #    HostCode::Linked finds them in the program. (CMake OBJECT libraries drop
 #    external objects, so the object travels on the interface link line.)
 # The directory is also the target property KVQ_ARTIFACT_DIR. <dir> defaults
-# to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq.
+# to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq. HOST_CPU (default native)
+# is the CPU the host code is compiled for (`kvq-opt --kvq-host-cpu`): name a
+# generic one (x86-64-v2, x86-64-v3) for an artifact that ships to other
+# machines.
 #
 # kvq-opt is the in-tree target when it exists, else KVQ_OPT_EXECUTABLE (set
 # by kvqConfig.cmake for installed packages).
@@ -23,7 +27,10 @@
 ##===----------------------------------------------------------------------===##
 
 function(kvq_add_spec target spec)
-  cmake_parse_arguments(ARG "ARTIFACT_ONLY" "OUTPUT_DIR" "" ${ARGN})
+  cmake_parse_arguments(ARG "ARTIFACT_ONLY" "OUTPUT_DIR;HOST_CPU" "" ${ARGN})
+  if(NOT ARG_HOST_CPU)
+    set(ARG_HOST_CPU native)
+  endif()
   get_filename_component(spec "${spec}" ABSOLUTE)
   if(ARG_OUTPUT_DIR)
     set(dir "${ARG_OUTPUT_DIR}")
@@ -45,7 +52,8 @@ function(kvq_add_spec target spec)
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
-    COMMAND ${opt} "--kvq-compile=${dir}" "${spec}" -o "${dir}/spec.mlir"
+    COMMAND ${opt} "--kvq-compile=${dir}" "--kvq-host-cpu=${ARG_HOST_CPU}"
+            "${spec}" -o "${dir}/spec.mlir"
     DEPENDS "${spec}" ${opt_dep}
     COMMENT "Compiling kvq spec ${spec}"
     VERBATIM)

@@ -113,7 +113,8 @@ static llvm::json::Object describeTensor(const TensorLayout &tensor,
 }
 
 static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
-                                       ModuleOp planned) {
+                                       ModuleOp planned,
+                                       const HostObject &host) {
   SmallVector<LayerKernels> layerKernels =
       mapLayerKernels(planned, layout.model.getLayers());
   ModelAttr model = layout.model;
@@ -165,6 +166,9 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
       {"layers", std::move(layers)},
       {"combine_kernel", combine},
       {"kernels", std::move(kernels)},
+      {"host",
+       llvm::json::Object{{"cpu", host.cpu},
+                          {"features", llvm::json::Array(host.features)}}},
       {"files", llvm::json::Object{{"ptx", std::move(ptx)},
                                    {"host_object", "kernels.o"},
                                    {"host_shared", "kernels.so"}}}};
@@ -193,7 +197,8 @@ static LogicalResult linkSharedObject(Operation *op, StringRef object,
   return success();
 }
 
-LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir) {
+LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir,
+                                   StringRef hostCPU) {
   FailureOr<CacheLayout> layout = computeCacheLayout(cache);
   if (failed(layout))
     return failure();
@@ -218,7 +223,7 @@ LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir) {
   FailureOr<OwningOpRef<ModuleOp>> device = lowerFor("gpu");
   if (failed(host) || failed(device))
     return failure();
-  FailureOr<std::string> object = compileToHostObject(**host);
+  FailureOr<HostObject> object = compileToHostObject(**host, hostCPU);
   FailureOr<SmallVector<std::string>> ptx =
       compileToPTX(**device, getArtifactChips());
   if (failed(object) || failed(ptx))
@@ -236,9 +241,10 @@ LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir) {
       return failure();
   std::string manifest;
   llvm::raw_string_ostream(manifest)
-      << llvm::formatv("{0:2}", describeCache(cache, *layout, *planned))
+      << llvm::formatv("{0:2}",
+                       describeCache(cache, *layout, *planned, *object))
       << "\n";
-  if (failed(writeFile(cache, path("kernels.o"), *object)) ||
+  if (failed(writeFile(cache, path("kernels.o"), object->object)) ||
       failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||
       failed(writeFile(cache, path("manifest.json"), manifest)))
     return failure();

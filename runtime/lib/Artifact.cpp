@@ -345,6 +345,14 @@ Manifest parseTopLevel(const Json &J) {
   }
   M.HostObject = getString(Files, "host_object", "files");
   M.HostShared = getString(Files, "host_shared", "files");
+  const Json &Host = field(J, "host", "");
+  M.HostCpu = getString(Host, "cpu", "host");
+  const Json &Features = field(Host, "features", "host");
+  check(Features.is_array(), "'host.features' must be an array");
+  for (const Json &F : Features) {
+    check(F.is_string(), "'host.features' entries must be strings");
+    M.HostFeatures.push_back(F.get<std::string>());
+  }
   checkConsistency(M);
   return M;
 }

@@ -14,6 +14,7 @@
 #include "kvq/Runtime/Backend.h"
 
 #include "ThreadPool.h"
+#include "kvq/Support/HostFeatures.h"
 
 #include <dlfcn.h>
 #include <system_error>
@@ -136,9 +137,39 @@ Expected<void *> openHostCode(const Artifact &A, HostCode Code) {
 
 } // namespace
 
+/// Refuses host code this machine cannot run (it would die by SIGILL),
+/// before any of it is loaded.
+static Status checkHostFeatures(const Artifact &A) {
+  std::string Missing, Unknown;
+  for (const std::string &F : A.manifest().HostFeatures) {
+    bool Known = false;
+    bool Has = kvq::hostHasFeature(F, Known);
+    if (!Known)
+      Unknown += " " + F;
+    else if (!Has)
+      Missing += " " + F;
+  }
+  if (!Unknown.empty())
+    return Status::error(
+        ErrorCode::Unsupported,
+        "cpu backend: artifact '" + A.directory() +
+            "' needs CPU features kvq cannot check:" + Unknown);
+  if (!Missing.empty())
+    return Status::error(
+        ErrorCode::Unsupported,
+        "cpu backend: the host code of artifact '" + A.directory() +
+            "' was compiled for " + A.manifest().HostCpu +
+            " and needs CPU features this machine lacks:" + Missing +
+            " (recompile with kvq-opt --kvq-host-cpu=native or a CPU this "
+            "machine has, e.g. x86-64-v2)");
+  return Status::success();
+}
+
 Expected<std::unique_ptr<Backend>>
 kvq::runtime::createCpuBackend(const Artifact &A, unsigned Threads,
                                HostCode Code) {
+  if (Status S = checkHostFeatures(A); !S.ok())
+    return S;
   Expected<void *> Lib = openHostCode(A, Code);
   if (!Lib.ok())
     return Lib.status();

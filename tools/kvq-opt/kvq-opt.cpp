@@ -29,6 +29,12 @@ static llvm::cl::opt<std::string>
                llvm::cl::desc("Compile the spec into artifact directory DIR"),
                llvm::cl::value_desc("DIR"), llvm::cl::init(""));
 
+static llvm::cl::opt<std::string> hostCpu(
+    "kvq-host-cpu",
+    llvm::cl::desc("With --kvq-compile: the CPU the host code is compiled "
+                   "for (native, or an LLVM CPU name such as x86-64-v3)"),
+    llvm::cl::value_desc("CPU"), llvm::cl::init("native"));
+
 /// Set when a diagnostic at error level was reported: kvq-opt then fails even
 /// if the pass that reported it did not signal a failure.
 static bool sawError = false;
@@ -49,6 +55,7 @@ static mlir::LogicalResult setUpPipeline(mlir::PassManager &pm,
     return base.setupPassPipeline(pm);
   kvq::KVQCompileArtifactOptions options;
   options.dir = compileDir;
+  options.hostCpu = hostCpu;
   pm.addPass(kvq::createKVQCompileArtifact(options));
   return mlir::success();
 }

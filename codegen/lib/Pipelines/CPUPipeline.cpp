@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Codegen/Pipelines.h"
+#include "kvq/Support/HostFeatures.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -16,6 +17,7 @@
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -37,7 +39,11 @@ static LogicalResult lowerToLLVMDialect(ModuleOp module) {
   return pm.run(module);
 }
 
-static std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
+/// The target machine for `cpu` ("native": this machine's CPU and features),
+/// with the x86 features kvq records for it (kvq/Support/HostFeatures.h).
+static FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createHostTargetMachine(ModuleOp module, StringRef cpu,
+                        SmallVectorImpl<std::string> &recorded) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -45,22 +51,44 @@ static std::unique_ptr<llvm::TargetMachine> createHostTargetMachine() {
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return nullptr;
+    return emitError(module.getLoc(), "no LLVM target for the host: ") << error;
   llvm::SubtargetFeatures features;
-  for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(name, enabled);
+  std::string cpuName = cpu.str();
+  if (cpu == "native") {
+    cpuName = llvm::sys::getHostCPUName().str();
+    for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+      features.AddFeature(name, enabled);
+  }
+  // Check the name on a generic subtarget first: LLVM warns on stderr when
+  // it creates a subtarget for an unknown CPU.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!generic || !generic->isCPUStringValid(cpuName))
+    return emitError(module.getLoc(), "unknown host CPU '")
+           << cpu << "' for " << triple.str()
+           << " (use 'native' or an LLVM CPU name such as x86-64-v3)";
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      target->createMCSubtargetInfo(triple, cpuName, features.getString()));
+  for (const char *name : kHostFeatureNames)
+    if (subtarget->checkFeatures(std::string("+") + name))
+      recorded.push_back(name);
   llvm::TargetOptions options;
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features.getString(), options,
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      triple, cpuName, features.getString(), options, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
 
-FailureOr<std::string> kvq::compileToHostObject(ModuleOp module) {
+FailureOr<HostObject> kvq::compileToHostObject(ModuleOp module,
+                                               StringRef hostCPU) {
+  HostObject result;
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> target =
+      createHostTargetMachine(module, hostCPU, result.features);
+  if (failed(target))
+    return failure();
+  std::unique_ptr<llvm::TargetMachine> machine = std::move(*target);
+  result.cpu = machine->getTargetCPU().str();
   if (failed(lowerToLLVMDialect(module)))
     return failure();
-  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine();
-  if (!machine)
-    return module.emitError("no LLVM target for the host");
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kvq_kernels");
@@ -80,5 +108,6 @@ FailureOr<std::string> kvq::compileToHostObject(ModuleOp module) {
                                    llvm::CodeGenFileType::ObjectFile))
     return module.emitError("the host target cannot emit object files");
   codegen.run(*llvmModule);
-  return std::string(object.str());
+  result.object = std::string(object.str());
+  return result;
 }

@@ -29,7 +29,7 @@ struct KVQCompileArtifactPass
       SmallString<256> path(dir);
       if (caches.size() > 1)
         llvm::sys::path::append(path, cache.getSymName());
-      if (failed(compileArtifact(cache, path)))
+      if (failed(compileArtifact(cache, path, hostCpu)))
         return signalPassFailure();
     }
     markAllAnalysesPreserved();

@@ -5,11 +5,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Runtime.h"
+#include "kvq/Support/HostFeatures.h"
 
 #include "gtest/gtest.h"
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -168,6 +170,49 @@ TEST(ManifestTest, MissingPTXTargetIsAnError) {
   Expected<std::string> PTX = (*A)->loadPTX("sm_80");
   ASSERT_FALSE(PTX.ok());
   EXPECT_NE(PTX.message().find("has no PTX for sm_80"), std::string::npos);
+}
+
+/// The CPU backend's error for the mock artifact with host features
+/// `Features` (kernels.so is never reached: the check comes first).
+std::string hostFeatureError(const std::vector<std::string> &Features) {
+  Json J = mockJson();
+  J["host"]["features"] = Features;
+  std::string Dir = ::testing::TempDir() + "kvq-host-features";
+  std::filesystem::create_directories(Dir);
+  std::ofstream(Dir + "/manifest.json") << J.dump();
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+  EXPECT_TRUE(A.ok()) << A.message();
+  Expected<std::unique_ptr<Backend>> B = createCpuBackend(**A, 1);
+  EXPECT_FALSE(B.ok());
+  if (B.ok())
+    return "";
+  EXPECT_EQ(B.status().code(), ErrorCode::Unsupported);
+  return B.message();
+}
+
+// Host code compiled for AVX-512 died by SIGILL on machines without it: the
+// manifest records the features, and the runtime refuses code it cannot run.
+TEST(ManifestTest, HostCodeNeedsItsCPUFeatures) {
+  Json J = mockJson();
+  EXPECT_EQ(J["host"]["cpu"], "x86-64");
+  EXPECT_NE(hostFeatureError({"sse2", "kvq-no-such-feature"})
+                .find("needs CPU features kvq cannot check: "
+                      "kvq-no-such-feature"),
+            std::string::npos);
+  std::string Absent;
+  for (const char *F : kvq::kHostFeatureNames) {
+    bool Known;
+    if (!kvq::hostHasFeature(F, Known)) {
+      Absent = F;
+      break;
+    }
+  }
+  if (Absent.empty())
+    GTEST_SKIP() << "this CPU has every feature kvq records";
+  std::string Message = hostFeatureError({"sse2", Absent});
+  EXPECT_NE(Message.find("needs CPU features this machine lacks: " + Absent),
+            std::string::npos)
+      << Message;
 }
 
 } // namespace

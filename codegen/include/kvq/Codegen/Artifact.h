@@ -11,8 +11,10 @@ namespace kvq {
 llvm::ArrayRef<std::string> getArtifactChips();
 
 /// Compiles `cache` into directory `dir` (created if missing): manifest,
-/// PTX per chip, host object and shared object (docs/KernelABI.md).
-mlir::LogicalResult compileArtifact(CacheOp cache, llvm::StringRef dir);
+/// PTX per chip, host object and shared object (docs/KernelABI.md), the
+/// host code for `hostCPU` ("native" or an LLVM CPU name).
+mlir::LogicalResult compileArtifact(CacheOp cache, llvm::StringRef dir,
+                                    llvm::StringRef hostCPU = "native");
 
 } // namespace kvq
 

@@ -59,7 +59,11 @@ def KVQCompileArtifact : Pass<"kvq-compile-artifact", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"dir", "dir", "std::string", /*default=*/"\"\"",
-           "Artifact directory">
+           "Artifact directory">,
+    Option<"hostCpu", "host-cpu", "std::string", /*default=*/"\"native\"",
+           "CPU the host code is compiled for: native, or an LLVM CPU name "
+           "(x86-64-v2, x86-64-v3, skylake-avx512, ...); the manifest "
+           "records it and the features the code may use">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

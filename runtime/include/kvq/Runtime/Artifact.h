@@ -135,6 +135,10 @@ struct Manifest {
   std::map<std::string, std::string> PTX;
   std::string HostObject;
   std::string HostShared;
+  /// The CPU the host code was compiled for, and the x86 features it may
+  /// use (LLVM names, kvq/Support/HostFeatures.h).
+  std::string HostCpu;
+  std::vector<std::string> HostFeatures;
 
   const TensorLayout &tensor(Tensor T) const {
     return T == Tensor::Keys ? Keys : Values;
