@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 using namespace kvq::runtime;
@@ -84,15 +86,30 @@ std::string join(const std::string &Path, const char *Key) {
 
 uint64_t getUInt(const Json &Obj, const char *Key, const std::string &Path) {
   const Json &V = field(Obj, Key, Path);
-  if (!V.is_number_integer() || V.get<int64_t>() < 0)
+  if (!V.is_number_integer() ||
+      (!V.is_number_unsigned() && V.get<int64_t>() < 0))
     fail("'" + join(Path, Key) + "' must be a non-negative integer");
   return V.get<uint64_t>();
+}
+
+/// A non-negative integer of at most `Max`.
+uint64_t getBounded(const Json &Obj, const char *Key, const std::string &Path,
+                    uint64_t Max) {
+  uint64_t V = getUInt(Obj, Key, Path);
+  if (V > Max)
+    fail("'" + join(Path, Key) + "' is out of range (at most " +
+         std::to_string(Max) + ")");
+  return V;
 }
 
 int64_t getInt(const Json &Obj, const char *Key, const std::string &Path) {
   const Json &V = field(Obj, Key, Path);
   if (!V.is_number_integer())
     fail("'" + join(Path, Key) + "' must be an integer");
+  // Unsigned JSON integers above INT64_MAX would wrap.
+  if (V.is_number_unsigned() &&
+      V.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    fail("'" + join(Path, Key) + "' is out of range");
   return V.get<int64_t>();
 }
 
@@ -116,6 +133,20 @@ std::string getString(const Json &Obj, const char *Key,
   if (!V.is_string())
     fail("'" + join(Path, Key) + "' must be a string");
   return V.get<std::string>();
+}
+
+/// A file name of the artifact directory: a plain name, never a path.
+std::string getFileName(const Json &Obj, const char *Key,
+                        const std::string &Path) {
+  std::string Name = getString(Obj, Key, Path);
+  if (Name.empty() || Name == "." || Name == ".." ||
+      Name.find('/') != std::string::npos ||
+      Name.find('\0') != std::string::npos)
+    fail("'" + join(Path, Key) +
+         "' must be a file name inside the artifact "
+         "directory, got '" +
+         Name + "'");
+  return Name;
 }
 
 bool getBool(const Json &Obj, const char *Key, const std::string &Path) {
@@ -147,10 +178,12 @@ DType parseDType(const std::string &Name, const std::string &Path) {
 ModelShape parseModel(const Json &J) {
   const std::string P = "model";
   ModelShape M;
-  M.Layers = getU32(J, "layers", P);
-  M.Heads = getU32(J, "heads", P);
-  M.KvHeads = getU32(J, "kv_heads", P);
-  M.HeadDim = getU32(J, "head_dim", P);
+  // The dialect's bounds (docs/Rationale.md): every size derived from them
+  // fits in 64 bits.
+  M.Layers = unsigned(getBounded(J, "layers", P, 4096));
+  M.Heads = unsigned(getBounded(J, "heads", P, 4096));
+  M.KvHeads = unsigned(getBounded(J, "kv_heads", P, 4096));
+  M.HeadDim = unsigned(getBounded(J, "head_dim", P, 16384));
   M.Type = parseDType(getString(J, "dtype", P), "model.dtype");
   M.Scale = getNumber(J, "scale", P);
   check(M.Layers > 0 && M.Heads > 0 && M.KvHeads > 0 && M.HeadDim > 0,
@@ -196,33 +229,55 @@ SchemeLayout parseScheme(const Json &J, const std::string &P) {
   return S;
 }
 
+/// The codes and parameters a scheme places in a slice stay inside it.
+void checkSchemeFits(const LayerLayout &L, const std::string &P) {
+  const SchemeLayout &S = L.Scheme;
+  if (!S.Quantized)
+    return;
+  auto Within = [&](int64_t Offset, uint64_t Bytes) {
+    return Offset >= 0 && uint64_t(Offset) <= L.SliceBytes &&
+           Bytes <= L.SliceBytes - uint64_t(Offset);
+  };
+  uint64_t ParamBytes = uint64_t(S.GroupsPerPage) * S.ParamBytes;
+  check(S.CodesBytes <= L.SliceBytes && Within(S.ScalesOffset, ParamBytes) &&
+            (S.ZerosOffset < 0 || Within(S.ZerosOffset, ParamBytes)),
+        "'" + P + ".scheme' places codes or parameters outside the slice");
+}
+
 TensorLayout parseTensor(const Json &J, const std::string &P,
                          const ModelShape &Model) {
   TensorLayout T;
-  T.Sink = getU32(J, "sink", P);
-  T.Recent = getU32(J, "recent", P);
-  T.Flush = getU32(J, "flush", P);
-  T.WindowCapacity = getU32(J, "window_capacity", P);
-  T.PageBytes = getUInt(J, "page_bytes", P);
+  T.Sink = unsigned(getBounded(J, "sink", P, kMaxTokens));
+  T.Recent = unsigned(getBounded(J, "recent", P, kMaxTokens));
+  T.Flush = unsigned(getBounded(J, "flush", P, kMaxTokens));
+  T.WindowCapacity =
+      unsigned(getBounded(J, "window_capacity", P, 2 * kMaxTokens));
+  T.PageBytes = getBounded(J, "page_bytes", P, kMaxPageBytes);
   check(T.Flush >= 1, "'" + P + ".flush' must be >= 1");
-  check(T.WindowCapacity == T.Recent + T.Flush - 1,
+  check(uint64_t(T.WindowCapacity) == uint64_t(T.Recent) + T.Flush - 1,
         "'" + P + ".window_capacity' must be recent + flush - 1");
+  check(T.PageBytes % 16 == 0,
+        "'" + P + ".page_bytes' must be a multiple of 16");
   const Json &Layers = field(J, "layers", P);
   check(Layers.is_array() && Layers.size() == Model.Layers,
         "'" + P + ".layers' must have one entry per model layer");
   for (size_t I = 0; I < Layers.size(); ++I) {
     std::string LP = P + ".layers[" + std::to_string(I) + "]";
     LayerLayout L;
-    L.Offset = getUInt(Layers[I], "offset", LP);
-    L.SliceBytes = getUInt(Layers[I], "slice_bytes", LP);
+    L.Offset = getBounded(Layers[I], "offset", LP, T.PageBytes);
+    L.SliceBytes = getBounded(Layers[I], "slice_bytes", LP, T.PageBytes);
+    check(L.Offset % 16 == 0 && L.SliceBytes % 16 == 0,
+          "'" + LP + "' offset and slice_bytes must be multiples of 16");
     L.FlushKernel = getString(Layers[I], "flush_kernel", LP);
     int64_t CodesFrom = getInt(Layers[I], "codes_from", LP);
     check(CodesFrom >= -1 && CodesFrom < int64_t(I),
           "'" + LP + ".codes_from' must be -1 or an earlier layer");
     L.CodesFrom = int(CodesFrom);
     L.Scheme = parseScheme(field(Layers[I], "scheme", LP), LP + ".scheme");
+    // Offset, SliceBytes <= PageBytes <= 2^40 and KvHeads <= 4096: exact.
     check(L.Offset + Model.KvHeads * L.SliceBytes <= T.PageBytes,
           "'" + LP + "' slices exceed the page");
+    checkSchemeFits(L, LP);
     T.Layers.push_back(std::move(L));
   }
   return T;
@@ -304,15 +359,16 @@ void checkConsistency(const Manifest &M) {
 
 Manifest parseTopLevel(const Json &J) {
   Manifest M;
-  M.Version = int(getInt(J, "version", ""));
-  if (M.Version != kArtifactVersion)
-    throw ManifestError{"artifact version " + std::to_string(M.Version) +
+  int64_t Version = getInt(J, "version", "");
+  if (Version != kArtifactVersion)
+    throw ManifestError{"artifact version " + std::to_string(Version) +
                         ", runtime expects " +
                         std::to_string(kArtifactVersion)};
+  M.Version = kArtifactVersion;
   M.Name = getString(J, "name", "");
   M.Model = parseModel(field(J, "model", ""));
-  M.PageTokens = getU32(J, "page_tokens", "");
-  M.SplitTokens = getU32(J, "split_tokens", "");
+  M.PageTokens = unsigned(getBounded(J, "page_tokens", "", kMaxTokens));
+  M.SplitTokens = unsigned(getBounded(J, "split_tokens", "", kMaxTokens));
   check(M.PageTokens > 0 && M.SplitTokens > 0,
         "page_tokens and split_tokens must be positive");
   const Json &Bits = field(J, "bits", "");
@@ -341,10 +397,10 @@ Manifest parseTopLevel(const Json &J) {
   check(PTX.is_object(), "'files.ptx' must be an object");
   for (auto It = PTX.begin(); It != PTX.end(); ++It) {
     check(It.value().is_string(), "'files.ptx' entries must be strings");
-    M.PTX[It.key()] = It.value().get<std::string>();
+    M.PTX[It.key()] = getFileName(PTX, It.key().c_str(), "files.ptx");
   }
-  M.HostObject = getString(Files, "host_object", "files");
-  M.HostShared = getString(Files, "host_shared", "files");
+  M.HostObject = getFileName(Files, "host_object", "files");
+  M.HostShared = getFileName(Files, "host_shared", "files");
   const Json &Host = field(J, "host", "");
   M.HostCpu = getString(Host, "cpu", "host");
   const Json &Features = field(Host, "features", "host");
@@ -357,13 +413,47 @@ Manifest parseTopLevel(const Json &J) {
   return M;
 }
 
-Expected<std::string> readFile(const std::string &Path) {
-  std::ifstream In(Path, std::ios::binary);
+/// The real path of file `Name` of directory `Dir` when it is a regular
+/// file inside the directory (symbolic links resolved), else an error.
+Expected<std::string> resolveInside(const std::string &Dir,
+                                    const std::string &Name) {
+  std::error_code EC;
+  std::filesystem::path Root = std::filesystem::canonical(Dir, EC);
+  if (EC)
+    return Status::error(ErrorCode::Artifact, "cannot open '" + Dir + "'");
+  std::filesystem::path File = std::filesystem::canonical(Root / Name, EC);
+  if (EC)
+    return Status::error(ErrorCode::Artifact,
+                         "cannot open '" + Dir + "/" + Name + "'");
+  if (File.parent_path() != Root)
+    return Status::error(ErrorCode::Artifact,
+                         "'" + Name + "' leaves the artifact directory");
+  if (!std::filesystem::is_regular_file(File, EC))
+    return Status::error(ErrorCode::Artifact,
+                         "'" + Name + "' is not a regular file");
+  return File.string();
+}
+
+/// File `Name` of directory `Dir`, at most `MaxBytes` long.
+Expected<std::string> readFile(const std::string &Dir, const std::string &Name,
+                               uint64_t MaxBytes) {
+  Expected<std::string> Path = resolveInside(Dir, Name);
+  if (!Path.ok())
+    return Path.status();
+  std::error_code EC;
+  uint64_t Size = std::filesystem::file_size(*Path, EC);
+  if (EC || Size > MaxBytes)
+    return Status::error(ErrorCode::Artifact, "'" + Name + "' is larger than " +
+                                                  std::to_string(MaxBytes) +
+                                                  " bytes");
+  std::ifstream In(*Path, std::ios::binary);
   if (!In)
-    return Status::error(ErrorCode::Artifact, "cannot open '" + Path + "'");
-  std::ostringstream SS;
-  SS << In.rdbuf();
-  return SS.str();
+    return Status::error(ErrorCode::Artifact, "cannot open '" + *Path + "'");
+  std::string Text(Size, '\0');
+  In.read(Text.data(), std::streamsize(Size));
+  if (uint64_t(In.gcount()) != Size)
+    return Status::error(ErrorCode::Artifact, "cannot read '" + *Path + "'");
+  return Text;
 }
 
 } // namespace
@@ -388,7 +478,8 @@ Expected<Manifest> kvq::runtime::parseManifest(const std::string &Text) {
 
 Expected<std::shared_ptr<const Artifact>>
 Artifact::open(const std::string &Dir) {
-  Expected<std::string> Text = readFile(Dir + "/manifest.json");
+  Expected<std::string> Text =
+      readFile(Dir, "manifest.json", kMaxManifestBytes);
   if (!Text.ok())
     return Text.status().withContext("artifact '" + Dir + "': ");
   Expected<Manifest> M = parseManifest(*Text);
@@ -409,13 +500,13 @@ Expected<std::string> Artifact::loadPTX(const std::string &Target) const {
   if (It == M.PTX.end())
     return Status::error(ErrorCode::Unsupported,
                          "artifact '" + Dir + "' has no PTX for " + Target);
-  return readFile(Dir + "/" + It->second);
+  return readFile(Dir, It->second, kMaxPTXBytes);
 }
 
-std::string Artifact::hostSharedPath() const {
-  return Dir + "/" + M.HostShared;
+Expected<std::string> Artifact::hostSharedPath() const {
+  return resolveInside(Dir, M.HostShared);
 }
 
-std::string Artifact::hostObjectPath() const {
-  return Dir + "/" + M.HostObject;
+Expected<std::string> Artifact::hostObjectPath() const {
+  return resolveInside(Dir, M.HostObject);
 }

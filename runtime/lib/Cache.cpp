@@ -6,6 +6,8 @@
 
 #include "CacheImpl.h"
 
+#include <cstdint>
+
 #include "kvq/Runtime/Runtime.h"
 
 #include <algorithm>
@@ -51,19 +53,37 @@ Status Cache::Impl::allocate(DevicePtr &Ptr, size_t Bytes) {
   return B->memset(Ptr, 0, Bytes);
 }
 
+/// The product of `Factors` in bytes, or an error where it overflows.
+static Expected<size_t> bufferBytes(std::initializer_list<uint64_t> Factors) {
+  uint64_t Bytes = 1;
+  for (uint64_t F : Factors)
+    if (__builtin_mul_overflow(Bytes, F, &Bytes) || Bytes > SIZE_MAX)
+      return Status::error(ErrorCode::OutOfMemory,
+                           "a cache buffer would exceed the address space");
+  return size_t(Bytes);
+}
+
 Status Cache::Impl::allocateBuffers() {
   const ModelShape &M = manifest().Model;
   size_t Seqs = Options.MaxSequences;
   for (Tensor T : {Tensor::Keys, Tensor::Values}) {
     const TensorLayout &L = layout(T);
     int X = int(T);
-    Status S = allocate(Sink[X], M.Layers * Seqs * L.Sink * rowBytes());
+    Expected<size_t> Sizes[] = {
+        bufferBytes({M.Layers, Seqs, L.Sink, rowBytes()}),
+        bufferBytes({M.Layers, Seqs, L.WindowCapacity, rowBytes()}),
+        bufferBytes({Options.PagesPerTensor, L.PageBytes}),
+        bufferBytes({Seqs, MaxPagesPerSeq, sizeof(uint32_t)})};
+    for (const Expected<size_t> &Size : Sizes)
+      if (!Size.ok())
+        return Size.status();
+    Status S = allocate(Sink[X], *Sizes[0]);
     if (S.ok())
-      S = allocate(Window[X], M.Layers * Seqs * L.WindowCapacity * rowBytes());
+      S = allocate(Window[X], *Sizes[1]);
     if (S.ok())
-      S = allocate(Pages[X], size_t(Options.PagesPerTensor) * L.PageBytes);
+      S = allocate(Pages[X], *Sizes[2]);
     if (S.ok())
-      S = allocate(Tables[X], Seqs * MaxPagesPerSeq * sizeof(uint32_t));
+      S = allocate(Tables[X], *Sizes[3]);
     if (!S.ok())
       return S;
     // Hand pages out lowest id first.

@@ -126,11 +126,14 @@ Expected<void *> openHostCode(const Artifact &A, HostCode Code) {
                            std::string("cpu backend: ") + dlerror());
     return Self;
   }
-  std::string Path = A.hostSharedPath();
-  void *Lib = dlopen(Path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  Expected<std::string> Path = A.hostSharedPath();
+  if (!Path.ok())
+    return Path.status().withContext("cpu backend: artifact '" + A.directory() +
+                                     "': ");
+  void *Lib = dlopen(Path->c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!Lib)
     return Status::error(ErrorCode::Backend,
-                         "cpu backend: cannot load host code '" + Path +
+                         "cpu backend: cannot load host code '" + *Path +
                              "': " + dlerror());
   return Lib;
 }

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -74,8 +76,8 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_EQ(M.kernel("nope"), nullptr);
   EXPECT_FALSE(M.hasKeyNorm());
   EXPECT_TRUE((*A)->ptxTargets().empty());
-  EXPECT_EQ((*A)->hostSharedPath(), kInputs + "/mock/kernels.so");
-  EXPECT_EQ((*A)->hostObjectPath(), kInputs + "/mock/kernels.o");
+  // The fixture directory has a manifest only.
+  EXPECT_FALSE((*A)->hostSharedPath().ok());
 }
 
 TEST(ManifestTest, ParsesAQuantizedScheme) {
@@ -213,6 +215,89 @@ TEST(ManifestTest, HostCodeNeedsItsCPUFeatures) {
   EXPECT_NE(Message.find("needs CPU features this machine lacks: " + Absent),
             std::string::npos)
       << Message;
+}
+
+// Hostile manifests (issue: a library named ../evil/evil.so was loaded, a
+// PTX path read /etc/passwd, wrapped integers crashed the runtime).
+TEST(ManifestTest, RejectsPathsLeavingTheArtifact) {
+  EXPECT_EQ(errorAfter(
+                [](Json &J) { J["files"]["host_shared"] = "../evil/evil.so"; }),
+            "manifest: 'files.host_shared' must be a file name inside the "
+            "artifact directory, got '../evil/evil.so'");
+  EXPECT_EQ(
+      errorAfter([](Json &J) { J["files"]["ptx"]["sm_80"] = "/etc/passwd"; }),
+      "manifest: 'files.ptx.sm_80' must be a file name inside the "
+      "artifact directory, got '/etc/passwd'");
+  EXPECT_NE(errorAfter([](Json &J) {
+              J["files"]["host_object"] = "..";
+            }).find("must be a file name"),
+            std::string::npos);
+
+  // A symbolic link inside the directory that leads out of it.
+  namespace fs = std::filesystem;
+  std::string Dir = ::testing::TempDir() + "kvq-symlink-escape";
+  fs::remove_all(Dir);
+  fs::create_directories(Dir);
+  Json J = mockJson();
+  J["files"]["ptx"]["sm_80"] = "kernels.sm_80.ptx";
+  std::ofstream(Dir + "/manifest.json") << J.dump();
+  fs::create_symlink("/etc/passwd", Dir + "/kernels.sm_80.ptx");
+  fs::create_symlink("/etc/hostname", Dir + "/kernels.so");
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  Expected<std::string> PTX = (*A)->loadPTX("sm_80");
+  ASSERT_FALSE(PTX.ok());
+  EXPECT_NE(PTX.message().find("leaves the artifact directory"),
+            std::string::npos)
+      << PTX.message();
+  EXPECT_FALSE((*A)->hostSharedPath().ok());
+
+  // A manifest linked to /dev/zero was read without bound; one that is not
+  // a regular file (a FIFO here) is refused without reading it.
+  std::string Zero = ::testing::TempDir() + "kvq-dev-zero";
+  fs::remove_all(Zero);
+  fs::create_directories(Zero);
+  fs::create_symlink("/dev/zero", Zero + "/manifest.json");
+  Expected<std::shared_ptr<const Artifact>> Z = Artifact::open(Zero);
+  ASSERT_FALSE(Z.ok());
+  EXPECT_NE(Z.message().find("leaves the artifact directory"),
+            std::string::npos)
+      << Z.message();
+  EXPECT_EQ(Z.status().code(), ErrorCode::Artifact);
+  fs::remove(Zero + "/manifest.json");
+  ASSERT_EQ(mkfifo((Zero + "/manifest.json").c_str(), 0600), 0);
+  Z = Artifact::open(Zero);
+  ASSERT_FALSE(Z.ok());
+  EXPECT_NE(Z.message().find("is not a regular file"), std::string::npos)
+      << Z.message();
+}
+
+TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
+  EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
+            "artifact version 4294967297, runtime expects 1");
+  EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
+            "manifest: 'version' is out of range");
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["tensors"]["keys"]["page_bytes"] = 9223372036854775807ull;
+            }),
+            "manifest: 'tensors.keys.page_bytes' is out of range (at most "
+            "1099511627776)");
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["tensors"]["keys"]["layers"][0]["offset"] =
+                  9223372036854775806ull;
+            }),
+            "manifest: 'tensors.keys.layers[0].offset' is out of range (at "
+            "most 256)");
+  // recent + flush - 1 wrapped to 0 in 32 bits.
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["tensors"]["values"]["recent"] = 4294967295u;
+              J["tensors"]["values"]["flush"] = 2;
+              J["tensors"]["values"]["window_capacity"] = 0;
+            }),
+            "manifest: 'tensors.values.recent' is out of range (at most "
+            "1048576)");
+  EXPECT_EQ(errorAfter([](Json &J) { J["model"]["head_dim"] = 1u << 20; }),
+            "manifest: 'model.head_dim' is out of range (at most 16384)");
 }
 
 } // namespace

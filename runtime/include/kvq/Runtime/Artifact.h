@@ -28,6 +28,13 @@ namespace kvq::runtime {
 /// The manifest version this runtime understands.
 constexpr int kArtifactVersion = 1;
 
+/// Bounds the loader enforces (docs/KernelABI.md, "What the loader checks"):
+/// token counts as the dialect's, page size, and file sizes.
+constexpr uint64_t kMaxTokens = uint64_t(1) << 20;
+constexpr uint64_t kMaxPageBytes = uint64_t(1) << 40;
+constexpr uint64_t kMaxManifestBytes = uint64_t(16) << 20;
+constexpr uint64_t kMaxPTXBytes = uint64_t(256) << 20;
+
 /// The model dtype of queries, keys and values (raw bits at the API).
 enum class DType { F16, BF16, F32 };
 
@@ -168,9 +175,10 @@ public:
   std::vector<std::string> ptxTargets() const;
   /// Reads the PTX text for Target.
   Expected<std::string> loadPTX(const std::string &Target) const;
-  /// Path of the host shared object (kernels.so) and object (kernels.o).
-  std::string hostSharedPath() const;
-  std::string hostObjectPath() const;
+  /// Real path of the host shared object (kernels.so) and object
+  /// (kernels.o): regular files inside the artifact directory, else an error.
+  Expected<std::string> hostSharedPath() const;
+  Expected<std::string> hostObjectPath() const;
 
 private:
   Artifact(std::string Dir, Manifest M)
