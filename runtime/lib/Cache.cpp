@@ -11,6 +11,8 @@
 #include "kvq/Runtime/Runtime.h"
 
 #include <algorithm>
+#include <array>
+#include <new>
 #include <utility>
 
 using namespace kvq::runtime;
@@ -171,22 +173,32 @@ Expected<DevicePtr> Cache::Impl::scratch(ScratchBuffer &S, size_t Bytes) {
 }
 
 Status Cache::Impl::launch(const std::string &Kernel, Dim3 Grid,
-                           std::vector<uint64_t> Ptrs,
-                           std::vector<int32_t> Ints) {
+                           std::initializer_list<uint64_t> Ptrs,
+                           std::initializer_list<int32_t> Ints) {
   const KernelInfo *K = manifest().kernel(Kernel);
   if (!K)
     return Status::error(ErrorCode::Artifact,
                          "kernel '" + Kernel + "' missing from the manifest");
   // Every kernel of KernelABI.md takes its pointers first, then its ints.
-  std::vector<void *> Args;
-  for (uint64_t &P : Ptrs)
-    Args.push_back(&P);
-  for (int32_t &I : Ints)
-    Args.push_back(&I);
-  if (Args.size() != K->Args.size())
+  constexpr size_t MaxArgs = 16;
+  std::array<uint64_t, MaxArgs> PtrValues;
+  std::array<int32_t, MaxArgs> IntValues;
+  std::array<void *, MaxArgs> Args;
+  size_t N = 0;
+  if (Ptrs.size() + Ints.size() != K->Args.size() || K->Args.size() > MaxArgs)
     return Status::error(ErrorCode::Artifact,
                          "kernel '" + Kernel + "' takes " +
                              std::to_string(K->Args.size()) + " arguments");
+  for (uint64_t P : Ptrs) {
+    PtrValues[N] = P;
+    Args[N] = &PtrValues[N];
+    ++N;
+  }
+  for (int32_t I : Ints) {
+    IntValues[N] = I;
+    Args[N] = &IntValues[N];
+    ++N;
+  }
   if (Grid.X == 0 || Grid.Y == 0 || Grid.Z == 0)
     return Status::success();
   return B->launch(Kernel, Grid, K->Block, K->SharedBytes, Args.data());
@@ -293,11 +305,27 @@ unsigned Cache::numSequences() const { return unsigned(P->Sequences.size()); }
 // Append and attend (bodies in CacheAppend.cpp, CacheAttend.cpp)
 //===----------------------------------------------------------------------===//
 
+/// Runs Body; a host allocation failure becomes an OutOfMemory status.
+/// Operations allocate before they change the cache, so the cache is then
+/// as it was.
+template <typename Fn> static Status withoutExceptions(Fn &&Body) {
+  try {
+    return Body();
+  } catch (const std::bad_alloc &) {
+    return Status::error(ErrorCode::OutOfMemory, "out of host memory");
+  }
+}
+
 Status Cache::append(unsigned Layer, const std::vector<AppendItem> &Batch) {
-  return P->append(Layer, Batch);
+  return withoutExceptions([&] { return P->append(Layer, Batch); });
 }
 
 Status Cache::append(unsigned Layer, const std::vector<AppendItemF32> &Batch) {
+  return withoutExceptions([&] { return appendF32(Layer, Batch); });
+}
+
+Status Cache::appendF32(unsigned Layer,
+                        const std::vector<AppendItemF32> &Batch) {
   DType Type = manifest().Model.Type;
   size_t RowElems = size_t(manifest().Model.KvHeads) * manifest().Model.HeadDim;
   std::vector<std::vector<uint8_t>> Storage;
@@ -324,7 +352,7 @@ Status Cache::append(unsigned Layer, const std::vector<AppendItemF32> &Batch) {
 
 Status Cache::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                      const void *Q, float *Out) {
-  return P->attend(Layer, Seqs, Q, Out);
+  return withoutExceptions([&] { return P->attend(Layer, Seqs, Q, Out); });
 }
 
 Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,

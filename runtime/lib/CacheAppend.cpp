@@ -21,6 +21,8 @@
 
 #include "CacheImpl.h"
 
+#include <cassert>
+
 #include "kvq/Runtime/Runtime.h"
 
 #include <cstring>
@@ -47,14 +49,6 @@ AppendPlan kvq::runtime::planAppend(const TensorLayout &T,
 }
 
 namespace {
-
-/// One validated item of the batch.
-struct Work {
-  SequenceState *Seq;
-  const AppendItem *Item;
-  AppendPlan Plan[2];
-  bool KeyNorm = false;
-};
 
 unsigned pagesFor(unsigned Quantized, unsigned PageTokens) {
   return (Quantized + PageTokens - 1) / PageTokens;
@@ -132,7 +126,7 @@ Status ensurePages(Cache::Impl &C, SequenceState &S, Tensor T,
                            (Needed - First) * sizeof(uint32_t));
 }
 
-Status runKeyNorm(Cache::Impl &C, unsigned Layer, const Work &W) {
+Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W) {
   size_t Bytes = W.Item->NumTokens * C.rowBytes();
   Expected<DevicePtr> Src = C.scratch(C.Staging[0], Bytes);
   if (!Src.ok())
@@ -154,10 +148,11 @@ Status runKeyNorm(Cache::Impl &C, unsigned Layer, const Work &W) {
 /// Quantizes Staging[0 : Plan.Flushed) and rewrites the window.
 Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
                      const AppendPlan &Plan, const uint8_t *Rest,
-                     unsigned RestTokens) {
+                     unsigned RestTokens, std::vector<uint8_t> &Staging) {
   size_t Row = C.rowBytes();
   DevicePtr Window = C.windowAddr(T, Layer, S.Slot);
-  std::vector<uint8_t> Staging((Plan.OldWindow + RestTokens) * Row);
+  // Reserved by reserveAppend: no allocation here.
+  assert(Staging.size() >= (Plan.OldWindow + RestTokens) * Row);
   if (Status St = C.B->copyToHost(Staging.data(), Window, Plan.OldWindow * Row);
       !St.ok())
     return St;
@@ -193,7 +188,8 @@ Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
   return C.B->synchronize();
 }
 
-Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T, const Work &W) {
+Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T,
+                    const AppendWork &W, std::vector<uint8_t> &HostStaging) {
   const AppendPlan &Plan = W.Plan[int(T)];
   SequenceState &S = *W.Seq;
   size_t Row = C.rowBytes();
@@ -210,7 +206,7 @@ Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T, const Work &W) {
   unsigned RestTokens = W.Item->NumTokens - Plan.ToSink;
   Status St = Status::success();
   if (Plan.Flushed)
-    St = flushAndShift(C, Layer, T, S, Plan, Rest, RestTokens);
+    St = flushAndShift(C, Layer, T, S, Plan, Rest, RestTokens, HostStaging);
   else if (RestTokens)
     St =
         C.B->copyToDevice(C.windowAddr(T, Layer, S.Slot) + Plan.OldWindow * Row,
@@ -256,8 +252,9 @@ Status Cache::Impl::append(unsigned Layer,
                            const std::vector<AppendItem> &Batch) {
   if (Status S = checkLayer(Layer); !S.ok())
     return S;
-  // Pass 1: validate the whole batch and plan it.
-  std::vector<Work> Works;
+  // Pass 1: validate the whole batch and plan it (allocations here fail
+  // before anything changes: Cache::append turns bad_alloc into a status).
+  std::vector<AppendWork> Works;
   std::set<SequenceId> Seen;
   size_t NewPages[2] = {0, 0};
   bool LayerKeyNorm = !manifest().Layers[Layer].KeyNorm.empty();
@@ -277,7 +274,7 @@ Status Cache::Impl::append(unsigned Layer,
                                " would exceed 2^31 tokens");
     if (Status St = checkSharingOrder(**S, Layer, I); !St.ok())
       return St;
-    Work W{*S, &I, {}, false};
+    AppendWork W{*S, &I, {}, false};
     W.KeyNorm = LayerKeyNorm && I.NumTokens && !(*S)->HasNorms[Layer];
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
       W.Plan[int(T)] =
@@ -303,14 +300,56 @@ Status Cache::Impl::append(unsigned Layer,
               std::to_string(NewPages[int(T)]) + " more, " +
               std::to_string(FreePages[int(T)].size()) + " are free");
 
+  // Everything pass 2 needs is allocated before it changes anything.
+  std::vector<uint8_t> HostStaging;
+  if (Status S = reserveAppend(Works, HostStaging); !S.ok())
+    return S;
+
   // Pass 2: apply it.
-  for (const Work &W : Works) {
+  for (const AppendWork &W : Works) {
     if (W.KeyNorm)
       if (Status S = runKeyNorm(*this, Layer, W); !S.ok())
         return S;
     for (Tensor T : {Tensor::Keys, Tensor::Values})
-      if (Status S = appendTensor(*this, Layer, T, W); !S.ok())
+      if (Status S = appendTensor(*this, Layer, T, W, HostStaging); !S.ok())
         return S;
   }
+  return Status::success();
+}
+
+/// Allocates what applying `Works` needs, so that an allocation failure is
+/// an error before the cache changes: the host staging buffer of the
+/// largest flush, the device staging buffers of the largest flush and key
+/// norm input, and room in each sequence's page list.
+Status Cache::Impl::reserveAppend(const std::vector<AppendWork> &Works,
+                                  std::vector<uint8_t> &HostStaging) {
+  size_t Row = rowBytes(), Host = 0, Device[2] = {0, 0};
+  for (const AppendWork &W : Works) {
+    if (W.KeyNorm)
+      Device[0] = std::max<size_t>(Device[0], W.Item->NumTokens * Row);
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const AppendPlan &Plan = W.Plan[int(T)];
+      if (!Plan.Flushed)
+        continue;
+      size_t Rest = W.Item->NumTokens - Plan.ToSink;
+      Host = std::max(Host, (Plan.OldWindow + Rest) * Row);
+      Device[int(T)] = std::max<size_t>(Device[int(T)], Plan.Flushed * Row);
+    }
+  }
+  try {
+    HostStaging.resize(Host);
+    for (const AppendWork &W : Works)
+      for (Tensor T : {Tensor::Keys, Tensor::Values})
+        W.Seq->Pages[int(T)].reserve(
+            pagesFor(W.Plan[int(T)].After.Quantized, manifest().PageTokens));
+  } catch (const std::bad_alloc &) {
+    return Status::error(ErrorCode::OutOfMemory,
+                         "append: out of host memory for staging");
+  }
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (Device[int(T)])
+      if (Expected<DevicePtr> P = scratch(Staging[int(T)], Device[int(T)]);
+          !P.ok())
+        return P.status();
   return Status::success();
 }

@@ -16,6 +16,7 @@
 
 #include "kvq/Runtime/Cache.h"
 
+#include <initializer_list>
 #include <map>
 
 namespace kvq::runtime {
@@ -50,6 +51,14 @@ struct AppendPlan {
 
 AppendPlan planAppend(const TensorLayout &T, const TensorCounts &Before,
                       unsigned NumTokens);
+
+/// One validated item of an append batch, with its plan per tensor.
+struct AppendWork {
+  SequenceState *Seq;
+  const AppendItem *Item;
+  AppendPlan Plan[2];
+  bool KeyNorm = false;
+};
 
 /// The message of an append whose K/V sizes do not match NumTokens.
 std::string wrongShape(SequenceId Seq, unsigned NumTokens, size_t KSize,
@@ -95,11 +104,16 @@ public:
 
   // Scratch --------------------------------------------------------------
   Expected<DevicePtr> scratch(ScratchBuffer &S, size_t Bytes);
+  /// Launches Kernel with its pointer arguments, then its ints (no
+  /// allocation: appends launch after reserving everything they need).
   Status launch(const std::string &Kernel, Dim3 Grid,
-                std::vector<uint64_t> Ptrs, std::vector<int32_t> Ints);
+                std::initializer_list<uint64_t> Ptrs,
+                std::initializer_list<int32_t> Ints);
 
   // Operations (CacheAppend.cpp, CacheAttend.cpp) -------------------------
   Status append(unsigned Layer, const std::vector<AppendItem> &Batch);
+  Status reserveAppend(const std::vector<AppendWork> &Works,
+                       std::vector<uint8_t> &HostStaging);
   Status checkSharingOrder(const SequenceState &S, unsigned Layer,
                            const AppendItem &I) const;
   Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,

@@ -93,12 +93,18 @@ public:
     if (It == Kernels.end())
       return Status::error(ErrorCode::Backend,
                            "cpu backend: unknown kernel '" + Name + "'");
-    HostKernel Fn = It->second;
-    uint64_t XY = uint64_t(Grid.X) * Grid.Y;
-    Pool.parallelFor(XY * Grid.Z, [&](uint64_t I) {
-      uint64_t XYRem = I % XY;
-      Fn(Args, uint32_t(XYRem % Grid.X), uint32_t(XYRem / Grid.X),
-         uint32_t(I / XY));
+    struct Blocks {
+      HostKernel Fn;
+      void **Args;
+      Dim3 Grid;
+      uint64_t XY;
+    } L{It->second, Args, Grid, uint64_t(Grid.X) * Grid.Y};
+    // One captured pointer keeps the std::function in its inline storage: a
+    // launch allocates nothing (appends reserve memory before they launch).
+    Pool.parallelFor(L.XY * Grid.Z, [B = &L](uint64_t I) {
+      uint64_t XYRem = I % B->XY;
+      B->Fn(B->Args, uint32_t(XYRem % B->Grid.X), uint32_t(XYRem / B->Grid.X),
+            uint32_t(I / B->XY));
     });
     return Status::success();
   }

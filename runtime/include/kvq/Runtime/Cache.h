@@ -220,6 +220,7 @@ public:
   class Impl;
 
 private:
+  Status appendF32(unsigned Layer, const std::vector<AppendItemF32> &Batch);
   explicit Cache(std::unique_ptr<Impl> I);
   std::unique_ptr<Impl> P;
 };
