@@ -54,7 +54,13 @@ static std::optional<ArrayRef<T>> readBlob(ElementsAttr table) {
   return blob.tryGetAsArrayRef();
 }
 
+bool kvq::isTableTooLarge(ElementsAttr table) {
+  return table.getShapedType().getNumElements() > int64_t(kMaxTableElements);
+}
+
 FailureOr<SmallVector<int64_t>> kvq::readIntegerTable(ElementsAttr table) {
+  if (isTableTooLarge(table))
+    return failure();
   if (auto dense = dyn_cast<DenseIntElementsAttr>(table))
     return llvm::map_to_vector(dense.getValues<APInt>(), [](APInt value) {
       return value.getSExtValue();
@@ -67,6 +73,8 @@ FailureOr<SmallVector<int64_t>> kvq::readIntegerTable(ElementsAttr table) {
 }
 
 FailureOr<SmallVector<double>> kvq::readFloatTable(ElementsAttr table) {
+  if (isTableTooLarge(table))
+    return failure();
   if (auto dense = dyn_cast<DenseFPElementsAttr>(table))
     return llvm::map_to_vector(dense.getValues<APFloat>(), [](APFloat value) {
       bool losesInfo;
@@ -174,6 +182,11 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "clipping factor must be in (0, 1], got "
                          << formatShortest(factor.getValueAsDouble());
   } else if (auto table = dyn_cast_if_present<ElementsAttr>(clip)) {
+    // Checked on the type, before any element is materialized.
+    if (isTableTooLarge(table))
+      return emitError() << "clip table has "
+                         << table.getShapedType().getNumElements()
+                         << " elements; at most " << kMaxTableElements;
     FailureOr<SmallVector<double>> factors = readFloatTable(table);
     if (failed(factors))
       return emitError() << "clip table must hold f32 or f64 values, with its "

@@ -106,6 +106,9 @@ static LogicalResult checkReorder(Operation *op, QuantAttr quant,
       failed(checkTableShape(op, "reorder sizes", reorder.getSizes(),
                              {layers, heads, groups})))
     return failure();
+  if (isTableTooLarge(reorder.getPerm()))
+    return op->emitOpError("reorder tables may hold at most ")
+           << kMaxTableElements << " elements";
   // A `dense_resource` table may not be loaded yet (bytecode reads resources
   // after the IR) or be elided: its contents are checked where present, and
   // consumers that need them call verifyTablesPresent().

@@ -15,6 +15,13 @@ namespace kvq {
 /// pool may declare (docs/Rationale.md, "Input limits").
 constexpr unsigned kMaxWindowTokens = 1u << 20;
 
+/// The most elements a table (clip factors, reorder permutation or group
+/// sizes) may hold: far above any model's layers x kv_heads x head_dim, and
+/// checked on the table's type before any element is read.
+constexpr uint64_t kMaxTableElements = uint64_t(1) << 24;
+/// True when `table` has more than kMaxTableElements elements.
+bool isTableTooLarge(mlir::ElementsAttr table);
+
 /// The values of an integer table: a `dense` attribute or a `dense_resource`
 /// blob of i32 or i64. Fails where the data is not available.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
