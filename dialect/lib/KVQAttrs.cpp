@@ -226,6 +226,20 @@ std::optional<double> QuantAttr::getUniformClip() const {
   return std::nullopt;
 }
 
+/// Divides `value` by the `/ d` that may follow it.
+static ParseResult parseOptionalDenominator(AsmParser &parser, double &value) {
+  if (failed(parser.parseOptionalSlash()))
+    return success();
+  SMLoc loc = parser.getCurrentLocation();
+  uint64_t denominator;
+  if (parser.parseInteger(denominator))
+    return failure();
+  if (denominator == 0)
+    return parser.emitError(loc, "division by zero");
+  value /= static_cast<double>(denominator);
+  return success();
+}
+
 /// Parses `n` or `n/d` or a decimal into `value`.
 static ParseResult parseRational(AsmParser &parser, double &value) {
   bool negative = succeeded(parser.parseOptionalMinus());
@@ -239,16 +253,7 @@ static ParseResult parseRational(AsmParser &parser, double &value) {
     return failure();
   if (negative)
     value = -value;
-  if (failed(parser.parseOptionalSlash()))
-    return success();
-  SMLoc loc = parser.getCurrentLocation();
-  uint64_t denominator;
-  if (parser.parseInteger(denominator))
-    return failure();
-  if (denominator == 0)
-    return parser.emitError(loc, "division by zero");
-  value /= static_cast<double>(denominator);
-  return success();
+  return parseOptionalDenominator(parser, value);
 }
 
 /// Prints `value` as `n/d` when it is exactly such a small fraction (the
@@ -342,15 +347,8 @@ static ParseResult parseQuantField(AsmParser &parser, StringRef key,
     if (!numerator)
       return success();
     double factor = static_cast<double>(numerator.getInt());
-    if (succeeded(parser.parseOptionalSlash())) {
-      SMLoc loc = parser.getCurrentLocation();
-      uint64_t denominator;
-      if (parser.parseInteger(denominator))
-        return failure();
-      if (denominator == 0)
-        return parser.emitError(loc, "division by zero");
-      factor /= static_cast<double>(denominator);
-    }
+    if (parseOptionalDenominator(parser, factor))
+      return failure();
     fields.clip = FloatAttr::get(Float64Type::get(parser.getContext()), factor);
     return success();
   }

@@ -11,14 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/PTXInterp/InterpDriver.h"
-#include "kvq/Reference/Reference.h"
-#include "kvq/Runtime/Runtime.h"
-
-#include "gtest/gtest.h"
+#include "XQuantTestUtil.h"
 
 #include <cmath>
-#include <cstring>
 #include <random>
 
 using namespace kvq;
@@ -26,53 +21,17 @@ using namespace kvq::runtime;
 
 namespace {
 
-constexpr unsigned kHeads = 8, kKvHeads = 2, kDim = 64;
-
-/// Layer 0 of test/unittests/Runtime/Specs/xquant-d64-gqa4.mlir.
-ref::SliceConfig sliceConfig() {
-  auto scheme = [](int bits, ref::Span span, double eta) {
-    ref::QuantScheme s;
-    s.bits = bits;
-    s.mode = ref::Mode::Asym;
-    s.span = span;
-    s.groupSize = 32;
-    s.eta = eta;
-    return s;
-  };
-  ref::SliceConfig c;
-  c.headDim = kDim;
-  c.key = {scheme(2, ref::Span::Tokens, 0.045), 0, 1, 128};
-  c.value = {scheme(1, ref::Span::Channels, 1.0 / 6), 0, 129, 1};
-  return c;
-}
-
-std::unique_ptr<Cache> makeCache(bool interpreter) {
-  auto artifact = Artifact::open(KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4);
-  EXPECT_TRUE(artifact.ok()) << artifact.message();
-  CacheOptions options;
-  options.MaxSequences = 1;
-  options.PagesPerTensor = 8;
-  if (!interpreter)
-    return std::move(*Cache::create(*artifact, options));
-  auto backend = createDeviceBackend(
-      **artifact, std::make_unique<ptx::InterpDriver>(), "sm_80");
-  EXPECT_TRUE(backend.ok()) << backend.message();
-  return std::move(*Cache::create(*artifact, options, std::move(*backend)));
-}
-
-uint16_t readParam(const std::vector<uint8_t> &page, uint64_t offset) {
-  uint16_t bits;
-  std::memcpy(&bits, &page[offset], 2);
-  return bits;
-}
+constexpr unsigned kHeads = test::kXQuantHeads, kKvHeads = test::kXQuantKvHeads,
+                   kDim = test::kXQuantDim;
 
 class SaturationTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(SaturationTest, HugeValuesStayFiniteAndAreCounted) {
-  std::unique_ptr<Cache> cache = makeCache(GetParam());
+  std::unique_ptr<Cache> cache = test::makeXQuantCache(GetParam());
   ASSERT_TRUE(cache);
   SequenceId seq = *cache->addSequence();
-  std::vector<ref::Slice> slices(kKvHeads, ref::Slice(sliceConfig()));
+  std::vector<ref::Slice> slices(kKvHeads,
+                                 ref::Slice(test::xquantSliceConfig()));
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   auto append = [&](unsigned n, bool huge) {
@@ -128,10 +87,10 @@ TEST_P(SaturationTest, HugeValuesStayFiniteAndAreCounted) {
                                          unsigned(g) / layout->GroupsPerPage);
         ASSERT_TRUE(page.ok()) << page.message();
         uint64_t n = unsigned(g) % layout->GroupsPerPage;
-        ASSERT_EQ(readParam(*page, layout->ScalesOffset + 2 * n),
+        ASSERT_EQ(test::readParam16(*page, layout->ScalesOffset + 2 * n),
                   ref::toF16Bits(side.scales()[g]))
             << toString(tensor) << " scale of group " << g;
-        ASSERT_EQ(readParam(*page, layout->ZerosOffset + 2 * n),
+        ASSERT_EQ(test::readParam16(*page, layout->ZerosOffset + 2 * n),
                   ref::toF16Bits(side.zeros()[g]))
             << toString(tensor) << " zero of group " << g;
         ASSERT_TRUE(std::isfinite(side.scales()[g]));
@@ -147,8 +106,7 @@ TEST_P(SaturationTest, HugeValuesStayFiniteAndAreCounted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SaturationTest,
-                         ::testing::Values(false, true),
-                         [](const auto &info) {
+                         ::testing::Values(false, true), [](const auto &info) {
                            return info.param ? "Interpreter" : "Cpu";
                          });
 

@@ -11,14 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/PTXInterp/InterpDriver.h"
-#include "kvq/Reference/Reference.h"
-#include "kvq/Runtime/Runtime.h"
-
-#include "gtest/gtest.h"
+#include "XQuantTestUtil.h"
 
 #include <cmath>
-#include <cstring>
 #include <random>
 
 using namespace kvq;
@@ -26,24 +21,8 @@ using namespace kvq::runtime;
 
 namespace {
 
-constexpr unsigned kHeads = 8, kKvHeads = 2, kDim = 64;
-
-ref::SliceConfig sliceConfig() {
-  auto scheme = [](int bits, ref::Span span, double eta) {
-    ref::QuantScheme s;
-    s.bits = bits;
-    s.mode = ref::Mode::Asym;
-    s.span = span;
-    s.groupSize = 32;
-    s.eta = eta;
-    return s;
-  };
-  ref::SliceConfig c;
-  c.headDim = kDim;
-  c.key = {scheme(2, ref::Span::Tokens, 0.045), 0, 1, 128};
-  c.value = {scheme(1, ref::Span::Channels, 1.0 / 6), 0, 129, 1};
-  return c;
-}
+constexpr unsigned kHeads = test::kXQuantHeads, kKvHeads = test::kXQuantKvHeads,
+                   kDim = test::kXQuantDim;
 
 /// All rows of one tensor of the sharing layer as the cache reconstructs
 /// them: full-precision rows of `own`, quantized rows from `owner`'s codes
@@ -85,40 +64,17 @@ std::vector<double> attend(const float *q, const std::vector<double> &k,
   return out;
 }
 
-uint32_t readParam(const std::vector<uint8_t> &page, uint64_t offset) {
-  uint16_t bits;
-  std::memcpy(&bits, &page[offset], 2);
-  return bits;
-}
-
 class SharingTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(SharingTest, SharingLayerMatchesTheReference) {
-  bool interpreter = GetParam();
-  auto artifact = Artifact::open(KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4);
-  ASSERT_TRUE(artifact.ok()) << artifact.message();
-  CacheOptions options;
-  options.MaxSequences = 1;
-  options.PagesPerTensor = 8;
-  std::unique_ptr<Cache> cache;
-  if (interpreter) {
-    auto backend = createDeviceBackend(
-        **artifact, std::make_unique<ptx::InterpDriver>(), "sm_80");
-    ASSERT_TRUE(backend.ok()) << backend.message();
-    auto c = Cache::create(*artifact, options, std::move(*backend));
-    ASSERT_TRUE(c.ok()) << c.message();
-    cache = std::move(*c);
-  } else {
-    auto c = Cache::create(*artifact, options);
-    ASSERT_TRUE(c.ok()) << c.message();
-    cache = std::move(*c);
-  }
+  std::unique_ptr<Cache> cache = test::makeXQuantCache(GetParam());
+  ASSERT_TRUE(cache);
   SequenceId seq = *cache->addSequence();
 
   // Per layer and kv-head reference slices fed the same tokens.
   std::vector<ref::Slice> slices;
   for (unsigned i = 0; i < 2 * kKvHeads; ++i)
-    slices.emplace_back(sliceConfig());
+    slices.emplace_back(test::xquantSliceConfig());
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   auto appendBoth = [&](unsigned n) {
@@ -160,10 +116,10 @@ TEST_P(SharingTest, SharingLayerMatchesTheReference) {
         auto page = cache->readSlicePage(tensor, seq, 1, h, g / perPage);
         ASSERT_TRUE(page.ok()) << page.message();
         uint64_t n = g % perPage;
-        ASSERT_EQ(readParam(*page, layout->ScalesOffset + 2 * n),
+        ASSERT_EQ(test::readParam16(*page, layout->ScalesOffset + 2 * n),
                   ref::toF16Bits(side->scales()[g]))
             << toString(tensor) << " scale of group " << g;
-        ASSERT_EQ(readParam(*page, layout->ZerosOffset + 2 * n),
+        ASSERT_EQ(test::readParam16(*page, layout->ZerosOffset + 2 * n),
                   ref::toF16Bits(side->zeros()[g]))
             << toString(tensor) << " zero of group " << g;
       }
@@ -197,8 +153,8 @@ std::vector<uint8_t> sharingLayerState(Cache &cache, SequenceId seq) {
   auto counts = cache.counts(seq, 1);
   EXPECT_TRUE(counts.ok());
   for (Tensor t : {Tensor::Keys, Tensor::Values}) {
-    for (unsigned n : {(*counts)[t].Sink, (*counts)[t].Quantized,
-                       (*counts)[t].Window})
+    for (unsigned n :
+         {(*counts)[t].Sink, (*counts)[t].Quantized, (*counts)[t].Window})
       state.insert(state.end(), reinterpret_cast<uint8_t *>(&n),
                    reinterpret_cast<uint8_t *>(&n) + sizeof n);
     auto window = cache.readWindow(t, seq, 1);
