@@ -429,7 +429,7 @@ void printAttend(const std::vector<Series> &series, const Options &options,
   std::printf("decode attention, layer 0: median of %u calls [min-max]; "
               "%% of bw on the bytes each call must read; speedup vs %s\n",
               options.repeat, series[0].name.c_str());
-  std::printf("%-16s %5s %7s %24s %7s %6s %8s | %9s %7s %8s\n", "cache",
+  std::printf("%-24s %5s %7s %24s %7s %6s %8s | %9s %7s %8s\n", "cache",
               "batch", "context", "cold ms [min-max]", "MB read", "% bw",
               "speedup", "warm ms", "% bw", "speedup");
   for (size_t b = 0; b < options.batches.size(); ++b) {
@@ -441,7 +441,7 @@ void printAttend(const std::vector<Series> &series, const Options &options,
         std::snprintf(range, sizeof(range), "%.3f [%.3f-%.3f]",
                       r.cold.median * 1e3, r.cold.min * 1e3, r.cold.max * 1e3);
         std::printf(
-            "%-16s %5u %7u %24s %7.1f %5.1f%% %7.2fx | %9.3f %6.1f%% %7.2fx\n",
+            "%-24s %5u %7u %24s %7.1f %5.1f%% %7.2fx | %9.3f %6.1f%% %7.2fx\n",
             s.name.c_str(), options.batches[b], options.contexts[c], range,
             r.bytes / 1e6, 100.0 * r.bytes / r.cold.median / bandwidth,
             base.cold.median / r.cold.median, r.warm.median * 1e3,
@@ -460,7 +460,7 @@ void printAppend(const std::vector<Series> &series, const Options &options,
               "steps; median of the steps that flushed the most tokens); "
               "%% of bw on bytes read + written\n",
               options.contexts.back(), options.steps);
-  std::printf("%-16s %24s %6s | %9s | %9s %7s %6s %6s\n", "cache",
+  std::printf("%-24s %24s %6s | %9s | %9s %7s %6s %6s\n", "cache",
               "prefill ms [min-max]", "% bw", "step ms", "flush ms", "tokens",
               "steps", "% bw");
   for (const Series &s : series) {
@@ -470,11 +470,20 @@ void printAppend(const std::vector<Series> &series, const Options &options,
                   a.prefill.median * 1e3, a.prefill.min * 1e3,
                   a.prefill.max * 1e3);
     std::printf(
-        "%-16s %24s %5.1f%% | %9.3f | %9.3f %7u %6u %5.1f%%\n", s.name.c_str(),
+        "%-24s %24s %5.1f%% | %9.3f | %9.3f %7u %6u %5.1f%%\n", s.name.c_str(),
         range, 100.0 * a.prefillBytes / a.prefill.median / bandwidth,
         a.step.median * 1e3, a.flushStep.median * 1e3, a.flushTokens,
         a.flushSteps, 100.0 * a.flushBytes / a.flushStep.median / bandwidth);
   }
+}
+
+/// The name of the folder that holds `path`.
+std::string parentName(std::string path) {
+  while (!path.empty() && path.back() == '/')
+    path.pop_back();
+  path = path.substr(0, path.rfind('/') == std::string::npos ? 0
+                                                             : path.rfind('/'));
+  return path.substr(path.rfind('/') + 1);
 }
 
 } // namespace
@@ -503,6 +512,11 @@ int main(int argc, char **argv) {
       pool = makeTokenPool(model, options.contexts.back());
     Series s;
     s.name = artifact->manifest().Name;
+    // The same spec compiled twice (before / after a change): tell them
+    // apart by the folder that holds the artifact.
+    for (const Series &other : series)
+      if (other.name == s.name)
+        s.name += "@" + parentName(dir);
     for (unsigned batch : options.batches)
       s.attend.push_back(runAttend(artifact, pool, batch, evictor, options));
     s.append = runAppend(artifact, pool, evictor, options);
