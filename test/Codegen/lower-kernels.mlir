@@ -30,6 +30,22 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU-NOT: llvm.call_intrinsic "llvm.exp2"
 // CPU: kvq.dequantize
 // CPU-LABEL: func.func @kivi_combine(
+// The combine loops over the splits (4 at a time) outside the loop over the
+// 64 channels, so that LLVM computes each split's weight (an exp2) once, not
+// once per channel; then the remaining splits one at a time.
+// CPU: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} : i32 {
+// CPU-NEXT: arith.constant 0 : i32
+// CPU-NEXT: arith.constant 1 : i32
+// CPU-NEXT: scf.for %{{.*}} = %{{.*}} to %c64_i32{{.*}} step
+// CPU-COUNT-4: llvm.call_intrinsic "llvm.roundeven"
+// CPU-NOT: llvm.call_intrinsic "llvm.roundeven"
+// CPU: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1_i32{{.*}} : i32 {
+// CPU-NEXT: arith.constant 0 : i32
+// CPU-NEXT: arith.constant 1 : i32
+// CPU-NEXT: scf.for %{{.*}} = %{{.*}} to %c64_i32{{.*}} step
+// CPU: llvm.call_intrinsic "llvm.roundeven"
+// CPU-NOT: llvm.call_intrinsic "llvm.roundeven"
+// CPU: return
 
 // On the GPU the same programs spread over 128 threads with barriers,
 // shared memory and warp-shuffle reductions.

@@ -1,23 +1,36 @@
-//===- kvq-bench.cpp - CPU decode attention benchmark ---------------------===//
+//===- kvq-bench.cpp - CPU decode attention and append benchmark ----------===//
 //
-// Times decode attention on the CPU backend (one sequence, layer 0) for a
-// baseline artifact and one or more compiled specs at several context
-// lengths, and measures the machine's read bandwidth in the same run
-// (STREAM-style, same thread count), so that every number is a ratio taken
-// side by side:
+// Times layer 0 of a baseline artifact and one or more compiled specs on the
+// CPU backend, side by side in one run, and measures the machine's read
+// bandwidth in the same run (STREAM-style, same thread count), so that every
+// figure is a ratio taken under the same machine load:
 //
-//   kvq-bench [--contexts 1024,4096,...] [--threads N] [--repeat N]
+//   - decode attention at each context length and batch size, cold (the
+//     last-level cache evicted before every call, as in a model whose other
+//     layers pass through the cache between two calls of this one) and warm
+//     (back-to-back calls: at small contexts the whole cache fits in L3 and
+//     the warm figure overstates bandwidth); bandwidth is counted on the
+//     bytes the call must read (pages, window, sink, norms);
+//   - append: a prefill of the longest context into one layer of a fresh
+//     sequence, and single-token decode-step appends, in particular the step
+//     that triggers the largest flush; bandwidth is counted on the bytes it
+//     must read and write (input tokens, flushed window tokens, their codes).
+//
+//   kvq-bench [--contexts N,...] [--batches N,...] [--threads N]
+//             [--repeat N] [--steps N] [--evict-mib N] [--probe-mib N]
 //             BASELINE_ARTIFACT SPEC_ARTIFACT...
 //
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Runtime.h"
+#include "kvq/Support/Float.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -31,21 +44,42 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  std::vector<unsigned> contexts = {1024, 2048, 4096, 8192, 16384, 32768};
+  std::vector<unsigned> contexts = {4096, 32768};
+  std::vector<unsigned> batches = {1, 8};
   unsigned threads = 2;
-  unsigned repeat = 20;
+  unsigned repeat = 10;
+  /// Single-token appends timed after the longest context.
+  unsigned steps = 256;
+  /// Bytes read between two cold calls; 0: four times the L3.
+  size_t evictBytes = 0;
+  /// Size of the bandwidth probe's buffer.
+  size_t probeBytes = size_t(1) << 30;
   std::vector<std::string> artifacts;
-};
-
-/// One artifact's timings, per context.
-struct Series {
-  std::string name;
-  std::vector<double> seconds, bytes;
 };
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "kvq-bench: %s\n", message.c_str());
   std::exit(1);
+}
+
+void check(const Status &status) {
+  if (!status.ok())
+    fail(status.message());
+}
+
+template <typename T> T take(Expected<T> value) {
+  if (!value.ok())
+    fail(value.message());
+  return std::move(*value);
+}
+
+std::vector<unsigned> parseList(const std::string &text) {
+  std::vector<unsigned> list;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');)
+    list.push_back(std::stoul(item));
+  std::sort(list.begin(), list.end());
+  return list;
 }
 
 Options parseOptions(int argc, char **argv) {
@@ -58,150 +92,437 @@ Options parseOptions(int argc, char **argv) {
       return argv[++i];
     };
     if (arg == "--contexts") {
-      options.contexts.clear();
-      std::stringstream list(value());
-      for (std::string item; std::getline(list, item, ',');)
-        options.contexts.push_back(std::stoul(item));
-      std::sort(options.contexts.begin(), options.contexts.end());
+      options.contexts = parseList(value());
+    } else if (arg == "--batches") {
+      options.batches = parseList(value());
     } else if (arg == "--threads") {
       options.threads = std::stoul(value());
     } else if (arg == "--repeat") {
       options.repeat = std::stoul(value());
+    } else if (arg == "--steps") {
+      options.steps = std::stoul(value());
+    } else if (arg == "--evict-mib") {
+      options.evictBytes = size_t(std::stoul(value())) << 20;
+    } else if (arg == "--probe-mib") {
+      options.probeBytes = size_t(std::stoul(value())) << 20;
     } else if (arg == "--help" || arg == "-h") {
-      std::printf("usage: kvq-bench [--contexts N,N,...] [--threads N] "
-                  "[--repeat N] BASELINE_ARTIFACT SPEC_ARTIFACT...\n");
+      std::printf("usage: kvq-bench [--contexts N,...] [--batches N,...] "
+                  "[--threads N] [--repeat N] [--steps N] [--evict-mib N] "
+                  "[--probe-mib N] "
+                  "BASELINE_ARTIFACT SPEC_ARTIFACT...\n");
       std::exit(0);
     } else {
       options.artifacts.push_back(arg);
     }
   }
-  if (options.artifacts.size() < 2 || options.contexts.empty())
-    fail("need a baseline artifact, at least one spec artifact and contexts "
-         "(--help)");
+  if (options.artifacts.size() < 2 || options.contexts.empty() ||
+      options.batches.empty() || options.threads == 0 || options.repeat == 0)
+    fail("need a baseline artifact, at least one spec artifact, contexts, "
+         "batches, threads and repeats (--help)");
+  if (options.contexts.front() == 0 || options.batches.front() == 0)
+    fail("contexts and batches must be positive");
   return options;
 }
 
-/// Read bandwidth in bytes/s: `threads` threads summing disjoint halves of a
-/// buffer far larger than the caches; the best of several passes.
-double measureReadBandwidth(unsigned threads) {
-  constexpr size_t kFloats = size_t(256) << 20; // 1 GiB
-  std::vector<float> buffer(kFloats, 1.0f);
+/// Sums every `stride`-th float of `data` over `threads` threads; returns
+/// the sum so that the reads are not optimised away.
+double parallelSum(const float *data, size_t floats, unsigned threads,
+                   size_t stride) {
   std::vector<double> sums(threads);
-  double best = 0.0;
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      size_t begin = floats / threads * t, end = begin + floats / threads;
+      float acc[16] = {};
+      for (size_t i = begin; i + 16 * stride <= end; i += 16 * stride)
+        for (int j = 0; j < 16; ++j)
+          acc[j] += data[i + j * stride];
+      double total = 0;
+      for (float a : acc)
+        total += a;
+      sums[t] = total;
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  double total = 0;
+  for (double s : sums)
+    total += s;
+  return total;
+}
+
+/// Read bandwidth in bytes/s: `threads` threads summing disjoint parts of a
+/// buffer of `bytes` (far larger than the caches); the best of several
+/// passes.
+double measureReadBandwidth(unsigned threads, size_t bytes) {
+  size_t kFloats = bytes / sizeof(float);
+  std::vector<float> buffer(kFloats, 1.0f);
+  double best = 0.0, total = 0.0;
   for (int pass = 0; pass < 5; ++pass) {
     auto start = Clock::now();
-    std::vector<std::thread> workers;
-    for (unsigned t = 0; t < threads; ++t)
-      workers.emplace_back([&, t] {
-        size_t begin = kFloats / threads * t, end = begin + kFloats / threads;
-        float acc[16] = {};
-        for (size_t i = begin; i < end; i += 16)
-          for (int j = 0; j < 16; ++j)
-            acc[j] += buffer[i + j];
-        double total = 0;
-        for (float a : acc)
-          total += a;
-        sums[t] = total;
-      });
-    for (std::thread &worker : workers)
-      worker.join();
+    total += parallelSum(buffer.data(), kFloats, threads, 1);
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
     best = std::max(best, kFloats * sizeof(float) / seconds);
   }
-  if (sums[0] <= 0)
+  if (total <= 0)
     fail("bandwidth probe was optimised away");
   return best;
 }
 
-/// Appends random tokens up to each context and times layer 0's attention.
-Series runArtifact(const std::string &dir, const Options &options) {
-  auto artifact = Artifact::open(dir);
-  if (!artifact.ok())
-    fail(artifact.message());
-  const Manifest &manifest = (*artifact)->manifest();
-  const ModelShape &model = manifest.Model;
-  unsigned maxContext = options.contexts.back();
-  CacheOptions cacheOptions;
-  cacheOptions.MaxSequences = 1;
-  cacheOptions.PagesPerTensor = maxContext / manifest.PageTokens + 2;
-  cacheOptions.Threads = options.threads;
-  auto cache = Cache::create(*artifact, cacheOptions);
-  if (!cache.ok())
-    fail(cache.message());
-  auto seq = (*cache)->addSequence();
-  if (!seq.ok())
-    fail(seq.message());
+/// The last-level cache's size from sysfs (32 MiB when unknown).
+size_t lastLevelCacheBytes() {
+  std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  size_t size = 0;
+  std::string unit;
+  if (file >> size && size > 0) {
+    file >> unit;
+    return size << (unit == "M" ? 20 : unit == "K" ? 10 : 0);
+  }
+  return size_t(32) << 20;
+}
 
-  std::mt19937 rng(42);
+/// Reads a buffer several times the LLC on every benchmark thread, so that
+/// neither L3 nor the threads' L2 still holds the data of the previous call.
+class CacheEvictor {
+public:
+  CacheEvictor(size_t bytes, unsigned threads)
+      : buffer(bytes / sizeof(float), 1.0f), threads(threads) {}
+  void evict() {
+    sink +=
+        parallelSum(buffer.data(), buffer.size(), threads, 64 / sizeof(float));
+  }
+  size_t bytes() const { return buffer.size() * sizeof(float); }
+
+private:
+  std::vector<float> buffer;
+  unsigned threads;
+  double sink = 0;
+};
+
+/// Random keys and values in the model dtype, [tokens][Hkv][D] each.
+struct TokenPool {
+  size_t row = 0;
+  unsigned elementBytes = 2;
+  std::vector<uint8_t> k, v;
+  const uint8_t *keys(unsigned token) const {
+    return k.data() + size_t(token) * row * elementBytes;
+  }
+  const uint8_t *values(unsigned token) const {
+    return v.data() + size_t(token) * row * elementBytes;
+  }
+};
+
+void fillRandom(std::vector<uint8_t> &bytes, size_t count, DType type,
+                std::mt19937 &rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  size_t row = size_t(model.KvHeads) * model.HeadDim;
-  std::vector<float> q(size_t(model.Heads) * model.HeadDim);
-  for (float &x : q)
-    x = normal(rng);
-  std::vector<float> out(q.size());
+  bytes.resize(count * (type == DType::F32 ? 4 : 2));
+  for (size_t i = 0; i < count; ++i) {
+    float x = normal(rng);
+    if (type == DType::F32) {
+      std::memcpy(&bytes[4 * i], &x, 4);
+      continue;
+    }
+    uint16_t bits =
+        type == DType::BF16 ? kvq::fp::floatToBF16(x) : kvq::fp::floatToHalf(x);
+    std::memcpy(&bytes[2 * i], &bits, 2);
+  }
+}
 
-  Series series;
-  series.name = manifest.Name;
+TokenPool makeTokenPool(const ModelShape &model, unsigned tokens) {
+  std::mt19937 rng(42);
+  TokenPool pool;
+  pool.row = size_t(model.KvHeads) * model.HeadDim;
+  pool.elementBytes = model.Type == DType::F32 ? 4 : 2;
+  fillRandom(pool.k, tokens * pool.row, model.Type, rng);
+  fillRandom(pool.v, tokens * pool.row, model.Type, rng);
+  return pool;
+}
+
+std::vector<uint8_t> makeQueries(const ModelShape &model, unsigned batch) {
+  std::mt19937 rng(7);
+  std::vector<uint8_t> q;
+  fillRandom(q, size_t(batch) * model.Heads * model.HeadDim, model.Type, rng);
+  return q;
+}
+
+/// Median, minimum and maximum of some timings, in seconds.
+struct Timing {
+  double median = 0, min = 0, max = 0;
+};
+
+Timing summarize(std::vector<double> times) {
+  if (times.empty())
+    return {};
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], times.front(), times.back()};
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Attention of one (artifact, batch, context).
+struct AttendResult {
+  Timing cold, warm;
+  double bytes = 0;
+};
+
+/// Decode-step appends and the prefill of one artifact.
+struct AppendResult {
+  Timing prefill;
+  double prefillBytes = 0;
+  /// Every step, and the steps that flushed the most tokens.
+  Timing step, flushStep;
+  double flushBytes = 0;
+  unsigned flushTokens = 0, flushSteps = 0;
+};
+
+struct Series {
+  std::string name;
+  /// [batch][context]
+  std::vector<std::vector<AttendResult>> attend;
+  AppendResult append;
+};
+
+std::unique_ptr<Cache> makeCache(std::shared_ptr<const Artifact> artifact,
+                                 const Options &options, unsigned sequences,
+                                 unsigned tokens) {
+  CacheOptions cacheOptions;
+  cacheOptions.MaxSequences = sequences;
+  unsigned perSequence = tokens / artifact->manifest().PageTokens + 2;
+  cacheOptions.PagesPerTensor = sequences * perSequence;
+  cacheOptions.MaxPagesPerSequence = perSequence;
+  cacheOptions.Threads = options.threads;
+  return take(Cache::create(artifact, cacheOptions));
+}
+
+/// Bytes an attention call must read: every page in use, the windows, the
+/// sinks and the key norms.
+double attendBytes(const Cache &cache) {
+  MemoryStats stats = cache.memoryStats();
+  return double(stats.PageBytes + stats.WindowBytes + stats.SinkBytes +
+                stats.NormBytes);
+}
+
+AttendResult timeAttend(Cache &cache, const std::vector<SequenceId> &seqs,
+                        const std::vector<uint8_t> &q, CacheEvictor &evictor,
+                        const Options &options) {
+  const ModelShape &model = cache.manifest().Model;
+  std::vector<float> out(seqs.size() * model.Heads * model.HeadDim);
+  auto call = [&] {
+    auto start = Clock::now();
+    check(cache.attend(0, seqs, q.data(), out.data()));
+    return secondsSince(start);
+  };
+  call(); // Warm-up: page faults, lazily bound symbols.
+  std::vector<double> cold, warm;
+  for (unsigned r = 0; r < options.repeat; ++r) {
+    evictor.evict();
+    cold.push_back(call());
+  }
+  for (unsigned r = 0; r < options.repeat; ++r)
+    warm.push_back(call());
+  return {summarize(cold), summarize(warm), attendBytes(cache)};
+}
+
+/// Grows `batch` sequences through every context and times attention at
+/// each.
+std::vector<AttendResult> runAttend(std::shared_ptr<const Artifact> artifact,
+                                    const TokenPool &pool, unsigned batch,
+                                    CacheEvictor &evictor,
+                                    const Options &options) {
+  unsigned maxContext = options.contexts.back();
+  auto cache = makeCache(artifact, options, batch, maxContext);
+  std::vector<SequenceId> seqs;
+  for (unsigned b = 0; b < batch; ++b)
+    seqs.push_back(take(cache->addSequence()));
+  std::vector<uint8_t> q = makeQueries(artifact->manifest().Model, batch);
+  std::vector<AttendResult> results;
   unsigned tokens = 0;
   for (unsigned context : options.contexts) {
-    unsigned n = context - tokens;
-    std::vector<float> k(n * row), v(n * row);
-    for (float &x : k)
-      x = normal(rng);
-    for (float &x : v)
-      x = normal(rng);
-    if (Status s = (*cache)->append(0, {{*seq, n, k.data(), v.data()}});
-        !s.ok())
-      fail(s.message());
+    std::vector<AppendItem> items;
+    for (SequenceId seq : seqs)
+      items.push_back(
+          {seq, context - tokens, pool.keys(tokens), pool.values(tokens)});
+    check(cache->append(0, items));
     tokens = context;
-    std::vector<double> times;
-    for (unsigned r = 0; r < options.repeat + 2; ++r) {
-      auto start = Clock::now();
-      if (Status s = (*cache)->attendF32(0, {*seq}, q.data(), out.data());
-          !s.ok())
-        fail(s.message());
-      times.push_back(
-          std::chrono::duration<double>(Clock::now() - start).count());
-    }
-    // Two warm-up calls, then the median.
-    times.erase(times.begin(), times.begin() + 2);
-    std::nth_element(times.begin(), times.begin() + times.size() / 2,
-                     times.end());
-    MemoryStats stats = (*cache)->memoryStats();
-    series.seconds.push_back(times[times.size() / 2]);
-    series.bytes.push_back(
-        double(stats.PageBytes + stats.WindowBytes + stats.SinkBytes));
+    results.push_back(timeAttend(*cache, seqs, q, evictor, options));
   }
-  return series;
+  return results;
+}
+
+/// Bytes of one token of `tensor` in full precision and quantized.
+double tokenBytes(const Manifest &manifest, Tensor tensor, bool quantized) {
+  const ModelShape &model = manifest.Model;
+  if (quantized)
+    return double(manifest.tensor(tensor).PageBytes) / manifest.PageTokens;
+  return double(model.KvHeads) * model.HeadDim *
+         (model.Type == DType::F32 ? 4 : 2);
+}
+
+/// The prefill of the longest context into a fresh sequence, and then
+/// `options.steps` single-token appends.
+AppendResult runAppend(std::shared_ptr<const Artifact> artifact,
+                       const TokenPool &pool, CacheEvictor &evictor,
+                       const Options &options) {
+  const Manifest &manifest = artifact->manifest();
+  unsigned context = options.contexts.back();
+  auto cache = makeCache(artifact, options, 1, context + options.steps);
+  AppendResult result;
+  std::vector<double> prefills;
+  SequenceId seq = 0;
+  for (unsigned r = 0; r < std::max(1u, options.repeat / 3); ++r) {
+    if (r > 0)
+      check(cache->removeSequence(seq));
+    seq = take(cache->addSequence());
+    evictor.evict();
+    auto start = Clock::now();
+    check(cache->append(0, std::vector<AppendItem>{
+                               {seq, context, pool.keys(0), pool.values(0)}}));
+    prefills.push_back(secondsSince(start));
+  }
+  result.prefill = summarize(prefills);
+  result.prefillBytes =
+      2 * context * tokenBytes(manifest, Tensor::Keys, false) +
+      attendBytes(*cache);
+
+  // Steps reuse the pool's first tokens: their values do not matter.
+  std::vector<double> times;
+  std::vector<unsigned> flushed;
+  std::vector<double> bytes;
+  SliceCounts before = take(cache->counts(seq, 0));
+  for (unsigned s = 0; s < options.steps; ++s) {
+    unsigned token = s % context;
+    evictor.evict();
+    auto start = Clock::now();
+    check(cache->append(0, std::vector<AppendItem>{{seq, 1, pool.keys(token),
+                                                    pool.values(token)}}));
+    times.push_back(secondsSince(start));
+    SliceCounts after = take(cache->counts(seq, 0));
+    double stepBytes = 4 * tokenBytes(manifest, Tensor::Keys, false);
+    unsigned tokens = 0;
+    for (Tensor t : {Tensor::Keys, Tensor::Values}) {
+      unsigned u = after[t].Quantized - before[t].Quantized;
+      tokens += u;
+      stepBytes +=
+          u * (tokenBytes(manifest, t, false) + tokenBytes(manifest, t, true));
+    }
+    flushed.push_back(tokens);
+    bytes.push_back(stepBytes);
+    before = after;
+  }
+  result.step = summarize(times);
+  result.flushTokens = *std::max_element(flushed.begin(), flushed.end());
+  std::vector<double> flushTimes;
+  for (unsigned s = 0; s < options.steps; ++s)
+    if (flushed[s] == result.flushTokens) {
+      flushTimes.push_back(times[s]);
+      result.flushBytes = bytes[s];
+    }
+  result.flushSteps = flushTimes.size();
+  result.flushStep = summarize(flushTimes);
+  return result;
+}
+
+void printAttend(const std::vector<Series> &series, const Options &options,
+                 double bandwidth) {
+  std::printf("decode attention, layer 0: median of %u calls [min-max]; "
+              "%% of bw on the bytes each call must read; speedup vs %s\n",
+              options.repeat, series[0].name.c_str());
+  std::printf("%-24s %5s %7s %24s %7s %6s %8s | %9s %7s %8s\n", "cache",
+              "batch", "context", "cold ms [min-max]", "MB read", "% bw",
+              "speedup", "warm ms", "% bw", "speedup");
+  for (size_t b = 0; b < options.batches.size(); ++b) {
+    for (size_t c = 0; c < options.contexts.size(); ++c) {
+      const AttendResult &base = series[0].attend[b][c];
+      for (const Series &s : series) {
+        const AttendResult &r = s.attend[b][c];
+        char range[32];
+        std::snprintf(range, sizeof(range), "%.3f [%.3f-%.3f]",
+                      r.cold.median * 1e3, r.cold.min * 1e3, r.cold.max * 1e3);
+        std::printf(
+            "%-24s %5u %7u %24s %7.1f %5.1f%% %7.2fx | %9.3f %6.1f%% %7.2fx\n",
+            s.name.c_str(), options.batches[b], options.contexts[c], range,
+            r.bytes / 1e6, 100.0 * r.bytes / r.cold.median / bandwidth,
+            base.cold.median / r.cold.median, r.warm.median * 1e3,
+            100.0 * r.bytes / r.warm.median / bandwidth,
+            base.warm.median / r.warm.median);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+void printAppend(const std::vector<Series> &series, const Options &options,
+                 double bandwidth) {
+  std::printf("append, layer 0, 1 sequence, cold: prefill of %u tokens "
+              "(median [min-max]); %u decode steps after it (median of all "
+              "steps; median of the steps that flushed the most tokens); "
+              "%% of bw on bytes read + written\n",
+              options.contexts.back(), options.steps);
+  std::printf("%-24s %24s %6s | %9s | %9s %7s %6s %6s\n", "cache",
+              "prefill ms [min-max]", "% bw", "step ms", "flush ms", "tokens",
+              "steps", "% bw");
+  for (const Series &s : series) {
+    const AppendResult &a = s.append;
+    char range[32];
+    std::snprintf(range, sizeof(range), "%.2f [%.2f-%.2f]",
+                  a.prefill.median * 1e3, a.prefill.min * 1e3,
+                  a.prefill.max * 1e3);
+    std::printf(
+        "%-24s %24s %5.1f%% | %9.3f | %9.3f %7u %6u %5.1f%%\n", s.name.c_str(),
+        range, 100.0 * a.prefillBytes / a.prefill.median / bandwidth,
+        a.step.median * 1e3, a.flushStep.median * 1e3, a.flushTokens,
+        a.flushSteps, 100.0 * a.flushBytes / a.flushStep.median / bandwidth);
+  }
+}
+
+/// The name of the folder that holds `path`.
+std::string parentName(std::string path) {
+  while (!path.empty() && path.back() == '/')
+    path.pop_back();
+  path = path.substr(0, path.rfind('/') == std::string::npos ? 0
+                                                             : path.rfind('/'));
+  return path.substr(path.rfind('/') + 1);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
-  double bandwidth = measureReadBandwidth(options.threads);
-  std::printf("kvq-bench: CPU decode attention, layer 0, 1 sequence, %u "
-              "threads\n",
-              options.threads);
+  if (options.evictBytes == 0)
+    options.evictBytes = 4 * lastLevelCacheBytes();
+  double bandwidth = measureReadBandwidth(options.threads, options.probeBytes);
+  CacheEvictor evictor(options.evictBytes, options.threads);
+  std::printf("kvq-bench: CPU backend, %u threads; cold calls follow a read "
+              "of %zu MiB on every thread (LLC %zu MiB)\n",
+              options.threads, evictor.bytes() >> 20,
+              lastLevelCacheBytes() >> 20);
   std::printf("machine read bandwidth (%u threads, STREAM-style sum): "
               "%.2f GB/s\n\n",
               options.threads, bandwidth / 1e9);
-  std::vector<Series> series;
-  for (const std::string &dir : options.artifacts)
-    series.push_back(runArtifact(dir, options));
 
-  std::printf("%-18s %8s %10s %12s %9s %8s\n", "cache", "context", "time (ms)",
-              "read (GB/s)", "% of bw", "speedup");
-  for (size_t c = 0; c < options.contexts.size(); ++c) {
-    for (const Series &s : series) {
-      double gbps = s.bytes[c] / s.seconds[c] / 1e9;
-      std::printf("%-18s %8u %10.3f %12.2f %8.1f%% %7.2fx\n", s.name.c_str(),
-                  options.contexts[c], s.seconds[c] * 1e3, gbps,
-                  100.0 * gbps * 1e9 / bandwidth,
-                  series[0].seconds[c] / s.seconds[c]);
-    }
-    std::printf("\n");
+  std::vector<Series> series;
+  TokenPool pool;
+  for (const std::string &dir : options.artifacts) {
+    auto artifact = take(Artifact::open(dir));
+    const ModelShape &model = artifact->manifest().Model;
+    if (pool.row != size_t(model.KvHeads) * model.HeadDim ||
+        pool.elementBytes != (model.Type == DType::F32 ? 4u : 2u))
+      pool = makeTokenPool(model, options.contexts.back());
+    Series s;
+    s.name = artifact->manifest().Name;
+    // The same spec compiled twice (before / after a change): tell them
+    // apart by the folder that holds the artifact.
+    for (const Series &other : series)
+      if (other.name == s.name)
+        s.name += "@" + parentName(dir);
+    for (unsigned batch : options.batches)
+      s.attend.push_back(runAttend(artifact, pool, batch, evictor, options));
+    s.append = runAppend(artifact, pool, evictor, options);
+    series.push_back(std::move(s));
   }
+  printAttend(series, options, bandwidth);
+  printAppend(series, options, bandwidth);
   return 0;
 }

@@ -30,25 +30,33 @@ void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
                       /*invariant=*/true);
   };
   float inf = std::numeric_limits<float>::infinity();
-  kb.getTarget().parallelFor(kb, kb.i32(dim), [&](Value c) {
-    Value maxScore =
-        kb.forLoop(kb.i32(0), numSplits, kb.i32(1), {kb.f32(-inf)},
-                   [&](Value s, ValueRange acc) -> SmallVector<Value> {
-                     return {kb.fmax(acc[0], field(s, kb.i32(0)))};
-                   })[0];
-    SmallVector<Value> sums = kb.forLoop(
-        kb.i32(0), numSplits, kb.i32(1), {kb.f32(0), kb.f32(0)},
-        [&](Value s, ValueRange acc) -> SmallVector<Value> {
-          Value l = field(s, kb.i32(1));
-          Value weight = kb.select(
-              kb.flt(kb.f32(0), l),
-              kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), kb.f32(0));
-          Value value = field(s, kb.add(c, kb.i32(2)));
-          return {kb.fadd(acc[0], kb.fmul(weight, l)),
-                  kb.fadd(acc[1], kb.fmul(weight, value))};
-        });
-    Value result = kb.select(kb.flt(kb.f32(0), sums[0]),
-                             kb.fdiv(sums[1], sums[0]), kb.f32(0));
-    kb.storeF32(result, out, kb.add(kb.mul(row, kb.i32(dim)), c));
-  });
+  Value maxScore =
+      kb.forLoop(kb.i32(0), numSplits, kb.i32(1), {kb.f32(-inf)},
+                 [&](Value s, ValueRange acc) -> SmallVector<Value> {
+                   return {kb.fmax(acc[0], field(s, kb.i32(0)))};
+                 })[0];
+  // Splits are the indices and channels the lanes of accumulate: the CPU
+  // loops over the lanes inside each split, so a split's weight (which does
+  // not depend on the lane) is computed once per split, not once per channel
+  // (LLVM hoists it out of the lane loop); a GPU thread computes it once per
+  // split for its channel. Both lanes' sums carry the denominator, so that
+  // no second pass recomputes the weights.
+  auto step = [&](Value s, Value c, ValueRange sums) -> SmallVector<Value> {
+    Value l = field(s, kb.i32(1));
+    Value weight =
+        kb.select(kb.flt(kb.f32(0), l),
+                  kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), kb.f32(0));
+    Value value = field(s, kb.add(c, kb.i32(2)));
+    return {kb.fadd(sums[0], kb.fmul(weight, l)),
+            kb.fadd(sums[1], kb.fmul(weight, value))};
+  };
+  std::pair<IndexRange, KernelTarget::AccumulateStep> steps[] = {
+      {{kb.i32(0), numSplits}, step}};
+  kb.getTarget().accumulate(
+      kb, kb.i32(dim), dim, /*numSums=*/2, /*unroll=*/4, steps,
+      [&](Value c, ValueRange sums) {
+        Value result = kb.select(kb.flt(kb.f32(0), sums[0]),
+                                 kb.fdiv(sums[1], sums[0]), kb.f32(0));
+        kb.storeF32(result, out, kb.add(kb.mul(row, kb.i32(dim)), c));
+      });
 }
