@@ -13,6 +13,7 @@
 
 #include "kvq/Runtime/Runtime.h"
 
+#include <cstring>
 #include <new>
 #include <type_traits>
 
@@ -199,12 +200,16 @@ kvq_status kvq_cache_create(const kvq_artifact *A, const kvq_cache_options *O,
                   "kvq_cache_create: null argument");
     CacheOptions Options;
     if (O) {
-      if (O->backend != KVQ_BACKEND_CPU && O->backend != KVQ_BACKEND_CUDA)
+      // Read as an integer: a C caller may store any int in the field, and
+      // loading an out-of-range value as the enum is undefined in C++.
+      std::underlying_type_t<kvq_backend> Backend;
+      std::memcpy(&Backend, &O->backend, sizeof Backend);
+      if (Backend != KVQ_BACKEND_CPU && Backend != KVQ_BACKEND_CUDA)
         return fail(KVQ_ERROR_INVALID_ARGUMENT,
                     "kvq_cache_create: unknown backend " +
-                        std::to_string(int(O->backend)));
+                        std::to_string(Backend));
       Options.Backend =
-          O->backend == KVQ_BACKEND_CUDA ? BackendKind::Cuda : BackendKind::Cpu;
+          Backend == KVQ_BACKEND_CUDA ? BackendKind::Cuda : BackendKind::Cpu;
       Options.MaxSequences = O->max_sequences;
       Options.PagesPerTensor = O->pages_per_tensor;
       Options.MaxPagesPerSequence = O->max_pages_per_sequence;

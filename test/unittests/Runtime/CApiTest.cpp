@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -175,7 +176,10 @@ TEST(CApiTest, OptionsAreValidated) {
   kvq_cache_options_init(&O);
   kvq_cache *C = nullptr;
   // An out-of-range enum value ran on the CPU (UBSan: invalid enum load).
-  O.backend = static_cast<kvq_backend>(7);
+  // As a C caller would store it: written as an int, never loaded as the
+  // enum here.
+  int Seven = 7;
+  std::memcpy(&O.backend, &Seven, sizeof Seven);
   EXPECT_EQ(kvq_cache_create(A, &O, &C), KVQ_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kvq_last_error()).find("unknown backend 7"),
             std::string::npos);
