@@ -94,7 +94,8 @@ std::vector<uint8_t> snapshot(Cache &C, SequenceId Seq) {
     State.push_back(uint8_t(Pages));
     State.push_back(uint8_t(C.freePages(T)));
     for (unsigned L = 0; L < 2; ++L) {
-      const TensorCounts &N = (*C.counts(Seq, L))[T];
+      SliceCounts Counts = *C.counts(Seq, L);
+      const TensorCounts &N = Counts[T];
       for (unsigned V : {N.Sink, N.Quantized, N.Window})
         Add({uint8_t(V), uint8_t(V >> 8)});
       Add(*C.readWindow(T, Seq, L));
