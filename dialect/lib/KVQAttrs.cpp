@@ -30,14 +30,17 @@ void KVQDialect::registerAttributes() {
       >();
 }
 
-/// The shortest decimal that reads back as `value`, always with a '.' or an
-/// exponent so that MLIR's lexer sees a float.
+/// The shortest decimal that reads back as `value`, always with a '.' in its
+/// mantissa so that MLIR's lexer sees a float.
 static std::string formatShortest(double value) {
   char buffer[64];
   auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
   std::string text(buffer, result.ptr);
-  if (text.find_first_of(".e") == std::string::npos)
-    text += ".0";
+  // MLIR's float literals need a '.' in the mantissa: `1e-07` would lex as
+  // the integer 1 followed by an identifier.
+  size_t mantissaEnd = std::min(text.find('e'), text.size());
+  if (text.find('.') == std::string::npos)
+    text.insert(mantissaEnd, ".0");
   return text;
 }
 

@@ -8,6 +8,7 @@
 
 #include "kvq/Codegen/Passes.h"
 #include "kvq/Codegen/Pipelines.h"
+#include "kvq/Dialect/KVQ/InputLimits.h"
 #include "kvq/Dialect/KVQ/KVQDialect.h"
 #include "kvq/Transforms/Passes.h"
 
@@ -22,6 +23,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 static llvm::cl::opt<std::string>
@@ -60,6 +62,28 @@ static mlir::LogicalResult setUpPipeline(mlir::PassManager &pm,
   return mlir::success();
 }
 
+/// Rejects, with a located diagnostic, input beyond the bounds of
+/// kvq/Dialect/KVQ/InputLimits.h before MLIR parses it.
+static mlir::LogicalResult checkInputLimits(const llvm::MemoryBuffer &input) {
+  std::optional<kvq::InputLimitViolation> violation =
+      kvq::checkSpecInputLimits(input.getBuffer());
+  if (!violation)
+    return mlir::success();
+  llvm::SourceMgr sources;
+  sources.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBuffer(input.getMemBufferRef(),
+                                       /*RequiresNullTerminator=*/false),
+      llvm::SMLoc());
+  size_t offset = std::min(violation->offset, input.getBufferSize());
+  auto [line, column] = sources.getLineAndColumn(
+      llvm::SMLoc::getFromPointer(input.getBufferStart() + offset));
+  // In MLIR's diagnostic format, without quoting the line: it may be
+  // megabytes long.
+  llvm::errs() << input.getBufferIdentifier() << ":" << line << ":" << column
+               << ": error: " << violation->message << "\n";
+  return mlir::failure();
+}
+
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   kvq::registerKVQPasses();
@@ -78,12 +102,17 @@ int main(int argc, char **argv) {
     return setUpPipeline(pm, base);
   });
 
+  // Diagnostics quote their source line: unbuffered, a long line costs one
+  // write per byte.
+  llvm::errs().SetBuffered();
   std::string error;
   auto input = mlir::openInputFile(inputFilename, &error);
   if (!input) {
     llvm::errs() << error << "\n";
     return 1;
   }
+  if (failed(checkInputLimits(*input)))
+    return 1;
   auto output = mlir::openOutputFile(outputFilename, &error);
   if (!output) {
     llvm::errs() << error << "\n";

@@ -4,8 +4,6 @@
 
 #include "llvm/Support/MathExtras.h"
 
-#include <numeric>
-
 using namespace mlir;
 using namespace kvq;
 
@@ -34,9 +32,8 @@ static SmallVector<uint64_t> getChannelGroupSizes(QuantAttr quant,
   return SmallVector<uint64_t>(groups, quant.getGroup());
 }
 
-/// Bits per token of one (layer, kv-head) of a quantized tensor, averaged
-/// over a flush for span = tokens. Scaled by `per` to stay integral: the
-/// result is for `per` tokens.
+/// Bits of `per` tokens of one (layer, kv-head) of a quantized tensor; for
+/// span = tokens `per` is a multiple of the group size (whole groups).
 static TokenBits getQuantTokenBits(const LayerScheme &layer, ModelAttr model,
                                    unsigned index, unsigned head,
                                    uint64_t per) {
@@ -73,28 +70,29 @@ template <typename Fn> static void forEachSlice(CacheOp cache, Fn &&fn) {
 
 EquivalentBits kvq::computeEquivalentBits(CacheOp cache) {
   ModelAttr model = cache.getModel();
-  uint64_t dtypeBits = model.getDtype().getIntOrFloatBitWidth();
-  // Bits of `per` tokens of every slice; `per` is a common multiple of every
-  // group size so that span = tokens groups are whole.
-  uint64_t per = 1;
-  forEachSlice(cache,
-               [&](const LayerScheme &layer, WindowAttr, unsigned, unsigned) {
-                 if (QuantAttr quant = layer.getQuant())
-                   per = std::lcm(per, uint64_t(quant.getGroup()));
-               });
-  uint64_t codeBits = 0, paramBits = 0, elements = 0;
+  double dtypeBits = model.getDtype().getIntOrFloatBitWidth();
+  // Every slice holds as many elements as any other, so the cache's figure is
+  // the mean of the slices'. Each slice is measured over one group of tokens
+  // (its own period), not over a common multiple of every group size, which
+  // overflows 64 bits for mixes of large groups.
+  double codeBits = 0, storageBits = 0;
+  uint64_t slices = 0;
   forEachSlice(cache, [&](const LayerScheme &layer, WindowAttr, unsigned index,
                           unsigned head) {
-    elements += per * model.getHeadDim();
-    if (!layer.getQuant()) {
-      codeBits += per * model.getHeadDim() * dtypeBits;
+    ++slices;
+    QuantAttr quant = layer.getQuant();
+    if (!quant) {
+      codeBits += dtypeBits;
+      storageBits += dtypeBits;
       return;
     }
+    uint64_t per = quant.getSpan() == Span::Tokens ? quant.getGroup() : 1;
     TokenBits bits = getQuantTokenBits(layer, model, index, head, per);
-    codeBits += bits.codes;
-    paramBits += bits.params;
+    double elements = double(per) * model.getHeadDim();
+    codeBits += bits.codes / elements;
+    storageBits += (bits.codes + bits.params) / elements;
   });
-  return {double(codeBits) / elements, double(codeBits + paramBits) / elements};
+  return {codeBits / slices, storageBits / slices};
 }
 
 TokenRegions kvq::splitTokens(WindowAttr window, uint64_t tokens) {
@@ -108,10 +106,34 @@ TokenRegions kvq::splitTokens(WindowAttr window, uint64_t tokens) {
   return regions;
 }
 
-SequenceBytes kvq::computeSequenceBytes(CacheOp cache, uint64_t tokens) {
+namespace {
+/// Unsigned 64-bit arithmetic that remembers whether any step overflowed.
+struct CheckedBytes {
+  bool overflowed = false;
+
+  uint64_t mul(std::initializer_list<uint64_t> factors) {
+    uint64_t result = 1;
+    for (uint64_t factor : factors) {
+      bool step = false;
+      result = llvm::SaturatingMultiply(result, factor, &step);
+      overflowed |= step;
+    }
+    return result;
+  }
+  void add(uint64_t &sum, uint64_t value) {
+    bool step = false;
+    sum = llvm::SaturatingAdd(sum, value, &step);
+    overflowed |= step;
+  }
+};
+} // namespace
+
+std::optional<SequenceBytes> kvq::computeSequenceBytes(CacheOp cache,
+                                                       uint64_t tokens) {
   ModelAttr model = cache.getModel();
   uint64_t page = cache.getPage(), dim = model.getHeadDim();
   uint64_t dtypeBytes = model.getDtype().getIntOrFloatBitWidth() / 8;
+  CheckedBytes checked;
   SequenceBytes bytes;
   forEachSlice(cache, [&](const LayerScheme &layer, WindowAttr window,
                           unsigned index, unsigned head) {
@@ -119,31 +141,41 @@ SequenceBytes kvq::computeSequenceBytes(CacheOp cache, uint64_t tokens) {
         llvm::divideCeil(splitTokens(window, tokens).quantized, page);
     uint64_t windowTokens =
         window.getSink() + window.getRecent() + window.getFlush() - 1;
-    bytes.fullPrecision += windowTokens * dim * dtypeBytes;
+    checked.add(bytes.fullPrecision,
+                checked.mul({windowTokens, dim, dtypeBytes}));
     if (!layer.getQuant()) {
-      bytes.codes += pages * page * dim * dtypeBytes;
+      checked.add(bytes.codes, checked.mul({pages, page, dim, dtypeBytes}));
       return;
     }
     TokenBits bits = getQuantTokenBits(layer, model, index, head, page);
-    bytes.codes += pages * bits.codes / 8;
-    bytes.params += pages * bits.params / 8;
+    checked.add(bytes.codes, checked.mul({pages, bits.codes / 8}));
+    checked.add(bytes.params, checked.mul({pages, bits.params / 8}));
   });
   // One block table per tensor, shared by every (layer, kv-head): a page
   // holds `page` tokens of each of them.
   for (WindowAttr window :
        {cache.getKeys().getWindow(), cache.getValues().getWindow()})
-    bytes.metadata +=
-        llvm::divideCeil(splitTokens(window, tokens).quantized, page) *
-        sizeof(uint32_t);
+    checked.add(bytes.metadata,
+                checked.mul({llvm::divideCeil(
+                                 splitTokens(window, tokens).quantized, page),
+                             sizeof(uint32_t)}));
   for (const LayerScheme &layer : cache.getKeys().getLayerSchemes())
     if (QuantAttr quant = layer.getQuant(); quant && quant.getKeyNorm())
-      bytes.metadata += model.getKvHeads() * dim * sizeof(float);
+      checked.add(bytes.metadata,
+                  checked.mul({model.getKvHeads(), dim, sizeof(float)}));
   if (PoolAttr pool = cache.getPoolAttr()) {
     uint64_t tracked = model.getLayers() - pool.getFirstLayer();
     uint64_t entries = pool.getCapacity() + pool.getExtra();
     // Each entry: the token's key and value, and its position.
-    bytes.pools += tracked * model.getKvHeads() * entries *
-                   (2 * dim * dtypeBytes + sizeof(uint32_t));
+    checked.add(bytes.pools,
+                checked.mul({tracked, model.getKvHeads(), entries,
+                             2 * dim * dtypeBytes + sizeof(uint32_t)}));
   }
+  uint64_t total = 0;
+  for (uint64_t part : {bytes.codes, bytes.params, bytes.fullPrecision,
+                        bytes.pools, bytes.metadata})
+    checked.add(total, part);
+  if (checked.overflowed)
+    return std::nullopt;
   return bytes;
 }

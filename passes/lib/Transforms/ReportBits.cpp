@@ -23,17 +23,24 @@ struct KVQReportBitsPass : kvq::impl::KVQReportBitsBase<KVQReportBitsPass> {
     for (CacheOp cache : getOperation().getOps<CacheOp>()) {
       if (failed(cache.verifyTablesPresent()))
         return signalPassFailure();
-      report(cache, llvm::outs());
+      std::optional<SequenceBytes> bytes = computeSequenceBytes(cache, tokens);
+      if (!bytes) {
+        cache.emitError("the bytes of a sequence of ")
+            << uint64_t(tokens) << " tokens exceed 64 bits";
+        return signalPassFailure();
+      }
+      report(cache, *bytes, llvm::outs());
     }
     markAllAnalysesPreserved();
   }
 
-  void report(CacheOp cache, raw_ostream &os) {
+  void report(CacheOp cache, const SequenceBytes &bytes, raw_ostream &os) {
     EquivalentBits bits = computeEquivalentBits(cache);
-    SequenceBytes bytes = computeSequenceBytes(cache, tokens);
     ModelAttr model = cache.getModel();
-    uint64_t elements = 2 * tokens * model.getLayers() * model.getKvHeads() *
-                        model.getHeadDim();
+    // In double: the element count of a sequence whose bytes fit in 64 bits
+    // may itself not.
+    double elements = 2.0 * double(tokens) * model.getLayers() *
+                      model.getKvHeads() * model.getHeadDim();
     os << "kvq.cache @" << cache.getSymName() << "\n";
     os << "  code-bits = " << llvm::format("%g", bits.codeBits) << "\n";
     os << "  storage-bits = " << llvm::format("%g", bits.storageBits) << "\n";
@@ -43,9 +50,9 @@ struct KVQReportBitsPass : kvq::impl::KVQReportBitsBase<KVQReportBitsPass> {
     os << "    full-precision = " << bytes.fullPrecision << "\n";
     os << "    pools = " << bytes.pools << "\n";
     os << "    metadata = " << bytes.metadata << "\n";
-    if (elements)
-      os << "  bits(tokens = " << tokens
-         << ") = " << llvm::format("%.4f", 8.0 * bytes.getTotal() / elements)
+    if (elements > 0)
+      os << "  bits(tokens = " << tokens << ") = "
+         << llvm::format("%.4f", 8.0 * double(bytes.getTotal()) / elements)
          << "\n";
   }
 };

@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <random>
 
 using namespace mlir;
@@ -42,10 +43,10 @@ protected:
     EXPECT_EQ(parsed, attr) << text << "\n" << diagnostics;
   }
 
-  /// A value in (0, 1]: an exact small fraction, a short decimal, or an
-  /// arbitrary double.
+  /// A value in (0, 1]: an exact small fraction, a short decimal, a tiny
+  /// value printed with an exponent, or an arbitrary double.
   double generateFactor() {
-    switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
+    switch (std::uniform_int_distribution<int>(0, 3)(rng)) {
     case 0: {
       int denominator = std::uniform_int_distribution<int>(1, 20)(rng);
       return double(std::uniform_int_distribution<int>(1, denominator)(rng)) /
@@ -53,6 +54,9 @@ protected:
     }
     case 1:
       return std::uniform_int_distribution<int>(1, 100)(rng) / 100.0;
+    case 2:
+      return std::uniform_int_distribution<int>(1, 9)(rng) *
+             std::pow(10.0, -std::uniform_int_distribution<int>(5, 300)(rng));
     default:
       return 1.0 - std::uniform_real_distribution<double>(0.0, 1.0)(rng);
     }
@@ -108,8 +112,10 @@ TEST_F(AttrRoundTripTest, GeneratedQuantAttrs) {
 }
 
 TEST_F(AttrRoundTripTest, ReportedClipFactors) {
-  // clip = 0.5 printed as `clip = 1/2`, which did not parse.
-  for (double clip : {0.5, 0.25, 0.75, 1.0 / 3, 2.0 / 3, 0.92, 1.0}) {
+  // clip = 0.5 printed as `clip = 1/2`, and 1e-07 as `1e-07` (an integer
+  // and an identifier to MLIR's lexer), neither of which parsed.
+  for (double clip :
+       {0.5, 0.25, 0.75, 1.0 / 3, 2.0 / 3, 0.92, 1.0, 1e-07, 3e-12, 1e-300}) {
     auto attr = QuantAttr::get(&ctx, 2, Mode::Asym, Span::Tokens, 32,
                                Float16Type::get(&ctx), 0, llvm::APFloat(0.0),
                                FloatAttr::get(Float64Type::get(&ctx), clip),

@@ -12,6 +12,7 @@
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace kvq {
 
@@ -49,7 +50,10 @@ TokenRegions splitTokens(WindowAttr window, uint64_t tokens);
 
 EquivalentBits computeEquivalentBits(CacheOp cache);
 
-SequenceBytes computeSequenceBytes(CacheOp cache, uint64_t tokens);
+/// The bytes of one sequence of `tokens` tokens, or nullopt if a count
+/// exceeds 64 bits.
+std::optional<SequenceBytes> computeSequenceBytes(CacheOp cache,
+                                                  uint64_t tokens);
 
 } // namespace kvq
 
