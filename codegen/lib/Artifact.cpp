@@ -214,8 +214,8 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
       SymbolTable::lookupSymbolIn(compiled, getHostModuleName(cache)));
   auto binary = dyn_cast_or_null<gpu::BinaryOp>(
       SymbolTable::lookupSymbolIn(compiled, getDeviceModuleName(cache)));
-  auto hostCpu = host ? host->getAttrOfType<StringAttr>("kvq.host_cpu")
-                      : StringAttr();
+  auto hostCpu =
+      host ? host->getAttrOfType<StringAttr>("kvq.host_cpu") : StringAttr();
   if (!host || !binary || !hostCpu)
     return cache.emitError("no compiled kernels for this cache (the artifact "
                            "writer reads the output of kvq-compile-pipeline)");
@@ -240,9 +240,9 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
   }
   std::string manifest;
   llvm::raw_string_ostream(manifest)
-      << llvm::formatv("{0:2}", describeCache(cache, *layout,
-                                              getLoweredKernels(host), chips,
-                                              *object))
+      << llvm::formatv("{0:2}",
+                       describeCache(cache, *layout, getLoweredKernels(host),
+                                     chips, *object))
       << "\n";
   if (failed(writeFile(cache, path("kernels.o"), object->object)) ||
       failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||

@@ -29,6 +29,6 @@ kvq.cache @b model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = 
 // B: "name": "b"
 // B-NOT: "a_
 // PTX: .entry b_combine
-// PTX-NOT: a_
+// PTX-NOT: .entry a_
 // SYMS: T a_combine
-// SYMS-NOT: b_
+// SYMS-NOT: {{ }}b_

@@ -78,8 +78,7 @@ static void setUpCompile(mlir::PassManager &pm) {
   mlir::Pass *last = nullptr;
   for (mlir::Pass &pass : pm.getPasses())
     last = &pass;
-  pm.addInstrumentation(
-      std::make_unique<ArtifactWriterHook>(last, compileDir));
+  pm.addInstrumentation(std::make_unique<ArtifactWriterHook>(last, compileDir));
 }
 
 /// Chains to `base`'s pipeline setup after counting error diagnostics of the

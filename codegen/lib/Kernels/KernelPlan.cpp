@@ -114,8 +114,7 @@ NamedAttribute kvq::getLoweredKernelAttr(Operation *kernelOp) {
     fields.push_back(b.getNamedAttr(
         "tensor", b.getStringAttr(stringifyTensorKind(
                       spec.isKeys ? TensorKind::Keys : TensorKind::Values))));
-  return b.getNamedAttr(kLoweredKernelAttrName,
-                        b.getDictionaryAttr(fields));
+  return b.getNamedAttr(kLoweredKernelAttrName, b.getDictionaryAttr(fields));
 }
 
 std::optional<LoweredKernel> kvq::getLoweredKernel(Operation *func) {
@@ -134,11 +133,11 @@ std::optional<LoweredKernel> kvq::getLoweredKernel(Operation *func) {
       kind = k;
   if (!kind)
     return std::nullopt;
-  bool isKeys = !tensor || symbolizeTensorKind(tensor.getValue()) == TensorKind::Keys;
-  return LoweredKernel{
-      {SymbolTable::getSymbolName(func).str(), *kind,
-       static_cast<unsigned>(layers[0]), isKeys},
-      llvm::to_vector(layers.asArrayRef())};
+  bool isKeys =
+      !tensor || symbolizeTensorKind(tensor.getValue()) == TensorKind::Keys;
+  return LoweredKernel{{SymbolTable::getSymbolName(func).str(), *kind,
+                        static_cast<unsigned>(layers[0]), isKeys},
+                       llvm::to_vector(layers.asArrayRef())};
 }
 
 std::string kvq::getHostModuleName(CacheOp cache) {

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/Codegen/Pipelines.h"
 #include "kvq/Codegen/Artifact.h"
 #include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Pipelines.h"
 #include "kvq/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"

@@ -44,10 +44,9 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
     CacheKernels &kernels = cache->second;
     KernelSpec spec = getKernelSpec(op);
     NamedAttribute tag = getLoweredKernelAttr(op);
-    for (auto [target, container] :
-         {std::pair<KernelTarget *, Operation *>{kernels.cpu.get(),
-                                                 kernels.host},
-          {kernels.gpu.get(), kernels.device}}) {
+    for (auto [target, container] : {std::pair<KernelTarget *, Operation *>{
+                                         kernels.cpu.get(), kernels.host},
+                                     {kernels.gpu.get(), kernels.device}}) {
       emitKernel(spec, cache->second.layout, *target, rewriter, op.getLoc());
       SymbolTable::lookupSymbolIn(container, spec.name)
           ->setAttr(tag.getName(), tag.getValue());

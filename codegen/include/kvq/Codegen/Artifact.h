@@ -1,4 +1,5 @@
-//===- Artifact.h - write compiled caches as artifact directories -*- C++ -*-===//
+//===- Artifact.h - write compiled caches as artifact directories -*- C++
+//-*-===//
 //
 // The artifact writer runs after kvq-compile-pipeline (kvq/Codegen/
 // Pipelines.h), outside any pass: it turns each compiled cache into an
