@@ -12,8 +12,9 @@
 #    ARTIFACT_ONLY), exporting its symbols so that a cache created with
 #    HostCode::Linked finds them in the program. (CMake OBJECT libraries drop
 #    external objects, so the object travels on the interface link line.)
-# The directory is also the target property KVQ_ARTIFACT_DIR. <dir> defaults
-# to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq. HOST_CPU (default native)
+# The directory is also the target property KVQ_ARTIFACT_DIR; it also holds
+# compiled.mlir, the IR after kvq-compile-pipeline (for inspection). <dir>
+# defaults to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq. HOST_CPU (default native)
 # is the CPU the host code is compiled for (`kvq-opt --kvq-host-cpu`): name a
 # generic one (x86-64-v2, x86-64-v3) for an artifact that ships to other
 # machines.
@@ -53,7 +54,7 @@ function(kvq_add_spec target spec)
     OUTPUT ${outputs}
     COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
     COMMAND ${opt} "--kvq-compile=${dir}" "--kvq-host-cpu=${ARG_HOST_CPU}"
-            "${spec}" -o "${dir}/spec.mlir"
+            "${spec}" -o "${dir}/compiled.mlir"
     DEPENDS "${spec}" ${opt_dep}
     COMMENT "Compiling kvq spec ${spec}"
     VERBATIM)

@@ -1,12 +1,17 @@
-//===- Artifact.cpp - compile a cache into an artifact directory ----------===//
+//===- Artifact.cpp - the artifact writer ---------------------------------===//
+//
+// Reads what kvq-compile-pipeline left (the kvq.cache ops, per cache an
+// LLVM-dialect host module and a gpu.binary) and writes the artifact
+// directory. Outside any pass: it writes files and runs the system compiler.
+//
+//===----------------------------------------------------------------------===//
 
 #include "kvq/Codegen/Artifact.h"
 #include "kvq/Analysis/BitAccounting.h"
 #include "kvq/Codegen/Kernels.h"
-#include "kvq/Codegen/Passes.h"
-#include "kvq/Codegen/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -25,46 +30,27 @@ ArrayRef<std::string> kvq::getArtifactChips() {
   return chips;
 }
 
-/// The kernel serving each layer, read from the kernel ops.
+/// The kernel serving each layer.
 struct LayerKernels {
   std::string flush[2], attend, keyNorm;
 };
 
-static SmallVector<LayerKernels> mapLayerKernels(ModuleOp planned,
-                                                 unsigned numLayers) {
+static SmallVector<LayerKernels>
+mapLayerKernels(ArrayRef<LoweredKernel> kernels, unsigned numLayers) {
   SmallVector<LayerKernels> layers(numLayers);
-  auto forLayers = [&](Operation *op, auto &&assign) {
-    for (int64_t l :
-         op->getAttrOfType<DenseI64ArrayAttr>("layers").asArrayRef())
-      assign(layers[l], SymbolTable::getSymbolName(op).str());
-  };
-  for (Operation &op : planned.getBody()->getOperations()) {
-    if (auto flush = dyn_cast<FlushKernelOp>(op))
-      forLayers(flush, [&](LayerKernels &k, std::string name) {
-        k.flush[flush.getTensor() == TensorKind::Keys ? 0 : 1] = name;
-      });
-    else if (isa<AttendKernelOp>(op))
-      forLayers(&op,
-                [](LayerKernels &k, std::string name) { k.attend = name; });
-    else if (isa<KeyNormKernelOp>(op))
-      forLayers(&op,
-                [](LayerKernels &k, std::string name) { k.keyNorm = name; });
+  for (const LoweredKernel &kernel : kernels) {
+    for (int64_t l : kernel.layers) {
+      LayerKernels &layer = layers[l];
+      const KernelSpec &spec = kernel.spec;
+      if (spec.kind == KernelKind::Flush)
+        layer.flush[spec.isKeys ? 0 : 1] = spec.name;
+      else if (spec.kind == KernelKind::Attend)
+        layer.attend = spec.name;
+      else if (spec.kind == KernelKind::KeyNorm)
+        layer.keyNorm = spec.name;
+    }
   }
   return layers;
-}
-
-/// Runs `passes` on a copy of `planned` without its kvq.cache, leaving
-/// kernel functions only.
-static FailureOr<OwningOpRef<ModuleOp>>
-lowerCopy(ModuleOp planned, function_ref<void(PassManager &)> passes) {
-  OwningOpRef<ModuleOp> copy = cast<ModuleOp>(planned->clone());
-  PassManager pm(planned.getContext());
-  passes(pm);
-  if (failed(pm.run(*copy)))
-    return failure();
-  for (CacheOp cache : llvm::to_vector((*copy).getOps<CacheOp>()))
-    cache.erase();
-  return copy;
 }
 
 static llvm::json::Object describeSlice(const SliceLayout &slice) {
@@ -113,10 +99,11 @@ static llvm::json::Object describeTensor(const TensorLayout &tensor,
 }
 
 static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
-                                       ModuleOp planned,
+                                       ArrayRef<LoweredKernel> lowered,
+                                       ArrayRef<std::string> chips,
                                        const HostObject &host) {
   SmallVector<LayerKernels> layerKernels =
-      mapLayerKernels(planned, layout.model.getLayers());
+      mapLayerKernels(lowered, layout.model.getLayers());
   ModelAttr model = layout.model;
   std::string dtype;
   llvm::raw_string_ostream(dtype) << model.getDtype();
@@ -126,10 +113,8 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
     layers.push_back(llvm::json::Object{{"attend_kernel", layer.attend},
                                         {"keynorm_kernel", layer.keyNorm}});
   std::string combine;
-  for (Operation &op : planned.getBody()->getOperations()) {
-    if (isa<CacheOp>(op))
-      continue;
-    KernelSpec spec = getKernelSpec(&op);
+  for (const LoweredKernel &kernel : lowered) {
+    const KernelSpec &spec = kernel.spec;
     if (spec.kind == KernelKind::Combine)
       combine = spec.name;
     llvm::json::Array args;
@@ -143,7 +128,7 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
         {"args", std::move(args)}});
   }
   llvm::json::Object ptx;
-  for (const std::string &chip : getArtifactChips())
+  for (const std::string &chip : chips)
     ptx[chip] = "kernels." + chip + ".ptx";
   return llvm::json::Object{
       {"version", kManifestVersion},
@@ -197,35 +182,46 @@ static LogicalResult linkSharedObject(Operation *op, StringRef object,
   return success();
 }
 
-LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir,
-                                   StringRef hostCPU) {
+/// The kernels of `host`, in emission (plan) order.
+static SmallVector<LoweredKernel> getLoweredKernels(ModuleOp host) {
+  SmallVector<LoweredKernel> kernels;
+  for (Operation &op : host.getBody()->getOperations())
+    if (std::optional<LoweredKernel> kernel = getLoweredKernel(&op))
+      kernels.push_back(std::move(*kernel));
+  return kernels;
+}
+
+/// The PTX text per chip of `binary`.
+static FailureOr<SmallVector<std::pair<std::string, std::string>>>
+getPTX(gpu::BinaryOp binary) {
+  SmallVector<std::pair<std::string, std::string>> ptx;
+  for (auto object : binary.getObjects().getAsRange<gpu::ObjectAttr>()) {
+    auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
+    if (!target || object.getFormat() != gpu::CompilationTarget::Assembly)
+      return binary.emitError("expected PTX objects for NVVM targets");
+    ptx.emplace_back(target.getChip().str(), object.getObject().str());
+  }
+  return ptx;
+}
+
+/// Writes the artifact of `cache` into `dir`.
+static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
+                                        StringRef dir) {
   FailureOr<CacheLayout> layout = computeCacheLayout(cache);
   if (failed(layout))
     return failure();
-  // The cache and its kernel declarations, in a module of their own: the
-  // input IR stays as it was.
-  OwningOpRef<ModuleOp> planned = ModuleOp::create(cache.getLoc());
-  planned->getBody()->push_back(cache->clone());
-  PassManager pm(cache.getContext());
-  pm.addPass(createKVQPlanKernels());
-  if (failed(pm.run(*planned)))
-    return failure();
-
-  auto lowerFor = [&](StringRef target) {
-    return lowerCopy(*planned, [&](PassManager &pm) {
-      KVQLowerKernelsOptions options;
-      options.target = target.str();
-      pm.addPass(createKVQLowerKernels(options));
-      pm.addPass(createKVQExpandDequantize());
-    });
-  };
-  FailureOr<OwningOpRef<ModuleOp>> host = lowerFor("cpu");
-  FailureOr<OwningOpRef<ModuleOp>> device = lowerFor("gpu");
-  if (failed(host) || failed(device))
-    return failure();
-  FailureOr<HostObject> object = compileToHostObject(**host, hostCPU);
-  FailureOr<SmallVector<std::string>> ptx =
-      compileToPTX(**device, getArtifactChips());
+  auto host = dyn_cast_or_null<ModuleOp>(
+      SymbolTable::lookupSymbolIn(compiled, getHostModuleName(cache)));
+  auto binary = dyn_cast_or_null<gpu::BinaryOp>(
+      SymbolTable::lookupSymbolIn(compiled, getDeviceModuleName(cache)));
+  auto hostCpu =
+      host ? host->getAttrOfType<StringAttr>("kvq.host_cpu") : StringAttr();
+  if (!host || !binary || !hostCpu)
+    return cache.emitError("no compiled kernels for this cache (the artifact "
+                           "writer reads the output of kvq-compile-pipeline)");
+  FailureOr<HostObject> object = compileToHostObject(host, hostCpu);
+  FailureOr<SmallVector<std::pair<std::string, std::string>>> ptx =
+      getPTX(binary);
   if (failed(object) || failed(ptx))
     return failure();
 
@@ -236,17 +232,42 @@ LogicalResult kvq::compileArtifact(CacheOp cache, StringRef dir,
     llvm::sys::path::append(result, name);
     return std::string(result);
   };
-  for (auto [chip, text] : llvm::zip(getArtifactChips(), *ptx))
+  SmallVector<std::string> chips;
+  for (auto &[chip, text] : *ptx) {
+    chips.push_back(chip);
     if (failed(writeFile(cache, path("kernels." + chip + ".ptx"), text)))
       return failure();
+  }
   std::string manifest;
   llvm::raw_string_ostream(manifest)
       << llvm::formatv("{0:2}",
-                       describeCache(cache, *layout, *planned, *object))
+                       describeCache(cache, *layout, getLoweredKernels(host),
+                                     chips, *object))
       << "\n";
   if (failed(writeFile(cache, path("kernels.o"), object->object)) ||
       failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||
       failed(writeFile(cache, path("manifest.json"), manifest)))
     return failure();
   return success();
+}
+
+LogicalResult kvq::writeArtifact(ModuleOp compiled, StringRef dir) {
+  auto caches = llvm::to_vector(compiled.getOps<CacheOp>());
+  for (CacheOp cache : caches) {
+    SmallString<256> path(dir);
+    if (caches.size() > 1)
+      llvm::sys::path::append(path, cache.getSymName());
+    if (failed(writeCacheArtifact(compiled, cache, path)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult kvq::compileArtifact(ModuleOp module, StringRef dir,
+                                   const KVQCompilePipelineOptions &options) {
+  PassManager pm(module.getContext());
+  buildKVQCompilePipeline(pm, options);
+  if (failed(pm.run(module)))
+    return failure();
+  return writeArtifact(module, dir);
 }

@@ -1,6 +1,6 @@
-// RUN: kvq-opt %s --kvq-plan-kernels --kvq-lower-kernels=target=cpu | FileCheck %s --check-prefix=CPU
-// RUN: kvq-opt %s --kvq-plan-kernels --kvq-lower-kernels=target=gpu | FileCheck %s --check-prefix=GPU
-// RUN: kvq-opt %s --kvq-plan-kernels --kvq-lower-kernels=target=cpu --kvq-expand-dequantize | FileCheck %s --check-prefix=EXPANDED
+// RUN: kvq-opt %s --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
+// RUN: kvq-opt %s --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --kvq-plan-kernels --kvq-lower-kernels --kvq-expand-dequantize | FileCheck %s --check-prefix=EXPANDED
 
 kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {
@@ -49,7 +49,7 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 
 // On the GPU the same programs spread over 128 threads with barriers,
 // shared memory and warp-shuffle reductions.
-// GPU: gpu.module @kvq_kernels
+// GPU: gpu.module @kivi_kernels
 // GPU-DAG: llvm.mlir.global internal @kivi_attend_0_shared0() {addr_space = 3 : i32, alignment = 16 : i64}
 // GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1>,
 // GPU-SAME: kernel

@@ -1,6 +1,6 @@
 // Specs using a feature the code generator does not support yet are
 // rejected with a diagnostic naming it, never miscompiled.
-// RUN: kvq-opt %s -split-input-file -verify-diagnostics --kvq-compile-artifact="dir=%t" -o /dev/null
+// RUN: kvq-opt %s -split-input-file -verify-diagnostics --kvq-compile=%t -o /dev/null
 
 kvq.cache @sharing model <layers = 2, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {

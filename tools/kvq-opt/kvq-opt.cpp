@@ -1,21 +1,27 @@
 //===- kvq-opt.cpp - kvq optimizer driver ---------------------------------===//
 //
 // Parses, verifies and transforms kvq specs. `--kvq-report-bits` prints their
-// bit accounting; `--kvq-compile=DIR` compiles them into an artifact
-// directory (shorthand for `--kvq-compile-artifact=dir=DIR`).
+// bit accounting; `--kvq-compile=DIR` runs kvq-compile-pipeline on them
+// (printable with --mlir-print-ir-after-all, timed with --mlir-timing) and
+// hands the result to the artifact writer, which fills directory DIR.
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/Codegen/Artifact.h"
 #include "kvq/Codegen/Passes.h"
 #include "kvq/Codegen/Pipelines.h"
 #include "kvq/Dialect/KVQ/InputLimits.h"
 #include "kvq/Dialect/KVQ/KVQDialect.h"
 #include "kvq/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -41,6 +47,42 @@ static llvm::cl::opt<std::string> hostCpu(
 /// if the pass that reported it did not signal a failure.
 static bool sawError = false;
 
+namespace {
+
+/// Runs the artifact writer on the top-level module once `last`, the
+/// compile pipeline's last top-level pass, has succeeded on it. MlirOptMain
+/// offers no hook between running the pipeline and printing its result;
+/// the writer is not a pass and runs once, only after every pass succeeded
+/// (a failed pass calls runAfterPassFailed instead). --mlir-timing counts its
+/// time in the last pass's.
+struct ArtifactWriterHook : mlir::PassInstrumentation {
+  ArtifactWriterHook(mlir::Pass *last, std::string dir)
+      : last(last), dir(std::move(dir)) {}
+
+  void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    if (pass != last || op->getParentOp())
+      return;
+    if (mlir::failed(kvq::writeArtifact(llvm::cast<mlir::ModuleOp>(op), dir)))
+      sawError = true;
+  }
+
+  mlir::Pass *last;
+  std::string dir;
+};
+
+} // namespace
+
+/// kvq-compile-pipeline, then the artifact writer on its result.
+static void setUpCompile(mlir::PassManager &pm) {
+  kvq::KVQCompilePipelineOptions options;
+  options.hostCpu = hostCpu;
+  kvq::buildKVQCompilePipeline(pm, options);
+  mlir::Pass *last = nullptr;
+  for (mlir::Pass &pass : pm.getPasses())
+    last = &pass;
+  pm.addInstrumentation(std::make_unique<ArtifactWriterHook>(last, compileDir));
+}
+
 /// Chains to `base`'s pipeline setup after counting error diagnostics of the
 /// pipeline's context (not under -verify-diagnostics, where expected errors
 /// are the point).
@@ -55,10 +97,7 @@ static mlir::LogicalResult setUpPipeline(mlir::PassManager &pm,
         });
   if (compileDir.empty())
     return base.setupPassPipeline(pm);
-  kvq::KVQCompileArtifactOptions options;
-  options.dir = compileDir;
-  options.hostCpu = hostCpu;
-  pm.addPass(kvq::createKVQCompileArtifact(options));
+  setUpCompile(pm);
   return mlir::success();
 }
 
@@ -84,10 +123,24 @@ static mlir::LogicalResult checkInputLimits(const llvm::MemoryBuffer &input) {
   return mlir::failure();
 }
 
+/// The upstream passes kvq-compile-pipeline uses, so that each of its stages
+/// and passes also runs alone (--pass-pipeline, --mlir-print-ir-after-all).
+static void registerUpstreamPasses() {
+  mlir::registerTransformsPasses(); // canonicalize, cse, ...
+  mlir::registerSCFToControlFlowPass();
+  mlir::arith::registerArithExpandOpsPass();
+  mlir::registerConvertToLLVMPass();
+  mlir::registerReconcileUnrealizedCastsPass();
+  mlir::registerConvertGpuOpsToNVVMOps();
+  mlir::registerGpuNVVMAttachTarget();
+  mlir::registerGpuModuleToBinaryPass();
+}
+
 int main(int argc, char **argv) {
-  mlir::registerTransformsPasses();
+  registerUpstreamPasses();
   kvq::registerKVQPasses();
   kvq::registerKVQCodegenPasses();
+  kvq::registerKVQCompilePipelines();
 
   mlir::DialectRegistry registry;
   registry.insert<kvq::KVQDialect, mlir::math::MathDialect,

@@ -102,6 +102,52 @@ KernelSpec kvq::getKernelSpec(Operation *kernelOp) {
   return {name(), KernelKind::Combine, firstLayer(), true};
 }
 
+static constexpr StringLiteral kLoweredKernelAttrName = "kvq.kernel";
+
+NamedAttribute kvq::getLoweredKernelAttr(Operation *kernelOp) {
+  KernelSpec spec = getKernelSpec(kernelOp);
+  Builder b(kernelOp->getContext());
+  SmallVector<NamedAttribute> fields = {
+      b.getNamedAttr("kind", b.getStringAttr(spec.getKindName())),
+      b.getNamedAttr("layers", kernelOp->getAttr("layers"))};
+  if (spec.kind == KernelKind::Flush)
+    fields.push_back(b.getNamedAttr(
+        "tensor", b.getStringAttr(stringifyTensorKind(
+                      spec.isKeys ? TensorKind::Keys : TensorKind::Values))));
+  return b.getNamedAttr(kLoweredKernelAttrName, b.getDictionaryAttr(fields));
+}
+
+std::optional<LoweredKernel> kvq::getLoweredKernel(Operation *func) {
+  auto attr = func->getAttrOfType<DictionaryAttr>(kLoweredKernelAttrName);
+  if (!attr)
+    return std::nullopt;
+  auto kindName = attr.getAs<StringAttr>("kind");
+  auto layers = attr.getAs<DenseI64ArrayAttr>("layers");
+  auto tensor = attr.getAs<StringAttr>("tensor");
+  if (!kindName || !layers || layers.empty())
+    return std::nullopt;
+  std::optional<KernelKind> kind;
+  for (KernelKind k : {KernelKind::KeyNorm, KernelKind::Flush,
+                       KernelKind::Attend, KernelKind::Combine})
+    if (KernelSpec{"", k}.getKindName() == kindName.getValue())
+      kind = k;
+  if (!kind)
+    return std::nullopt;
+  bool isKeys =
+      !tensor || symbolizeTensorKind(tensor.getValue()) == TensorKind::Keys;
+  return LoweredKernel{{SymbolTable::getSymbolName(func).str(), *kind,
+                        static_cast<unsigned>(layers[0]), isKeys},
+                       llvm::to_vector(layers.asArrayRef())};
+}
+
+std::string kvq::getHostModuleName(CacheOp cache) {
+  return (cache.getSymName() + "_host").str();
+}
+
+std::string kvq::getDeviceModuleName(CacheOp cache) {
+  return (cache.getSymName() + "_kernels").str();
+}
+
 void kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
                      KernelTarget &target, OpBuilder &b, Location loc) {
   OpBuilder::InsertionGuard guard(b);

@@ -18,26 +18,44 @@ using namespace kvq;
 
 namespace {
 
-/// Replace a kernel op by its block program, emitted through `target`.
+/// Where the kernels of one cache go: its layout, its host module and GPU
+/// module, and a target emitting into each.
+struct CacheKernels {
+  CacheLayout layout;
+  ModuleOp host;
+  gpu::GPUModuleOp device;
+  std::unique_ptr<KernelTarget> cpu, gpu;
+};
+
+using CacheKernelsMap = llvm::DenseMap<Operation *, CacheKernels>;
+
+/// Replace a kernel op by its block program, emitted for both targets, each
+/// function tagged with what the manifest needs from the op.
 template <typename KernelOpT>
 struct LowerKernelOp : OpRewritePattern<KernelOpT> {
-  LowerKernelOp(MLIRContext *ctx, KernelTarget &target,
-                const llvm::DenseMap<Operation *, CacheLayout> &layouts)
-      : OpRewritePattern<KernelOpT>(ctx), target(target), layouts(layouts) {}
+  LowerKernelOp(MLIRContext *ctx, CacheKernelsMap &caches)
+      : OpRewritePattern<KernelOpT>(ctx), caches(caches) {}
 
   LogicalResult matchAndRewrite(KernelOpT op,
                                 PatternRewriter &rewriter) const override {
-    auto layout = layouts.find(op.getCacheOp());
-    if (layout == layouts.end())
+    auto cache = caches.find(op.getCacheOp());
+    if (cache == caches.end())
       return rewriter.notifyMatchFailure(op, "no layout for its cache");
-    emitKernel(getKernelSpec(op), layout->second, target, rewriter,
-               op.getLoc());
+    CacheKernels &kernels = cache->second;
+    KernelSpec spec = getKernelSpec(op);
+    NamedAttribute tag = getLoweredKernelAttr(op);
+    for (auto [target, container] : {std::pair<KernelTarget *, Operation *>{
+                                         kernels.cpu.get(), kernels.host},
+                                     {kernels.gpu.get(), kernels.device}}) {
+      emitKernel(spec, cache->second.layout, *target, rewriter, op.getLoc());
+      SymbolTable::lookupSymbolIn(container, spec.name)
+          ->setAttr(tag.getName(), tag.getValue());
+    }
     rewriter.eraseOp(op);
     return success();
   }
 
-  KernelTarget &target;
-  const llvm::DenseMap<Operation *, CacheLayout> &layouts;
+  CacheKernelsMap &caches;
 };
 
 /// The cache a kernel op serves; null for any other op.
@@ -53,12 +71,36 @@ bool isKernelOp(Operation *op) {
       op);
 }
 
-/// The layout of every cache a kernel op names, or failure (with a
-/// diagnostic) if one cannot be computed: a kernel op is never left behind
-/// silently.
-FailureOr<llvm::DenseMap<Operation *, CacheLayout>>
-computeKernelLayouts(ModuleOp module) {
-  llvm::DenseMap<Operation *, CacheLayout> layouts;
+/// Creates the empty host and GPU modules of `cache` at the end of `module`.
+/// Fails (with a diagnostic) where their names are taken: the artifact
+/// writer finds them by name.
+FailureOr<CacheKernels> createCacheModules(ModuleOp module, CacheOp cache,
+                                           CacheLayout layout,
+                                           StringRef hostCpu) {
+  std::string hostName = getHostModuleName(cache);
+  std::string deviceName = getDeviceModuleName(cache);
+  for (StringRef name : {StringRef(hostName), StringRef(deviceName)})
+    if (SymbolTable::lookupSymbolIn(module, name))
+      return cache.emitOpError("kvq-lower-kernels needs the symbol @")
+             << name << " for its kernels, but it is taken";
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = cache.getLoc();
+  CacheKernels kernels{std::move(layout)};
+  kernels.host = ModuleOp::create(b, loc, hostName);
+  kernels.host->setAttr("kvq.cache", FlatSymbolRefAttr::get(cache));
+  kernels.host->setAttr("kvq.host_cpu", b.getStringAttr(hostCpu));
+  kernels.device = gpu::GPUModuleOp::create(b, loc, deviceName);
+  kernels.cpu = createCPUTarget(kernels.host);
+  kernels.gpu = createGPUTarget(kernels.device);
+  return kernels;
+}
+
+/// The modules and layout of every cache a kernel op names, or failure
+/// (with a diagnostic) if one cannot be computed: a kernel op is never left
+/// behind silently.
+FailureOr<CacheKernelsMap> createCacheKernels(ModuleOp module,
+                                              StringRef hostCpu) {
+  CacheKernelsMap caches;
   WalkResult result = module.walk([&](Operation *op) {
     if (!isKernelOp(op))
       return WalkResult::advance();
@@ -67,17 +109,21 @@ computeKernelLayouts(ModuleOp module) {
       op->emitError("kernel names no kvq.cache");
       return WalkResult::interrupt();
     }
-    if (layouts.count(cache))
+    if (caches.count(cache))
       return WalkResult::advance();
     FailureOr<CacheLayout> layout = computeCacheLayout(cache);
     if (failed(layout))
       return WalkResult::interrupt();
-    layouts.try_emplace(cache, std::move(*layout));
+    FailureOr<CacheKernels> kernels =
+        createCacheModules(module, cache, std::move(*layout), hostCpu);
+    if (failed(kernels))
+      return WalkResult::interrupt();
+    caches.try_emplace(cache, std::move(*kernels));
     return WalkResult::advance();
   });
   if (result.wasInterrupted())
     return failure();
-  return layouts;
+  return caches;
 }
 
 struct KVQLowerKernelsPass
@@ -86,30 +132,16 @@ struct KVQLowerKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<llvm::DenseMap<Operation *, CacheLayout>> layouts =
-        computeKernelLayouts(module);
-    if (failed(layouts))
+    FailureOr<CacheKernelsMap> caches = createCacheKernels(module, hostCpu);
+    if (failed(caches))
       return signalPassFailure();
-    std::unique_ptr<KernelTarget> kernelTarget;
-    if (target == "cpu") {
-      kernelTarget = createCPUTarget(module);
-    } else if (target == "gpu") {
-      OpBuilder b(module.getBodyRegion());
-      b.setInsertionPointToEnd(module.getBody());
+    if (!caches->empty())
       module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                      b.getUnitAttr());
-      auto gpuModule =
-          gpu::GPUModuleOp::create(b, module.getLoc(), "kvq_kernels");
-      kernelTarget = createGPUTarget(gpuModule);
-    } else {
-      module.emitError("kvq-lower-kernels: unknown target '")
-          << target << "' (cpu or gpu)";
-      return signalPassFailure();
-    }
+                      UnitAttr::get(&getContext()));
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerKernelOp<FlushKernelOp>, LowerKernelOp<KeyNormKernelOp>,
                  LowerKernelOp<AttendKernelOp>, LowerKernelOp<CombineKernelOp>>(
-        &getContext(), *kernelTarget, *layouts);
+        &getContext(), *caches);
     // One in-order sweep: kernels are emitted in declaration order.
     walkAndApplyPatterns(module, std::move(patterns));
     WalkResult left = module.walk([](Operation *op) {

@@ -38,6 +38,25 @@ void planKernels(CacheOp cache, const CacheLayout &layout, mlir::OpBuilder &b);
 /// The kernel a kernel op declares.
 KernelSpec getKernelSpec(mlir::Operation *kernelOp);
 
+/// What a lowered kernel function keeps of its kernel op, in its
+/// `kvq.kernel` attribute: the artifact writer reads it once the op is gone.
+struct LoweredKernel {
+  KernelSpec spec;
+  llvm::SmallVector<int64_t> layers;
+};
+
+/// The `kvq.kernel` attribute for the functions of kernel op `kernelOp`.
+mlir::NamedAttribute getLoweredKernelAttr(mlir::Operation *kernelOp);
+
+/// The kernel a function lowered from a kernel op implements; nullopt for
+/// any other function.
+std::optional<LoweredKernel> getLoweredKernel(mlir::Operation *func);
+
+/// The modules kvq-lower-kernels puts the kernels of `cache` in:
+/// `builtin.module @<cache>_host` and `gpu.module @<cache>_kernels`.
+std::string getHostModuleName(CacheOp cache);
+std::string getDeviceModuleName(CacheOp cache);
+
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
                 KernelTarget &target, mlir::OpBuilder &b, mlir::Location loc);

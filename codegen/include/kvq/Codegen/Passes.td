@@ -18,17 +18,24 @@ def KVQPlanKernels : Pass<"kvq-plan-kernels", "::mlir::ModuleOp"> {
 }
 
 def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
-  let summary = "Lower kernel declarations to functions for one target";
+  let summary = "Lower kernel declarations to host functions and GPU kernels";
   let description = [{
-    Replaces every kernel op by its block program: `func.func` host entry
-    points `NAME(void **args, i32 bx, i32 by, i32 bz)` for `target=cpu`,
-    `gpu.func` kernels in `gpu.module @kvq_kernels` for `target=gpu`. The
+    Replaces every kernel op by its block program, twice: a `func.func` host
+    entry point `NAME(void **args, i32 bx, i32 by, i32 bz)` in
+    `builtin.module @<cache>_host`, and a `gpu.func` kernel in
+    `gpu.module @<cache>_kernels`, one pair of modules per cache. The
     arithmetic is target-independent; only the thread mapping, block-local
     memory and reductions differ. Reconstructions stay `kvq.dequantize` ops.
+    Each function keeps what the manifest needs from its kernel op in a
+    `kvq.kernel` attribute (kind, tensor, layers); each host module names
+    its cache (`kvq.cache`) and the CPU its code is for (`kvq.host_cpu`).
+    The `kvq.cache` ops stay.
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "cpu or gpu">
+    Option<"hostCpu", "host-cpu", "std::string", /*default=*/"\"native\"",
+           "CPU the host code is compiled for: native, or an LLVM CPU name "
+           "(x86-64-v2, x86-64-v3, skylake-avx512, ...); recorded on the "
+           "host modules for the artifact writer">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
@@ -45,32 +52,6 @@ def KVQExpandDequantize : Pass<"kvq-expand-dequantize", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect"];
-}
-
-def KVQCompileArtifact : Pass<"kvq-compile-artifact", "::mlir::ModuleOp"> {
-  let summary = "Compile every kvq.cache into an artifact directory";
-  let description = [{
-    Generates the kernels of each `kvq.cache` (docs/KernelABI.md), lowers them
-    to PTX for sm_80 and sm_90 and to host object code, and writes the
-    artifact (manifest, PTX, kernels.o, kernels.so) into `dir` (one cache) or
-    `dir/<cache name>` (several). `kvq-opt --kvq-compile=DIR` runs it.
-    Specs that use a feature the code generator does not support yet are
-    rejected with a diagnostic naming the feature. The IR is left unchanged.
-  }];
-  let options = [
-    Option<"dir", "dir", "std::string", /*default=*/"\"\"",
-           "Artifact directory">,
-    Option<"hostCpu", "host-cpu", "std::string", /*default=*/"\"native\"",
-           "CPU the host code is compiled for: native, or an LLVM CPU name "
-           "(x86-64-v2, x86-64-v3, skylake-avx512, ...); the manifest "
-           "records it and the features the code may use">
-  ];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
-    "::mlir::func::FuncDialect", "::mlir::gpu::GPUDialect",
-    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
-    "::mlir::scf::SCFDialect", "::mlir::ub::UBDialect"
-  ];
 }
 
 #endif // KVQ_CODEGEN_PASSES_TD

@@ -1,34 +1,64 @@
-//===- Pipelines.h - kernel IR to PTX and to host code ----------*- C++ -*-===//
+//===- Pipelines.h - the kvq compile pipeline and its stages ----*- C++ -*-===//
+//
+// `kvq-compile-pipeline` lowers kvq.cache specs to what the artifact writer
+// needs, in three stages named by IR level (as Triton's make_ttir ->
+// make_ttgir -> make_llir -> make_ptx), each a registered pipeline of
+// ordinary passes that runs and prints alone (docs/Rationale.md):
+//
+//   kvq-build-kernels   kvq.cache -> kernel IR: host module + gpu.module
+//   kvq-host-to-llvm    host modules -> LLVM dialect
+//   kvq-gpu-to-binary   gpu.modules -> gpu.binary, PTX per chip
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef KVQ_CODEGEN_PIPELINES_H
 #define KVQ_CODEGEN_PIPELINES_H
 
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassOptions.h"
 
-#include <string>
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
 
 namespace kvq {
 
-/// Lowers the `gpu.module`s of `module` to PTX, one text per chip
-/// (sm_80, sm_90, ...), through NVVM and LLVM's NVPTX backend.
-mlir::FailureOr<llvm::SmallVector<std::string>>
-compileToPTX(mlir::ModuleOp module, llvm::ArrayRef<std::string> chips);
+/// Options of kvq-compile-pipeline and of the stages that read them.
+struct KVQCompilePipelineOptions
+    : mlir::PassPipelineOptions<KVQCompilePipelineOptions> {
+  Option<std::string> hostCpu{
+      *this, "host-cpu",
+      llvm::cl::desc("CPU the host code is compiled for: native, or an LLVM "
+                     "CPU name (x86-64-v2, x86-64-v3, skylake-avx512, ...)"),
+      llvm::cl::init("native")};
+  ListOption<std::string> chips{
+      *this, "chips",
+      llvm::cl::desc("GPU chips to emit PTX for (default: sm_80,sm_90)")};
 
-/// Host code for one CPU: an ELF object file, the LLVM CPU name it was
-/// compiled for, and the x86 features it may use (the table of
-/// kvq/Support/HostFeatures.h), which the runtime checks before loading it.
-struct HostObject {
-  std::string object;
-  std::string cpu;
-  llvm::SmallVector<std::string> features;
+  /// `chips`, or the chips every artifact carries if none are named.
+  llvm::SmallVector<std::string> getChips() const;
 };
 
-/// Lowers the host kernels of `module` to LLVM and optimizes them for
-/// `hostCPU`: "native" (this machine's CPU and features) or an LLVM CPU name
-/// (x86-64-v2, x86-64-v3, skylake-avx512, ...); an unknown name is an error.
-mlir::FailureOr<HostObject> compileToHostObject(mlir::ModuleOp module,
-                                                llvm::StringRef hostCPU);
+/// kvq.cache -> kernels: expand schedules, plan the kernels, lower them to
+/// host functions and GPU kernels, expand dequantization.
+void buildKVQKernelsPipeline(mlir::OpPassManager &pm,
+                             const KVQCompilePipelineOptions &options);
+
+/// The host modules' scf/arith/func/llvm -> LLVM dialect.
+void buildKVQHostToLLVMPipeline(mlir::OpPassManager &pm);
+
+/// The gpu.modules -> NVVM -> gpu.binary holding PTX text per chip. No CUDA
+/// toolkit is needed: the kernels call no libdevice function.
+void buildKVQGPUToBinaryPipeline(mlir::OpPassManager &pm,
+                                 const KVQCompilePipelineOptions &options);
+
+/// All three stages: what the artifact writer (kvq/Codegen/Artifact.h)
+/// takes.
+void buildKVQCompilePipeline(mlir::OpPassManager &pm,
+                             const KVQCompilePipelineOptions &options);
+
+/// Registers kvq-compile-pipeline and its stages by name.
+void registerKVQCompilePipelines();
 
 /// Registers what the code generator needs: dialects, their conversions to
 /// LLVM and their translations, and the NVVM target.

@@ -1,18 +1,15 @@
-//===- CPUPipeline.cpp - kernel IR to host object code --------------------===//
+//===- HostObject.cpp - LLVM-dialect host module to object code -----------===//
 //
-// func/scf/arith/llvm -> LLVM dialect -> LLVM IR -> O3 for the host CPU ->
-// ELF object, ahead of time: the runtime links or dlopens it and never
-// needs LLVM.
+// LLVM dialect -> LLVM IR -> O3 for the host CPU -> ELF object, ahead of
+// time: the runtime links or dlopens it and never needs LLVM. Part of the
+// artifact writer; the MLIR lowering before it is kvq-host-to-llvm.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/Codegen/Pipelines.h"
+#include "kvq/Codegen/Artifact.h"
 #include "kvq/Support/HostFeatures.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/LegacyPassManager.h"
@@ -26,18 +23,6 @@
 
 using namespace mlir;
 using namespace kvq;
-
-static LogicalResult lowerToLLVMDialect(ModuleOp module) {
-  PassManager pm(module.getContext());
-  pm.addPass(createSCFToControlFlowPass());
-  // bf16 rounding as integer arithmetic: no libgcc soft-float helper needed.
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createConvertToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  return pm.run(module);
-}
 
 /// The target machine for `cpu` ("native": this machine's CPU and features),
 /// with the x86 features kvq records for it (kvq/Support/HostFeatures.h).
@@ -87,8 +72,6 @@ FailureOr<HostObject> kvq::compileToHostObject(ModuleOp module,
     return failure();
   std::unique_ptr<llvm::TargetMachine> machine = std::move(*target);
   result.cpu = machine->getTargetCPU().str();
-  if (failed(lowerToLLVMDialect(module)))
-    return failure();
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kvq_kernels");

@@ -1,0 +1,96 @@
+//===- CompilePipeline.cpp - kvq-compile-pipeline and its stages ----------===//
+//
+// Ordinary passes only: each stage runs, prints (--mlir-print-ir-after-all)
+// and times (--mlir-timing) like any mlir-opt pipeline. Writing files and
+// calling the system compiler is the artifact writer's job, after these.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Artifact.h"
+#include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Pipelines.h"
+#include "kvq/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace kvq;
+
+SmallVector<std::string> KVQCompilePipelineOptions::getChips() const {
+  if (chips.empty())
+    return llvm::to_vector(getArtifactChips());
+  return llvm::to_vector(chips);
+}
+
+void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
+                                  const KVQCompilePipelineOptions &options) {
+  pm.nest<CacheOp>().addPass(createKVQExpandSchedule());
+  pm.addPass(createKVQPlanKernels());
+  KVQLowerKernelsOptions lower;
+  lower.hostCpu = options.hostCpu;
+  pm.addPass(createKVQLowerKernels(lower));
+  pm.addPass(createKVQExpandDequantize());
+}
+
+void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
+  OpPassManager &host = pm.nest<ModuleOp>();
+  host.addPass(createSCFToControlFlowPass());
+  // bf16 rounding as integer arithmetic: no libgcc soft-float helper needed.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  host.addPass(arith::createArithExpandOpsPass(expand));
+  host.addPass(createConvertToLLVMPass());
+  host.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void kvq::buildKVQGPUToBinaryPipeline(
+    OpPassManager &pm, const KVQCompilePipelineOptions &options) {
+  // One NVVM target per chip: gpu-module-to-binary emits one object each.
+  for (const std::string &chip : options.getChips()) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = chip;
+    target.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
+  OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  gpu.addPass(createSCFToControlFlowPass());
+  gpu.addPass(createConvertGpuOpsToNVVMOps());
+  gpu.addPass(createCanonicalizerPass());
+  gpu.addPass(createCSEPass());
+  gpu.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void kvq::buildKVQCompilePipeline(OpPassManager &pm,
+                                  const KVQCompilePipelineOptions &options) {
+  buildKVQKernelsPipeline(pm, options);
+  buildKVQHostToLLVMPipeline(pm);
+  buildKVQGPUToBinaryPipeline(pm, options);
+}
+
+void kvq::registerKVQCompilePipelines() {
+  PassPipelineRegistration<KVQCompilePipelineOptions>(
+      "kvq-compile-pipeline",
+      "Lower kvq.cache specs to LLVM-dialect host modules and PTX binaries, "
+      "ready for the artifact writer",
+      buildKVQCompilePipeline);
+  PassPipelineRegistration<KVQCompilePipelineOptions>(
+      "kvq-build-kernels",
+      "Stage 1: expand schedules, plan the kernels of every kvq.cache and "
+      "lower them to host functions and GPU kernels",
+      buildKVQKernelsPipeline);
+  PassPipelineRegistration<>(
+      "kvq-host-to-llvm", "Stage 2: lower the host modules to the LLVM dialect",
+      buildKVQHostToLLVMPipeline);
+  PassPipelineRegistration<KVQCompilePipelineOptions>(
+      "kvq-gpu-to-binary",
+      "Stage 3: lower the GPU modules through NVVM to PTX, one object per chip",
+      buildKVQGPUToBinaryPipeline);
+}

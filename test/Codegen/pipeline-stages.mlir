@@ -1,0 +1,55 @@
+// Each stage of kvq-compile-pipeline runs and prints alone. The stages:
+//   kvq-build-kernels = kvq.cache(kvq-expand-schedule), kvq-plan-kernels,
+//                       kvq-lower-kernels, kvq-expand-dequantize
+//   kvq-host-to-llvm  = builtin.module(convert-scf-to-cf, arith-expand,
+//                       convert-to-llvm, reconcile-unrealized-casts)
+//   kvq-gpu-to-binary = nvvm-attach-target per chip, gpu.module(convert-scf-
+//                       to-cf, convert-gpu-to-nvvm, canonicalize, cse,
+//                       reconcile-unrealized-casts), gpu-module-to-binary
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq.cache(kvq-expand-schedule),kvq-plan-kernels)' | FileCheck %s --check-prefix=PLAN
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels)' | FileCheck %s --check-prefix=KERNELS
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' | FileCheck %s --check-prefix=LLVM
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' \
+// RUN:   | kvq-opt --pass-pipeline='builtin.module(kvq-gpu-to-binary{chips=sm_80})' | FileCheck %s --check-prefix=BINARY
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-compile-pipeline{host-cpu=x86-64-v3 chips=sm_80,sm_90})' | FileCheck %s --check-prefix=ALL
+
+kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// The schedule is expanded first, then the kernels are declared.
+// PLAN: kvq.layer 0 :
+// PLAN: kvq.layer 1 :
+// PLAN: kvq.flush_kernel @kivi_flush_keys_0 of @kivi keys layers [0, 1]
+// PLAN: kvq.combine_kernel @kivi_combine of @kivi layers [0, 1]
+
+// Kernel IR: the cache stays; per cache, a host module and a GPU module, each
+// function keeping what the manifest needs of its kernel op.
+// KERNELS-LABEL: module attributes {gpu.container_module}
+// KERNELS: kvq.cache @kivi
+// KERNELS: module @kivi_host attributes {kvq.cache = @kivi, kvq.host_cpu = "native"}
+// KERNELS: func.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel = {kind = "flush", layers = array<i64: 0, 1>, tensor = "keys"}}
+// KERNELS: func.func @kivi_attend_0({{.*}}) attributes {kvq.kernel = {kind = "attend", layers = array<i64: 0, 1>}}
+// KERNELS: gpu.module @kivi_kernels
+// KERNELS: gpu.func @kivi_flush_keys_0({{.*}}) kernel attributes {{{.*}}kvq.kernel = {kind = "flush"
+// KERNELS-NOT: kvq.dequantize
+
+// The host module in the LLVM dialect; the GPU module is untouched.
+// LLVM: module @kivi_host
+// LLVM-NOT: func.func
+// LLVM: llvm.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel =
+// LLVM: gpu.module @kivi_kernels
+// LLVM: gpu.func @kivi_flush_keys_0(
+
+// The GPU stage runs alone on the printed IR of the stages before it.
+// BINARY: llvm.func @kivi_combine(
+// BINARY: gpu.binary @kivi_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, {{.*}}assembly = "{{.*}}.target sm_80
+// BINARY-NOT: gpu.module
+
+// ALL: module @kivi_host attributes {kvq.cache = @kivi, kvq.host_cpu = "x86-64-v3"}
+// ALL: gpu.binary @kivi_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, {{.*}}#gpu.object<#nvvm.target<O = 3, chip = "sm_90">
