@@ -9,8 +9,10 @@
 #include "kvq/Codegen/Artifact.h"
 #include "kvq/Analysis/BitAccounting.h"
 #include "kvq/Codegen/Kernels.h"
+#include "kvq/Support/ManifestBinding.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -101,7 +103,7 @@ static llvm::json::Object describeTensor(const TensorLayout &tensor,
 static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
                                        ArrayRef<LoweredKernel> lowered,
                                        ArrayRef<std::string> chips,
-                                       const HostObject &host) {
+                                       const HostTarget &host) {
   SmallVector<LayerKernels> layerKernels =
       mapLayerKernels(lowered, layout.model.getLayers());
   ModelAttr model = layout.model;
@@ -204,7 +206,19 @@ getPTX(gpu::BinaryOp binary) {
   return ptx;
 }
 
-/// Writes the artifact of `cache` into `dir`.
+/// Declares `hash` as the exported constant the runtime checks
+/// (kvq/Support/ManifestBinding.h) in the LLVM-dialect module `host`.
+static void addManifestHash(ModuleOp host, CacheOp cache, uint64_t hash) {
+  OpBuilder b = OpBuilder::atBlockEnd(host.getBody());
+  Type i64 = b.getI64Type();
+  LLVM::GlobalOp::create(b, cache.getLoc(), i64, /*isConstant=*/true,
+                         LLVM::Linkage::External,
+                         getManifestHashSymbol(cache.getSymName().str()),
+                         b.getIntegerAttr(i64, hash));
+}
+
+/// Writes the artifact of `cache` into `dir`. The manifest is built first:
+/// the kernels carry the hash of its exact bytes.
 static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
                                         StringRef dir) {
   FailureOr<CacheLayout> layout = computeCacheLayout(cache);
@@ -219,10 +233,24 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
   if (!host || !binary || !hostCpu)
     return cache.emitError("no compiled kernels for this cache (the artifact "
                            "writer reads the output of kvq-compile-pipeline)");
-  FailureOr<HostObject> object = compileToHostObject(host, hostCpu);
+  FailureOr<HostTarget> target = resolveHostTarget(host, hostCpu);
   FailureOr<SmallVector<std::pair<std::string, std::string>>> ptx =
       getPTX(binary);
-  if (failed(object) || failed(ptx))
+  if (failed(target) || failed(ptx))
+    return failure();
+  SmallVector<std::string> chips;
+  for (auto &[chip, text] : *ptx)
+    chips.push_back(chip);
+  std::string manifest;
+  llvm::raw_string_ostream(manifest)
+      << llvm::formatv("{0:2}",
+                       describeCache(cache, *layout, getLoweredKernels(host),
+                                     chips, *target))
+      << "\n";
+  uint64_t hash = hashManifest(manifest);
+  addManifestHash(host, cache, hash);
+  FailureOr<std::string> object = compileToHostObject(host, *target);
+  if (failed(object))
     return failure();
 
   if (std::error_code error = llvm::sys::fs::create_directories(dir))
@@ -232,19 +260,13 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
     llvm::sys::path::append(result, name);
     return std::string(result);
   };
-  SmallVector<std::string> chips;
-  for (auto &[chip, text] : *ptx) {
-    chips.push_back(chip);
-    if (failed(writeFile(cache, path("kernels." + chip + ".ptx"), text)))
+  std::string hashDeclaration =
+      formatPTXManifestHash(cache.getSymName().str(), hash);
+  for (auto &[chip, text] : *ptx)
+    if (failed(writeFile(cache, path("kernels." + chip + ".ptx"),
+                         text + "\n" + hashDeclaration)))
       return failure();
-  }
-  std::string manifest;
-  llvm::raw_string_ostream(manifest)
-      << llvm::formatv("{0:2}",
-                       describeCache(cache, *layout, getLoweredKernels(host),
-                                     chips, *object))
-      << "\n";
-  if (failed(writeFile(cache, path("kernels.o"), object->object)) ||
+  if (failed(writeFile(cache, path("kernels.o"), *object)) ||
       failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||
       failed(writeFile(cache, path("manifest.json"), manifest)))
     return failure();

@@ -24,54 +24,60 @@
 using namespace mlir;
 using namespace kvq;
 
-/// The target machine for `cpu` ("native": this machine's CPU and features),
-/// with the x86 features kvq records for it (kvq/Support/HostFeatures.h).
-static FailureOr<std::unique_ptr<llvm::TargetMachine>>
-createHostTargetMachine(ModuleOp module, StringRef cpu,
-                        SmallVectorImpl<std::string> &recorded) {
+/// The LLVM target of this machine's triple.
+static FailureOr<const llvm::Target *> lookupHostTarget(ModuleOp module) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(
+      llvm::Triple(llvm::sys::getDefaultTargetTriple()), error);
   if (!target)
     return emitError(module.getLoc(), "no LLVM target for the host: ") << error;
+  return target;
+}
+
+FailureOr<HostTarget> kvq::resolveHostTarget(ModuleOp module,
+                                             StringRef hostCPU) {
+  FailureOr<const llvm::Target *> target = lookupHostTarget(module);
+  if (failed(target))
+    return failure();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   llvm::SubtargetFeatures features;
-  std::string cpuName = cpu.str();
-  if (cpu == "native") {
-    cpuName = llvm::sys::getHostCPUName().str();
+  HostTarget result;
+  result.cpu = hostCPU.str();
+  if (hostCPU == "native") {
+    result.cpu = llvm::sys::getHostCPUName().str();
     for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
       features.AddFeature(name, enabled);
   }
   // Check the name on a generic subtarget first: LLVM warns on stderr when
   // it creates a subtarget for an unknown CPU.
   std::unique_ptr<llvm::MCSubtargetInfo> generic(
-      target->createMCSubtargetInfo(triple, "", ""));
-  if (!generic || !generic->isCPUStringValid(cpuName))
+      (*target)->createMCSubtargetInfo(triple, "", ""));
+  if (!generic || !generic->isCPUStringValid(result.cpu))
     return emitError(module.getLoc(), "unknown host CPU '")
-           << cpu << "' for " << triple.str()
+           << hostCPU << "' for " << triple.str()
            << " (use 'native' or an LLVM CPU name such as x86-64-v3)";
+  result.llvmFeatures = features.getString();
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      target->createMCSubtargetInfo(triple, cpuName, features.getString()));
+      (*target)->createMCSubtargetInfo(triple, result.cpu,
+                                       result.llvmFeatures));
   for (const char *name : kHostFeatureNames)
     if (subtarget->checkFeatures(std::string("+") + name))
-      recorded.push_back(name);
-  llvm::TargetOptions options;
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, cpuName, features.getString(), options, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      result.features.push_back(name);
+  return result;
 }
 
-FailureOr<HostObject> kvq::compileToHostObject(ModuleOp module,
-                                               StringRef hostCPU) {
-  HostObject result;
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> target =
-      createHostTargetMachine(module, hostCPU, result.features);
+FailureOr<std::string> kvq::compileToHostObject(ModuleOp module,
+                                                const HostTarget &host) {
+  FailureOr<const llvm::Target *> target = lookupHostTarget(module);
   if (failed(target))
     return failure();
-  std::unique_ptr<llvm::TargetMachine> machine = std::move(*target);
-  result.cpu = machine->getTargetCPU().str();
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine((*target)->createTargetMachine(
+      llvm::Triple(llvm::sys::getDefaultTargetTriple()), host.cpu,
+      host.llvmFeatures, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kvq_kernels");
@@ -91,6 +97,5 @@ FailureOr<HostObject> kvq::compileToHostObject(ModuleOp module,
                                    llvm::CodeGenFileType::ObjectFile))
     return module.emitError("the host target cannot emit object files");
   codegen.run(*llvmModule);
-  result.object = std::string(object.str());
-  return result;
+  return std::string(object.str());
 }

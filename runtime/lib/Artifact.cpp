@@ -11,9 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Artifact.h"
+#include "kvq/Support/ManifestBinding.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -456,6 +458,15 @@ Expected<std::string> readFile(const std::string &Dir, const std::string &Name,
   return Text;
 }
 
+/// The error for kernels compiled with another manifest than the one read.
+Status mismatch(const std::string &Dir, const std::string &Kernels) {
+  return Status::error(ErrorCode::Artifact,
+                       "artifact '" + Dir + "': manifest.json is not the one " +
+                           Kernels +
+                           " was compiled with (edited, or from another "
+                           "build): recompile the spec");
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -485,7 +496,8 @@ Artifact::open(const std::string &Dir) {
   Expected<Manifest> M = parseManifest(*Text);
   if (!M.ok())
     return M.status().withContext("artifact '" + Dir + "': ");
-  return std::shared_ptr<const Artifact>(new Artifact(Dir, std::move(*M)));
+  return std::shared_ptr<const Artifact>(
+      new Artifact(Dir, std::move(*M), hashManifest(*Text)));
 }
 
 std::vector<std::string> Artifact::ptxTargets() const {
@@ -500,7 +512,12 @@ Expected<std::string> Artifact::loadPTX(const std::string &Target) const {
   if (It == M.PTX.end())
     return Status::error(ErrorCode::Unsupported,
                          "artifact '" + Dir + "' has no PTX for " + Target);
-  return readFile(Dir, It->second, kMaxPTXBytes);
+  Expected<std::string> PTX = readFile(Dir, It->second, kMaxPTXBytes);
+  if (!PTX.ok())
+    return PTX;
+  if (findPTXManifestHash(*PTX, M.Name) != ManifestHash)
+    return mismatch(Dir, It->second);
+  return PTX;
 }
 
 Expected<std::string> Artifact::hostSharedPath() const {
@@ -509,4 +526,14 @@ Expected<std::string> Artifact::hostSharedPath() const {
 
 Expected<std::string> Artifact::hostObjectPath() const {
   return resolveInside(Dir, M.HostObject);
+}
+
+Status Artifact::checkHostBinding(const void *HashSymbol) const {
+  uint64_t Hash;
+  if (HashSymbol)
+    std::memcpy(&Hash, HashSymbol, sizeof(Hash));
+  if (!HashSymbol || Hash != ManifestHash)
+    return mismatch(Dir, "the host code (" + M.HostObject + ", " +
+                             M.HostShared + ")");
+  return Status::success();
 }

@@ -15,6 +15,7 @@
 
 #include "ThreadPool.h"
 #include "kvq/Support/HostFeatures.h"
+#include "kvq/Support/ManifestBinding.h"
 
 #include <dlfcn.h>
 #include <system_error>
@@ -195,6 +196,12 @@ kvq::runtime::createCpuBackend(const Artifact &A, unsigned Threads,
                                         : ""));
     }
     Kernels[K.Name] = reinterpret_cast<HostKernel>(Sym);
+  }
+  if (Status S = A.checkHostBinding(
+          dlsym(*Lib, kvq::getManifestHashSymbol(A.manifest().Name).c_str()));
+      !S.ok()) {
+    dlclose(*Lib);
+    return S.withContext("cpu backend: ");
   }
   try {
     return std::unique_ptr<Backend>(

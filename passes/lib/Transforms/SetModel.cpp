@@ -86,9 +86,7 @@ struct KVQSetModelPass : kvq::impl::KVQSetModelBase<KVQSetModelPass> {
                                "f32, got '")
                << dtype << "'";
     }
-    auto emitError = [&] {
-      return cache.emitError("kvq-set-model: ");
-    };
+    auto emitError = [&] { return cache.emitError("kvq-set-model: "); };
     ModelAttr model = ModelAttr::getChecked(
         emitError, &getContext(), pick(layers, old.getLayers()),
         pick(heads, old.getHeads()), pick(kvHeads, old.getKvHeads()),
@@ -175,8 +173,7 @@ struct KVQSetModelPass : kvq::impl::KVQSetModelBase<KVQSetModelPass> {
       Attribute scheme =
           schemes[getSourceLayer(begin, oldLayers, newLayers)].scheme;
       if (layer < newLayers &&
-          schemes[getSourceLayer(layer, oldLayers, newLayers)].scheme ==
-              scheme)
+          schemes[getSourceLayer(layer, oldLayers, newLayers)].scheme == scheme)
         continue;
       LayersOp::create(b, loc, begin, layer, restate(scheme, old, model));
       begin = layer;
@@ -188,8 +185,7 @@ struct KVQSetModelPass : kvq::impl::KVQSetModelBase<KVQSetModelPass> {
         tensor.removeShareAttr();
       else
         tensor.setShareAttr(ShareAttr::get(tensor.getContext(), from,
-                                           share.getGroup(),
-                                           share.getOwner()));
+                                           share.getGroup(), share.getOwner()));
     }
   }
 };

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Reference/FloatFormats.h"
+#include "kvq/Support/ManifestBinding.h"
 
 #include <algorithm>
 #include <cmath>
@@ -152,6 +153,11 @@ void combine(void **Args, uint32_t Hq, uint32_t B, uint32_t) {
 } // namespace
 
 #define KVQ_MOCK_EXPORT extern "C" __attribute__((visibility("default")))
+
+/// The hash of the manifest these kernels implement, as kvq-opt embeds it.
+KVQ_MOCK_EXPORT const uint64_t mock_fp16_manifest_hash = kvq::hashManifest(
+#include "MockManifest.inc"
+);
 
 KVQ_MOCK_EXPORT void kvq_mock_flush_keys_0(void **A, uint32_t X, uint32_t Y,
                                            uint32_t Z) {

@@ -21,21 +21,25 @@ namespace kvq {
 /// The PTX targets every artifact carries unless told otherwise.
 llvm::ArrayRef<std::string> getArtifactChips();
 
-/// Host code for one CPU: an ELF object file, the LLVM CPU name it was
-/// compiled for, and the x86 features it may use (the table of
-/// kvq/Support/HostFeatures.h), which the runtime checks before loading it.
-struct HostObject {
-  std::string object;
+/// The CPU host code is compiled for: its LLVM name, the x86 features the
+/// code may use (the table of kvq/Support/HostFeatures.h, which the runtime
+/// checks before loading it), and LLVM's feature string for it.
+struct HostTarget {
   std::string cpu;
   llvm::SmallVector<std::string> features;
+  std::string llvmFeatures;
 };
 
+/// Resolves `hostCPU`: "native" (this machine's CPU and features) or an LLVM
+/// CPU name (x86-64-v2, x86-64-v3, skylake-avx512, ...); an unknown name is
+/// an error.
+mlir::FailureOr<HostTarget> resolveHostTarget(mlir::ModuleOp module,
+                                              llvm::StringRef hostCPU);
+
 /// Translates `module` (LLVM dialect only) to LLVM IR, optimizes it at O3
-/// for `hostCPU` and emits an object file. `hostCPU` is "native" (this
-/// machine's CPU and features) or an LLVM CPU name (x86-64-v2, x86-64-v3,
-/// skylake-avx512, ...); an unknown name is an error.
-mlir::FailureOr<HostObject> compileToHostObject(mlir::ModuleOp module,
-                                                llvm::StringRef hostCPU);
+/// for `target` and returns an ELF object file.
+mlir::FailureOr<std::string> compileToHostObject(mlir::ModuleOp module,
+                                                 const HostTarget &target);
 
 /// Writes every kvq.cache of `compiled` (the output of kvq-compile-pipeline)
 /// into directory `dir` (one cache) or `dir/<cache name>` (several), created

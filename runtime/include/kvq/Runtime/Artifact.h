@@ -173,19 +173,26 @@ public:
 
   /// The sm targets PTX is provided for ("sm_80", ...).
   std::vector<std::string> ptxTargets() const;
-  /// Reads the PTX text for Target.
+  /// Reads the PTX text for Target; an error unless it carries this
+  /// manifest's hash (kvq/Support/ManifestBinding.h).
   Expected<std::string> loadPTX(const std::string &Target) const;
   /// Real path of the host shared object (kernels.so) and object
   /// (kernels.o): regular files inside the artifact directory, else an error.
   Expected<std::string> hostSharedPath() const;
   Expected<std::string> hostObjectPath() const;
+  /// Checks the manifest hash that host code carries (`HashSymbol` of
+  /// getManifestHashSymbol(), null if the code lacks it) against this
+  /// manifest's.
+  Status checkHostBinding(const void *HashSymbol) const;
 
 private:
-  Artifact(std::string Dir, Manifest M)
-      : Dir(std::move(Dir)), M(std::move(M)) {}
+  Artifact(std::string Dir, Manifest M, uint64_t ManifestHash)
+      : Dir(std::move(Dir)), M(std::move(M)), ManifestHash(ManifestHash) {}
 
   std::string Dir;
   Manifest M;
+  /// hashManifest() of manifest.json's bytes.
+  uint64_t ManifestHash;
 };
 
 } // namespace kvq::runtime
