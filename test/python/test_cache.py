@@ -1,0 +1,124 @@
+"""kvq.Cache: attention against numpy, read-back, and the guarantee that a
+rejected call leaves the cache exactly as it was."""
+
+import numpy as np
+import pytest
+
+import kvq
+
+
+def attention(q, k, v, scale):
+    """Exact decode attention: q [heads, d], k, v [n, kv_heads, d]."""
+    group = q.shape[0] // k.shape[1]
+    k = np.repeat(k.astype(np.float64), group, axis=1)
+    v = np.repeat(v.astype(np.float64), group, axis=1)
+    scores = np.einsum("hd,nhd->hn", q.astype(np.float64), k) * scale
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.einsum("hn,nhd->hd", weights, v)
+
+
+def tokens(rng, n, heads=3, dim=64):
+    return rng.standard_normal((n, heads, dim)).astype(np.float16)
+
+
+def test_fp16_attention_matches_numpy(fp16_artifact, rng):
+    cache = kvq.Cache(fp16_artifact, max_sequences=2, pages=32)
+    seqs = [cache.add_sequence(), cache.add_sequence()]
+    ks = [tokens(rng, 700), tokens(rng, 333)]
+    vs = [tokens(rng, 700), tokens(rng, 333)]
+    cache.append(0, [(s, k, v) for s, k, v in zip(seqs, ks, vs)])
+    q = rng.standard_normal((2, 9, 64)).astype(np.float16)
+    out = cache.attend(0, seqs, q)
+    assert out.shape == (2, 9, 64) and out.dtype == np.float32
+    for i in range(2):
+        expected = attention(q[i], ks[i], vs[i], 1 / 8)
+        error = np.linalg.norm(out[i] - expected) / np.linalg.norm(expected)
+        assert error < 1e-3
+
+
+def test_f32_input_is_rounded_to_the_cache_dtype(fp16_artifact, rng):
+    cache = kvq.Cache(fp16_artifact, max_sequences=2, pages=8)
+    a, b = cache.add_sequence(), cache.add_sequence()
+    k = rng.standard_normal((5, 3, 64)).astype(np.float32)
+    v = rng.standard_normal((5, 3, 64)).astype(np.float32)
+    cache.append(0, [(a, k, v)])
+    cache.append(0, [(b, k.astype(np.float16), v.astype(np.float16))])
+    np.testing.assert_array_equal(
+        cache.read_window("keys", a, 0), cache.read_window("keys", b, 0)
+    )
+    q = rng.standard_normal((1, 9, 64)).astype(np.float32)
+    np.testing.assert_array_equal(cache.attend(0, [a], q), cache.attend(0, [b], q))
+
+
+def test_kivi_quantizes_past_the_window(kivi_artifact, rng):
+    cache = kvq.Cache(kivi_artifact, max_sequences=1, pages=16)
+    seq = cache.add_sequence()
+    # Two-valued data: every group's range is {-1, 1} or a constant, which
+    # 2-bit asymmetric codes reconstruct up to the f16 rounding of the scale
+    # 2/3 (5e-4 per element, ~3e-3 after the softmax; Gaussian data gives
+    # 0.5, a wrong code or parameter far more).
+    k = np.sign(tokens(rng, 600)) + np.float16(0)
+    v = np.sign(tokens(rng, 600)) + np.float16(0)
+    cache.append(1, [(seq, k, v)])
+    counts = cache.counts(seq, 1)
+    assert counts["keys"] == {"sink": 0, "quantized": 512, "window": 88}
+    assert counts["values"] == {"sink": 0, "quantized": 471, "window": 129}
+    # The window holds the newest tokens bit for bit.
+    np.testing.assert_array_equal(cache.read_window("values", seq, 1), v[-129:])
+    assert len(cache.read_slice_page("keys", seq, 1, 0, 0)) > 0
+    q = rng.standard_normal((1, 9, 64)).astype(np.float16)
+    out = cache.attend(1, [seq], q)[0]
+    expected = attention(q[0], k, v, 1 / 8)
+    assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-2
+    stats = cache.memory_stats()
+    assert 2.0 < stats["bits_per_element"] < 16.0
+
+
+def snapshot(cache, seq, q):
+    return (
+        cache.counts(seq, 0),
+        cache.memory_stats(),
+        cache.read_window("keys", seq, 0).tobytes(),
+        cache.read_window("values", seq, 0).tobytes(),
+        cache.attend(0, [seq], q).tobytes(),
+    )
+
+
+def test_bad_calls_raise_and_change_nothing(kivi_artifact, rng):
+    cache = kvq.Cache(kivi_artifact, max_sequences=1, pages=4)
+    seq = cache.add_sequence()
+    cache.append(0, [(seq, tokens(rng, 200), tokens(rng, 200))])
+    q = rng.standard_normal((1, 9, 64)).astype(np.float16)
+    before = snapshot(cache, seq, q)
+    k, v = tokens(rng, 10), tokens(rng, 10)
+    bad_calls = {
+        "wrong shape": lambda: cache.append(0, [(seq, k[:, :2], v[:, :2])]),
+        "k and v lengths": lambda: cache.append(0, [(seq, k, v[:5])]),
+        "wrong dtype": lambda: cache.append(0, [(seq, k.astype(np.float64), v)]),
+        "mixed dtypes": lambda: cache.append(0, [(seq, k, v.astype(np.float32))]),
+        "non-contiguous": lambda: cache.append(
+            0, [(seq, np.asfortranarray(tokens(rng, 4)), tokens(rng, 4))]
+        ),
+        "unknown sequence": lambda: cache.append(0, [(seq + 7, k, v)]),
+        "layer out of range": lambda: cache.append(2, [(seq, k, v)]),
+        "non-finite": lambda: cache.append(0, [(seq, k * np.float16(np.inf), v)]),
+        "capacity": lambda: cache.append(
+            0, [(seq, tokens(rng, 2000), tokens(rng, 2000))]
+        ),
+        "query shape": lambda: cache.attend(0, [seq], q[:, :3]),
+        "attend unknown": lambda: cache.attend(0, [seq + 1], q),
+        "no slot": lambda: cache.add_sequence(),
+        "bad tensor": lambda: cache.read_window("queries", seq, 0),
+    }
+    for what, call in bad_calls.items():
+        with pytest.raises(kvq.Error):
+            call()
+        assert snapshot(cache, seq, q) == before, what
+
+
+def test_bad_backend_and_artifact_are_errors(tmp_path):
+    with pytest.raises(kvq.Error, match="backend"):
+        kvq.Cache(str(tmp_path), backend="tpu")
+    with pytest.raises(kvq.Error):
+        kvq.Cache(str(tmp_path))

@@ -1,0 +1,64 @@
+"""kvq.compile, kvq.set_model and kvq.report_bits against kvq-opt's
+behaviour: same artifacts, same diagnostics, same accounting."""
+
+import json
+import os
+
+import pytest
+
+import kvq
+
+
+def test_compile_writes_an_artifact(kivi_artifact):
+    with open(kivi_artifact.manifest_path) as f:
+        manifest = json.load(f)
+    assert manifest["model"]["head_dim"] == 64
+    assert manifest["model"]["kv_heads"] == 3
+    for name in ("kernels.so", "kernels.o", "kernels.sm_80.ptx"):
+        assert os.path.exists(os.path.join(kivi_artifact.dir, name))
+
+
+def test_bad_spec_raises_spec_error_with_location():
+    with pytest.raises(kvq.SpecError) as error:
+        kvq.compile(
+            "kvq.cache @x model <layers = 1, heads = 2, kv_heads = 3, "
+            "head_dim = 4, dtype = f16> page 1 {}"
+        )
+    message = str(error.value)
+    assert "<spec>:1:" in message
+    assert "heads (2) must be a multiple of kv_heads (3)" in message
+    assert isinstance(error.value, kvq.Error)
+
+
+def test_unsupported_feature_is_a_spec_error():
+    with pytest.raises(kvq.SpecError, match="outlier pools"):
+        kvq.compile(kvq.spec_path("ott-2bit"))
+
+
+def test_set_model_maps_layers_by_depth():
+    spec = kvq.set_model(
+        kvq.spec_path("asymkv-16-0"), layers=30, heads=9, kv_heads=3, head_dim=64
+    )
+    assert "layers = 30, heads = 9, kv_heads = 3, head_dim = 64" in spec
+    assert "kvq.layers 0 to 15 : #kvq.quant<bits = 2" in spec
+    assert "kvq.layers 15 to 30 : #kvq.quant<bits = 1" in spec
+
+
+def test_set_model_names_the_fix():
+    with pytest.raises(kvq.SpecError, match="clamp-groups=true"):
+        kvq.set_model(kvq.spec_path("skvq-k2v2-g128"), head_dim=64)
+    spec = kvq.set_model(
+        kvq.spec_path("skvq-k2v2-g128"), head_dim=64, clamp_groups=True
+    )
+    assert "group = 64" in spec
+
+
+def test_report_bits_matches_the_papers():
+    (kivi,) = kvq.report_bits(kvq.spec_path("kivi-2bit"))
+    assert kivi["code_bits"] == 2.0
+    assert kivi["storage_bits"] == 3.0  # two f16 parameters per 32 values
+    (xquant,) = kvq.report_bits(kvq.spec_path("xquant-llama2-7b"))
+    assert xquant["code_bits"] == pytest.approx(1.40625)
+    assert kivi["bytes"] == sum(
+        kivi[k] for k in ("codes", "params", "full_precision", "pools", "metadata")
+    )
