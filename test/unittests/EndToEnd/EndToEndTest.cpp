@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RealActivations.h"
 #include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Reference/Reference.h"
 #include "kvq/Runtime/Runtime.h"
@@ -422,11 +423,17 @@ public:
   }
 
   /// Attends Layer for the sequences Index and compares with the reference.
+  /// Attends Layer for the sequences Index with queries `Queries`
+  /// ([Index.size()][Hq][D]; random when empty) and checks the outputs
+  /// against the reference.
   void checkAttention(unsigned Layer, const std::vector<unsigned> &Index,
-                      const std::string &Context) {
+                      const std::string &Context,
+                      std::vector<float> Queries = {}) {
     size_t QRow = size_t(P.Heads) * P.HeadDim;
     std::vector<float> Q =
-        tokens(unsigned(Index.size() * P.Heads / P.KvHeads), false);
+        Queries.empty()
+            ? tokens(unsigned(Index.size() * P.Heads / P.KvHeads), false)
+            : std::move(Queries);
     Q.resize(Index.size() * QRow);
     std::vector<uint16_t> QBits = toBits(Q);
     std::vector<SequenceId> Ids;
@@ -665,6 +672,56 @@ TEST_P(EndToEndTest, EmptySequenceAttendsToZero) {
   H.append(0, {All[1]}, {1});
   H.checkAttention(0, {All[0]}, "empty sequence");
   H.checkAttention(0, All, "empty and one-token sequences");
+}
+
+/// The first `Count` tokens from `First` of a [tokens][heads][D] array.
+std::vector<float> tokenRange(const std::vector<float> &All, unsigned First,
+                              unsigned Count, size_t Row) {
+  return std::vector<float>(All.begin() + First * Row,
+                            All.begin() + (First + Count) * Row);
+}
+
+/// SmolLM2-135M's keys, values and queries (Inputs/smollm2-activations.bin,
+/// written by `python -m kvq.activations`) instead of synthetic tokens: real
+/// outlier channels and value statistics, on two of its layers. A prompt in
+/// one append, then single-token appends; every region bit for bit, and
+/// attention with the model's queries of the last token (query head i of
+/// the spec takes the model's head (i / R) * 3 + i % R % 3).
+TEST_P(EndToEndTest, RealActivationsMatchTheReference) {
+  const SpecParam &P = GetParam();
+  static const std::optional<test::RealActivations> Real =
+      test::RealActivations::load(KVQ_REAL_ACTIVATIONS);
+  ASSERT_TRUE(Real) << "cannot read " << KVQ_REAL_ACTIVATIONS;
+  if (P.HeadDim != Real->HeadDim || P.KvHeads > Real->KvHeads)
+    GTEST_SKIP() << "the activations have head_dim " << Real->HeadDim << " and "
+                 << Real->KvHeads << " kv-heads";
+  Harness H(P, cpuCache(P, 1, 64), 7);
+  unsigned S = H.addSequence();
+  const unsigned Decode = 16, Prompt = Real->Tokens - Decode;
+  const size_t Row = H.rowElems();
+  for (unsigned L = 0; L < kLayers; ++L) {
+    unsigned Captured = L + 1; // the model's layers 15 and 29
+    std::vector<float> K = Real->heads(Captured, "k", P.KvHeads);
+    std::vector<float> V = Real->heads(Captured, "v", P.KvHeads);
+    H.appendData(
+        L, {S}, {Prompt},
+        {tokenRange(K, 0, Prompt, Row), tokenRange(V, 0, Prompt, Row)});
+    for (unsigned T = Prompt; T < Real->Tokens; ++T)
+      H.appendData(L, {S}, {1},
+                   {tokenRange(K, T, 1, Row), tokenRange(V, T, 1, Row)});
+    std::vector<float> ModelQ = Real->heads(Captured, "q", Real->Heads);
+    unsigned R = P.Heads / P.KvHeads, ModelR = Real->Heads / Real->KvHeads;
+    std::vector<float> Q;
+    for (unsigned I = 0; I < P.Heads; ++I) {
+      unsigned Head = (I / R) * ModelR + I % R % ModelR;
+      const float *Row =
+          &ModelQ[((Real->Tokens - 1) * size_t(Real->Heads) + Head) *
+                  P.HeadDim];
+      Q.insert(Q.end(), Row, Row + P.HeadDim);
+    }
+    H.checkAttention(L, {S}, "SmolLM2 activations", Q);
+  }
+  H.checkState(S, "SmolLM2 activations");
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, EndToEndTest, ::testing::ValuesIn(kSpecs),
