@@ -73,13 +73,13 @@ class ComparingPast:
 
 @dataclass
 class Run:
-    """One spec's decoder and its running metrics."""
+    """One spec's cache and its running metrics."""
 
     name: str
     bits: dict
-    decoder: kvq_model.Decoder
-    past: object
+    past: ComparingPast
     cache: kvq.Cache
+    seqs: list
     kl: list = field(default_factory=list)
     nll: list = field(default_factory=list)
     agree: list = field(default_factory=list)
@@ -93,7 +93,9 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
 
 def make_cache(artifact, batch, context, page_tokens=128):
     pages = batch * (context // page_tokens + 2)
-    cache = kvq.Cache(artifact, max_sequences=batch, pages=pages, threads=2)
+    # One thread: the calls are small, and a hand-off to a worker costs more
+    # than the work.
+    cache = kvq.Cache(artifact, max_sequences=batch, pages=pages, threads=1)
     return cache, [cache.add_sequence() for _ in range(batch)]
 
 
@@ -124,7 +126,6 @@ def evaluate(
     batch, context = tokens.shape
     _, fp16_artifact, _ = compile_for(model, "fp16", work_dir, "baseline-fp16")
     baseline_cache, baseline_seqs = make_cache(fp16_artifact, batch, context)
-    baseline = kvq_model.Decoder(model, baseline_cache, baseline_seqs)
     runs = []
     for name in specs:
         label, artifact, spec = compile_for(model, name, work_dir)
@@ -133,7 +134,12 @@ def evaluate(
         assert twin_seqs == seqs
         past = ComparingPast(cache, twin, model.config.layers)
         bits = kvq.report_bits(spec, tokens=context)[0]
-        runs.append(Run(label, bits, kvq_model.Decoder(model, past, seqs), past, cache))
+        runs.append(Run(label, bits, past, cache, seqs))
+    # The baseline is member 0; all members advance in one lockstep decoder.
+    decoder = kvq_model.Decoder(
+        model,
+        members=[(baseline_cache, baseline_seqs)] + [(r.past, r.seqs) for r in runs],
+    )
 
     steps = range(prompt, context)
     if progress:
@@ -141,23 +147,20 @@ def evaluate(
 
         steps = tqdm(steps, desc="kvq-eval", unit="token", file=sys.stderr,
                      mininterval=10)
-    logits = {r.name: r.decoder.prefill(tokens[:, :prompt]) for r in runs}
-    reference = baseline.prefill(tokens[:, :prompt])
+    logits = decoder.prefill(tokens[:, :prompt])
     baseline_nll = []
     for t in steps:
         target = tokens[:, t]
-        ref_logp = log_softmax(reference)
+        ref_logp = log_softmax(logits[0])
         baseline_nll.append(-ref_logp[np.arange(batch), target])
         ref_p = np.exp(ref_logp)
-        for run in runs:
-            logp = log_softmax(logits[run.name])
+        for run, run_logits in zip(runs, logits[1:]):
+            logp = log_softmax(run_logits)
             run.kl.append(np.sum(ref_p * (ref_logp - logp), axis=-1))
             run.nll.append(-logp[np.arange(batch), target])
             run.agree.append(np.argmax(logp, -1) == np.argmax(ref_logp, -1))
         if t + 1 < context:
-            reference = baseline.step(target)
-            for run in runs:
-                logits[run.name] = run.decoder.step(target)
+            logits = decoder.step(target)
 
     results = {
         "baseline-fp16": {

@@ -236,48 +236,64 @@ class ExactPast:
 
 
 class Decoder:
-    """Runs `model` over a batch of sequences whose past lives in `past` (a
-    kvq.Cache or an ExactPast). `seqs` are the past's sequence ids."""
+    """Runs `model` over a batch of sequences in lockstep with several pasts:
+    `members` are (past, seqs) pairs, a past being a kvq.Cache or an
+    ExactPast and seqs its sequence ids for the batch. Every member sees the
+    same tokens (teacher forcing) but keeps its own hidden states; the dense
+    products of all members run as one matrix product, so the weights are
+    read once per step however many caches are compared."""
 
-    def __init__(self, model: Model, past, seqs: list[int]):
+    def __init__(self, model: Model, past=None, seqs=None, members=None):
         self.model = model
-        self.past = past
-        self.seqs = list(seqs)
+        self.single = members is None
+        self.members = [(past, list(seqs))] if self.single else list(members)
         self.length = 0
         self.layer_outputs = []  # per layer, attention outputs of the last step
 
     def prefill(self, tokens: np.ndarray) -> np.ndarray:
         """Exact causal attention over the prompt [batch, t], whose keys and
-        values are then appended to the past; returns the last position's
-        logits [batch, vocab]."""
+        values are then appended to every past; returns the last position's
+        logits [members, batch, vocab] ([batch, vocab] when constructed with
+        one past)."""
         m = self.model
         positions = np.broadcast_to(np.arange(tokens.shape[1]), tokens.shape)
         x = m.embedding[tokens]
         for layer, block in enumerate(m.blocks):
             q, k, v = m.qkv(block, x, positions)
-            self.past.append(layer, list(zip(self.seqs, k, v)))
+            for past, seqs in self.members:
+                past.append(layer, list(zip(seqs, k, v)))
             x = m.finish_block(block, x, m.causal_attention(q, k, v))
         self.length = tokens.shape[1]
-        return m.logits(x[:, -1])
+        logits = m.logits(x[:, -1])
+        return self._unstack(np.stack([logits] * len(self.members)))
 
     def step(self, tokens: np.ndarray) -> np.ndarray:
-        """Appends one token per sequence [batch] and attends the past
-        through the cache; returns logits [batch, vocab]."""
+        """Appends one token per sequence [batch] to every past and attends
+        each past through its cache; returns logits as prefill does."""
         m = self.model
-        positions = np.full((len(tokens), 1), self.length)
-        x = m.embedding[tokens][:, None]
+        batch, count = len(tokens), len(self.members)
+        positions = np.full((batch * count, 1), self.length)
+        x = np.tile(m.embedding[tokens], (count, 1))[:, None]
         self.layer_outputs = []
         for layer, block in enumerate(m.blocks):
             q, k, v = m.qkv(block, x, positions)
-            self.past.append(layer, list(zip(self.seqs, k, v)))
-            attended = self.past.attend(layer, self.seqs, np.ascontiguousarray(q[:, 0]))
+            attended = np.empty((batch * count, m.config.heads, m.config.head_dim),
+                                np.float32)
+            for i, (past, seqs) in enumerate(self.members):
+                rows = slice(i * batch, (i + 1) * batch)
+                past.append(layer, list(zip(seqs, k[rows], v[rows])))
+                attended[rows] = past.attend(
+                    layer, seqs, np.ascontiguousarray(q[rows, 0]))
             self.layer_outputs.append(attended)
             x = m.finish_block(block, x, attended[:, None])
         self.length += 1
-        return m.logits(x[:, 0])
+        return self._unstack(m.logits(x[:, 0]).reshape(count, batch, -1))
+
+    def _unstack(self, logits):
+        return logits[0] if self.single else logits
 
     def generate(self, prompt: list[int], steps: int) -> list[int]:
-        """Greedy continuation of one prompt (batch of one)."""
+        """Greedy continuation of one prompt (one past, batch of one)."""
         logits = self.prefill(np.array([prompt]))
         out = []
         for _ in range(steps):
