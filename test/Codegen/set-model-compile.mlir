@@ -6,6 +6,11 @@
 // RUN:   kvq-opt %specs/$spec.mlir --kvq-set-model="layers=30 heads=9 kv_heads=3 head_dim=64 clamp-groups=true" -o %t/$spec.mlir || exit 1; \
 // RUN:   kvq-opt %t/$spec.mlir --kvq-compile=%t/$spec -o /dev/null || exit 1; \
 // RUN: done
+// kvq-eval's ablation specs too.
+// RUN: for spec in %S/../../tools/kvq-eval/specs/*.mlir; do \
+// RUN:   kvq-opt $spec --kvq-set-model="layers=30 heads=9 kv_heads=3 head_dim=64" -o %t/ablation.mlir || exit 1; \
+// RUN:   kvq-opt %t/ablation.mlir --kvq-compile=%t/ablation-$(basename $spec .mlir) -o /dev/null || exit 1; \
+// RUN: done
 // RUN: grep -h '"head_dim"' %t/*/manifest.json | sort -u | FileCheck %s
 // CHECK: "head_dim": 64,
 // CHECK-NOT: "head_dim"
