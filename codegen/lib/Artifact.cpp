@@ -121,7 +121,7 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
       combine = spec.name;
     llvm::json::Array args;
     for (ArgKind kind : spec.getArgs())
-      args.push_back(kind == ArgKind::I32 ? "i32" : "ptr");
+      args.push_back(abi::getManifestName(kind));
     kernels.push_back(llvm::json::Object{
         {"name", spec.name},
         {"kind", spec.getKindName()},

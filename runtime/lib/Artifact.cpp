@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Artifact.h"
+#include "kvq/Support/KernelABI.h"
 #include "kvq/Support/ManifestBinding.h"
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@
 
 using namespace kvq::runtime;
 using Json = nlohmann::json;
+namespace abi = kvq::abi;
 
 //===----------------------------------------------------------------------===//
 // Small helpers
@@ -301,25 +303,25 @@ KernelInfo parseKernel(const Json &J, const std::string &P) {
   const Json &Args = field(J, "args", P);
   check(Args.is_array(), "'" + P + ".args' must be an array");
   for (const Json &A : Args) {
-    check(A.is_string() && (A == "ptr" || A == "i32"),
+    const char *I32 = abi::getManifestName(abi::ArgKind::I32);
+    const char *Ptr = abi::getManifestName(abi::ArgKind::Ptr);
+    check(A.is_string() && (A == Ptr || A == I32),
           "'" + P + ".args' entries must be ptr or i32");
-    K.Args.push_back(A == "ptr" ? ArgKind::Ptr : ArgKind::I32);
+    K.Args.push_back(A == Ptr ? ArgKind::Ptr : ArgKind::I32);
   }
   return K;
 }
 
-/// The argument list docs/KernelABI.md fixes for each kernel kind.
+/// The argument list kvq/Support/KernelABI.h fixes for each kernel kind.
 std::vector<ArgKind> expectedArgs(const std::string &Kind) {
-  const ArgKind P = ArgKind::Ptr, I = ArgKind::I32;
-  if (Kind == "keynorm")
-    return {P, P, I};
-  if (Kind == "flush")
-    return {P, P, P, P, P, I, I};
-  if (Kind == "attend")
-    return {P, P, P, P, P, P, P, P, P, P, P, P, I, I};
-  if (Kind == "combine")
-    return {P, P, P, I};
-  fail("unknown kernel kind '" + Kind + "'");
+  const abi::KernelDesc *K = abi::findKernel(Kind.c_str());
+  if (!K)
+    fail("unknown kernel kind '" + Kind + "'");
+  std::vector<ArgKind> Args;
+  for (unsigned I = 0; I < K->NumArgs; ++I)
+    Args.push_back(K->Args[I].Kind == abi::ArgKind::I32 ? ArgKind::I32
+                                                        : ArgKind::Ptr);
+  return Args;
 }
 
 void checkKernelRef(const Manifest &M, const std::string &Name,
