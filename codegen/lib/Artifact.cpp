@@ -223,7 +223,7 @@ static void addManifestHash(ModuleOp host, CacheOp cache, uint64_t hash) {
 /// the kernels carry the hash of its exact bytes.
 static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
                                         StringRef dir) {
-  FailureOr<CacheLayout> layout = computeCacheLayout(cache);
+  FailureOr<CacheLayout> layout = getCacheLayout(cache);
   if (failed(layout))
     return failure();
   auto host = dyn_cast_or_null<ModuleOp>(
