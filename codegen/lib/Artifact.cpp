@@ -10,6 +10,7 @@
 #include "kvq/Analysis/BitAccounting.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Support/ManifestBinding.h"
+#include "kvq/Support/ManifestSchema.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,7 +26,7 @@
 using namespace mlir;
 using namespace kvq;
 
-static constexpr int kManifestVersion = 1;
+namespace key = manifest::key;
 
 ArrayRef<std::string> kvq::getArtifactChips() {
   static const std::string chips[] = {"sm_80", "sm_90"};
@@ -57,26 +58,27 @@ mapLayerKernels(ArrayRef<LoweredKernel> kernels, unsigned numLayers) {
 
 static llvm::json::Object describeSlice(const SliceLayout &slice) {
   if (!slice.isQuantized())
-    return llvm::json::Object{{"kind", "full_precision"}};
+    return llvm::json::Object{
+        {key::Kind, manifest::scheme_kind::FullPrecision}};
   QuantAttr quant = slice.quant;
   std::string params;
   llvm::raw_string_ostream(params) << quant.getParamType();
-  return llvm::json::Object{{"kind", "quant"},
-                            {"bits", quant.getBits()},
-                            {"mode", stringifyMode(quant.getMode())},
-                            {"span", stringifySpan(quant.getSpan())},
-                            {"group", quant.getGroup()},
-                            {"levels", quant.getNumLevels()},
-                            {"eta", quant.getEtaValue()},
-                            {"clip", quant.getUniformClip().value_or(1.0)},
-                            {"params", params},
-                            {"param_bytes", slice.paramBytes},
-                            {"key_norm", quant.getKeyNorm()},
-                            {"words_per_group", slice.wordsPerGroup},
-                            {"groups_per_page", slice.groupsPerPage},
-                            {"codes_bytes", slice.codesBytes},
-                            {"scales_offset", slice.scalesOffset},
-                            {"zeros_offset", slice.zerosOffset}};
+  return llvm::json::Object{{key::Kind, manifest::scheme_kind::Quant},
+                            {key::Bits, quant.getBits()},
+                            {key::Mode, stringifyMode(quant.getMode())},
+                            {key::Span, stringifySpan(quant.getSpan())},
+                            {key::Group, quant.getGroup()},
+                            {key::Levels, quant.getNumLevels()},
+                            {key::Eta, quant.getEtaValue()},
+                            {key::Clip, quant.getUniformClip().value_or(1.0)},
+                            {key::Params, params},
+                            {key::ParamBytes, slice.paramBytes},
+                            {key::KeyNorm, quant.getKeyNorm()},
+                            {key::WordsPerGroup, slice.wordsPerGroup},
+                            {key::GroupsPerPage, slice.groupsPerPage},
+                            {key::CodesBytes, slice.codesBytes},
+                            {key::ScalesOffset, slice.scalesOffset},
+                            {key::ZerosOffset, slice.zerosOffset}};
 }
 
 static llvm::json::Object describeTensor(const TensorLayout &tensor,
@@ -85,19 +87,19 @@ static llvm::json::Object describeTensor(const TensorLayout &tensor,
   llvm::json::Array layers;
   for (auto [l, slice] : llvm::enumerate(tensor.layers))
     layers.push_back(llvm::json::Object{
-        {"offset", tensor.layerOffsets[l]},
-        {"slice_bytes", slice.sliceBytes},
-        {"flush_kernel", kernels[l].flush[isKeys ? 0 : 1]},
-        {"codes_from",
+        {key::Offset, tensor.layerOffsets[l]},
+        {key::SliceBytes, slice.sliceBytes},
+        {key::FlushKernel, kernels[l].flush[isKeys ? 0 : 1]},
+        {key::CodesFrom,
          slice.codesFrom ? int64_t(*slice.codesFrom) : int64_t(-1)},
-        {"scheme", describeSlice(slice)}});
+        {key::Scheme, describeSlice(slice)}});
   WindowAttr window = tensor.window;
-  return llvm::json::Object{{"sink", window.getSink()},
-                            {"recent", window.getRecent()},
-                            {"flush", window.getFlush()},
-                            {"window_capacity", tensor.windowCapacity},
-                            {"page_bytes", tensor.pageBytes},
-                            {"layers", std::move(layers)}};
+  return llvm::json::Object{{key::Sink, window.getSink()},
+                            {key::Recent, window.getRecent()},
+                            {key::Flush, window.getFlush()},
+                            {key::WindowCapacity, tensor.windowCapacity},
+                            {key::PageBytes, tensor.pageBytes},
+                            {key::Layers, std::move(layers)}};
 }
 
 static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
@@ -112,8 +114,8 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
   EquivalentBits bits = computeEquivalentBits(cache);
   llvm::json::Array layers, kernels;
   for (const LayerKernels &layer : layerKernels)
-    layers.push_back(llvm::json::Object{{"attend_kernel", layer.attend},
-                                        {"keynorm_kernel", layer.keyNorm}});
+    layers.push_back(llvm::json::Object{{key::AttendKernel, layer.attend},
+                                        {key::KeynormKernel, layer.keyNorm}});
   std::string combine;
   for (const LoweredKernel &kernel : lowered) {
     const KernelSpec &spec = kernel.spec;
@@ -121,44 +123,44 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
       combine = spec.name;
     llvm::json::Array args;
     for (ArgKind kind : spec.getArgs())
-      args.push_back(kind == ArgKind::I32 ? "i32" : "ptr");
+      args.push_back(abi::getManifestName(kind));
     kernels.push_back(llvm::json::Object{
-        {"name", spec.name},
-        {"kind", spec.getKindName()},
-        {"block", llvm::json::Array{KernelTarget::kBlockThreads, 1, 1}},
-        {"shared_bytes", 0},
-        {"args", std::move(args)}});
+        {key::Name, spec.name},
+        {key::Kind, spec.getKindName()},
+        {key::Block, llvm::json::Array{KernelTarget::kBlockThreads, 1, 1}},
+        {key::SharedBytes, 0},
+        {key::Args, std::move(args)}});
   }
   llvm::json::Object ptx;
   for (const std::string &chip : chips)
     ptx[chip] = "kernels." + chip + ".ptx";
   return llvm::json::Object{
-      {"version", kManifestVersion},
-      {"name", cache.getSymName()},
-      {"model", llvm::json::Object{{"layers", model.getLayers()},
-                                   {"heads", model.getHeads()},
-                                   {"kv_heads", model.getKvHeads()},
-                                   {"head_dim", model.getHeadDim()},
-                                   {"dtype", dtype},
-                                   {"dtype_bytes", layout.dtypeBytes},
-                                   {"scale", model.getSoftmaxScale()}}},
-      {"page_tokens", layout.pageTokens},
-      {"split_tokens", layout.splitTokens},
-      {"bits", llvm::json::Object{{"code_bits", bits.codeBits},
-                                  {"storage_bits", bits.storageBits}}},
-      {"tensors",
+      {key::Version, manifest::kVersion},
+      {key::Name, cache.getSymName()},
+      {key::Model, llvm::json::Object{{key::Layers, model.getLayers()},
+                                      {key::Heads, model.getHeads()},
+                                      {key::KvHeads, model.getKvHeads()},
+                                      {key::HeadDim, model.getHeadDim()},
+                                      {key::Dtype, dtype},
+                                      {key::DtypeBytes, layout.dtypeBytes},
+                                      {key::Scale, model.getSoftmaxScale()}}},
+      {key::PageTokens, layout.pageTokens},
+      {key::SplitTokens, layout.splitTokens},
+      {key::Bits, llvm::json::Object{{key::CodeBits, bits.codeBits},
+                                     {key::StorageBits, bits.storageBits}}},
+      {key::Tensors,
        llvm::json::Object{
-           {"keys", describeTensor(layout.keys, layerKernels, true)},
-           {"values", describeTensor(layout.values, layerKernels, false)}}},
-      {"layers", std::move(layers)},
-      {"combine_kernel", combine},
-      {"kernels", std::move(kernels)},
-      {"host",
-       llvm::json::Object{{"cpu", host.cpu},
-                          {"features", llvm::json::Array(host.features)}}},
-      {"files", llvm::json::Object{{"ptx", std::move(ptx)},
-                                   {"host_object", "kernels.o"},
-                                   {"host_shared", "kernels.so"}}}};
+           {key::Keys, describeTensor(layout.keys, layerKernels, true)},
+           {key::Values, describeTensor(layout.values, layerKernels, false)}}},
+      {key::Layers, std::move(layers)},
+      {key::CombineKernel, combine},
+      {key::Kernels, std::move(kernels)},
+      {key::Host,
+       llvm::json::Object{{key::Cpu, host.cpu},
+                          {key::Features, llvm::json::Array(host.features)}}},
+      {key::Files, llvm::json::Object{{key::Ptx, std::move(ptx)},
+                                      {key::HostObject, "kernels.o"},
+                                      {key::HostShared, "kernels.so"}}}};
 }
 
 static LogicalResult writeFile(Operation *op, StringRef path,
@@ -221,7 +223,7 @@ static void addManifestHash(ModuleOp host, CacheOp cache, uint64_t hash) {
 /// the kernels carry the hash of its exact bytes.
 static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
                                         StringRef dir) {
-  FailureOr<CacheLayout> layout = computeCacheLayout(cache);
+  FailureOr<CacheLayout> layout = getCacheLayout(cache);
   if (failed(layout))
     return failure();
   auto host = dyn_cast_or_null<ModuleOp>(
@@ -268,7 +270,7 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
       return failure();
   if (failed(writeFile(cache, path("kernels.o"), *object)) ||
       failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||
-      failed(writeFile(cache, path("manifest.json"), manifest)))
+      failed(writeFile(cache, path(manifest::kFileName), manifest)))
     return failure();
   return success();
 }

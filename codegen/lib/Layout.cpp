@@ -121,3 +121,100 @@ FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
   layout.values = std::move(*values);
   return layout;
 }
+
+//===----------------------------------------------------------------------===//
+// The #kvq.layout attribute
+//===----------------------------------------------------------------------===//
+
+static SliceLayoutAttr getSliceAttr(const SliceLayout &slice, uint64_t offset,
+                                    MLIRContext *ctx) {
+  return SliceLayoutAttr::get(
+      ctx, offset, slice.sliceBytes, slice.wordsPerGroup, slice.groupsPerToken,
+      slice.groupsPerPage, slice.paramBytes, slice.codesBytes,
+      slice.scalesOffset, slice.zerosOffset,
+      slice.codesFrom ? int64_t(*slice.codesFrom) : int64_t(-1),
+      slice.codesLayerDelta, slice.codesHeadDelta);
+}
+
+static TensorLayoutAttr getTensorAttr(const TensorLayout &tensor,
+                                      MLIRContext *ctx) {
+  SmallVector<Attribute> slices;
+  for (auto [slice, offset] : llvm::zip(tensor.layers, tensor.layerOffsets))
+    slices.push_back(getSliceAttr(slice, offset, ctx));
+  return TensorLayoutAttr::get(ctx, tensor.windowCapacity, tensor.pageBytes,
+                               ArrayAttr::get(ctx, slices));
+}
+
+LayoutAttr kvq::getLayoutAttr(const CacheLayout &layout, MLIRContext *ctx) {
+  return LayoutAttr::get(ctx, layout.pageTokens, layout.splitTokens,
+                         layout.dtypeBytes, getTensorAttr(layout.keys, ctx),
+                         getTensorAttr(layout.values, ctx));
+}
+
+static SliceLayout decodeSlice(SliceLayoutAttr attr, const LayerScheme &layer) {
+  SliceLayout slice;
+  slice.scheme = layer.scheme;
+  slice.quant = layer.getQuant();
+  slice.wordsPerGroup = attr.getWordsPerGroup();
+  slice.groupsPerToken = attr.getGroupsPerToken();
+  slice.groupsPerPage = attr.getGroupsPerPage();
+  slice.paramBytes = attr.getParamBytes();
+  slice.codesBytes = attr.getCodesBytes();
+  slice.scalesOffset = attr.getScalesOffset();
+  slice.zerosOffset = attr.getZerosOffset();
+  slice.sliceBytes = attr.getSliceBytes();
+  if (attr.getCodesFrom() >= 0)
+    slice.codesFrom = unsigned(attr.getCodesFrom());
+  slice.codesLayerDelta = attr.getCodesLayerDelta();
+  slice.codesHeadDelta = attr.getCodesHeadDelta();
+  return slice;
+}
+
+template <typename TensorOpT>
+static FailureOr<TensorLayout> decodeTensor(TensorOpT op, TensorLayoutAttr attr,
+                                            ModelAttr model) {
+  SmallVector<LayerScheme> schemes = op.getLayerSchemes();
+  if (schemes.size() != attr.getSlices().size())
+    return op.emitOpError("kvq.layout has ")
+           << attr.getSlices().size() << " slices for " << schemes.size()
+           << " layers";
+  TensorLayout tensor;
+  tensor.window = op.getWindow();
+  tensor.windowCapacity = attr.getWindowCapacity();
+  tensor.pageBytes = attr.getPageBytes();
+  for (auto [index, layer] : llvm::enumerate(schemes)) {
+    SliceLayoutAttr slice = attr.getSlice(index);
+    // Every kv-head's slice lies in the page (the attribute alone does not
+    // know the number of kv-heads).
+    if (slice.getOffset() +
+                uint64_t(model.getKvHeads()) * slice.getSliceBytes() >
+            tensor.pageBytes ||
+        (slice.getCodesFrom() >= 0) != layer.codesFrom.has_value())
+      return op.emitOpError("kvq.layout does not fit layer ") << index;
+    tensor.layerOffsets.push_back(slice.getOffset());
+    tensor.layers.push_back(decodeSlice(slice, layer));
+  }
+  return tensor;
+}
+
+FailureOr<CacheLayout> kvq::getCacheLayout(CacheOp cache) {
+  auto attr = cache->getAttrOfType<LayoutAttr>(LayoutAttr::getAttrName());
+  if (!attr)
+    return cache.emitOpError("has no kvq.layout (run kvq-assign-layout)");
+  CacheLayout layout;
+  layout.model = cache.getModel();
+  layout.pageTokens = attr.getPageTokens();
+  layout.splitTokens = attr.getSplitTokens();
+  layout.dtypeBytes = attr.getDtypeBytes();
+  if (layout.pageTokens != cache.getPage())
+    return cache.emitOpError("kvq.layout is for another page size");
+  FailureOr<TensorLayout> keys =
+      decodeTensor(cache.getKeys(), attr.getKeys(), layout.model);
+  FailureOr<TensorLayout> values =
+      decodeTensor(cache.getValues(), attr.getValues(), layout.model);
+  if (failed(keys) || failed(values))
+    return failure();
+  layout.keys = std::move(*keys);
+  layout.values = std::move(*values);
+  return layout;
+}

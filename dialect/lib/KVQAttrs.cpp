@@ -471,3 +471,71 @@ std::optional<unsigned> ShareAttr::getCodeOwner(unsigned layer) const {
     return std::nullopt;
   return owner;
 }
+
+//===----------------------------------------------------------------------===//
+// Physical layout
+//===----------------------------------------------------------------------===//
+
+/// Every region of a page starts on 16 bytes, for 128-bit loads.
+static constexpr uint64_t kLayoutAlign = 16;
+
+/// Whether `bytes` bytes at `offset` lie inside `[0, size)`.
+static bool isWithin(int64_t offset, uint64_t bytes, uint64_t size) {
+  return offset >= 0 && uint64_t(offset) <= size &&
+         bytes <= size - uint64_t(offset);
+}
+
+LogicalResult SliceLayoutAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, uint64_t offset,
+    uint64_t sliceBytes, unsigned wordsPerGroup, unsigned groupsPerToken,
+    unsigned groupsPerPage, unsigned paramBytes, uint64_t codesBytes,
+    uint64_t scalesOffset, int64_t zerosOffset, int64_t codesFrom,
+    int64_t codesLayerDelta, int64_t codesHeadDelta) {
+  if (offset % kLayoutAlign || sliceBytes % kLayoutAlign ||
+      scalesOffset % kLayoutAlign ||
+      (zerosOffset > 0 && zerosOffset % kLayoutAlign))
+    return emitError() << "slice offsets and sizes must be multiples of "
+                       << kLayoutAlign << " bytes";
+  uint64_t params = uint64_t(groupsPerPage) * paramBytes;
+  if (codesBytes > sliceBytes ||
+      (paramBytes && !isWithin(scalesOffset, params, sliceBytes)) ||
+      (zerosOffset >= 0 && !isWithin(zerosOffset, params, sliceBytes)))
+    return emitError() << "codes or parameters lie outside the " << sliceBytes
+                       << "-byte slice";
+  if (codesFrom < -1)
+    return emitError() << "codes_from must be -1 or a layer";
+  return success();
+}
+
+LogicalResult
+TensorLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         unsigned windowCapacity, uint64_t pageBytes,
+                         ArrayAttr slices) {
+  if (pageBytes % kLayoutAlign)
+    return emitError() << "page_bytes must be a multiple of " << kLayoutAlign;
+  for (auto [layer, attr] : llvm::enumerate(slices)) {
+    auto slice = dyn_cast<SliceLayoutAttr>(attr);
+    if (!slice)
+      return emitError() << "slices must be #kvq.slice_layout attributes";
+    if (!isWithin(slice.getOffset(), slice.getSliceBytes(), pageBytes))
+      return emitError() << "slice of layer " << layer << " lies outside the "
+                         << pageBytes << "-byte page";
+    if (slice.getCodesFrom() >= int64_t(layer))
+      return emitError() << "layer " << layer
+                         << " reuses the codes of a later layer";
+  }
+  return success();
+}
+
+LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 unsigned pageTokens, unsigned splitTokens,
+                                 unsigned dtypeBytes, TensorLayoutAttr keys,
+                                 TensorLayoutAttr values) {
+  if (!pageTokens || !splitTokens)
+    return emitError() << "page_tokens and split_tokens must be positive";
+  if (dtypeBytes != 2 && dtypeBytes != 4)
+    return emitError() << "dtype_bytes must be 2 or 4";
+  if (keys.getSlices().size() != values.getSlices().size())
+    return emitError() << "keys and values must have the same layers";
+  return success();
+}

@@ -11,7 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Artifact.h"
+#include "kvq/Support/KernelABI.h"
 #include "kvq/Support/ManifestBinding.h"
+#include "kvq/Support/ManifestSchema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +25,9 @@
 
 using namespace kvq::runtime;
 using Json = nlohmann::json;
+namespace abi = kvq::abi;
+namespace manifest = kvq::manifest;
+namespace key = kvq::manifest::key;
 
 //===----------------------------------------------------------------------===//
 // Small helpers
@@ -182,47 +187,48 @@ ModelShape parseModel(const Json &J) {
   ModelShape M;
   // The dialect's bounds (docs/Rationale.md): every size derived from them
   // fits in 64 bits.
-  M.Layers = unsigned(getBounded(J, "layers", P, 4096));
-  M.Heads = unsigned(getBounded(J, "heads", P, 4096));
-  M.KvHeads = unsigned(getBounded(J, "kv_heads", P, 4096));
-  M.HeadDim = unsigned(getBounded(J, "head_dim", P, 16384));
-  M.Type = parseDType(getString(J, "dtype", P), "model.dtype");
-  M.Scale = getNumber(J, "scale", P);
+  M.Layers = unsigned(getBounded(J, key::Layers, P, 4096));
+  M.Heads = unsigned(getBounded(J, key::Heads, P, 4096));
+  M.KvHeads = unsigned(getBounded(J, key::KvHeads, P, 4096));
+  M.HeadDim = unsigned(getBounded(J, key::HeadDim, P, 16384));
+  M.Type = parseDType(getString(J, key::Dtype, P), "model.dtype");
+  M.Scale = getNumber(J, key::Scale, P);
   check(M.Layers > 0 && M.Heads > 0 && M.KvHeads > 0 && M.HeadDim > 0,
         "model dimensions must be positive");
   check(M.Heads % M.KvHeads == 0, "model.heads must be a multiple of kv_heads");
-  check(getUInt(J, "dtype_bytes", P) == byteSize(M.Type),
+  check(getUInt(J, key::DtypeBytes, P) == byteSize(M.Type),
         "model.dtype_bytes does not match model.dtype");
   return M;
 }
 
 SchemeLayout parseScheme(const Json &J, const std::string &P) {
   SchemeLayout S;
-  std::string Kind = getString(J, "kind", P);
-  if (Kind == "full_precision")
+  std::string Kind = getString(J, key::Kind, P);
+  if (Kind == manifest::scheme_kind::FullPrecision)
     return S;
-  check(Kind == "quant", "'" + P + ".kind' must be quant or full_precision");
+  check(Kind == manifest::scheme_kind::Quant,
+        "'" + P + ".kind' must be quant or full_precision");
   S.Quantized = true;
-  S.Bits = getU32(J, "bits", P);
-  S.Mode = getString(J, "mode", P);
+  S.Bits = getU32(J, key::Bits, P);
+  S.Mode = getString(J, key::Mode, P);
   check(S.Mode == "asym" || S.Mode == "sym" || S.Mode == "hybrid",
         "'" + P + ".mode' must be asym, sym or hybrid");
-  std::string Span = getString(J, "span", P);
+  std::string Span = getString(J, key::Span, P);
   check(Span == "tokens" || Span == "channels",
         "'" + P + ".span' must be tokens or channels");
   S.SpanTokens = Span == "tokens";
-  S.Group = getU32(J, "group", P);
-  S.Levels = getU32(J, "levels", P);
-  S.Eta = getNumber(J, "eta", P);
-  S.Clip = getNumber(J, "clip", P);
-  S.Params = getString(J, "params", P);
-  S.ParamBytes = getU32(J, "param_bytes", P);
-  S.KeyNorm = getBool(J, "key_norm", P);
-  S.WordsPerGroup = getU32(J, "words_per_group", P);
-  S.GroupsPerPage = getU32(J, "groups_per_page", P);
-  S.CodesBytes = getUInt(J, "codes_bytes", P);
-  S.ScalesOffset = getInt(J, "scales_offset", P);
-  S.ZerosOffset = getInt(J, "zeros_offset", P);
+  S.Group = getU32(J, key::Group, P);
+  S.Levels = getU32(J, key::Levels, P);
+  S.Eta = getNumber(J, key::Eta, P);
+  S.Clip = getNumber(J, key::Clip, P);
+  S.Params = getString(J, key::Params, P);
+  S.ParamBytes = getU32(J, key::ParamBytes, P);
+  S.KeyNorm = getBool(J, key::KeyNorm, P);
+  S.WordsPerGroup = getU32(J, key::WordsPerGroup, P);
+  S.GroupsPerPage = getU32(J, key::GroupsPerPage, P);
+  S.CodesBytes = getUInt(J, key::CodesBytes, P);
+  S.ScalesOffset = getInt(J, key::ScalesOffset, P);
+  S.ZerosOffset = getInt(J, key::ZerosOffset, P);
   check(S.Bits >= 1 && S.Bits <= 16 && S.Group > 0,
         "'" + P + "' has invalid bits or group");
   check(S.ScalesOffset >= 0, "'" + P + ".scales_offset' must be >= 0");
@@ -249,33 +255,33 @@ void checkSchemeFits(const LayerLayout &L, const std::string &P) {
 TensorLayout parseTensor(const Json &J, const std::string &P,
                          const ModelShape &Model) {
   TensorLayout T;
-  T.Sink = unsigned(getBounded(J, "sink", P, kMaxTokens));
-  T.Recent = unsigned(getBounded(J, "recent", P, kMaxTokens));
-  T.Flush = unsigned(getBounded(J, "flush", P, kMaxTokens));
+  T.Sink = unsigned(getBounded(J, key::Sink, P, kMaxTokens));
+  T.Recent = unsigned(getBounded(J, key::Recent, P, kMaxTokens));
+  T.Flush = unsigned(getBounded(J, key::Flush, P, kMaxTokens));
   T.WindowCapacity =
-      unsigned(getBounded(J, "window_capacity", P, 2 * kMaxTokens));
-  T.PageBytes = getBounded(J, "page_bytes", P, kMaxPageBytes);
+      unsigned(getBounded(J, key::WindowCapacity, P, 2 * kMaxTokens));
+  T.PageBytes = getBounded(J, key::PageBytes, P, kMaxPageBytes);
   check(T.Flush >= 1, "'" + P + ".flush' must be >= 1");
   check(uint64_t(T.WindowCapacity) == uint64_t(T.Recent) + T.Flush - 1,
         "'" + P + ".window_capacity' must be recent + flush - 1");
   check(T.PageBytes % 16 == 0,
         "'" + P + ".page_bytes' must be a multiple of 16");
-  const Json &Layers = field(J, "layers", P);
+  const Json &Layers = field(J, key::Layers, P);
   check(Layers.is_array() && Layers.size() == Model.Layers,
         "'" + P + ".layers' must have one entry per model layer");
   for (size_t I = 0; I < Layers.size(); ++I) {
     std::string LP = P + ".layers[" + std::to_string(I) + "]";
     LayerLayout L;
-    L.Offset = getBounded(Layers[I], "offset", LP, T.PageBytes);
-    L.SliceBytes = getBounded(Layers[I], "slice_bytes", LP, T.PageBytes);
+    L.Offset = getBounded(Layers[I], key::Offset, LP, T.PageBytes);
+    L.SliceBytes = getBounded(Layers[I], key::SliceBytes, LP, T.PageBytes);
     check(L.Offset % 16 == 0 && L.SliceBytes % 16 == 0,
           "'" + LP + "' offset and slice_bytes must be multiples of 16");
-    L.FlushKernel = getString(Layers[I], "flush_kernel", LP);
-    int64_t CodesFrom = getInt(Layers[I], "codes_from", LP);
+    L.FlushKernel = getString(Layers[I], key::FlushKernel, LP);
+    int64_t CodesFrom = getInt(Layers[I], key::CodesFrom, LP);
     check(CodesFrom >= -1 && CodesFrom < int64_t(I),
           "'" + LP + ".codes_from' must be -1 or an earlier layer");
     L.CodesFrom = int(CodesFrom);
-    L.Scheme = parseScheme(field(Layers[I], "scheme", LP), LP + ".scheme");
+    L.Scheme = parseScheme(field(Layers[I], key::Scheme, LP), LP + ".scheme");
     // Offset, SliceBytes <= PageBytes <= 2^40 and KvHeads <= 4096: exact.
     check(L.Offset + Model.KvHeads * L.SliceBytes <= T.PageBytes,
           "'" + LP + "' slices exceed the page");
@@ -287,9 +293,9 @@ TensorLayout parseTensor(const Json &J, const std::string &P,
 
 KernelInfo parseKernel(const Json &J, const std::string &P) {
   KernelInfo K;
-  K.Name = getString(J, "name", P);
-  K.Kind = getString(J, "kind", P);
-  const Json &Block = field(J, "block", P);
+  K.Name = getString(J, key::Name, P);
+  K.Kind = getString(J, key::Kind, P);
+  const Json &Block = field(J, key::Block, P);
   check(Block.is_array() && Block.size() == 3,
         "'" + P + ".block' needs 3 ints");
   for (const Json &B : Block)
@@ -297,30 +303,32 @@ KernelInfo parseKernel(const Json &J, const std::string &P) {
           "'" + P + ".block' entries must be positive integers");
   K.Block = Dim3{Block[0].get<unsigned>(), Block[1].get<unsigned>(),
                  Block[2].get<unsigned>()};
-  K.SharedBytes = getU32(J, "shared_bytes", P);
-  const Json &Args = field(J, "args", P);
+  K.SharedBytes = getU32(J, key::SharedBytes, P);
+  const Json &Args = field(J, key::Args, P);
   check(Args.is_array(), "'" + P + ".args' must be an array");
   for (const Json &A : Args) {
-    check(A.is_string() && (A == "ptr" || A == "i32"),
+    const char *I32 = abi::getManifestName(abi::ArgKind::I32);
+    const char *Ptr = abi::getManifestName(abi::ArgKind::Ptr);
+    check(A.is_string() && (A == Ptr || A == I32),
           "'" + P + ".args' entries must be ptr or i32");
-    K.Args.push_back(A == "ptr" ? ArgKind::Ptr : ArgKind::I32);
+    K.Args.push_back(A == Ptr ? ArgKind::Ptr : ArgKind::I32);
   }
   return K;
 }
 
-/// The argument list docs/KernelABI.md fixes for each kernel kind.
+/// The argument list kvq/Support/KernelABI.h fixes for each kernel kind.
 std::vector<ArgKind> expectedArgs(const std::string &Kind) {
-  const ArgKind P = ArgKind::Ptr, I = ArgKind::I32;
-  if (Kind == "keynorm")
-    return {P, P, I};
-  if (Kind == "flush")
-    return {P, P, P, P, P, I, I};
-  if (Kind == "attend")
-    return {P, P, P, P, P, P, P, P, P, P, P, P, I, I};
-  if (Kind == "combine")
-    return {P, P, P, I};
-  fail("unknown kernel kind '" + Kind + "'");
+  const abi::KernelDesc *K = abi::findKernel(Kind.c_str());
+  if (!K)
+    fail("unknown kernel kind '" + Kind + "'");
+  std::vector<ArgKind> Args;
+  for (unsigned I = 0; I < K->NumArgs; ++I)
+    Args.push_back(K->Args[I].Kind == abi::ArgKind::I32 ? ArgKind::I32
+                                                        : ArgKind::Ptr);
+  return Args;
 }
+
+std::string kindName(abi::KernelKind Kind) { return abi::getKernel(Kind).Name; }
 
 void checkKernelRef(const Manifest &M, const std::string &Name,
                     const std::string &Kind, const std::string &Where) {
@@ -339,7 +347,8 @@ void checkConsistency(const Manifest &M) {
   for (Tensor T : {Tensor::Keys, Tensor::Values}) {
     const TensorLayout &TL = M.tensor(T);
     for (size_t L = 0; L < TL.Layers.size(); ++L)
-      checkKernelRef(M, TL.Layers[L].FlushKernel, "flush",
+      checkKernelRef(M, TL.Layers[L].FlushKernel,
+                     kindName(abi::KernelKind::Flush),
                      std::string("tensors.") + toString(T) + ".layers[" +
                          std::to_string(L) + "].flush_kernel");
   }
@@ -347,65 +356,68 @@ void checkConsistency(const Manifest &M) {
         "'layers' must have one entry per model layer");
   for (size_t L = 0; L < M.Layers.size(); ++L) {
     std::string P = "layers[" + std::to_string(L) + "]";
-    checkKernelRef(M, M.Layers[L].Attend, "attend", P + ".attend_kernel");
+    checkKernelRef(M, M.Layers[L].Attend, kindName(abi::KernelKind::Attend),
+                   P + ".attend_kernel");
     bool KeyNorm = M.Keys.Layers[L].Scheme.KeyNorm;
     check(KeyNorm != M.Layers[L].KeyNorm.empty(),
           "'" + P +
               ".keynorm_kernel' must be set exactly when the layer's "
               "keys use key_norm");
     if (KeyNorm)
-      checkKernelRef(M, M.Layers[L].KeyNorm, "keynorm", P + ".keynorm_kernel");
+      checkKernelRef(M, M.Layers[L].KeyNorm, kindName(abi::KernelKind::KeyNorm),
+                     P + ".keynorm_kernel");
   }
-  checkKernelRef(M, M.CombineKernel, "combine", "combine_kernel");
+  checkKernelRef(M, M.CombineKernel, kindName(abi::KernelKind::Combine),
+                 "combine_kernel");
 }
 
 Manifest parseTopLevel(const Json &J) {
   Manifest M;
-  int64_t Version = getInt(J, "version", "");
+  int64_t Version = getInt(J, key::Version, "");
   if (Version != kArtifactVersion)
     throw ManifestError{"artifact version " + std::to_string(Version) +
                         ", runtime expects " +
                         std::to_string(kArtifactVersion)};
   M.Version = kArtifactVersion;
-  M.Name = getString(J, "name", "");
-  M.Model = parseModel(field(J, "model", ""));
-  M.PageTokens = unsigned(getBounded(J, "page_tokens", "", kMaxTokens));
-  M.SplitTokens = unsigned(getBounded(J, "split_tokens", "", kMaxTokens));
+  M.Name = getString(J, key::Name, "");
+  M.Model = parseModel(field(J, key::Model, ""));
+  M.PageTokens = unsigned(getBounded(J, key::PageTokens, "", kMaxTokens));
+  M.SplitTokens = unsigned(getBounded(J, key::SplitTokens, "", kMaxTokens));
   check(M.PageTokens > 0 && M.SplitTokens > 0,
         "page_tokens and split_tokens must be positive");
-  const Json &Bits = field(J, "bits", "");
-  M.CodeBits = getNumber(Bits, "code_bits", "bits");
-  M.StorageBits = getNumber(Bits, "storage_bits", "bits");
-  const Json &Tensors = field(J, "tensors", "");
-  M.Keys =
-      parseTensor(field(Tensors, "keys", "tensors"), "tensors.keys", M.Model);
-  M.Values = parseTensor(field(Tensors, "values", "tensors"), "tensors.values",
-                         M.Model);
-  const Json &Layers = field(J, "layers", "");
+  const Json &Bits = field(J, key::Bits, "");
+  M.CodeBits = getNumber(Bits, key::CodeBits, "bits");
+  M.StorageBits = getNumber(Bits, key::StorageBits, "bits");
+  const Json &Tensors = field(J, key::Tensors, "");
+  M.Keys = parseTensor(field(Tensors, key::Keys, "tensors"), "tensors.keys",
+                       M.Model);
+  M.Values = parseTensor(field(Tensors, key::Values, "tensors"),
+                         "tensors.values", M.Model);
+  const Json &Layers = field(J, key::Layers, "");
   check(Layers.is_array(), "'layers' must be an array");
   for (size_t I = 0; I < Layers.size(); ++I) {
     std::string P = "layers[" + std::to_string(I) + "]";
-    M.Layers.push_back({getString(Layers[I], "attend_kernel", P),
-                        getString(Layers[I], "keynorm_kernel", P)});
+    M.Layers.push_back({getString(Layers[I], key::AttendKernel, P),
+                        getString(Layers[I], key::KeynormKernel, P)});
   }
-  M.CombineKernel = getString(J, "combine_kernel", "");
-  const Json &Kernels = field(J, "kernels", "");
+  M.CombineKernel = getString(J, key::CombineKernel, "");
+  const Json &Kernels = field(J, key::Kernels, "");
   check(Kernels.is_array(), "'kernels' must be an array");
   for (size_t I = 0; I < Kernels.size(); ++I)
     M.Kernels.push_back(
         parseKernel(Kernels[I], "kernels[" + std::to_string(I) + "]"));
-  const Json &Files = field(J, "files", "");
-  const Json &PTX = field(Files, "ptx", "files");
+  const Json &Files = field(J, key::Files, "");
+  const Json &PTX = field(Files, key::Ptx, "files");
   check(PTX.is_object(), "'files.ptx' must be an object");
   for (auto It = PTX.begin(); It != PTX.end(); ++It) {
     check(It.value().is_string(), "'files.ptx' entries must be strings");
     M.PTX[It.key()] = getFileName(PTX, It.key().c_str(), "files.ptx");
   }
-  M.HostObject = getFileName(Files, "host_object", "files");
-  M.HostShared = getFileName(Files, "host_shared", "files");
-  const Json &Host = field(J, "host", "");
-  M.HostCpu = getString(Host, "cpu", "host");
-  const Json &Features = field(Host, "features", "host");
+  M.HostObject = getFileName(Files, key::HostObject, "files");
+  M.HostShared = getFileName(Files, key::HostShared, "files");
+  const Json &Host = field(J, key::Host, "");
+  M.HostCpu = getString(Host, key::Cpu, "host");
+  const Json &Features = field(Host, key::Features, "host");
   check(Features.is_array(), "'host.features' must be an array");
   for (const Json &F : Features) {
     check(F.is_string(), "'host.features' entries must be strings");
@@ -490,7 +502,7 @@ Expected<Manifest> kvq::runtime::parseManifest(const std::string &Text) {
 Expected<std::shared_ptr<const Artifact>>
 Artifact::open(const std::string &Dir) {
   Expected<std::string> Text =
-      readFile(Dir, "manifest.json", kMaxManifestBytes);
+      readFile(Dir, manifest::kFileName, kMaxManifestBytes);
   if (!Text.ok())
     return Text.status().withContext("artifact '" + Dir + "': ");
   Expected<Manifest> M = parseManifest(*Text);

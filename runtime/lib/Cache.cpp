@@ -173,35 +173,24 @@ Expected<DevicePtr> Cache::Impl::scratch(ScratchBuffer &S, size_t Bytes) {
 }
 
 Status Cache::Impl::launch(const std::string &Kernel, Dim3 Grid,
-                           std::initializer_list<uint64_t> Ptrs,
-                           std::initializer_list<int32_t> Ints) {
+                           abi::KernelArgs &Args) {
   const KernelInfo *K = manifest().kernel(Kernel);
   if (!K)
     return Status::error(ErrorCode::Artifact,
                          "kernel '" + Kernel + "' missing from the manifest");
-  // Every kernel of KernelABI.md takes its pointers first, then its ints.
-  constexpr size_t MaxArgs = 16;
-  std::array<uint64_t, MaxArgs> PtrValues;
-  std::array<int32_t, MaxArgs> IntValues;
-  std::array<void *, MaxArgs> Args;
-  size_t N = 0;
-  if (Ptrs.size() + Ints.size() != K->Args.size() || K->Args.size() > MaxArgs)
-    return Status::error(ErrorCode::Artifact,
-                         "kernel '" + Kernel + "' takes " +
-                             std::to_string(K->Args.size()) + " arguments");
-  for (uint64_t P : Ptrs) {
-    PtrValues[N] = P;
-    Args[N] = &PtrValues[N];
-    ++N;
-  }
-  for (int32_t I : Ints) {
-    IntValues[N] = I;
-    Args[N] = &IntValues[N];
-    ++N;
-  }
+  // The manifest's argument list matches its kind (checked when parsed).
+  const char *Kind = abi::getKernel(Args.getKind()).Name;
+  if (K->Kind != Kind)
+    return Status::error(ErrorCode::Artifact, "kernel '" + Kernel +
+                                                  "' is not a " + Kind +
+                                                  " kernel");
+  if (!Args.complete())
+    return Status::error(ErrorCode::InvalidArgument,
+                         "internal error: kernel '" + Kernel +
+                             "' launched with arguments unset");
   if (Grid.X == 0 || Grid.Y == 0 || Grid.Z == 0)
     return Status::success();
-  return B->launch(Kernel, Grid, K->Block, K->SharedBytes, Args.data());
+  return B->launch(Kernel, Grid, K->Block, K->SharedBytes, Args.get());
 }
 
 //===----------------------------------------------------------------------===//

@@ -29,6 +29,7 @@
 #include <set>
 
 using namespace kvq::runtime;
+namespace abi = kvq::abi;
 
 AppendPlan kvq::runtime::planAppend(const TensorLayout &T,
                                     const TensorCounts &Before,
@@ -134,10 +135,13 @@ Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W) {
   if (Status S = C.B->copyToDevice(*Src, W.Item->K, Bytes); !S.ok())
     return S;
   const ModelShape &M = C.manifest().Model;
-  if (Status S =
-          C.launch(C.manifest().Layers[Layer].KeyNorm, Dim3{M.KvHeads, 1, 1},
-                   {*Src, C.normsAddr(Layer, W.Seq->Slot)},
-                   {int32_t(W.Item->NumTokens)});
+  using A = abi::KeyNormArgs;
+  abi::KernelArgs Args(abi::KernelKind::KeyNorm);
+  Args.set(A::Src, *Src);
+  Args.set(A::Norms, C.normsAddr(Layer, W.Seq->Slot));
+  Args.set(A::NumTokens, int32_t(W.Item->NumTokens));
+  if (Status S = C.launch(C.manifest().Layers[Layer].KeyNorm,
+                          Dim3{M.KvHeads, 1, 1}, Args);
       !S.ok())
     return S;
   W.Seq->HasNorms[Layer] = true;
@@ -172,12 +176,18 @@ Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
     return St;
   const LayerLayout &LL = TL.Layers[Layer];
   unsigned Destination = Plan.After.Quantized - Plan.Flushed;
-  if (Status St =
-          C.launch(LL.FlushKernel,
-                   Dim3{Plan.Flushed / TL.Flush, C.manifest().Model.KvHeads, 1},
-                   {*Dev, C.Pages[int(T)] + LL.Offset, C.tableAddr(T, S.Slot),
-                    C.normsAddr(Layer, S.Slot), C.saturatedAddr(T, Layer)},
-                   {int32_t(Destination), int32_t(Plan.Flushed)});
+  using A = abi::FlushArgs;
+  abi::KernelArgs Args(abi::KernelKind::Flush);
+  Args.set(A::Staging, *Dev);
+  Args.set(A::Pages, C.Pages[int(T)] + LL.Offset);
+  Args.set(A::Table, C.tableAddr(T, S.Slot));
+  Args.set(A::Norms, C.normsAddr(Layer, S.Slot));
+  Args.set(A::Saturated, C.saturatedAddr(T, Layer));
+  Args.set(A::DestPos, int32_t(Destination));
+  Args.set(A::NumTokens, int32_t(Plan.Flushed));
+  if (Status St = C.launch(
+          LL.FlushKernel,
+          Dim3{Plan.Flushed / TL.Flush, C.manifest().Model.KvHeads, 1}, Args);
       !St.ok())
     return St;
   if (Status St = C.B->copyToDevice(Window, Staging.data() + Plan.Flushed * Row,

@@ -21,6 +21,7 @@
 #include <array>
 
 using namespace kvq::runtime;
+namespace abi = kvq::abi;
 
 namespace {
 
@@ -85,20 +86,34 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
     return S;
 
   const int K = int(Tensor::Keys), V = int(Tensor::Values);
-  if (Status S = launch(
-          manifest().Layers[Layer].Attend, Dim3{NumSplits, M.KvHeads, Batch},
-          {*QDev, *PartialDev, *SeqsDev,
-           Pages[K] + layout(Tensor::Keys).Layers[Layer].Offset,
-           Pages[V] + layout(Tensor::Values).Layers[Layer].Offset, Tables[K],
-           Tables[V], sinkAddr(Tensor::Keys, Layer, 0),
-           sinkAddr(Tensor::Values, Layer, 0),
-           windowAddr(Tensor::Keys, Layer, 0),
-           windowAddr(Tensor::Values, Layer, 0), normsAddr(Layer, 0)},
-          {int32_t(MaxPagesPerSeq), int32_t(NumSplits)});
+  using A = abi::AttendArgs;
+  abi::KernelArgs Attend(abi::KernelKind::Attend);
+  Attend.set(A::Q, *QDev);
+  Attend.set(A::Partial, *PartialDev);
+  Attend.set(A::Seqs, *SeqsDev);
+  Attend.set(A::KPages, Pages[K] + layout(Tensor::Keys).Layers[Layer].Offset);
+  Attend.set(A::VPages, Pages[V] + layout(Tensor::Values).Layers[Layer].Offset);
+  Attend.set(A::KTables, Tables[K]);
+  Attend.set(A::VTables, Tables[V]);
+  Attend.set(A::KSink, sinkAddr(Tensor::Keys, Layer, 0));
+  Attend.set(A::VSink, sinkAddr(Tensor::Values, Layer, 0));
+  Attend.set(A::KWindow, windowAddr(Tensor::Keys, Layer, 0));
+  Attend.set(A::VWindow, windowAddr(Tensor::Values, Layer, 0));
+  Attend.set(A::Norms, normsAddr(Layer, 0));
+  Attend.set(A::MaxPagesPerSeq, int32_t(MaxPagesPerSeq));
+  Attend.set(A::NumSplits, int32_t(NumSplits));
+  if (Status S = launch(manifest().Layers[Layer].Attend,
+                        Dim3{NumSplits, M.KvHeads, Batch}, Attend);
       !S.ok())
     return S;
-  if (Status S = launch(manifest().CombineKernel, Dim3{M.Heads, Batch, 1},
-                        {*PartialDev, *OutDev, *SeqsDev}, {int32_t(NumSplits)});
+  using CA = abi::CombineArgs;
+  abi::KernelArgs Combine(abi::KernelKind::Combine);
+  Combine.set(CA::Partial, *PartialDev);
+  Combine.set(CA::Out, *OutDev);
+  Combine.set(CA::Seqs, *SeqsDev);
+  Combine.set(CA::NumSplits, int32_t(NumSplits));
+  if (Status S =
+          launch(manifest().CombineKernel, Dim3{M.Heads, Batch, 1}, Combine);
       !S.ok())
     return S;
   if (Status S = B->synchronize(); !S.ok())

@@ -15,6 +15,7 @@
 #define KVQ_RUNTIME_LIB_CACHEIMPL_H
 
 #include "kvq/Runtime/Cache.h"
+#include "kvq/Support/KernelABI.h"
 
 #include <initializer_list>
 #include <map>
@@ -104,11 +105,10 @@ public:
 
   // Scratch --------------------------------------------------------------
   Expected<DevicePtr> scratch(ScratchBuffer &S, size_t Bytes);
-  /// Launches Kernel with its pointer arguments, then its ints (no
-  /// allocation: appends launch after reserving everything they need).
-  Status launch(const std::string &Kernel, Dim3 Grid,
-                std::initializer_list<uint64_t> Ptrs,
-                std::initializer_list<int32_t> Ints);
+  /// Launches Kernel, whose manifest kind must be Args' and every argument
+  /// set (no allocation: appends launch after reserving everything they
+  /// need).
+  Status launch(const std::string &Kernel, Dim3 Grid, abi::KernelArgs &Args);
 
   // Operations (CacheAppend.cpp, CacheAttend.cpp) -------------------------
   Status append(unsigned Layer, const std::vector<AppendItem> &Batch);

@@ -1,4 +1,4 @@
-// RUN: kvq-opt %s --kvq-plan-kernels | FileCheck %s
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels | FileCheck %s
 
 // One flush kernel per distinct (tensor, scheme), one attend kernel per
 // distinct (key scheme, value scheme), each listing the layers it serves.

@@ -32,16 +32,18 @@ using namespace kvq;
 
 namespace {
 
-/// Arguments, in ABI order.
+/// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
 struct AttendArgs {
+  using A = abi::AttendArgs;
   Value q, partial, seqs, pages[2], tables[2], sink[2], window[2], norms;
   Value maxPages, numSplits;
   explicit AttendArgs(const KernelEntry &e)
-      : q(e.args[0]), partial(e.args[1]),
-        seqs(e.args[2]), pages{e.args[3], e.args[4]}, tables{e.args[5],
-                                                             e.args[6]},
-        sink{e.args[7], e.args[8]}, window{e.args[9], e.args[10]},
-        norms(e.args[11]), maxPages(e.args[12]), numSplits(e.args[13]) {}
+      : q(e.args[A::Q]), partial(e.args[A::Partial]),
+        seqs(e.args[A::Seqs]), pages{e.args[A::KPages], e.args[A::VPages]},
+        tables{e.args[A::KTables], e.args[A::VTables]}, sink{e.args[A::KSink],
+                                                             e.args[A::VSink]},
+        window{e.args[A::KWindow], e.args[A::VWindow]}, norms(e.args[A::Norms]),
+        maxPages(e.args[A::MaxPagesPerSeq]), numSplits(e.args[A::NumSplits]) {}
 };
 
 /// Token counts of one tensor of the sequence: [0, sink) are sink tokens,

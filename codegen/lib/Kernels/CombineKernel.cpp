@@ -17,8 +17,9 @@ using namespace kvq;
 void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
                             const CacheLayout &layout) {
   kb.setReassociate(true);
-  Value partial = entry.args[0], out = entry.args[1];
-  Value numSplits = entry.args[3];
+  using A = abi::CombineArgs;
+  Value partial = entry.args[A::Partial], out = entry.args[A::Out];
+  Value numSplits = entry.args[A::NumSplits];
   Value hq = entry.blockId[0], b = entry.blockId[1];
   unsigned dim = layout.model.getHeadDim(), heads = layout.model.getHeads();
   unsigned stride = dim + 2;

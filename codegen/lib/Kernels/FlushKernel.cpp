@@ -14,13 +14,15 @@ using namespace mlir;
 using namespace kvq;
 
 namespace {
-/// Arguments, in ABI order.
+/// The arguments of kvq/Support/KernelABI.h.
 struct FlushArgs {
+  using A = abi::FlushArgs;
   Value staging, pages, table, norms, saturated, destPos, numTokens;
   explicit FlushArgs(const KernelEntry &e)
-      : staging(e.args[0]), pages(e.args[1]), table(e.args[2]),
-        norms(e.args[3]), saturated(e.args[4]), destPos(e.args[5]),
-        numTokens(e.args[6]) {}
+      : staging(e.args[A::Staging]), pages(e.args[A::Pages]),
+        table(e.args[A::Table]), norms(e.args[A::Norms]),
+        saturated(e.args[A::Saturated]), destPos(e.args[A::DestPos]),
+        numTokens(e.args[A::NumTokens]) {}
 };
 
 /// Where one group of the flush unit lives: in the staging buffer (element

@@ -9,33 +9,12 @@ using namespace mlir;
 using namespace kvq;
 
 SmallVector<ArgKind> KernelSpec::getArgs() const {
-  constexpr ArgKind P = ArgKind::Ptr, R = ArgKind::InPtr, I = ArgKind::I32;
-  switch (kind) {
-  case KernelKind::KeyNorm:
-    return {R, P, I};
-  case KernelKind::Flush:
-    return {R, P, R, R, P, I, I};
-  case KernelKind::Attend:
-    return {R, P, R, R, R, R, R, R, R, R, R, R, I, I};
-  case KernelKind::Combine:
-    return {R, P, R, I};
-  }
-  llvm_unreachable("unknown kernel kind");
+  const abi::KernelDesc &desc = abi::getKernel(kind);
+  return llvm::map_to_vector(ArrayRef(desc.Args, desc.NumArgs),
+                             [](const abi::ArgDesc &arg) { return arg.Kind; });
 }
 
-StringRef KernelSpec::getKindName() const {
-  switch (kind) {
-  case KernelKind::KeyNorm:
-    return "keynorm";
-  case KernelKind::Flush:
-    return "flush";
-  case KernelKind::Attend:
-    return "attend";
-  case KernelKind::Combine:
-    return "combine";
-  }
-  llvm_unreachable("unknown kernel kind");
-}
+StringRef KernelSpec::getKindName() const { return abi::getKernel(kind).Name; }
 
 void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
   // Kernel names start with the cache's, so that the host code of several
@@ -126,16 +105,12 @@ std::optional<LoweredKernel> kvq::getLoweredKernel(Operation *func) {
   auto tensor = attr.getAs<StringAttr>("tensor");
   if (!kindName || !layers || layers.empty())
     return std::nullopt;
-  std::optional<KernelKind> kind;
-  for (KernelKind k : {KernelKind::KeyNorm, KernelKind::Flush,
-                       KernelKind::Attend, KernelKind::Combine})
-    if (KernelSpec{"", k}.getKindName() == kindName.getValue())
-      kind = k;
+  const abi::KernelDesc *kind = abi::findKernel(kindName.str().c_str());
   if (!kind)
     return std::nullopt;
   bool isKeys =
       !tensor || symbolizeTensorKind(tensor.getValue()) == TensorKind::Keys;
-  return LoweredKernel{{SymbolTable::getSymbolName(func).str(), *kind,
+  return LoweredKernel{{SymbolTable::getSymbolName(func).str(), kind->Kind,
                         static_cast<unsigned>(layers[0]), isKeys},
                        llvm::to_vector(layers.asArrayRef())};
 }

@@ -13,7 +13,9 @@ using namespace kvq;
 
 void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
                             const CacheLayout &layout) {
-  Value src = entry.args[0], norms = entry.args[1], count = entry.args[2];
+  using A = abi::KeyNormArgs;
+  Value src = entry.args[A::Src], norms = entry.args[A::Norms],
+        count = entry.args[A::NumTokens];
   Value head = entry.blockId[0];
   ModelAttr model = layout.model;
   unsigned dim = model.getHeadDim();

@@ -30,6 +30,7 @@ SmallVector<std::string> KVQCompilePipelineOptions::getChips() const {
 void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
                                   const KVQCompilePipelineOptions &options) {
   pm.nest<CacheOp>().addPass(createKVQExpandSchedule());
+  pm.addPass(createKVQAssignLayout());
   pm.addPass(createKVQPlanKernels());
   KVQLowerKernelsOptions lower;
   lower.hostCpu = options.hostCpu;

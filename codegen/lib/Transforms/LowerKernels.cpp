@@ -111,7 +111,7 @@ FailureOr<CacheKernelsMap> createCacheKernels(ModuleOp module,
     }
     if (caches.count(cache))
       return WalkResult::advance();
-    FailureOr<CacheLayout> layout = computeCacheLayout(cache);
+    FailureOr<CacheLayout> layout = getCacheLayout(cache);
     if (failed(layout))
       return WalkResult::interrupt();
     FailureOr<CacheKernels> kernels =

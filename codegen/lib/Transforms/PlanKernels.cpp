@@ -17,7 +17,7 @@ struct KVQPlanKernelsPass : kvq::impl::KVQPlanKernelsBase<KVQPlanKernelsPass> {
   void runOnOperation() override {
     OpBuilder b(&getContext());
     for (CacheOp cache : llvm::to_vector(getOperation().getOps<CacheOp>())) {
-      FailureOr<CacheLayout> layout = computeCacheLayout(cache);
+      FailureOr<CacheLayout> layout = getCacheLayout(cache);
       if (failed(layout))
         return signalPassFailure();
       planKernels(cache, *layout, b);

@@ -11,7 +11,9 @@
 #ifndef KVQ_CODEGEN_KERNELBUILDER_H
 #define KVQ_CODEGEN_KERNELBUILDER_H
 
+#include "kvq/Support/KernelABI.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -21,9 +23,9 @@ namespace kvq {
 
 class KernelBuilder;
 
-/// The kinds of kernel arguments (docs/KernelABI.md). `InPtr` points to
-/// memory the kernel only reads and no other argument aliases.
-enum class ArgKind { Ptr, InPtr, I32 };
+/// The kinds of kernel arguments (kvq/Support/KernelABI.h). `InPtr` points
+/// to memory the kernel only reads and no other argument aliases.
+using ArgKind = abi::ArgKind;
 
 /// A kernel being built: its argument values and block ids, all i32 or
 /// pointers.

@@ -15,7 +15,8 @@
 
 namespace kvq {
 
-enum class KernelKind { KeyNorm, Flush, Attend, Combine };
+/// The kernel kinds of kvq/Support/KernelABI.h.
+using KernelKind = abi::KernelKind;
 
 /// One kernel to emit: what it computes and for which layer's schemes.
 struct KernelSpec {

@@ -64,8 +64,17 @@ struct CacheLayout {
 };
 
 /// Computes the layout of `cache`, or reports with a diagnostic at the
-/// offending op every feature the code generator does not support yet.
+/// offending op every feature the code generator does not support yet. Only
+/// kvq-assign-layout calls it; everything else reads the attribute.
 mlir::FailureOr<CacheLayout> computeCacheLayout(CacheOp cache);
+
+/// The `#kvq.layout` attribute holding `layout`'s numbers.
+LayoutAttr getLayoutAttr(const CacheLayout &layout, mlir::MLIRContext *ctx);
+
+/// The layout kvq-assign-layout attached to `cache` (`kvq.layout`), with
+/// the schemes and windows of the op; an error at the op when it is missing
+/// or does not fit the cache.
+mlir::FailureOr<CacheLayout> getCacheLayout(CacheOp cache);
 
 } // namespace kvq
 

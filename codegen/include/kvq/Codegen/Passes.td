@@ -5,14 +5,27 @@
 
 include "mlir/Pass/PassBase.td"
 
+def KVQAssignLayout : Pass<"kvq-assign-layout", "::mlir::ModuleOp"> {
+  let summary = "Compute the page layout of every kvq.cache";
+  let description = [{
+    Attaches to each `kvq.cache` (after schedule expansion) its physical
+    layout as `kvq.layout = #kvq.layout<...>`: page and slice sizes, per
+    layer the offsets of codes, scales and zero-points, code sharing
+    deltas, window capacity, page and split tokens (docs/KernelABI.md,
+    "Page layout"). Everything after it reads the attribute. Rejects, with a
+    diagnostic naming the feature, every spec the kernels do not support.
+  }];
+  let dependentDialects = ["::kvq::KVQDialect"];
+}
+
 def KVQPlanKernels : Pass<"kvq-plan-kernels", "::mlir::ModuleOp"> {
   let summary = "Declare the kernels every kvq.cache needs";
   let description = [{
     After each `kvq.cache`, adds one `kvq.flush_kernel` per distinct
     (tensor, scheme), one `kvq.attend_kernel` per distinct (key scheme,
     value scheme), a `kvq.keynorm_kernel` where keys use `key_norm` and a
-    `kvq.combine_kernel`, each listing the layers it serves. Rejects, with a
-    diagnostic naming the feature, every spec the kernels do not support.
+    `kvq.combine_kernel`, each listing the layers it serves. Reads the
+    `kvq.layout` of kvq-assign-layout.
   }];
   let dependentDialects = ["::kvq::KVQDialect"];
 }

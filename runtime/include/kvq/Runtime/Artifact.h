@@ -16,6 +16,7 @@
 #define KVQ_RUNTIME_ARTIFACT_H
 
 #include "kvq/Runtime/DeviceDriver.h"
+#include "kvq/Support/ManifestSchema.h"
 
 #include <cstdint>
 #include <map>
@@ -26,7 +27,7 @@
 namespace kvq::runtime {
 
 /// The manifest version this runtime understands.
-constexpr int kArtifactVersion = 1;
+constexpr int kArtifactVersion = manifest::kVersion;
 
 /// Bounds the loader enforces (docs/KernelABI.md, "What the loader checks"):
 /// token counts as the dialect's, page size, and file sizes.

@@ -261,4 +261,91 @@ def KVQ_ShareAttr : KVQ_Attr<"Share", "share"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Physical layout (computed by kvq-assign-layout)
+//===----------------------------------------------------------------------===//
+
+def KVQ_SliceLayoutAttr : KVQ_Attr<"SliceLayout", "slice_layout"> {
+  let summary = "Where one layer's (layer, kv-head) slices live in a page";
+  let description = [{
+    Slice `(l, h)` starts at byte `offset + h * slice_bytes` of a page
+    (docs/KernelABI.md, "Page layout"). Quantized schemes place their codes
+    at 0 (`codes_bytes`, none when the layer reuses layer `codes_from`'s),
+    `groups_per_page` scales of `param_bytes` at `scales_offset` and, unless
+    sym (`zeros_offset = -1`), as many zero-points at `zeros_offset`. A
+    sharing layer finds the owner's codes for kv-head `h` at
+    `codes_layer_delta + h * codes_head_delta` bytes from its own slice.
+    Zero and -1 fields are elided.
+
+    ```mlir
+    #kvq.slice_layout<offset = 0, slice_bytes = 6144, words_per_group = 2,
+                      groups_per_page = 512, param_bytes = 2,
+                      codes_bytes = 4096, scales_offset = 4096,
+                      zeros_offset = 5120>
+    ```
+  }];
+  let parameters = (ins
+    "uint64_t":$offset,
+    "uint64_t":$slice_bytes,
+    DefaultValuedParameter<"unsigned", "0">:$words_per_group,
+    DefaultValuedParameter<"unsigned", "0">:$groups_per_token,
+    DefaultValuedParameter<"unsigned", "0">:$groups_per_page,
+    DefaultValuedParameter<"unsigned", "0">:$param_bytes,
+    DefaultValuedParameter<"uint64_t", "0">:$codes_bytes,
+    DefaultValuedParameter<"uint64_t", "0">:$scales_offset,
+    DefaultValuedParameter<"int64_t", "-1">:$zeros_offset,
+    DefaultValuedParameter<"int64_t", "-1">:$codes_from,
+    DefaultValuedParameter<"int64_t", "0">:$codes_layer_delta,
+    DefaultValuedParameter<"int64_t", "0">:$codes_head_delta);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def KVQ_TensorLayoutAttr : KVQ_Attr<"TensorLayout", "tensor_layout"> {
+  let summary = "The page layout of keys or values";
+  let description = [{
+    A page of `page_bytes` bytes holds every layer's slices, one
+    `#kvq.slice_layout` per layer; the full-precision window holds
+    `window_capacity` (recent + flush - 1) tokens.
+  }];
+  let parameters = (ins
+    "unsigned":$window_capacity,
+    "uint64_t":$page_bytes,
+    "::mlir::ArrayAttr":$slices);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    SliceLayoutAttr getSlice(unsigned layer) const {
+      return ::mlir::cast<SliceLayoutAttr>(getSlices()[layer]);
+    }
+  }];
+}
+
+def KVQ_LayoutAttr : KVQ_Attr<"Layout", "layout"> {
+  let summary = "The physical layout of a compiled cache";
+  let description = [{
+    Computed once by `kvq-assign-layout` and attached to each `kvq.cache` as
+    `kvq.layout`; the kernels and the manifest read it. `page_tokens` tokens
+    per page, `split_tokens` per attention block (flash-decoding split),
+    `dtype_bytes` per full-precision element.
+
+    ```mlir
+    #kvq.layout<page_tokens = 128, split_tokens = 256, dtype_bytes = 2,
+                keys = #kvq.tensor_layout<...>, values = #kvq.tensor_layout<...>>
+    ```
+  }];
+  let parameters = (ins
+    "unsigned":$page_tokens,
+    "unsigned":$split_tokens,
+    "unsigned":$dtype_bytes,
+    "TensorLayoutAttr":$keys,
+    "TensorLayoutAttr":$values);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name of the attribute on a kvq.cache.
+    static ::llvm::StringRef getAttrName() { return "kvq.layout"; }
+  }];
+}
+
 #endif // KVQ_DIALECT_KVQ_KVQATTRS_TD

@@ -1,0 +1,191 @@
+//===- KernelABI.h - the argument lists of kvq's kernels --------*- C++ -*-===//
+//
+// Part of kvq. Plain C++17, shared by the code generator (which declares and
+// emits the kernels) and the runtime (which checks the manifest's argument
+// lists and fills the launch arguments).
+//
+//===----------------------------------------------------------------------===//
+//
+// One table: every kernel kind of docs/KernelABI.md, with its arguments in
+// order (name, kind, meaning). Code indexes arguments by the names declared
+// here (`FlushArgs::Pages`), never by position, so reordering or adding an
+// argument is one edit here.
+//
+// Argument kinds: `Ptr` (8 bytes, a buffer the kernel writes), `InPtr` (8
+// bytes, a buffer it only reads and no other argument aliases; the manifest
+// calls both "ptr") and `I32` (4 bytes).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_SUPPORT_KERNELABI_H
+#define KVQ_SUPPORT_KERNELABI_H
+
+#include <cstdint>
+#include <cstring>
+
+// X(Id, Kind, Meaning)
+#define KVQ_KEYNORM_ARGS(X)                                                    \
+  X(Src, InPtr, "[n][Hkv][D] of T: the keys of a sequence's first append")     \
+  X(Norms, Ptr, "[Hkv][D] f32: the sequence's key norms (norms_l + slot)")     \
+  X(NumTokens, I32, "n, the tokens of src")
+
+#define KVQ_FLUSH_ARGS(X)                                                      \
+  X(Staging, InPtr, "[numTokens][Hkv][D] of T: the tokens to quantize")        \
+  X(Pages, Ptr, "the tensor's page pool plus the layer's offset")              \
+  X(Table, InPtr, "[maxPagesPerSeq] u32: the sequence's block-table row")      \
+  X(Norms, InPtr, "[Hkv][D] f32: the sequence's key norms (key_norm only)")    \
+  X(Saturated, Ptr, "u32: the layer's saturated-group counter")                \
+  X(DestPos, I32, "first quantized position written")                          \
+  X(NumTokens, I32, "tokens to quantize, a multiple of the flush unit")
+
+#define KVQ_ATTEND_ARGS(X)                                                     \
+  X(Q, InPtr, "[B][Hq][D] of T: the queries")                                  \
+  X(Partial, Ptr, "[B][Hq][numSplits][D + 2] f32: m, l, outputs per split")    \
+  X(Seqs, InPtr, "[B][8] u32: slot and token counts per sequence")             \
+  X(KPages, InPtr, "the key page pool plus the layer's offset")                \
+  X(VPages, InPtr, "the value page pool plus the layer's offset")              \
+  X(KTables, InPtr, "[maxSeqs][maxPagesPerSeq] u32: key block tables")         \
+  X(VTables, InPtr, "[maxSeqs][maxPagesPerSeq] u32: value block tables")       \
+  X(KSink, InPtr, "the layer's key sinks")                                     \
+  X(VSink, InPtr, "the layer's value sinks")                                   \
+  X(KWindow, InPtr, "the layer's key windows")                                 \
+  X(VWindow, InPtr, "the layer's value windows")                               \
+  X(Norms, InPtr, "the layer's key norms (key_norm only)")                     \
+  X(MaxPagesPerSeq, I32, "row length of the block tables")                     \
+  X(NumSplits, I32, "splits of splitTokens tokens per sequence")
+
+#define KVQ_COMBINE_ARGS(X)                                                    \
+  X(Partial, InPtr, "[B][Hq][numSplits][D + 2] f32: the attend kernel's")      \
+  X(Out, Ptr, "[B][Hq][D] f32: the attention outputs")                         \
+  X(Seqs, InPtr, "[B][8] u32: as for attend")                                  \
+  X(NumSplits, I32, "splits per sequence")
+
+// X(Id, Name, ArgsMacro)
+#define KVQ_KERNEL_KINDS(X)                                                    \
+  X(KeyNorm, "keynorm", KVQ_KEYNORM_ARGS)                                      \
+  X(Flush, "flush", KVQ_FLUSH_ARGS)                                            \
+  X(Attend, "attend", KVQ_ATTEND_ARGS)                                         \
+  X(Combine, "combine", KVQ_COMBINE_ARGS)
+
+namespace kvq::abi {
+
+enum class ArgKind { Ptr, InPtr, I32 };
+
+/// One argument of a kernel.
+struct ArgDesc {
+  const char *Name;
+  ArgKind Kind;
+  const char *Meaning;
+};
+
+/// The manifest's name of an argument kind: "ptr" or "i32".
+constexpr const char *getManifestName(ArgKind Kind) {
+  return Kind == ArgKind::I32 ? "i32" : "ptr";
+}
+
+// Per kind, `<Kind>Args::<Arg>` is the index of an argument, `NumArgs` their
+// number and `kTable` their descriptions.
+#define KVQ_ABI_ARG_INDEX(Id, Kind, Meaning) Id,
+#define KVQ_ABI_ARG_DESC(Id, Kind, Meaning) {#Id, ArgKind::Kind, Meaning},
+#define KVQ_ABI_ARGS_STRUCT(Id, Name, ArgList)                                 \
+  struct Id##Args {                                                            \
+    enum : unsigned { ArgList(KVQ_ABI_ARG_INDEX) NumArgs };                      \
+    static constexpr ArgDesc kTable[] = {ArgList(KVQ_ABI_ARG_DESC)};            \
+  };
+KVQ_KERNEL_KINDS(KVQ_ABI_ARGS_STRUCT)
+#undef KVQ_ABI_ARGS_STRUCT
+#undef KVQ_ABI_ARG_DESC
+#undef KVQ_ABI_ARG_INDEX
+
+enum class KernelKind {
+#define KVQ_ABI_KIND_ID(Id, Name, ArgList) Id,
+  KVQ_KERNEL_KINDS(KVQ_ABI_KIND_ID)
+#undef KVQ_ABI_KIND_ID
+};
+
+/// A kernel kind: its manifest name and its arguments, in order.
+struct KernelDesc {
+  KernelKind Kind;
+  const char *Name;
+  const ArgDesc *Args;
+  unsigned NumArgs;
+};
+
+inline constexpr KernelDesc kKernels[] = {
+#define KVQ_ABI_KIND_DESC(Id, Name, ArgList)                                   \
+  {KernelKind::Id, Name, Id##Args::kTable, Id##Args::NumArgs},
+    KVQ_KERNEL_KINDS(KVQ_ABI_KIND_DESC)
+#undef KVQ_ABI_KIND_DESC
+};
+
+/// The most arguments any kernel takes.
+inline constexpr unsigned kMaxArgs = [] {
+  unsigned Max = 0;
+  for (const KernelDesc &K : kKernels)
+    Max = K.NumArgs > Max ? K.NumArgs : Max;
+  return Max;
+}();
+static_assert(kMaxArgs < 32, "KernelArgs tracks set arguments in 32 bits");
+
+constexpr const KernelDesc &getKernel(KernelKind Kind) {
+  return kKernels[unsigned(Kind)];
+}
+
+/// The kind named `Name` in a manifest, or null.
+inline const KernelDesc *findKernel(const char *Name) {
+  for (const KernelDesc &K : kKernels)
+    if (std::strcmp(K.Name, Name) == 0)
+      return &K;
+  return nullptr;
+}
+
+/// The argument values of one launch of a `Kind` kernel, set by name
+/// (`Args.set(FlushArgs::Pages, Addr)`); `get()` is the `void **` array that
+/// cuLaunchKernel and the host entry points take.
+class KernelArgs {
+public:
+  explicit KernelArgs(KernelKind Kind) : Kind(Kind) {}
+  KernelArgs(const KernelArgs &) = delete;
+  KernelArgs &operator=(const KernelArgs &) = delete;
+
+  /// Sets pointer argument `Index`; false if it is not a pointer.
+  bool set(unsigned Index, uint64_t Ptr) {
+    return store(Index, /*IsI32=*/false, &Ptr, sizeof(Ptr));
+  }
+  /// Sets i32 argument `Index`; false if it is not an i32.
+  bool set(unsigned Index, int32_t Value) {
+    return store(Index, /*IsI32=*/true, &Value, sizeof(Value));
+  }
+
+  KernelKind getKind() const { return Kind; }
+  /// Whether every argument was set, each with a value of its kind.
+  bool complete() const {
+    return Valid && Set == (1u << getKernel(Kind).NumArgs) - 1;
+  }
+  void **get() { return Ptrs; }
+
+private:
+  bool store(unsigned Index, bool IsI32, const void *Value, unsigned Bytes) {
+    const KernelDesc &K = getKernel(Kind);
+    bool Ok =
+        Index < K.NumArgs && (K.Args[Index].Kind == ArgKind::I32) == IsI32;
+    Valid = Valid && Ok;
+    if (!Ok)
+      return false;
+    std::memcpy(&Slots[Index], Value, Bytes);
+    Ptrs[Index] = &Slots[Index];
+    Set |= 1u << Index;
+    return true;
+  }
+
+  KernelKind Kind;
+  bool Valid = true;
+  uint32_t Set = 0;
+  // An i32 lies in the first 4 bytes of its slot, where Ptrs points.
+  uint64_t Slots[kMaxArgs] = {};
+  void *Ptrs[kMaxArgs] = {};
+};
+
+} // namespace kvq::abi
+
+#endif // KVQ_SUPPORT_KERNELABI_H

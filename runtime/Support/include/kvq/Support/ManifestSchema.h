@@ -1,0 +1,97 @@
+//===- ManifestSchema.h - the names of manifest.json ------------*- C++ -*-===//
+//
+// Part of kvq. Plain C++17, shared by the artifact writer (codegen) and the
+// manifest reader (runtime): the manifest's version, file name and every key
+// and enumerated value, so that writer and reader cannot drift. The shape of
+// the document is docs/KernelABI.md, "Manifest".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_SUPPORT_MANIFESTSCHEMA_H
+#define KVQ_SUPPORT_MANIFESTSCHEMA_H
+
+// X(Id, JsonKey): every object key, once (a key means the same in every
+// object it appears in, e.g. `layers`).
+#define KVQ_MANIFEST_KEYS(X)                                                   \
+  X(Version, "version")                                                        \
+  X(Name, "name")                                                              \
+  X(Model, "model")                                                            \
+  X(PageTokens, "page_tokens")                                                 \
+  X(SplitTokens, "split_tokens")                                               \
+  X(Bits, "bits")                                                              \
+  X(Tensors, "tensors")                                                        \
+  X(Layers, "layers")                                                          \
+  X(CombineKernel, "combine_kernel")                                           \
+  X(Kernels, "kernels")                                                        \
+  X(Host, "host")                                                              \
+  X(Files, "files")                                                            \
+  X(Heads, "heads")                                                            \
+  X(KvHeads, "kv_heads")                                                       \
+  X(HeadDim, "head_dim")                                                       \
+  X(Dtype, "dtype")                                                            \
+  X(DtypeBytes, "dtype_bytes")                                                 \
+  X(Scale, "scale")                                                            \
+  X(CodeBits, "code_bits")                                                     \
+  X(StorageBits, "storage_bits")                                               \
+  X(Keys, "keys")                                                              \
+  X(Values, "values")                                                          \
+  X(Sink, "sink")                                                              \
+  X(Recent, "recent")                                                          \
+  X(Flush, "flush")                                                            \
+  X(WindowCapacity, "window_capacity")                                         \
+  X(PageBytes, "page_bytes")                                                   \
+  X(Offset, "offset")                                                          \
+  X(SliceBytes, "slice_bytes")                                                 \
+  X(FlushKernel, "flush_kernel")                                               \
+  X(CodesFrom, "codes_from")                                                   \
+  X(Scheme, "scheme")                                                          \
+  X(Kind, "kind")                                                              \
+  X(Mode, "mode")                                                              \
+  X(Span, "span")                                                              \
+  X(Group, "group")                                                            \
+  X(Levels, "levels")                                                          \
+  X(Eta, "eta")                                                                \
+  X(Clip, "clip")                                                              \
+  X(Params, "params")                                                          \
+  X(ParamBytes, "param_bytes")                                                 \
+  X(KeyNorm, "key_norm")                                                       \
+  X(WordsPerGroup, "words_per_group")                                          \
+  X(GroupsPerPage, "groups_per_page")                                          \
+  X(CodesBytes, "codes_bytes")                                                 \
+  X(ScalesOffset, "scales_offset")                                             \
+  X(ZerosOffset, "zeros_offset")                                               \
+  X(AttendKernel, "attend_kernel")                                             \
+  X(KeynormKernel, "keynorm_kernel")                                           \
+  X(Block, "block")                                                            \
+  X(SharedBytes, "shared_bytes")                                               \
+  X(Args, "args")                                                              \
+  X(Cpu, "cpu")                                                                \
+  X(Features, "features")                                                      \
+  X(Ptx, "ptx")                                                                \
+  X(HostObject, "host_object")                                                 \
+  X(HostShared, "host_shared")
+
+namespace kvq::manifest {
+
+/// The version the writer emits and the only one the reader accepts; bump it
+/// with any change of the schema.
+inline constexpr int kVersion = 1;
+
+/// The manifest's file name in an artifact directory.
+inline constexpr char kFileName[] = "manifest.json";
+
+namespace key {
+#define KVQ_MANIFEST_KEY(Id, Name) inline constexpr char Id[] = Name;
+KVQ_MANIFEST_KEYS(KVQ_MANIFEST_KEY)
+#undef KVQ_MANIFEST_KEY
+} // namespace key
+
+/// Values of `scheme.kind`.
+namespace scheme_kind {
+inline constexpr char Quant[] = "quant";
+inline constexpr char FullPrecision[] = "full_precision";
+} // namespace scheme_kind
+
+} // namespace kvq::manifest
+
+#endif // KVQ_SUPPORT_MANIFESTSCHEMA_H
