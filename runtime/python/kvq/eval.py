@@ -231,7 +231,7 @@ def plot(results: dict, meta: dict, out_dir: str) -> None:
     ax.set_xlabel(f"bits per cached element (measured, {meta['context']}-token context)")
     ax.set_ylabel("mean KL divergence vs fp16 cache")
     ax.set_yscale("log")
-    ax.set_title(f"{meta['model']} on {meta['text_source']}")
+    ax.set_title(f"{meta['model']}\non {meta['text_source']}", fontsize=9)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "kl_vs_bits.png"), dpi=120)
