@@ -7,9 +7,6 @@
 using namespace mlir;
 using namespace kvq;
 
-/// Every region of a page starts on 16 bytes, for 128-bit loads.
-static constexpr uint64_t kAlign = 16;
-
 bool CacheLayout::hasKeyNorm(unsigned layer) const {
   QuantAttr quant = keys.layers[layer].quant;
   return quant && quant.getKeyNorm();
@@ -38,8 +35,8 @@ static SliceLayout computeSlice(const LayerScheme &layer, ModelAttr model,
   slice.codesFrom = layer.codesFrom;
   unsigned dim = model.getHeadDim();
   if (!slice.quant) {
-    slice.sliceBytes =
-        llvm::alignTo(uint64_t(pageTokens) * dim * dtypeBytes, kAlign);
+    slice.sliceBytes = llvm::alignTo(uint64_t(pageTokens) * dim * dtypeBytes,
+                                     kLayoutAlignment);
     return slice;
   }
   QuantAttr quant = slice.quant;
@@ -51,12 +48,13 @@ static SliceLayout computeSlice(const LayerScheme &layer, ModelAttr model,
     slice.groupsPerPage = pageTokens / quant.getGroup() * dim;
   }
   slice.paramBytes = quant.getParamBits() / 8;
-  uint64_t paramArray =
-      llvm::alignTo(uint64_t(slice.groupsPerPage) * slice.paramBytes, kAlign);
+  uint64_t paramArray = llvm::alignTo(
+      uint64_t(slice.groupsPerPage) * slice.paramBytes, kLayoutAlignment);
   // A layer that reuses another layer's codes stores none.
   if (!slice.sharesCodes())
-    slice.codesBytes = llvm::alignTo(
-        uint64_t(slice.groupsPerPage) * slice.wordsPerGroup * 4, kAlign);
+    slice.codesBytes =
+        llvm::alignTo(uint64_t(slice.groupsPerPage) * slice.wordsPerGroup * 4,
+                      kLayoutAlignment);
   slice.scalesOffset = slice.codesBytes;
   slice.sliceBytes = slice.scalesOffset + paramArray;
   if (quant.getMode() != Mode::Sym) {

@@ -476,9 +476,6 @@ std::optional<unsigned> ShareAttr::getCodeOwner(unsigned layer) const {
 // Physical layout
 //===----------------------------------------------------------------------===//
 
-/// Every region of a page starts on 16 bytes, for 128-bit loads.
-static constexpr uint64_t kLayoutAlign = 16;
-
 /// Whether `bytes` bytes at `offset` lie inside `[0, size)`.
 static bool isWithin(int64_t offset, uint64_t bytes, uint64_t size) {
   return offset >= 0 && uint64_t(offset) <= size &&
@@ -491,11 +488,11 @@ LogicalResult SliceLayoutAttr::verify(
     unsigned groupsPerPage, unsigned paramBytes, uint64_t codesBytes,
     uint64_t scalesOffset, int64_t zerosOffset, int64_t codesFrom,
     int64_t codesLayerDelta, int64_t codesHeadDelta) {
-  if (offset % kLayoutAlign || sliceBytes % kLayoutAlign ||
-      scalesOffset % kLayoutAlign ||
-      (zerosOffset > 0 && zerosOffset % kLayoutAlign))
+  if (offset % kLayoutAlignment || sliceBytes % kLayoutAlignment ||
+      scalesOffset % kLayoutAlignment ||
+      (zerosOffset > 0 && zerosOffset % kLayoutAlignment))
     return emitError() << "slice offsets and sizes must be multiples of "
-                       << kLayoutAlign << " bytes";
+                       << kLayoutAlignment << " bytes";
   uint64_t params = uint64_t(groupsPerPage) * paramBytes;
   if (codesBytes > sliceBytes ||
       (paramBytes && !isWithin(scalesOffset, params, sliceBytes)) ||
@@ -511,8 +508,9 @@ LogicalResult
 TensorLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          unsigned windowCapacity, uint64_t pageBytes,
                          ArrayAttr slices) {
-  if (pageBytes % kLayoutAlign)
-    return emitError() << "page_bytes must be a multiple of " << kLayoutAlign;
+  if (pageBytes % kLayoutAlignment)
+    return emitError() << "page_bytes must be a multiple of "
+                       << kLayoutAlignment;
   for (auto [layer, attr] : llvm::enumerate(slices)) {
     auto slice = dyn_cast<SliceLayoutAttr>(attr);
     if (!slice)

@@ -19,6 +19,10 @@ constexpr unsigned kMaxWindowTokens = 1u << 20;
 /// sizes) may hold: far above any model's layers x kv_heads x head_dim, and
 /// checked on the table's type before any element is read.
 constexpr uint64_t kMaxTableElements = uint64_t(1) << 24;
+/// Every region of a page (#kvq.layout) starts on this many bytes, for
+/// 128-bit loads; the layout computation and the attribute's verifier share
+/// it.
+constexpr uint64_t kLayoutAlignment = 16;
 /// True when `table` has more than kMaxTableElements elements.
 bool isTableTooLarge(mlir::ElementsAttr table);
 
