@@ -37,18 +37,23 @@ struct RealActivations {
   /// [Tokens][heads of the array][HeadDim] as floats (f16 values).
   std::vector<std::map<std::string, std::vector<float>>> Data;
 
-  /// The array `Name` of captured layer `Index`, restricted to its first
-  /// `Heads` heads: [Tokens][Heads][HeadDim].
+  /// The array `Name` of captured layer `Index` reshaped to `Count` heads of
+  /// `Dim` channels, `Dim` a multiple of HeadDim: [Tokens][Count][Dim], where
+  /// chunk c of head h is the model's head (h * Dim / HeadDim + c) modulo
+  /// the heads the array has. Real values, for any test shape.
   std::vector<float> heads(unsigned Index, const std::string &Name,
-                           unsigned Count) const {
+                           unsigned Count, unsigned Dim) const {
     const std::vector<float> &All = Data[Index].at(Name);
     unsigned Have = unsigned(All.size() / (size_t(Tokens) * HeadDim));
+    unsigned Chunks = Dim / HeadDim;
     std::vector<float> Out;
     for (unsigned T = 0; T < Tokens; ++T)
-      for (unsigned H = 0; H < Count; ++H) {
-        const float *Row = &All[(size_t(T) * Have + H % Have) * HeadDim];
-        Out.insert(Out.end(), Row, Row + HeadDim);
-      }
+      for (unsigned H = 0; H < Count; ++H)
+        for (unsigned C = 0; C < Chunks; ++C) {
+          unsigned Source = (H * Chunks + C) % Have;
+          const float *Row = &All[(size_t(T) * Have + Source) * HeadDim];
+          Out.insert(Out.end(), Row, Row + HeadDim);
+        }
     return Out;
   }
 
