@@ -28,11 +28,6 @@ using namespace kvq;
 
 namespace key = manifest::key;
 
-ArrayRef<std::string> kvq::getArtifactChips() {
-  static const std::string chips[] = {"sm_80", "sm_90"};
-  return chips;
-}
-
 /// The kernel serving each layer.
 struct LayerKernels {
   std::string flush[2], attend, keyNorm;
@@ -127,7 +122,8 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
     kernels.push_back(llvm::json::Object{
         {key::Name, spec.name},
         {key::Kind, spec.getKindName()},
-        {key::Block, llvm::json::Array{KernelTarget::kBlockThreads, 1, 1}},
+        {key::Block,
+         llvm::json::Array{getCacheTarget(cache).getBlockThreads(), 1, 1}},
         {key::SharedBytes, 0},
         {key::Args, std::move(args)}});
   }

@@ -99,6 +99,12 @@ static FailureOr<TensorLayout> computeTensor(TensorOpT op, ModelAttr model,
   return tensor;
 }
 
+TargetAttr kvq::getCacheTarget(CacheOp cache) {
+  if (auto target = cache->getAttrOfType<TargetAttr>(TargetAttr::getAttrName()))
+    return target;
+  return TargetAttr::getDefault(cache.getContext());
+}
+
 FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
   if (cache.getPoolAttr())
     return cache.emitOpError("kvq-compile does not support outlier pools yet");
@@ -107,7 +113,7 @@ FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
   CacheLayout layout;
   layout.model = cache.getModel();
   layout.pageTokens = cache.getPage();
-  layout.splitTokens = 256;
+  layout.splitTokens = getCacheTarget(cache).getSplitTokens();
   layout.dtypeBytes = layout.model.getDtype().getIntOrFloatBitWidth() / 8;
   FailureOr<TensorLayout> keys = computeTensor(
       cache.getKeys(), layout.model, layout.pageTokens, layout.dtypeBytes);

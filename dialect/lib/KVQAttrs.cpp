@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <charconv>
 #include <cmath>
@@ -536,4 +537,55 @@ LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (keys.getSlices().size() != values.getSlices().size())
     return emitError() << "keys and values must have the same layers";
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TargetAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef hostCpu, ArrayAttr chips,
+                                 unsigned warpSize, unsigned blockThreads,
+                                 unsigned splitTokens) {
+  if (hostCpu.empty())
+    return emitError() << "host_cpu must name a CPU (or 'native')";
+  if (!chips || chips.empty())
+    return emitError() << "chips must name at least one GPU";
+  for (Attribute chip : chips) {
+    auto name = dyn_cast<StringAttr>(chip);
+    if (!name || !name.getValue().starts_with("sm_"))
+      return emitError() << "chips must be strings naming sm_XX targets";
+  }
+  // The GPU reductions shuffle within a warp and combine warps through
+  // shared memory: powers of two, whole warps, at most CUDA's 1024 threads.
+  if (!llvm::isPowerOf2_32(warpSize) || warpSize > 64)
+    return emitError() << "warp_size must be a power of two <= 64";
+  if (!llvm::isPowerOf2_32(blockThreads) || blockThreads < warpSize ||
+      blockThreads > 1024)
+    return emitError() << "block_threads must be a power of two in "
+                          "[warp_size, 1024]";
+  if (splitTokens == 0 || splitTokens > kMaxWindowTokens)
+    return emitError() << "split_tokens must be in [1, " << kMaxWindowTokens
+                       << "]";
+  return success();
+}
+
+TargetAttr TargetAttr::getDefault(MLIRContext *ctx, StringRef hostCpu,
+                                  ArrayRef<std::string> chips) {
+  SmallVector<Attribute> names;
+  for (const std::string &chip : chips)
+    names.push_back(StringAttr::get(ctx, chip));
+  if (names.empty())
+    for (const char *chip : kDefaultChips)
+      names.push_back(StringAttr::get(ctx, chip));
+  return TargetAttr::get(ctx, hostCpu, ArrayAttr::get(ctx, names),
+                         /*warpSize=*/32, /*blockThreads=*/128,
+                         /*splitTokens=*/256);
+}
+
+SmallVector<std::string> TargetAttr::getChipNames() const {
+  SmallVector<std::string> names;
+  for (Attribute chip : getChips())
+    names.push_back(cast<StringAttr>(chip).str());
+  return names;
 }

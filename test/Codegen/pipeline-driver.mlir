@@ -17,12 +17,13 @@ kvq.cache @kivi model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype
   }
 }
 
+// PRINT: IR Dump After KVQAssignTarget (kvq-assign-target)
 // PRINT: IR Dump After KVQExpandSchedule (kvq-expand-schedule)
 // PRINT: IR Dump After KVQPlanKernels (kvq-plan-kernels)
 // PRINT: IR Dump After KVQLowerKernels (kvq-lower-kernels)
 // PRINT: IR Dump After KVQExpandDequantize (kvq-expand-dequantize)
 // PRINT: IR Dump After ConvertToLLVMPass (convert-to-llvm)
-// PRINT: IR Dump After GpuNVVMAttachTarget (nvvm-attach-target)
+// PRINT: IR Dump After KVQAttachNVVMTargets (kvq-attach-nvvm-targets)
 // PRINT: IR Dump After ConvertGpuOpsToNVVMOps (convert-gpu-to-nvvm)
 // PRINT: IR Dump After GpuModuleToBinaryPass (gpu-module-to-binary)
 

@@ -1,17 +1,18 @@
 // Each stage of kvq-compile-pipeline runs and prints alone. The stages:
-//   kvq-build-kernels = kvq.cache(kvq-expand-schedule), kvq-assign-layout,
+//   kvq-build-kernels = kvq-assign-target, kvq.cache(kvq-expand-schedule),
+//                       kvq-assign-layout,
 //                       kvq-plan-kernels, kvq-lower-kernels,
 //                       kvq-expand-dequantize
 //   kvq-host-to-llvm  = builtin.module(convert-scf-to-cf, arith-expand,
 //                       convert-to-llvm, reconcile-unrealized-casts)
-//   kvq-gpu-to-binary = nvvm-attach-target per chip, gpu.module(convert-scf-
+//   kvq-gpu-to-binary = kvq-attach-nvvm-targets, gpu.module(convert-scf-
 //                       to-cf, convert-gpu-to-nvvm, canonicalize, cse,
 //                       reconcile-unrealized-casts), gpu-module-to-binary
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq.cache(kvq-expand-schedule),kvq-assign-layout,kvq-plan-kernels)' | FileCheck %s --check-prefix=PLAN
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels)' | FileCheck %s --check-prefix=KERNELS
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' | FileCheck %s --check-prefix=LLVM
-// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' \
-// RUN:   | kvq-opt --pass-pipeline='builtin.module(kvq-gpu-to-binary{chips=sm_80})' | FileCheck %s --check-prefix=BINARY
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels{chips=sm_80},kvq-host-to-llvm)' \
+// RUN:   | kvq-opt --pass-pipeline='builtin.module(kvq-gpu-to-binary)' | FileCheck %s --check-prefix=BINARY
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-compile-pipeline{host-cpu=x86-64-v3 chips=sm_80,sm_90})' | FileCheck %s --check-prefix=ALL
 
 kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {

@@ -132,7 +132,6 @@ static void registerUpstreamPasses() {
   mlir::registerConvertToLLVMPass();
   mlir::registerReconcileUnrealizedCastsPass();
   mlir::registerConvertGpuOpsToNVVMOps();
-  mlir::registerGpuNVVMAttachTarget();
   mlir::registerGpuModuleToBinaryPass();
 }
 

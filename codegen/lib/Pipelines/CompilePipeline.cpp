@@ -23,18 +23,21 @@ using namespace kvq;
 
 SmallVector<std::string> KVQCompilePipelineOptions::getChips() const {
   if (chips.empty())
-    return llvm::to_vector(getArtifactChips());
+    return SmallVector<std::string>(std::begin(kDefaultChips),
+                                    std::end(kDefaultChips));
   return llvm::to_vector(chips);
 }
 
 void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
                                   const KVQCompilePipelineOptions &options) {
+  KVQAssignTargetOptions target;
+  target.hostCpu = options.hostCpu;
+  target.chips = options.getChips();
+  pm.addPass(createKVQAssignTarget(target));
   pm.nest<CacheOp>().addPass(createKVQExpandSchedule());
   pm.addPass(createKVQAssignLayout());
   pm.addPass(createKVQPlanKernels());
-  KVQLowerKernelsOptions lower;
-  lower.hostCpu = options.hostCpu;
-  pm.addPass(createKVQLowerKernels(lower));
+  pm.addPass(createKVQLowerKernels());
   pm.addPass(createKVQExpandDequantize());
 }
 
@@ -49,15 +52,10 @@ void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
   host.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void kvq::buildKVQGPUToBinaryPipeline(
-    OpPassManager &pm, const KVQCompilePipelineOptions &options) {
-  // One NVVM target per chip: gpu-module-to-binary emits one object each.
-  for (const std::string &chip : options.getChips()) {
-    GpuNVVMAttachTargetOptions target;
-    target.chip = chip;
-    target.optLevel = 3;
-    pm.addPass(createGpuNVVMAttachTarget(target));
-  }
+void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {
+  // One NVVM target per chip of each cache's kvq.target:
+  // gpu-module-to-binary emits one object each.
+  pm.addPass(createKVQAttachNVVMTargets());
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
   gpu.addPass(createSCFToControlFlowPass());
   gpu.addPass(createConvertGpuOpsToNVVMOps());
@@ -73,7 +71,7 @@ void kvq::buildKVQCompilePipeline(OpPassManager &pm,
                                   const KVQCompilePipelineOptions &options) {
   buildKVQKernelsPipeline(pm, options);
   buildKVQHostToLLVMPipeline(pm);
-  buildKVQGPUToBinaryPipeline(pm, options);
+  buildKVQGPUToBinaryPipeline(pm);
 }
 
 void kvq::registerKVQCompilePipelines() {
@@ -84,14 +82,15 @@ void kvq::registerKVQCompilePipelines() {
       buildKVQCompilePipeline);
   PassPipelineRegistration<KVQCompilePipelineOptions>(
       "kvq-build-kernels",
-      "Stage 1: expand schedules, plan the kernels of every kvq.cache and "
-      "lower them to host functions and GPU kernels",
+      "Stage 1: attach the target, expand schedules, plan the kernels of "
+      "every kvq.cache and lower them to host functions and GPU kernels",
       buildKVQKernelsPipeline);
   PassPipelineRegistration<>(
       "kvq-host-to-llvm", "Stage 2: lower the host modules to the LLVM dialect",
       buildKVQHostToLLVMPipeline);
-  PassPipelineRegistration<KVQCompilePipelineOptions>(
+  PassPipelineRegistration<>(
       "kvq-gpu-to-binary",
-      "Stage 3: lower the GPU modules through NVVM to PTX, one object per chip",
+      "Stage 3: lower the GPU modules through NVVM to PTX, one object per "
+      "chip of each cache's kvq.target",
       buildKVQGPUToBinaryPipeline);
 }

@@ -1,6 +1,7 @@
 //===- GPUTarget.cpp - kernels as GPU blocks ------------------------------===//
 //
-// A block of kBlockThreads threads: loops are strided over the threads and
+// A block of the target's block_threads threads (#kvq.target): loops are
+// strided over the threads and
 // end with a barrier, block-local memory is shared memory, and reductions
 // combine per-thread partials with warp shuffles, then across warps through
 // shared memory.
@@ -16,7 +17,6 @@
 using namespace mlir;
 using namespace kvq;
 
-static constexpr unsigned kWarpSize = 32;
 static constexpr unsigned kGlobalSpace = 1;
 static constexpr unsigned kSharedSpace = 3;
 
@@ -24,7 +24,9 @@ namespace {
 
 class GPUTarget : public KernelTarget {
 public:
-  explicit GPUTarget(gpu::GPUModuleOp module) : module(module) {}
+  GPUTarget(gpu::GPUModuleOp module, TargetAttr target)
+      : module(module), warpSize(target.getWarpSize()),
+        blockThreads(target.getBlockThreads()) {}
 
   KernelEntry createKernel(OpBuilder &b, Location loc, StringRef name,
                            ArrayRef<ArgKind> args) override {
@@ -71,7 +73,7 @@ public:
 
   void parallelFor(KernelBuilder &kb, Value count,
                    llvm::function_ref<void(Value)> body) override {
-    kb.forLoop(threadId, count, kb.i32(kBlockThreads), {},
+    kb.forLoop(threadId, count, kb.i32(blockThreads), {},
                [&](Value i, ValueRange) {
                  body(i);
                  return SmallVector<Value>();
@@ -104,20 +106,20 @@ public:
                          ? 0.0f
                          : -std::numeric_limits<float>::infinity();
     Value partial =
-        kb.forLoop(threadId, count, kb.i32(kBlockThreads), {kb.f32(identity)},
+        kb.forLoop(threadId, count, kb.i32(blockThreads), {kb.f32(identity)},
                    [&](Value i, ValueRange acc) -> SmallVector<Value> {
                      return {combine(acc[0], kb.loadF32(ptr, i))};
                    })[0];
-    for (unsigned offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    for (unsigned offset = warpSize / 2; offset > 0; offset /= 2) {
       auto shuffle = gpu::ShuffleOp::create(kb.builder(), kb.getLoc(), partial,
-                                            kb.i32(offset), kb.i32(kWarpSize),
+                                            kb.i32(offset), kb.i32(warpSize),
                                             gpu::ShuffleMode::XOR);
       partial = combine(partial, shuffle.getShuffleResult());
     }
-    constexpr unsigned numWarps = kBlockThreads / kWarpSize;
+    unsigned numWarps = blockThreads / warpSize;
     Value scratch = allocShared(kb, numWarps * 4);
-    Value lane = kb.remU(threadId, kb.i32(kWarpSize));
-    Value warp = kb.divU(threadId, kb.i32(kWarpSize));
+    Value lane = kb.remU(threadId, kb.i32(warpSize));
+    Value warp = kb.divU(threadId, kb.i32(warpSize));
     kb.ifThen(kb.eq(lane, kb.i32(0)),
               [&] { kb.storeF32(partial, scratch, warp); });
     barrier(kb);
@@ -158,6 +160,7 @@ private:
   }
 
   gpu::GPUModuleOp module;
+  unsigned warpSize, blockThreads;
   std::string kernelName;
   unsigned numShared = 0;
   Value threadId;
@@ -165,6 +168,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<KernelTarget> kvq::createGPUTarget(gpu::GPUModuleOp module) {
-  return std::make_unique<GPUTarget>(module);
+std::unique_ptr<KernelTarget> kvq::createGPUTarget(gpu::GPUModuleOp module,
+                                                   TargetAttr target) {
+  return std::make_unique<GPUTarget>(module, target);
 }

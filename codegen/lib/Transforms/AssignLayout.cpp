@@ -1,7 +1,8 @@
-//===- AssignLayout.cpp - compute the layout of every cache ---------------===//
+//===- AssignLayout.cpp - the layout and target of every cache ------------===//
 //
-// The one place the page layout is computed; kernels and the manifest read
-// the `kvq.layout` attribute it leaves on each kvq.cache.
+// The one place the page layout and the target are set; kernels and the
+// manifest read the `kvq.layout` and `kvq.target` attributes left on each
+// kvq.cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 
 namespace kvq {
 #define GEN_PASS_DEF_KVQASSIGNLAYOUT
+#define GEN_PASS_DEF_KVQASSIGNTARGET
 #include "kvq/Codegen/Passes.h.inc"
 } // namespace kvq
 
@@ -28,6 +30,19 @@ struct KVQAssignLayoutPass
       cache->setAttr(LayoutAttr::getAttrName(),
                      getLayoutAttr(*layout, &getContext()));
     }
+  }
+};
+
+struct KVQAssignTargetPass
+    : kvq::impl::KVQAssignTargetBase<KVQAssignTargetPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<std::string> names(chips.begin(), chips.end());
+    TargetAttr target = TargetAttr::getDefault(&getContext(), hostCpu, names);
+    for (CacheOp cache : getOperation().getOps<CacheOp>())
+      if (!cache->hasAttr(TargetAttr::getAttrName()))
+        cache->setAttr(TargetAttr::getAttrName(), target);
   }
 };
 

@@ -75,8 +75,7 @@ bool isKernelOp(Operation *op) {
 /// Fails (with a diagnostic) where their names are taken: the artifact
 /// writer finds them by name.
 FailureOr<CacheKernels> createCacheModules(ModuleOp module, CacheOp cache,
-                                           CacheLayout layout,
-                                           StringRef hostCpu) {
+                                           CacheLayout layout) {
   std::string hostName = getHostModuleName(cache);
   std::string deviceName = getDeviceModuleName(cache);
   for (StringRef name : {StringRef(hostName), StringRef(deviceName)})
@@ -88,18 +87,19 @@ FailureOr<CacheKernels> createCacheModules(ModuleOp module, CacheOp cache,
   CacheKernels kernels{std::move(layout)};
   kernels.host = ModuleOp::create(b, loc, hostName);
   kernels.host->setAttr("kvq.cache", FlatSymbolRefAttr::get(cache));
-  kernels.host->setAttr("kvq.host_cpu", b.getStringAttr(hostCpu));
+  TargetAttr target = getCacheTarget(cache);
+  kernels.host->setAttr("kvq.host_cpu", b.getStringAttr(target.getHostCpu()));
   kernels.device = gpu::GPUModuleOp::create(b, loc, deviceName);
+  kernels.device->setAttr("kvq.cache", FlatSymbolRefAttr::get(cache));
   kernels.cpu = createCPUTarget(kernels.host);
-  kernels.gpu = createGPUTarget(kernels.device);
+  kernels.gpu = createGPUTarget(kernels.device, target);
   return kernels;
 }
 
 /// The modules and layout of every cache a kernel op names, or failure
 /// (with a diagnostic) if one cannot be computed: a kernel op is never left
 /// behind silently.
-FailureOr<CacheKernelsMap> createCacheKernels(ModuleOp module,
-                                              StringRef hostCpu) {
+FailureOr<CacheKernelsMap> createCacheKernels(ModuleOp module) {
   CacheKernelsMap caches;
   WalkResult result = module.walk([&](Operation *op) {
     if (!isKernelOp(op))
@@ -115,7 +115,7 @@ FailureOr<CacheKernelsMap> createCacheKernels(ModuleOp module,
     if (failed(layout))
       return WalkResult::interrupt();
     FailureOr<CacheKernels> kernels =
-        createCacheModules(module, cache, std::move(*layout), hostCpu);
+        createCacheModules(module, cache, std::move(*layout));
     if (failed(kernels))
       return WalkResult::interrupt();
     caches.try_emplace(cache, std::move(*kernels));
@@ -132,7 +132,7 @@ struct KVQLowerKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<CacheKernelsMap> caches = createCacheKernels(module, hostCpu);
+    FailureOr<CacheKernelsMap> caches = createCacheKernels(module);
     if (failed(caches))
       return signalPassFailure();
     if (!caches->empty())

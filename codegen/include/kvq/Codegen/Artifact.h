@@ -18,9 +18,6 @@
 
 namespace kvq {
 
-/// The PTX targets every artifact carries unless told otherwise.
-llvm::ArrayRef<std::string> getArtifactChips();
-
 /// The CPU host code is compiled for: its LLVM name, the x86 features the
 /// code may use (the table of kvq/Support/HostFeatures.h, which the runtime
 /// checks before loading it), and LLVM's feature string for it.

@@ -46,9 +46,6 @@ class KernelTarget {
 public:
   virtual ~KernelTarget();
 
-  /// Threads of one block on the GPU; the CPU runs a block on one thread.
-  static constexpr unsigned kBlockThreads = 128;
-
   /// Creates kernel `name`, sets the builder inside it and returns its
   /// arguments and block ids. `finishKernel` closes it.
   virtual KernelEntry createKernel(mlir::OpBuilder &b, mlir::Location loc,

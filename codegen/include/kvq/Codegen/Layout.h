@@ -63,6 +63,9 @@ struct CacheLayout {
   bool hasKeyNorm(unsigned layer) const;
 };
 
+/// The target `cache` is compiled for: its `kvq.target`, or the defaults.
+TargetAttr getCacheTarget(CacheOp cache);
+
 /// Computes the layout of `cache`, or reports with a diagnostic at the
 /// offending op every feature the code generator does not support yet. Only
 /// kvq-assign-layout calls it; everything else reads the attribute.

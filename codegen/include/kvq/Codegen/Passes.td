@@ -5,6 +5,35 @@
 
 include "mlir/Pass/PassBase.td"
 
+def KVQAssignTarget : Pass<"kvq-assign-target", "::mlir::ModuleOp"> {
+  let summary = "Attach the compilation target to every kvq.cache";
+  let description = [{
+    Attaches `kvq.target = #kvq.target<...>` to each `kvq.cache` that has
+    none: the host CPU and GPU chips of the options, and kvq's warp, block
+    and split sizes. The layout (split size), the GPU kernels (warp size,
+    block threads), the host code (CPU) and the manifest read it; a cache
+    without one gets the defaults.
+  }];
+  let options = [
+    Option<"hostCpu", "host-cpu", "std::string", /*default=*/"\"native\"",
+           "CPU the host code is compiled for: native, or an LLVM CPU name">,
+    ListOption<"chips", "chips", "std::string",
+               "GPU chips to emit PTX for (default: sm_80,sm_90)">
+  ];
+  let dependentDialects = ["::kvq::KVQDialect"];
+}
+
+def KVQAttachNVVMTargets : Pass<"kvq-attach-nvvm-targets", "::mlir::ModuleOp"> {
+  let summary = "Give each cache's GPU module the NVVM targets of its chips";
+  let description = [{
+    Sets the targets of every `gpu.module` that kvq-lower-kernels made for a
+    cache (`kvq.cache = @name`) to one `#nvvm.target<O = 3, chip = ...>` per
+    chip of the cache's `kvq.target`, so that gpu-module-to-binary emits PTX
+    for exactly those chips.
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
 def KVQAssignLayout : Pass<"kvq-assign-layout", "::mlir::ModuleOp"> {
   let summary = "Compute the page layout of every kvq.cache";
   let description = [{
@@ -41,15 +70,9 @@ def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
     memory and reductions differ. Reconstructions stay `kvq.dequantize` ops.
     Each function keeps what the manifest needs from its kernel op in a
     `kvq.kernel` attribute (kind, tensor, layers); each host module names
-    its cache (`kvq.cache`) and the CPU its code is for (`kvq.host_cpu`).
-    The `kvq.cache` ops stay.
+    its cache (`kvq.cache`) and the CPU its code is for (`kvq.host_cpu`,
+    from the cache's `kvq.target`). The `kvq.cache` ops stay.
   }];
-  let options = [
-    Option<"hostCpu", "host-cpu", "std::string", /*default=*/"\"native\"",
-           "CPU the host code is compiled for: native, or an LLVM CPU name "
-           "(x86-64-v2, x86-64-v3, skylake-avx512, ...); recorded on the "
-           "host modules for the artifact writer">
-  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",

@@ -39,8 +39,9 @@ struct KVQCompilePipelineOptions
   llvm::SmallVector<std::string> getChips() const;
 };
 
-/// kvq.cache -> kernels: expand schedules, plan the kernels, lower them to
-/// host functions and GPU kernels, expand dequantization.
+/// kvq.cache -> kernels: attach the target (#kvq.target from `options`),
+/// expand schedules, assign the layout, plan the kernels, lower them to host
+/// functions and GPU kernels, expand dequantization.
 void buildKVQKernelsPipeline(mlir::OpPassManager &pm,
                              const KVQCompilePipelineOptions &options);
 
@@ -49,8 +50,7 @@ void buildKVQHostToLLVMPipeline(mlir::OpPassManager &pm);
 
 /// The gpu.modules -> NVVM -> gpu.binary holding PTX text per chip. No CUDA
 /// toolkit is needed: the kernels call no libdevice function.
-void buildKVQGPUToBinaryPipeline(mlir::OpPassManager &pm,
-                                 const KVQCompilePipelineOptions &options);
+void buildKVQGPUToBinaryPipeline(mlir::OpPassManager &pm);
 
 /// All three stages: what the artifact writer (kvq/Codegen/Artifact.h)
 /// takes.

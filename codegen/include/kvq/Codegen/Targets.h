@@ -4,6 +4,7 @@
 #define KVQ_CODEGEN_TARGETS_H
 
 #include "kvq/Codegen/KernelBuilder.h"
+#include "kvq/Dialect/KVQ/KVQAttrs.h"
 
 #include <memory>
 
@@ -17,9 +18,10 @@ namespace kvq {
 /// in `module`; a block runs on one thread, its "threads" are a loop.
 std::unique_ptr<KernelTarget> createCPUTarget(mlir::ModuleOp module);
 
-/// Kernels as `gpu.func` kernels of `module`, blocks of
-/// KernelTarget::kBlockThreads threads.
-std::unique_ptr<KernelTarget> createGPUTarget(mlir::gpu::GPUModuleOp module);
+/// Kernels as `gpu.func` kernels of `module`, with the warp size and block
+/// threads of `target`.
+std::unique_ptr<KernelTarget> createGPUTarget(mlir::gpu::GPUModuleOp module,
+                                              TargetAttr target);
 
 } // namespace kvq
 

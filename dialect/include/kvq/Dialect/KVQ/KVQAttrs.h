@@ -23,6 +23,8 @@ constexpr uint64_t kMaxTableElements = uint64_t(1) << 24;
 /// 128-bit loads; the layout computation and the attribute's verifier share
 /// it.
 constexpr uint64_t kLayoutAlignment = 16;
+/// The GPUs an artifact carries PTX for unless told otherwise.
+inline constexpr const char *kDefaultChips[] = {"sm_80", "sm_90"};
 /// True when `table` has more than kMaxTableElements elements.
 bool isTableTooLarge(mlir::ElementsAttr table);
 

@@ -348,4 +348,41 @@ def KVQ_LayoutAttr : KVQ_Attr<"Layout", "layout"> {
   }];
 }
 
+def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
+  let summary = "What the kernels of a cache are compiled for";
+  let description = [{
+    Attached to each `kvq.cache` as `kvq.target` by `kvq-assign-target`; the
+    layout (split size), the GPU kernels (warp size, block threads), the host
+    code (CPU) and the manifest read it, so each fact has one definition.
+    `host_cpu` is `native` or an LLVM CPU name; `chips` the GPUs PTX is
+    emitted for; `split_tokens` the tokens one attention block covers
+    (flash-decoding split).
+
+    ```mlir
+    #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"],
+                warp_size = 32, block_threads = 128, split_tokens = 256>
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"host CPU">:$host_cpu,
+    "::mlir::ArrayAttr":$chips,
+    "unsigned":$warp_size,
+    "unsigned":$block_threads,
+    "unsigned":$split_tokens);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The name of the attribute on a kvq.cache.
+    static ::llvm::StringRef getAttrName() { return "kvq.target"; }
+    /// kvq's defaults (kDefaultChips, 32-thread warps, 128-thread blocks,
+    /// 256-token splits) for `hostCpu` and `chips` (the default chips if
+    /// empty).
+    static TargetAttr getDefault(::mlir::MLIRContext *ctx,
+                                 ::llvm::StringRef hostCpu = "native",
+                                 ::llvm::ArrayRef<std::string> chips = {});
+    /// The chip names.
+    ::llvm::SmallVector<std::string> getChipNames() const;
+  }];
+}
+
 #endif // KVQ_DIALECT_KVQ_KVQATTRS_TD

@@ -1,0 +1,39 @@
+// kvq-assign-target attaches the target every later stage reads; a cache
+// that states its own keeps it.
+// RUN: kvq-opt %s --kvq-assign-target="host-cpu=x86-64-v3 chips=sm_90" | FileCheck %s
+// CHECK: kvq.cache @defaults {{.*}}kvq.target = #kvq.target<host_cpu = "x86-64-v3", chips = ["sm_90"], warp_size = 32, block_threads = 128, split_tokens = 256>
+// CHECK: kvq.cache @custom {{.*}}kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 256, split_tokens = 128>
+
+// The layout takes the split size, the GPU kernels the block size, the
+// manifest both; the PTX assembles with them.
+// RUN: rm -rf %t && kvq-opt %s --kvq-compile=%t -o /dev/null
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t/custom/manifest.json
+// MANIFEST: "block": [
+// MANIFEST-NEXT: 256,
+// MANIFEST: "split_tokens": 128,
+// RUN: FileCheck %s --check-prefix=DEFAULTS < %t/defaults/manifest.json
+// DEFAULTS: "block": [
+// DEFAULTS-NEXT: 128,
+// DEFAULTS: "split_tokens": 256,
+// RUN: ls %t/custom | FileCheck %s --check-prefix=CHIPS
+// CHIPS-NOT: sm_90
+// CHIPS: kernels.sm_80.ptx
+// CHIPS-NOT: sm_90
+
+kvq.cache @defaults model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+kvq.cache @custom model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 256, split_tokens = 128>} {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}

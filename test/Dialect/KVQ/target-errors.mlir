@@ -1,0 +1,29 @@
+// RUN: kvq-opt %s -split-input-file -verify-diagnostics -o /dev/null
+
+// expected-error @+1 {{block_threads must be a power of two in [warp_size, 1024]}}
+module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 96, split_tokens = 256>} {}
+
+// -----
+
+// expected-error @+1 {{warp_size must be a power of two <= 64}}
+module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 48, block_threads = 128, split_tokens = 256>} {}
+
+// -----
+
+// expected-error @+1 {{chips must be strings naming sm_XX targets}}
+module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["gfx90a"], warp_size = 32, block_threads = 128, split_tokens = 256>} {}
+
+// -----
+
+// expected-error @+1 {{chips must name at least one GPU}}
+module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = [], warp_size = 32, block_threads = 128, split_tokens = 256>} {}
+
+// -----
+
+// expected-error @+1 {{split_tokens must be in [1, 1048576]}}
+module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 0>} {}
+
+// -----
+
+// expected-error @+1 {{host_cpu must name a CPU (or 'native')}}
+module attributes {kvq.target = #kvq.target<host_cpu = "", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {}
