@@ -56,6 +56,8 @@ const SpecParam kSpecs[] = {
      2, 2, 64},
     {"kivi2_d128_gqa4", KVQ_ARTIFACT_DIR_E2E_KIVI2_D128_GQA4, SchemeKind::Kivi2,
      8, 2, 128},
+    {"kivi2_d128_gqa4_block256", KVQ_ARTIFACT_DIR_E2E_KIVI2_D128_GQA4_BLOCK256,
+     SchemeKind::Kivi2, 8, 2, 128},
     {"kivi2_d64_gqa1_x86_64_v2", KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA1_GENERIC,
      SchemeKind::Kivi2, 2, 2, 64},
     {"kivi2_d64_gqa12", KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA12, SchemeKind::Kivi2,

@@ -1,0 +1,12 @@
+// kivi2-d128-gqa4 with a target of its own: 256-thread GPU blocks (8 warps)
+// instead of kvq's default 128. The end-to-end tests run it on the PTX
+// interpreter, so the warp and block sizes the GPU kernels read from
+// #kvq.target are checked against the reference, not only assembled.
+kvq.cache @kivi2_d128_gqa4_block256 model <layers = 2, heads = 8, kv_heads = 2, head_dim = 128, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"], warp_size = 32, block_threads = 256, split_tokens = 256>} {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
