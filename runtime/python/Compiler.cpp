@@ -126,12 +126,9 @@ kvq::python::reportBits(const std::string &spec, uint64_t tokens,
   for (CacheOp cache : module->getOps<CacheOp>()) {
     if (failed(cache.verifyTablesPresent()))
       return session.fail<std::vector<CacheBits>>("tables are missing");
-    std::optional<SequenceBytes> bytes = computeSequenceBytes(cache, tokens);
-    if (!bytes) {
-      cache.emitError("the bytes of a sequence of ")
-          << tokens << " tokens exceed 64 bits";
+    FailureOr<SequenceBytes> bytes = computeSequenceBytesOrError(cache, tokens);
+    if (failed(bytes))
       return session.fail<std::vector<CacheBits>>("too many tokens");
-    }
     EquivalentBits bits = computeEquivalentBits(cache);
     caches.push_back({cache.getSymName().str(), bits.codeBits, bits.storageBits,
                       bytes->getTotal(), bytes->codes, bytes->params,

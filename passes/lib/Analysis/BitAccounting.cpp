@@ -179,3 +179,12 @@ std::optional<SequenceBytes> kvq::computeSequenceBytes(CacheOp cache,
     return std::nullopt;
   return bytes;
 }
+
+FailureOr<SequenceBytes> kvq::computeSequenceBytesOrError(CacheOp cache,
+                                                          uint64_t tokens) {
+  std::optional<SequenceBytes> bytes = computeSequenceBytes(cache, tokens);
+  if (!bytes)
+    return cache.emitError("the bytes of a sequence of ")
+           << tokens << " tokens exceed 64 bits";
+  return *bytes;
+}

@@ -23,12 +23,10 @@ struct KVQReportBitsPass : kvq::impl::KVQReportBitsBase<KVQReportBitsPass> {
     for (CacheOp cache : getOperation().getOps<CacheOp>()) {
       if (failed(cache.verifyTablesPresent()))
         return signalPassFailure();
-      std::optional<SequenceBytes> bytes = computeSequenceBytes(cache, tokens);
-      if (!bytes) {
-        cache.emitError("the bytes of a sequence of ")
-            << uint64_t(tokens) << " tokens exceed 64 bits";
+      FailureOr<SequenceBytes> bytes =
+          computeSequenceBytesOrError(cache, tokens);
+      if (failed(bytes))
         return signalPassFailure();
-      }
       report(cache, *bytes, llvm::outs());
     }
     markAllAnalysesPreserved();

@@ -248,7 +248,6 @@ class Decoder:
         self.single = members is None
         self.members = [(past, list(seqs))] if self.single else list(members)
         self.length = 0
-        self.layer_outputs = []  # per layer, attention outputs of the last step
 
     def prefill(self, tokens: np.ndarray) -> np.ndarray:
         """Exact causal attention over the prompt [batch, t], whose keys and
@@ -274,7 +273,6 @@ class Decoder:
         batch, count = len(tokens), len(self.members)
         positions = np.full((batch * count, 1), self.length)
         x = np.tile(m.embedding[tokens], (count, 1))[:, None]
-        self.layer_outputs = []
         for layer, block in enumerate(m.blocks):
             q, k, v = m.qkv(block, x, positions)
             attended = np.empty((batch * count, m.config.heads, m.config.head_dim),
@@ -284,7 +282,6 @@ class Decoder:
                 past.append(layer, list(zip(seqs, k[rows], v[rows])))
                 attended[rows] = past.attend(
                     layer, seqs, np.ascontiguousarray(q[rows, 0]))
-            self.layer_outputs.append(attended)
             x = m.finish_block(block, x, attended[:, None])
         self.length += 1
         return self._unstack(m.logits(x[:, 0]).reshape(count, batch, -1))

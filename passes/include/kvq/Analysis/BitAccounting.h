@@ -55,6 +55,10 @@ EquivalentBits computeEquivalentBits(CacheOp cache);
 std::optional<SequenceBytes> computeSequenceBytes(CacheOp cache,
                                                   uint64_t tokens);
 
+/// As computeSequenceBytes, reporting an overflow as an error at the cache.
+mlir::FailureOr<SequenceBytes> computeSequenceBytesOrError(CacheOp cache,
+                                                           uint64_t tokens);
+
 } // namespace kvq
 
 #endif // KVQ_ANALYSIS_BITACCOUNTING_H
