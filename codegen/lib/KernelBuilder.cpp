@@ -2,6 +2,8 @@
 
 #include "kvq/Codegen/KernelBuilder.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -125,11 +127,39 @@ Value KernelBuilder::feq(Value x, Value y) {
 Value KernelBuilder::flt(Value x, Value y) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
 }
+/// `element` in the shape of `like` (scalar or vector).
+static Type withShapeOf(Value like, Type element) {
+  if (auto vector = dyn_cast<VectorType>(like.getType()))
+    return vector.clone(element);
+  return element;
+}
 Value KernelBuilder::uitofp(Value x) {
-  return arith::UIToFPOp::create(b, loc, b.getF32Type(), x);
+  return arith::UIToFPOp::create(b, loc, withShapeOf(x, b.getF32Type()), x);
 }
 Value KernelBuilder::sitofp(Value x) {
-  return arith::SIToFPOp::create(b, loc, b.getF32Type(), x);
+  return arith::SIToFPOp::create(b, loc, withShapeOf(x, b.getF32Type()), x);
+}
+
+Value KernelBuilder::splat(Value scalar, unsigned lanes) {
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
+}
+Value KernelBuilder::vectorI32(ArrayRef<int32_t> values) {
+  auto type = VectorType::get({int64_t(values.size())}, b.getI32Type());
+  return arith::ConstantOp::create(b, loc, type,
+                                   DenseIntElementsAttr::get(type, values));
+}
+Value KernelBuilder::shuffle(Value vector, ArrayRef<int64_t> mask) {
+  return vector::ShuffleOp::create(b, loc, vector, vector, mask);
+}
+Value KernelBuilder::reduceAdd(Value vector) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                     vector, arith::FastMathFlags::reassoc);
+}
+void KernelBuilder::maskedStore(Value value, Value ptr, Value byteOffset,
+                                Value mask, unsigned align) {
+  LLVM::MaskedStoreOp::create(b, loc, value, gep(ptr, byteOffset), mask,
+                              align);
 }
 Value KernelBuilder::fptosi(Value x) {
   return arith::FPToSIOp::create(b, loc, b.getI32Type(), x);

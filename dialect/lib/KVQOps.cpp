@@ -457,3 +457,15 @@ CombineKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyKernelLayers(*this, *cache, getLayers(),
                             [](int64_t) { return 0; });
 }
+
+LogicalResult UnpackOp::verify() {
+  int64_t lanes = getCodes().getType().getNumElements();
+  int64_t streamBits = 32 * getWords().getType().getNumElements();
+  int64_t last = int64_t(getOffset()) + (lanes - 1) * int64_t(getStride());
+  if (last + getBits() > streamBits)
+    return emitOpError("lane ")
+           << lanes - 1 << " reads bits [" << last << ", "
+           << last + getBits() << ") past the " << streamBits
+           << " bits of its words";
+  return success();
+}

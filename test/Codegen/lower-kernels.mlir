@@ -20,15 +20,24 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU: llvm.call_intrinsic "llvm.roundeven"
 // CPU: arith.truncf {{.*}} : f32 to f16
 // CPU-LABEL: func.func @kivi_flush_values_0(
-// Block-local memory is allocated once, in the entry block; exp2 is a
-// polynomial (rounding to an integer, no libm call); values dequantize.
+// Block-local memory is allocated once, in the entry block. The quantized
+// keys are scored 16 tokens a vector, each chunk's codes unpacked from the
+// channel's two words of 32 codes, stored under a mask where a block
+// straddles the split; exp2 is a polynomial (rounding to an integer, no libm
+// call); quantized values are summed 16 channels a vector.
 // CPU-LABEL: func.func @kivi_attend_0(
 // CPU-NEXT: arith.constant
 // CPU-NEXT: llvm.alloca
+// CPU-NOT: kvq.dequantize
+// CPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<2xi32> -> vector<16xi32>
+// CPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 32 : i32, stride = 2 : i32} : vector<2xi32> -> vector<16xi32>
+// CPU: llvm.intr.masked.store {{.*}} : vector<16xf32>, vector<16xi1> into !llvm.ptr
 // CPU-NOT: llvm.call_intrinsic "llvm.exp2"
 // CPU: llvm.call_intrinsic "llvm.roundeven"
 // CPU-NOT: llvm.call_intrinsic "llvm.exp2"
-// CPU: kvq.dequantize
+// CPU-NOT: kvq.dequantize
+// CPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<2xi32> -> vector<16xi32>
+// CPU-NOT: kvq.dequantize
 // CPU-LABEL: func.func @kivi_combine(
 // The combine loops over the splits (4 at a time) outside the loop over the
 // 64 channels, so that LLVM computes each split's weight (an exp2) once, not

@@ -20,8 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/Codegen/Kernels.h"
-#include "kvq/Codegen/SliceAccess.h"
+#include "AttendEmitter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,115 +28,8 @@
 
 using namespace mlir;
 using namespace kvq;
+using namespace kvq::attend;
 
-namespace {
-
-/// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
-struct AttendArgs {
-  using A = abi::AttendArgs;
-  Value q, partial, seqs, pages[2], tables[2], sink[2], window[2], norms;
-  Value maxPages, numSplits;
-  explicit AttendArgs(const KernelEntry &e)
-      : q(e.args[A::Q]), partial(e.args[A::Partial]),
-        seqs(e.args[A::Seqs]), pages{e.args[A::KPages], e.args[A::VPages]},
-        tables{e.args[A::KTables], e.args[A::VTables]}, sink{e.args[A::KSink],
-                                                             e.args[A::VSink]},
-        window{e.args[A::KWindow], e.args[A::VWindow]}, norms(e.args[A::Norms]),
-        maxPages(e.args[A::MaxPagesPerSeq]), numSplits(e.args[A::NumSplits]) {}
-};
-
-/// Token counts of one tensor of the sequence: [0, sink) are sink tokens,
-/// [sink, sink + quantized) quantized, the rest in the window.
-struct Regions {
-  Value sink, quantized;
-};
-
-using Range = IndexRange;
-
-/// The most query heads one pass over the tokens serves: each has a dot
-/// product and an output accumulator in registers.
-constexpr unsigned kMaxTileHeads = 8;
-
-/// The largest divisor of `ratio` not above kMaxTileHeads, so that tiles are
-/// whole and no head needs a bounds check.
-unsigned getTileHeads(unsigned ratio) {
-  unsigned heads = std::min(ratio, kMaxTileHeads);
-  while (ratio % heads != 0)
-    --heads;
-  return heads;
-}
-
-class AttendEmitter {
-public:
-  AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
-                const CacheLayout &layout, unsigned layer)
-      : kb(kb), args(entry), layout(layout), model(layout.model), layer(layer),
-        split(entry.blockId[0]), head(entry.blockId[1]),
-        batch(entry.blockId[2]), ratio(model.getGroupRatio()),
-        heads(getTileHeads(ratio)), dim(model.getHeadDim()) {}
-
-  void emit();
-
-private:
-  const TensorLayout &tensor(bool isKeys) { return layout.get(isKeys); }
-  const SliceLayout &slice(bool isKeys) { return tensor(isKeys).layers[layer]; }
-  Value descriptor(unsigned field) {
-    return kb.loadU32(args.seqs,
-                      kb.add(kb.mul(batch, kb.i32(8)), kb.i32(field)),
-                      /*invariant=*/true);
-  }
-  /// The part of `range` inside [lo, hi).
-  Range clip(Range range, Value lo, Value hi) {
-    Value begin = kb.maxS(range.begin, lo);
-    Value end = kb.maxS(kb.select(kb.ult(hi, range.end), hi, range.end), begin);
-    return {begin, end};
-  }
-  Value tableRow(bool isKeys) {
-    Value offset = kb.mul(kb.toI64(kb.mul(slot, args.maxPages)), kb.i64(4));
-    return kb.gep(args.tables[isKeys ? 0 : 1], offset);
-  }
-  Value queryAt(Value buffer, unsigned r, Value c) {
-    return kb.loadF32(buffer, kb.add(kb.i32(r * dim), c));
-  }
-
-  void loadQueries();
-  void sumQueryGroups();
-  Value groupSum(unsigned r, Value g) {
-    return kb.loadF32(groupSums,
-                      kb.add(kb.i32(r * slice(true).groupsPerToken), g));
-  }
-  void scoreRange(Range range, unsigned region);
-  void scoreTokenBlocks(Range range);
-  void scoreChannelGroups(Range range);
-  SmallVector<Value> quantizedKeyDots(Value index);
-  SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
-                                       Value queries);
-  void softmax();
-  void accumulateValues();
-  Value valueAt(unsigned region, Value token, Value c);
-
-  void attendTile();
-
-  KernelBuilder &kb;
-  AttendArgs args;
-  const CacheLayout &layout;
-  ModelAttr model;
-  unsigned layer;
-  Value split, head, batch;
-  /// R, and the query heads of one tile (a divisor of R).
-  unsigned ratio, heads, dim;
-  /// The model's index of the current tile's first query head.
-  Value firstQueryHead;
-  Value slot, tokens;
-  Regions regions[2];
-  Range splitRange;
-  Value queries, normQueries, scores;
-  /// span = channels keys: sum of the (normalised) query over each group.
-  Value groupSums;
-  SmallVector<Value> maxScore, sumExp;
-};
-
-} // namespace
 
 void AttendEmitter::loadQueries() {
   KernelTarget &target = kb.getTarget();
@@ -338,107 +230,6 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
       });
 }
 
-/// Scores of the tokens of `range`, all in region `region` of the keys
-/// (0 sink, 1 quantized, 2 window).
-void AttendEmitter::scoreTokenBlocks(Range range) {
-  // The G tokens of a span=tokens block share their code words, scales and
-  // zero-points: for each channel, fold the block's scale and zero-point
-  // into the query once, then update the scores of all G tokens (the lanes,
-  // which the CPU vectorizes). Blocks are whole in the quantized region.
-  const SliceLayout &keys = slice(true);
-  QuantAttr quant = keys.quant;
-  unsigned group = quant.getGroup();
-  Quantizer quantizer(kb, quant);
-  Value sink = regions[0].sink;
-  Value firstBlock = kb.divU(kb.sub(range.begin, sink), kb.i32(group));
-  Value endBlock = kb.divU(kb.add(kb.sub(range.end, sink), kb.i32(group - 1)),
-                           kb.i32(group));
-  endBlock = kb.maxS(endBlock, firstBlock);
-  kb.forEach(firstBlock, endBlock, [&](Value block) {
-    Value first = kb.mul(block, kb.i32(group));
-    SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
-                       tableRow(true), first, head);
-    Value pageBlock =
-        kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
-    auto step = [&](Value c, Value lane, ValueRange sums) {
-      Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
-      Value code = kb.uitofp(access.loadCode(n, lane));
-      Value scale = access.loadScale(quantizer, n);
-      Value zero = access.loadZero(quantizer, n);
-      SmallVector<Value> next;
-      for (unsigned r = 0; r < heads; ++r) {
-        Value q = queryAt(normQueries, r, c);
-        next.push_back(kb.fadd(
-            sums[r], quantizer.foldedDot(scale, zero, kb.fmul(q, code), q)));
-      }
-      return next;
-    };
-    std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
-        {{kb.i32(0), kb.i32(dim)}, step}};
-    kb.getTarget().accumulate(
-        kb, kb.i32(group), group, heads, /*unroll=*/4, steps,
-        [&](Value lane, ValueRange dots) {
-          // Only the block's tokens inside this split's range count:
-          // t - begin < end - begin, unsigned.
-          Value t = kb.add(kb.add(sink, first), lane);
-          Value inRange =
-              kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
-          kb.ifThen(inRange, [&] {
-            Value local = kb.sub(t, splitRange.begin);
-            for (unsigned r = 0; r < heads; ++r)
-              kb.storeF32(dots[r], scores,
-                          kb.add(kb.i32(r * layout.splitTokens), local));
-          });
-        });
-  });
-}
-
-void AttendEmitter::scoreChannelGroups(Range range) {
-  // The range's tokens are the lanes (the CPU vectorizes over them); for
-  // each group, a lane unpacks its token's codes at compile-time positions
-  // and folds the group's scale and zero-point into the dot product.
-  const SliceLayout &keys = slice(true);
-  QuantAttr quant = keys.quant;
-  unsigned group = quant.getGroup();
-  Quantizer quantizer(kb, quant);
-  auto step = [&](Value g, Value lane, ValueRange sums) {
-    Value index = kb.sub(kb.add(range.begin, lane), regions[0].sink);
-    SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
-                       tableRow(true), index, head);
-    Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
-    Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
-    SmallVector<Value> words;
-    for (unsigned w = 0; w < keys.wordsPerGroup; ++w)
-      words.push_back(access.loadGroupWord(n, w));
-    SmallVector<Value> codeDots(heads, kb.f32(0));
-    for (unsigned k = 0; k < group; ++k) {
-      Value code = kb.uitofp(extractCode(kb, words, 0, k, quant.getBits()));
-      Value c = kb.add(kb.mul(g, kb.i32(group)), kb.i32(k));
-      for (unsigned r = 0; r < heads; ++r)
-        codeDots[r] =
-            kb.fadd(codeDots[r], kb.fmul(queryAt(normQueries, r, c), code));
-    }
-    Value scale = access.loadScale(quantizer, n);
-    Value zero = access.loadZero(quantizer, n);
-    SmallVector<Value> next;
-    for (unsigned r = 0; r < heads; ++r)
-      next.push_back(
-          kb.fadd(sums[r], quantizer.foldedDot(scale, zero, codeDots[r],
-                                               groupSum(r, g))));
-    return next;
-  };
-  std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
-      {{kb.i32(0), kb.i32(keys.groupsPerToken)}, step}};
-  kb.getTarget().accumulate(
-      kb, kb.sub(range.end, range.begin), layout.splitTokens, heads,
-      /*unroll=*/1, steps, [&](Value lane, ValueRange dots) {
-        Value local = kb.sub(kb.add(range.begin, lane), splitRange.begin);
-        for (unsigned r = 0; r < heads; ++r)
-          kb.storeF32(dots[r], scores,
-                      kb.add(kb.i32(r * layout.splitTokens), local));
-      });
-}
-
 void AttendEmitter::scoreRange(Range range, unsigned region) {
   const TensorLayout &keys = tensor(true);
   const SliceLayout &quantizedKeys = slice(true);
@@ -546,12 +337,21 @@ void AttendEmitter::accumulateValues() {
     };
   };
   auto sink = stepFor(0), quantized = stepFor(1), window = stepFor(2);
-  std::pair<Range, KernelTarget::AccumulateStep> steps[] = {
+  SmallVector<std::pair<Range, KernelTarget::AccumulateStep>> steps = {
       {ranges[0], sink}, {ranges[1], quantized}, {ranges[2], window}};
+  // The CPU sums the quantized region in its vector form first.
+  if (valueSums) {
+    sumQuantizedValues(ranges[1]);
+    steps.erase(steps.begin() + 1);
+  }
   unsigned stride = dim + 2;
   kb.getTarget().accumulate(
       kb, kb.i32(dim), dim, heads, /*unroll=*/4, steps,
-      [&](Value c, ValueRange acc) {
+      [&](Value c, ValueRange sums) {
+        SmallVector<Value> acc(sums.begin(), sums.end());
+        if (valueSums)
+          for (unsigned r = 0; r < heads; ++r)
+            acc[r] = kb.fadd(acc[r], queryAt(valueSums, r, c));
         for (unsigned r = 0; r < heads; ++r) {
           Value hq = kb.add(firstQueryHead, kb.i32(r));
           Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);
@@ -586,6 +386,8 @@ void AttendEmitter::emit() {
   const SliceLayout &keys = slice(true);
   if (keys.isQuantized() && keys.quant.getSpan() == Span::Channels)
     groupSums = target.allocShared(kb, heads * keys.groupsPerToken * 4);
+  if (!target.prefersWideLoads())
+    allocateVectorBuffers();
   Value firstHead = kb.mul(head, kb.i32(ratio));
   unsigned tiles = ratio / heads;
   if (tiles == 1) {

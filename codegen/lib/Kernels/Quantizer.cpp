@@ -278,21 +278,23 @@ Value Quantizer::dequantize(Value code, Value scale, Value zero) {
   llvm_unreachable("unknown mode");
 }
 
-Value Quantizer::foldedDot(Value scale, Value zero, Value codeDot, Value qSum) {
-  auto asymDot = [&](Value s) {
-    return kb.fadd(kb.fmul(s, codeDot), kb.fmul(zero, qSum));
-  };
-  auto symDot = [&] {
-    Value offset = kb.f32(getSymOffset());
-    return kb.fmul(scale, kb.fsub(codeDot, kb.fmul(offset, qSum)));
-  };
+AffineTerms Quantizer::affine(Value scale, Value zero) {
+  Value symZero = kb.fmul(kb.f32(-double(getSymOffset())), scale);
   switch (quant.getMode()) {
   case Mode::Asym:
-    return asymDot(scale);
+    return {scale, zero};
   case Mode::Sym:
-    return symDot();
-  case Mode::Hybrid:
-    return kb.select(signBit(scale), asymDot(kb.fneg(scale)), symDot());
+    return {scale, symZero};
+  case Mode::Hybrid: {
+    Value asym = signBit(scale);
+    return {kb.select(asym, kb.fneg(scale), scale),
+            kb.select(asym, zero, symZero)};
+  }
   }
   llvm_unreachable("unknown mode");
+}
+
+Value Quantizer::foldedDot(Value scale, Value zero, Value codeDot, Value qSum) {
+  AffineTerms terms = affine(scale, zero);
+  return kb.fadd(kb.fmul(terms.slope, codeDot), kb.fmul(terms.offset, qSum));
 }

@@ -39,6 +39,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQPlanKernels());
   pm.addPass(createKVQLowerKernels());
   pm.addPass(createKVQExpandDequantize());
+  pm.addPass(createKVQExpandUnpack());
 }
 
 void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {

@@ -151,11 +151,27 @@ public:
   mlir::Value callIntrinsic(llvm::StringRef name, mlir::ValueRange operands);
   mlir::Value feq(mlir::Value x, mlir::Value y);
   mlir::Value flt(mlir::Value x, mlir::Value y);
+  /// Integer to f32 conversions keep the shape (scalar or vector) of `x`.
   mlir::Value uitofp(mlir::Value x);
   mlir::Value sitofp(mlir::Value x);
   mlir::Value fptosi(mlir::Value x);
   mlir::Value extF64(mlir::Value x);
   mlir::Value bitcast(mlir::Type type, mlir::Value x);
+
+  // Vectors (1-D): what the CPU kernels compute on; LLVM maps them onto the
+  // host's vector registers (AVX-512: 16 f32 lanes).
+  /// `scalar` in every one of `lanes` lanes.
+  mlir::Value splat(mlir::Value scalar, unsigned lanes);
+  /// A constant vector of i32 values.
+  mlir::Value vectorI32(llvm::ArrayRef<int32_t> values);
+  /// Lane j of the result is lane mask[j] of `vector`.
+  mlir::Value shuffle(mlir::Value vector, llvm::ArrayRef<int64_t> mask);
+  /// The sum of the lanes of an f32 vector (reassociated: attention only).
+  mlir::Value reduceAdd(mlir::Value vector);
+  /// Stores the lanes of `value` whose i1 `mask` lane is set; the others'
+  /// addresses are not accessed.
+  void maskedStore(mlir::Value value, mlir::Value ptr, mlir::Value byteOffset,
+                   mlir::Value mask, unsigned align);
 
   // Memory through LLVM pointers.
   mlir::Value gep(mlir::Value ptr, mlir::Value byteOffset);

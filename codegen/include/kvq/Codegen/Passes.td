@@ -76,7 +76,7 @@ def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
 }
 
@@ -88,6 +88,19 @@ def KVQExpandDequantize : Pass<"kvq-expand-dequantize", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect"];
+}
+
+def KVQExpandUnpack : Pass<"kvq-expand-unpack", "::mlir::ModuleOp"> {
+  let summary = "Expand kvq.unpack into vector permutes and shifts";
+  let description = [{
+    Rewrites each `kvq.unpack` into a permute of its words to the lanes
+    (`vector.shuffle`), a per-lane shift (`arith.shrui`, or `llvm.fshr`
+    where a code straddles two words) and a mask. On x86 these become
+    `vpermd`/`vpbroadcastd`, `vpsrlvd` or `vpshrdvd` and `vpandd`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 #endif // KVQ_CODEGEN_PASSES_TD

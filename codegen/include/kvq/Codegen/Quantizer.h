@@ -31,6 +31,12 @@ struct GroupParams {
   mlir::Value saturated;
 };
 
+/// The reconstruction of a group as an affine map of its codes:
+/// x = slope * c + offset (attention folds these into dot products).
+struct AffineTerms {
+  mlir::Value slope, offset;
+};
+
 class Quantizer {
 public:
   Quantizer(KernelBuilder &kb, QuantAttr quant) : kb(kb), quant(quant) {}
@@ -45,6 +51,9 @@ public:
   /// The reconstruction of stored code `code` (i32) from stored parameters.
   mlir::Value dequantize(mlir::Value code, mlir::Value scale, mlir::Value zero);
 
+  /// The reconstruction of stored parameters as x = slope * c + offset, up
+  /// to rounding (attention only: codes never come from it).
+  AffineTerms affine(mlir::Value scale, mlir::Value zero);
   /// sum_k q_k * dequantize(c_k) for one group, from `codeDot` = sum_k q_k c_k
   /// and `qSum` = sum_k q_k: the scale and zero-point are applied once per
   /// group instead of once per element.

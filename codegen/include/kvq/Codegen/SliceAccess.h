@@ -26,6 +26,9 @@ public:
   /// Where this slice's codes start (the owner layer's slice when sharing).
   mlir::Value getCodesBase() const { return codesBase; }
 
+  QuantAttr getQuant() const { return slice.quant; }
+  unsigned getWordsPerGroup() const { return slice.wordsPerGroup; }
+
   /// Code `k` of group `n` (i32 values).
   mlir::Value loadCode(mlir::Value n, mlir::Value k);
   /// Word `w` of group `n`.

@@ -205,4 +205,29 @@ def KVQ_DequantizeOp : KVQ_Op<"dequantize", [Pure]> {
   let assemblyFormat = "$code `,` $scale `,` $zero `:` $scheme attr-dict";
 }
 
+def KVQ_UnpackOp : KVQ_Op<"unpack", [Pure]> {
+  let summary = "Extracts a vector of b-bit codes from packed words";
+  let description = [{
+    `words` is a little-endian bit stream of packed codes (bit i of the
+    stream is bit i % 32 of word i / 32). Lane j of the result is the
+    `bits`-bit code at bit `offset + j * stride`, zero-extended to i32.
+    Consecutive codes of one group use `stride = bits`; the same code of
+    consecutive groups uses the groups' bit distance. Positions are
+    attributes, so each target expands the op into its own shifts and
+    permutes (kvq-expand-unpack).
+
+    ```mlir
+    %codes = kvq.unpack %words {bits = 2, offset = 32, stride = 2}
+               : vector<2xi32> -> vector<16xi32>
+    ```
+  }];
+  let arguments = (ins VectorOfRankAndType<[1], [I32]>:$words,
+                   ConfinedAttr<I32Attr, [IntMinValue<1>, IntMaxValue<8>]>:$bits,
+                   ConfinedAttr<I32Attr, [IntNonNegative]>:$offset,
+                   ConfinedAttr<I32Attr, [IntNonNegative]>:$stride);
+  let results = (outs VectorOfRankAndType<[1], [I32]>:$codes);
+  let assemblyFormat = "$words attr-dict `:` type($words) `->` type($codes)";
+  let hasVerifier = 1;
+}
+
 #endif // KVQ_DIALECT_KVQ_KVQOPS_TD

@@ -1,0 +1,153 @@
+//===- AttendEmitter.h - the attend kernel's emitter ------------*- C++ -*-===//
+//
+// Private to lib/Kernels: the phases of the attend kernel (AttendKernel.cpp)
+// and the CPU's vector forms of its quantized loops (AttendVectorCPU.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_LIB_KERNELS_ATTENDEMITTER_H
+#define KVQ_CODEGEN_LIB_KERNELS_ATTENDEMITTER_H
+
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/SliceAccess.h"
+
+#include <algorithm>
+
+namespace kvq {
+namespace attend {
+
+using mlir::Value;
+using mlir::ValueRange;
+using llvm::SmallVector;
+
+/// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
+struct AttendArgs {
+  using A = abi::AttendArgs;
+  Value q, partial, seqs, pages[2], tables[2], sink[2], window[2], norms;
+  Value maxPages, numSplits;
+  explicit AttendArgs(const KernelEntry &e)
+      : q(e.args[A::Q]), partial(e.args[A::Partial]),
+        seqs(e.args[A::Seqs]), pages{e.args[A::KPages], e.args[A::VPages]},
+        tables{e.args[A::KTables], e.args[A::VTables]}, sink{e.args[A::KSink],
+                                                             e.args[A::VSink]},
+        window{e.args[A::KWindow], e.args[A::VWindow]}, norms(e.args[A::Norms]),
+        maxPages(e.args[A::MaxPagesPerSeq]), numSplits(e.args[A::NumSplits]) {}
+};
+
+/// Token counts of one tensor of the sequence: [0, sink) are sink tokens,
+/// [sink, sink + quantized) quantized, the rest in the window.
+struct Regions {
+  Value sink, quantized;
+};
+
+using Range = IndexRange;
+
+/// The most query heads one pass over the tokens serves: each has a dot
+/// product and an output accumulator in registers.
+constexpr unsigned kMaxTileHeads = 8;
+
+/// The largest divisor of `ratio` not above kMaxTileHeads, so that tiles are
+/// whole and no head needs a bounds check.
+inline unsigned getTileHeads(unsigned ratio) {
+  unsigned heads = std::min(ratio, kMaxTileHeads);
+  while (ratio % heads != 0)
+    --heads;
+  return heads;
+}
+
+class AttendEmitter {
+public:
+  AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
+                const CacheLayout &layout, unsigned layer)
+      : kb(kb), args(entry), layout(layout), model(layout.model), layer(layer),
+        split(entry.blockId[0]), head(entry.blockId[1]),
+        batch(entry.blockId[2]), ratio(model.getGroupRatio()),
+        heads(getTileHeads(ratio)), dim(model.getHeadDim()) {}
+
+  void emit();
+
+private:
+  const TensorLayout &tensor(bool isKeys) { return layout.get(isKeys); }
+  const SliceLayout &slice(bool isKeys) { return tensor(isKeys).layers[layer]; }
+  Value descriptor(unsigned field) {
+    return kb.loadU32(args.seqs,
+                      kb.add(kb.mul(batch, kb.i32(8)), kb.i32(field)),
+                      /*invariant=*/true);
+  }
+  /// The part of `range` inside [lo, hi).
+  Range clip(Range range, Value lo, Value hi) {
+    Value begin = kb.maxS(range.begin, lo);
+    Value end = kb.maxS(kb.select(kb.ult(hi, range.end), hi, range.end), begin);
+    return {begin, end};
+  }
+  Value tableRow(bool isKeys) {
+    Value offset = kb.mul(kb.toI64(kb.mul(slot, args.maxPages)), kb.i64(4));
+    return kb.gep(args.tables[isKeys ? 0 : 1], offset);
+  }
+  Value queryAt(Value buffer, unsigned r, Value c) {
+    return kb.loadF32(buffer, kb.add(kb.i32(r * dim), c));
+  }
+
+  void loadQueries();
+  void sumQueryGroups();
+  Value groupSum(unsigned r, Value g) {
+    return kb.loadF32(groupSums,
+                      kb.add(kb.i32(r * slice(true).groupsPerToken), g));
+  }
+  void scoreRange(Range range, unsigned region);
+  // The CPU's vector forms of the quantized loops (AttendVectorCPU.cpp).
+  void scoreTokenBlocks(Range range);
+  void scoreChannelGroups(Range range);
+  void allocateVectorBuffers();
+  void sumQuantizedValues(Range range);
+  void sumChannelGroupValues(Range range);
+  void sumTokenBlockValues(Range range);
+  /// `lanes` codes of `bits` bits from the words vector `words`, lane j at
+  /// bit `offset + j * stride`, as f32.
+  Value unpackCodes(Value words, unsigned bits, unsigned lanes,
+                    unsigned offset, unsigned stride);
+  /// Loads `count` packed words of group `n` as one vector.
+  Value loadGroupWords(SliceAccess &access, Value n, unsigned count);
+  /// Calls `body(first)` for the span=tokens blocks overlapping `range`:
+  /// `first` is the block's first quantized position.
+  void forEachTokenBlock(Range range, bool isKeys,
+                         llvm::function_ref<void(Value first)> body);
+  /// Writes the slope and offset (Quantizer::affine) of every channel of
+  /// the span=tokens block at `first` to blockSlopes / blockOffsets.
+  void loadBlockTerms(SliceAccess &access, Quantizer &quantizer, Value first);
+  SmallVector<Value> quantizedKeyDots(Value index);
+  SmallVector<Value> fullPrecisionDots(Value buffer, Value element0,
+                                       Value queries);
+  void softmax();
+  void accumulateValues();
+  Value valueAt(unsigned region, Value token, Value c);
+
+  void attendTile();
+
+  KernelBuilder &kb;
+  AttendArgs args;
+  const CacheLayout &layout;
+  ModelAttr model;
+  unsigned layer;
+  Value split, head, batch;
+  /// R, and the query heads of one tile (a divisor of R).
+  unsigned ratio, heads, dim;
+  /// The model's index of the current tile's first query head.
+  Value firstQueryHead;
+  Value slot, tokens;
+  Regions regions[2];
+  Range splitRange;
+  Value queries, normQueries, scores;
+  /// span = channels keys: sum of the (normalised) query over each group.
+  Value groupSums;
+  /// CPU vector loops: queries times a block's key slopes, a block's
+  /// per-channel slopes and offsets, a value block's weights, and the
+  /// quantized values' share of the output.
+  Value foldedQueries, blockSlopes, blockOffsets, blockWeights, valueSums;
+  SmallVector<Value> maxScore, sumExp;
+};
+
+} // namespace attend
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_LIB_KERNELS_ATTENDEMITTER_H

@@ -1,0 +1,387 @@
+//===- AttendVectorCPU.cpp - the attend kernel's quantized loops as vectors ===//
+//
+// On the CPU the quantized regions are computed on explicit vectors of
+// kLanes f32 lanes (one AVX-512 register), with codes unpacked by kvq.unpack
+// at compile-time bit positions and each group's parameters folded once:
+//   - span=tokens keys: tokens are lanes; a block's slopes are folded into
+//     the queries once, so a channel costs one unpack and one FMA per head;
+//   - span=channels keys: channels are lanes; a token's groups are summed
+//     in a vector and reduced once per head;
+//   - span=channels values: channels are lanes; the weight p * slope is a
+//     scalar per (token, group, head), the offsets a scalar sum per group;
+//   - span=tokens values: channels are lanes, the block's tokens unrolled;
+//     the slopes and offsets are applied once per block.
+// The GPU keeps its thread-per-token and thread-per-channel loops
+// (AttendKernel.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttendEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace kvq;
+using namespace kvq::attend;
+
+/// f32 lanes of one vector register (AVX-512); narrower hosts split them.
+constexpr unsigned kLanes = 16;
+/// Vector accumulators live across one loop (half the register file).
+constexpr unsigned kMaxAccumulators = 16;
+
+/// The lanes of a group of `group` elements: the largest power of two up to
+/// kLanes dividing it.
+static unsigned getLanes(unsigned group) {
+  unsigned lanes = kLanes;
+  while (group % lanes != 0)
+    lanes /= 2;
+  return lanes;
+}
+
+/// Chunks of `lanes` elements handled per pass, so that `chunks * heads`
+/// accumulators fit in registers.
+static unsigned getChunksPerPass(unsigned chunks, unsigned heads) {
+  return std::max(1u, std::min(chunks, kMaxAccumulators / heads));
+}
+
+static Value vectorF32(KernelBuilder &kb, unsigned lanes, double value) {
+  return kb.splat(kb.f32(value), lanes);
+}
+
+/// Sign-extended byte offset of f32 element `index` (may be negative for
+/// lanes a mask leaves out).
+static Value signedF32Offset(KernelBuilder &kb, Value index) {
+  OpBuilder &b = kb.builder();
+  Value wide = arith::ExtSIOp::create(b, kb.getLoc(), b.getI64Type(), index);
+  return kb.mul(wide, kb.i64(4));
+}
+
+static Value loadVectorF32(KernelBuilder &kb, Value ptr, Value index,
+                           unsigned lanes) {
+  return kb.load(VectorType::get({lanes}, kb.builder().getF32Type()), ptr,
+                 kb.mul(kb.toI64(index), kb.i64(4)), 4);
+}
+
+static void storeVectorF32(KernelBuilder &kb, Value value, Value ptr,
+                           Value index) {
+  kb.store(value, ptr, kb.mul(kb.toI64(index), kb.i64(4)), 4);
+}
+
+void AttendEmitter::allocateVectorBuffers() {
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &keys = slice(true), &values = slice(false);
+  auto spansTokens = [](const SliceLayout &s) {
+    return s.isQuantized() && s.quant.getSpan() == Span::Tokens;
+  };
+  if (spansTokens(keys))
+    foldedQueries = target.allocShared(kb, heads * dim * 4);
+  if (spansTokens(keys) || spansTokens(values)) {
+    blockSlopes = target.allocShared(kb, dim * 4);
+    blockOffsets = target.allocShared(kb, dim * 4);
+  }
+  if (spansTokens(values))
+    blockWeights = target.allocShared(kb, heads * values.quant.getGroup() * 4);
+  if (values.isQuantized())
+    valueSums = target.allocShared(kb, heads * dim * 4);
+}
+
+Value AttendEmitter::unpackCodes(Value words, unsigned bits, unsigned lanes,
+                                 unsigned offset, unsigned stride) {
+  OpBuilder &b = kb.builder();
+  Value codes = UnpackOp::create(
+      b, kb.getLoc(), VectorType::get({lanes}, b.getI32Type()), words,
+      b.getI32IntegerAttr(bits), b.getI32IntegerAttr(offset),
+      b.getI32IntegerAttr(stride));
+  return kb.uitofp(codes);
+}
+
+Value AttendEmitter::loadGroupWords(SliceAccess &access, Value n,
+                                    unsigned count) {
+  unsigned perGroup = access.getWordsPerGroup();
+  Value first = kb.mul(n, kb.i32(perGroup));
+  return kb.load(VectorType::get({count}, kb.builder().getI32Type()),
+                 access.getCodesBase(), kb.mul(kb.toI64(first), kb.i64(4)), 4,
+                 /*invariant=*/true);
+}
+
+void AttendEmitter::forEachTokenBlock(Range range, bool isKeys,
+                                      function_ref<void(Value)> body) {
+  unsigned group = slice(isKeys).quant.getGroup();
+  Value sink = regions[isKeys ? 0 : 1].sink;
+  Value firstBlock = kb.divU(kb.sub(range.begin, sink), kb.i32(group));
+  Value endBlock = kb.divU(kb.add(kb.sub(range.end, sink), kb.i32(group - 1)),
+                           kb.i32(group));
+  endBlock = kb.maxS(endBlock, firstBlock);
+  kb.forEach(firstBlock, endBlock,
+             [&](Value block) { body(kb.mul(block, kb.i32(group))); });
+}
+
+void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
+                                   Value first) {
+  unsigned group = access.getQuant().getGroup();
+  Value pageBlock =
+      kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+  kb.forEach(kb.i32(0), kb.i32(dim), [&](Value c) {
+    Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
+    AffineTerms terms = quantizer.affine(access.loadScale(quantizer, n),
+                                         access.loadZero(quantizer, n));
+    kb.storeF32(terms.slope, blockSlopes, c);
+    kb.storeF32(terms.offset, blockOffsets, c);
+  });
+}
+
+void AttendEmitter::scoreTokenBlocks(Range range) {
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned lanes = getLanes(group), chunks = group / lanes;
+  unsigned perPass = getChunksPerPass(chunks, heads);
+  Quantizer quantizer(kb, quant);
+  forEachTokenBlock(range, /*isKeys=*/true, [&](Value first) {
+    SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
+                       tableRow(true), first, head);
+    loadBlockTerms(access, quantizer, first);
+    // Queries times slopes once per block; the offsets' dot products are
+    // the tokens' common bias.
+    SmallVector<Value> init(heads, kb.f32(0));
+    SmallVector<Value> bias = kb.forLoop(
+        kb.i32(0), kb.i32(dim), kb.i32(1), init,
+        [&](Value c, ValueRange acc) -> SmallVector<Value> {
+          Value slope = kb.loadF32(blockSlopes, c);
+          Value offset = kb.loadF32(blockOffsets, c);
+          SmallVector<Value> next;
+          for (unsigned r = 0; r < heads; ++r) {
+            Value q = queryAt(normQueries, r, c);
+            kb.storeF32(kb.fmul(q, slope), foldedQueries,
+                        kb.add(kb.i32(r * dim), c));
+            next.push_back(kb.fadd(acc[r], kb.fmul(q, offset)));
+          }
+          return next;
+        });
+    Value pageBlock =
+        kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+    Value blockStart = kb.add(regions[0].sink, first);
+    for (unsigned chunk0 = 0; chunk0 < chunks; chunk0 += perPass) {
+      unsigned count = std::min(perPass, chunks - chunk0);
+      SmallVector<Value> zeros(count * heads, vectorF32(kb, lanes, 0));
+      SmallVector<Value> dots = kb.forLoop(
+          kb.i32(0), kb.i32(dim), kb.i32(1), zeros,
+          [&](Value c, ValueRange acc) -> SmallVector<Value> {
+            Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
+            Value words = loadGroupWords(access, n, keys.wordsPerGroup);
+            SmallVector<Value> next(acc.begin(), acc.end());
+            for (unsigned t = 0; t < count; ++t) {
+              Value codes = unpackCodes(words, bits, lanes,
+                                        (chunk0 + t) * lanes * bits, bits);
+              for (unsigned r = 0; r < heads; ++r) {
+                Value q = kb.loadF32(foldedQueries, kb.add(kb.i32(r * dim), c));
+                Value &sum = next[t * heads + r];
+                sum = kb.fadd(sum, kb.fmul(kb.splat(q, lanes), codes));
+              }
+            }
+            return next;
+          });
+      // Only the block's tokens inside `range` are stored:
+      // t - begin < end - begin, unsigned, per lane.
+      for (unsigned t = 0; t < count; ++t) {
+        Value chunkStart = kb.add(blockStart, kb.i32((chunk0 + t) * lanes));
+        SmallVector<int32_t> laneIds;
+        for (unsigned j = 0; j < lanes; ++j)
+          laneIds.push_back(j);
+        Value rel = kb.add(kb.vectorI32(laneIds),
+                           kb.splat(kb.sub(chunkStart, range.begin), lanes));
+        Value mask = kb.ult(
+            rel, kb.splat(kb.sub(range.end, range.begin), lanes));
+        Value local = kb.sub(chunkStart, splitRange.begin);
+        for (unsigned r = 0; r < heads; ++r) {
+          Value score =
+              kb.fadd(dots[t * heads + r], kb.splat(bias[r], lanes));
+          Value index = kb.add(kb.i32(r * layout.splitTokens), local);
+          kb.maskedStore(score, scores, signedF32Offset(kb, index), mask, 4);
+        }
+      }
+    }
+  });
+}
+
+void AttendEmitter::scoreChannelGroups(Range range) {
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned lanes = getLanes(group), chunks = group / lanes;
+  Quantizer quantizer(kb, quant);
+  kb.forEach(range.begin, range.end, [&](Value t) {
+    Value index = kb.sub(t, regions[0].sink);
+    SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
+                       tableRow(true), index, head);
+    Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+    // Per head: a vector of slope-weighted code dots over the groups, and
+    // the scalar sum of offset-weighted query sums.
+    SmallVector<Value> init(heads, vectorF32(kb, lanes, 0));
+    init.append(heads, kb.f32(0));
+    SmallVector<Value> sums = kb.forLoop(
+        kb.i32(0), kb.i32(keys.groupsPerToken), kb.i32(1), init,
+        [&](Value g, ValueRange acc) -> SmallVector<Value> {
+          Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
+          Value words = loadGroupWords(access, n, keys.wordsPerGroup);
+          Value channel0 = kb.mul(g, kb.i32(group));
+          SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
+          for (unsigned j = 0; j < chunks; ++j) {
+            Value codes = unpackCodes(words, bits, lanes, j * lanes * bits, bits);
+            Value c = kb.add(channel0, kb.i32(j * lanes));
+            for (unsigned r = 0; r < heads; ++r) {
+              Value q = loadVectorF32(kb, normQueries,
+                                      kb.add(kb.i32(r * dim), c), lanes);
+              dots[r] = kb.fadd(dots[r], kb.fmul(q, codes));
+            }
+          }
+          AffineTerms terms = quantizer.affine(access.loadScale(quantizer, n),
+                                               access.loadZero(quantizer, n));
+          Value slope = kb.splat(terms.slope, lanes);
+          SmallVector<Value> next;
+          for (unsigned r = 0; r < heads; ++r)
+            next.push_back(kb.fadd(acc[r], kb.fmul(slope, dots[r])));
+          for (unsigned r = 0; r < heads; ++r)
+            next.push_back(kb.fadd(acc[heads + r],
+                                   kb.fmul(terms.offset, groupSum(r, g))));
+          return next;
+        });
+    Value local = kb.sub(t, splitRange.begin);
+    for (unsigned r = 0; r < heads; ++r)
+      kb.storeF32(kb.fadd(kb.reduceAdd(sums[r]), sums[heads + r]), scores,
+                  kb.add(kb.i32(r * layout.splitTokens), local));
+  });
+}
+
+void AttendEmitter::sumQuantizedValues(Range range) {
+  kb.forEach(kb.i32(0), kb.i32(heads * dim),
+             [&](Value i) { kb.storeF32(kb.f32(0), valueSums, i); });
+  if (slice(false).quant.getSpan() == Span::Channels)
+    sumChannelGroupValues(range);
+  else
+    sumTokenBlockValues(range);
+}
+
+void AttendEmitter::sumChannelGroupValues(Range range) {
+  const SliceLayout &values = slice(false);
+  QuantAttr quant = values.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned lanes = getLanes(group), chunks = group / lanes;
+  unsigned perPass = getChunksPerPass(chunks, heads);
+  Quantizer quantizer(kb, quant);
+  kb.forEach(kb.i32(0), kb.i32(values.groupsPerToken), [&](Value g) {
+    for (unsigned chunk0 = 0; chunk0 < chunks; chunk0 += perPass) {
+      unsigned count = std::min(perPass, chunks - chunk0);
+      // Vector sums of weighted codes, then the scalar offset sums.
+      SmallVector<Value> init(count * heads, vectorF32(kb, lanes, 0));
+      init.append(heads, kb.f32(0));
+      SmallVector<Value> sums = kb.forLoop(
+          range.begin, range.end, kb.i32(1), init,
+          [&](Value t, ValueRange acc) -> SmallVector<Value> {
+            Value index = kb.sub(t, regions[1].sink);
+            SliceAccess access(kb, tensor(false), values, layout.pageTokens,
+                               args.pages[1], tableRow(false), index, head);
+            Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+            Value n =
+                kb.add(kb.mul(pageToken, kb.i32(values.groupsPerToken)), g);
+            Value words = loadGroupWords(access, n, values.wordsPerGroup);
+            AffineTerms terms =
+                quantizer.affine(access.loadScale(quantizer, n),
+                                 access.loadZero(quantizer, n));
+            Value local = kb.sub(t, splitRange.begin);
+            SmallVector<Value> next(acc.begin(), acc.end());
+            SmallVector<Value> weights;
+            for (unsigned r = 0; r < heads; ++r) {
+              Value p = kb.loadF32(
+                  scores, kb.add(kb.i32(r * layout.splitTokens), local));
+              weights.push_back(kb.splat(kb.fmul(p, terms.slope), lanes));
+              Value &offsetSum = next[count * heads + r];
+              offsetSum = kb.fadd(offsetSum, kb.fmul(p, terms.offset));
+            }
+            for (unsigned j = 0; j < count; ++j) {
+              Value codes = unpackCodes(words, bits, lanes,
+                                        (chunk0 + j) * lanes * bits, bits);
+              for (unsigned r = 0; r < heads; ++r) {
+                Value &sum = next[j * heads + r];
+                sum = kb.fadd(sum, kb.fmul(weights[r], codes));
+              }
+            }
+            return next;
+          });
+      Value channel0 = kb.mul(g, kb.i32(group));
+      for (unsigned j = 0; j < count; ++j)
+        for (unsigned r = 0; r < heads; ++r) {
+          Value c = kb.add(channel0, kb.i32((chunk0 + j) * lanes));
+          Value sum = kb.fadd(sums[j * heads + r],
+                              kb.splat(sums[count * heads + r], lanes));
+          storeVectorF32(kb, sum, valueSums, kb.add(kb.i32(r * dim), c));
+        }
+    }
+  });
+}
+
+void AttendEmitter::sumTokenBlockValues(Range range) {
+  const SliceLayout &values = slice(false);
+  QuantAttr quant = values.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned words = values.wordsPerGroup;
+  unsigned lanes = getLanes(dim);
+  Quantizer quantizer(kb, quant);
+  forEachTokenBlock(range, /*isKeys=*/false, [&](Value first) {
+    SliceAccess access(kb, tensor(false), values, layout.pageTokens,
+                       args.pages[1], tableRow(false), first, head);
+    loadBlockTerms(access, quantizer, first);
+    // The block's probabilities, 0 outside `range` (blocks straddle splits),
+    // and their sum per head.
+    Value blockStart = kb.add(regions[1].sink, first);
+    SmallVector<Value> init(heads, kb.f32(0));
+    SmallVector<Value> weightSums = kb.forLoop(
+        kb.i32(0), kb.i32(group), kb.i32(1), init,
+        [&](Value k, ValueRange acc) -> SmallVector<Value> {
+          Value t = kb.add(blockStart, k);
+          Value inRange =
+              kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
+          Value local = kb.select(inRange, kb.sub(t, splitRange.begin),
+                                  kb.i32(0));
+          SmallVector<Value> next;
+          for (unsigned r = 0; r < heads; ++r) {
+            Value p = kb.loadF32(
+                scores, kb.add(kb.i32(r * layout.splitTokens), local));
+            p = kb.select(inRange, p, kb.f32(0));
+            kb.storeF32(p, blockWeights, kb.add(kb.i32(r * group), k));
+            next.push_back(kb.fadd(acc[r], p));
+          }
+          return next;
+        });
+    Value pageBlock =
+        kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+    // Channels are lanes: the `lanes` groups of a chunk are consecutive, so
+    // one load brings every code of the chunk; token k of lane j sits at bit
+    // j * 32 * words + k * bits.
+    kb.forLoop(
+        kb.i32(0), kb.i32(dim), kb.i32(lanes), {},
+        [&](Value c0, ValueRange) -> SmallVector<Value> {
+          Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+          Value packed = loadGroupWords(access, n, lanes * words);
+          SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
+          for (unsigned k = 0; k < group; ++k) {
+            Value codes = unpackCodes(packed, bits, lanes, k * bits, 32 * words);
+            for (unsigned r = 0; r < heads; ++r) {
+              Value p = kb.loadF32(blockWeights, kb.i32(r * group + k));
+              dots[r] = kb.fadd(dots[r], kb.fmul(kb.splat(p, lanes), codes));
+            }
+          }
+          Value slope = loadVectorF32(kb, blockSlopes, c0, lanes);
+          Value offset = loadVectorF32(kb, blockOffsets, c0, lanes);
+          for (unsigned r = 0; r < heads; ++r) {
+            Value at = kb.add(kb.i32(r * dim), c0);
+            Value sum = loadVectorF32(kb, valueSums, at, lanes);
+            sum = kb.fadd(sum, kb.fmul(slope, dots[r]));
+            sum = kb.fadd(sum,
+                          kb.fmul(offset, kb.splat(weightSums[r], lanes)));
+            storeVectorF32(kb, sum, valueSums, at);
+          }
+          return {};
+        });
+  });
+}
