@@ -144,6 +144,14 @@ Value KernelBuilder::splat(Value scalar, unsigned lanes) {
   return vector::BroadcastOp::create(
       b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
 }
+Value KernelBuilder::f32Like(Value like, double value) {
+  auto vector = dyn_cast<VectorType>(like.getType());
+  return vector ? splat(f32(value), vector.getNumElements()) : f32(value);
+}
+Value KernelBuilder::i32Like(Value like, int64_t value) {
+  auto vector = dyn_cast<VectorType>(like.getType());
+  return vector ? splat(i32(value), vector.getNumElements()) : i32(value);
+}
 Value KernelBuilder::vectorI32(ArrayRef<int32_t> values) {
   auto type = VectorType::get({int64_t(values.size())}, b.getI32Type());
   return arith::ConstantOp::create(b, loc, type,

@@ -24,7 +24,8 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // keys are scored 16 tokens a vector, each chunk's codes unpacked from the
 // channel's two words of 32 codes, stored under a mask where a block
 // straddles the split; exp2 is a polynomial (rounding to an integer, no libm
-// call); quantized values are summed 16 channels a vector.
+// call); quantized values are summed 16 channels a vector, a token's four
+// words (two groups of 32 channels) loaded at once.
 // CPU-LABEL: func.func @kivi_attend_0(
 // CPU-NEXT: arith.constant
 // CPU-NEXT: llvm.alloca
@@ -36,7 +37,7 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU: llvm.call_intrinsic "llvm.roundeven"
 // CPU-NOT: llvm.call_intrinsic "llvm.exp2"
 // CPU-NOT: kvq.dequantize
-// CPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<2xi32> -> vector<16xi32>
+// CPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 96 : i32, stride = 2 : i32} : vector<4xi32> -> vector<16xi32>
 // CPU-NOT: kvq.dequantize
 // CPU-LABEL: func.func @kivi_combine(
 // The combine loops over the splits (4 at a time) outside the loop over the

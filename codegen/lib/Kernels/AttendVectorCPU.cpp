@@ -118,16 +118,25 @@ void AttendEmitter::forEachTokenBlock(Range range, bool isKeys,
 
 void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
                                    Value first) {
-  unsigned group = access.getQuant().getGroup();
+  unsigned group = access.getQuant().getGroup(), lanes = getLanes(dim);
   Value pageBlock =
       kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
-  kb.forEach(kb.i32(0), kb.i32(dim), [&](Value c) {
-    Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
-    AffineTerms terms = quantizer.affine(access.loadScale(quantizer, n),
-                                         access.loadZero(quantizer, n));
-    kb.storeF32(terms.slope, blockSlopes, c);
-    kb.storeF32(terms.offset, blockOffsets, c);
-  });
+  kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(lanes), {},
+             [&](Value c0, ValueRange) -> SmallVector<Value> {
+               Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+               AffineTerms terms =
+                   quantizer.affine(access.loadScales(quantizer, n, lanes),
+                                    access.loadZeros(quantizer, n, lanes));
+               storeVectorF32(kb, terms.slope, blockSlopes, c0);
+               storeVectorF32(kb, terms.offset, blockOffsets, c0);
+               return {};
+             });
+}
+
+/// Lane `lane` of `vector` in every one of `lanes` lanes.
+static Value broadcastLane(KernelBuilder &kb, Value vector, unsigned lane,
+                           unsigned lanes) {
+  return kb.shuffle(vector, SmallVector<int64_t>(lanes, lane));
 }
 
 void AttendEmitter::scoreTokenBlocks(Range range) {
@@ -143,21 +152,25 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
     loadBlockTerms(access, quantizer, first);
     // Queries times slopes once per block; the offsets' dot products are
     // the tokens' common bias.
-    SmallVector<Value> init(heads, kb.f32(0));
-    SmallVector<Value> bias = kb.forLoop(
-        kb.i32(0), kb.i32(dim), kb.i32(1), init,
-        [&](Value c, ValueRange acc) -> SmallVector<Value> {
-          Value slope = kb.loadF32(blockSlopes, c);
-          Value offset = kb.loadF32(blockOffsets, c);
+    unsigned channelLanes = getLanes(dim);
+    SmallVector<Value> init(heads, vectorF32(kb, channelLanes, 0));
+    SmallVector<Value> offsetDots = kb.forLoop(
+        kb.i32(0), kb.i32(dim), kb.i32(channelLanes), init,
+        [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+          Value slope = loadVectorF32(kb, blockSlopes, c0, channelLanes);
+          Value offset = loadVectorF32(kb, blockOffsets, c0, channelLanes);
           SmallVector<Value> next;
           for (unsigned r = 0; r < heads; ++r) {
-            Value q = queryAt(normQueries, r, c);
-            kb.storeF32(kb.fmul(q, slope), foldedQueries,
-                        kb.add(kb.i32(r * dim), c));
+            Value at = kb.add(kb.i32(r * dim), c0);
+            Value q = loadVectorF32(kb, normQueries, at, channelLanes);
+            storeVectorF32(kb, kb.fmul(q, slope), foldedQueries, at);
             next.push_back(kb.fadd(acc[r], kb.fmul(q, offset)));
           }
           return next;
         });
+    SmallVector<Value> bias;
+    for (Value dots : offsetDots)
+      bias.push_back(kb.reduceAdd(dots));
     Value pageBlock =
         kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
     Value blockStart = kb.add(regions[0].sink, first);
@@ -254,8 +267,6 @@ void AttendEmitter::scoreChannelGroups(Range range) {
 }
 
 void AttendEmitter::sumQuantizedValues(Range range) {
-  kb.forEach(kb.i32(0), kb.i32(heads * dim),
-             [&](Value i) { kb.storeF32(kb.f32(0), valueSums, i); });
   if (slice(false).quant.getSpan() == Span::Channels)
     sumChannelGroupValues(range);
   else
@@ -263,61 +274,68 @@ void AttendEmitter::sumQuantizedValues(Range range) {
 }
 
 void AttendEmitter::sumChannelGroupValues(Range range) {
+  // Tokens outer, every group of the token inner, as many heads per pass as
+  // keep the token's accumulators in registers. A token's parameters are one
+  // vector of its groups, so the weights p * slope of a head are one vector
+  // multiply, each broadcast to a chunk's lanes by one permute.
   const SliceLayout &values = slice(false);
   QuantAttr quant = values.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
-  unsigned lanes = getLanes(group), chunks = group / lanes;
-  unsigned perPass = getChunksPerPass(chunks, heads);
+  unsigned groups = values.groupsPerToken, words = values.wordsPerGroup;
+  unsigned lanes = getLanes(group), groupChunks = group / lanes;
+  unsigned chunks = groups * groupChunks;
+  unsigned passHeads = std::max(1u, std::min(heads, kMaxAccumulators / chunks));
   Quantizer quantizer(kb, quant);
-  kb.forEach(kb.i32(0), kb.i32(values.groupsPerToken), [&](Value g) {
-    for (unsigned chunk0 = 0; chunk0 < chunks; chunk0 += perPass) {
-      unsigned count = std::min(perPass, chunks - chunk0);
-      // Vector sums of weighted codes, then the scalar offset sums.
-      SmallVector<Value> init(count * heads, vectorF32(kb, lanes, 0));
-      init.append(heads, kb.f32(0));
-      SmallVector<Value> sums = kb.forLoop(
-          range.begin, range.end, kb.i32(1), init,
-          [&](Value t, ValueRange acc) -> SmallVector<Value> {
-            Value index = kb.sub(t, regions[1].sink);
-            SliceAccess access(kb, tensor(false), values, layout.pageTokens,
-                               args.pages[1], tableRow(false), index, head);
-            Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
-            Value n =
-                kb.add(kb.mul(pageToken, kb.i32(values.groupsPerToken)), g);
-            Value words = loadGroupWords(access, n, values.wordsPerGroup);
-            AffineTerms terms =
-                quantizer.affine(access.loadScale(quantizer, n),
-                                 access.loadZero(quantizer, n));
-            Value local = kb.sub(t, splitRange.begin);
-            SmallVector<Value> next(acc.begin(), acc.end());
-            SmallVector<Value> weights;
-            for (unsigned r = 0; r < heads; ++r) {
-              Value p = kb.loadF32(
-                  scores, kb.add(kb.i32(r * layout.splitTokens), local));
-              weights.push_back(kb.splat(kb.fmul(p, terms.slope), lanes));
-              Value &offsetSum = next[count * heads + r];
-              offsetSum = kb.fadd(offsetSum, kb.fmul(p, terms.offset));
+  for (unsigned h0 = 0; h0 < heads; h0 += passHeads) {
+    unsigned count = std::min(passHeads, heads - h0);
+    // Per head: the chunks' vector sums, then a vector of per-group offset
+    // sums.
+    SmallVector<Value> init(count * chunks, vectorF32(kb, lanes, 0));
+    init.append(count, vectorF32(kb, groups, 0));
+    SmallVector<Value> sums = kb.forLoop(
+        range.begin, range.end, kb.i32(1), init,
+        [&](Value t, ValueRange acc) -> SmallVector<Value> {
+          Value index = kb.sub(t, regions[1].sink);
+          SliceAccess access(kb, tensor(false), values, layout.pageTokens,
+                             args.pages[1], tableRow(false), index, head);
+          Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+          Value n = kb.mul(pageToken, kb.i32(groups));
+          Value packed = loadGroupWords(access, n, groups * words);
+          AffineTerms terms =
+              quantizer.affine(access.loadScales(quantizer, n, groups),
+                               access.loadZeros(quantizer, n, groups));
+          Value local = kb.sub(t, splitRange.begin);
+          SmallVector<Value> next(acc.begin(), acc.end());
+          SmallVector<Value> weights;
+          for (unsigned r = 0; r < count; ++r) {
+            Value p = kb.splat(
+                kb.loadF32(scores, kb.add(kb.i32((h0 + r) * layout.splitTokens),
+                                          local)),
+                groups);
+            weights.push_back(kb.fmul(p, terms.slope));
+            Value &offsets = next[count * chunks + r];
+            offsets = kb.fadd(offsets, kb.fmul(p, terms.offset));
+          }
+          for (unsigned k = 0; k < chunks; ++k) {
+            unsigned g = k / groupChunks, j = k % groupChunks;
+            Value codes = unpackCodes(packed, bits, lanes,
+                                      g * words * 32 + j * lanes * bits, bits);
+            for (unsigned r = 0; r < count; ++r) {
+              Value &sum = next[r * chunks + k];
+              Value w = broadcastLane(kb, weights[r], g, lanes);
+              sum = kb.fadd(sum, kb.fmul(w, codes));
             }
-            for (unsigned j = 0; j < count; ++j) {
-              Value codes = unpackCodes(words, bits, lanes,
-                                        (chunk0 + j) * lanes * bits, bits);
-              for (unsigned r = 0; r < heads; ++r) {
-                Value &sum = next[j * heads + r];
-                sum = kb.fadd(sum, kb.fmul(weights[r], codes));
-              }
-            }
-            return next;
-          });
-      Value channel0 = kb.mul(g, kb.i32(group));
-      for (unsigned j = 0; j < count; ++j)
-        for (unsigned r = 0; r < heads; ++r) {
-          Value c = kb.add(channel0, kb.i32((chunk0 + j) * lanes));
-          Value sum = kb.fadd(sums[j * heads + r],
-                              kb.splat(sums[count * heads + r], lanes));
-          storeVectorF32(kb, sum, valueSums, kb.add(kb.i32(r * dim), c));
-        }
-    }
-  });
+          }
+          return next;
+        });
+    for (unsigned r = 0; r < count; ++r)
+      for (unsigned k = 0; k < chunks; ++k) {
+        Value offset =
+            broadcastLane(kb, sums[count * chunks + r], k / groupChunks, lanes);
+        storeVectorF32(kb, kb.fadd(sums[r * chunks + k], offset), valueSums,
+                       kb.i32((h0 + r) * dim + k * lanes));
+      }
+  }
 }
 
 void AttendEmitter::sumTokenBlockValues(Range range) {
@@ -327,6 +345,9 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
   unsigned words = values.wordsPerGroup;
   unsigned lanes = getLanes(dim);
   Quantizer quantizer(kb, quant);
+  // Blocks add to the sums.
+  kb.forEach(kb.i32(0), kb.i32(heads * dim),
+             [&](Value i) { kb.storeF32(kb.f32(0), valueSums, i); });
   forEachTokenBlock(range, /*isKeys=*/false, [&](Value first) {
     SliceAccess access(kb, tensor(false), values, layout.pageTokens,
                        args.pages[1], tableRow(false), first, head);

@@ -130,9 +130,13 @@ Value Quantizer::paramFromBits(Value bits) {
 }
 
 Value Quantizer::signBit(Value x) {
-  Value bits = kb.bitcast(kb.builder().getI32Type(), x);
+  Type i32 = kb.builder().getI32Type();
+  if (auto vector = dyn_cast<VectorType>(x.getType()))
+    i32 = vector.clone(i32);
+  Value bits = kb.bitcast(i32, x);
   return arith::CmpIOp::create(kb.builder(), kb.getLoc(),
-                               arith::CmpIPredicate::slt, bits, kb.i32(0));
+                               arith::CmpIPredicate::slt, bits,
+                               kb.i32Like(bits, 0));
 }
 
 Value Quantizer::applyClip(Value x) {
@@ -279,7 +283,8 @@ Value Quantizer::dequantize(Value code, Value scale, Value zero) {
 }
 
 AffineTerms Quantizer::affine(Value scale, Value zero) {
-  Value symZero = kb.fmul(kb.f32(-double(getSymOffset())), scale);
+  Value symZero =
+      kb.fmul(kb.f32Like(scale, -double(getSymOffset())), scale);
   switch (quant.getMode()) {
   case Mode::Asym:
     return {scale, zero};

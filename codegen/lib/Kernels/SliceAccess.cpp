@@ -2,6 +2,9 @@
 
 #include "kvq/Codegen/SliceAccess.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 using namespace kvq;
 
@@ -70,6 +73,39 @@ Value SliceAccess::loadZero(Quantizer &quantizer, Value n) {
   return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
                                          paramOffset(slice.zerosOffset, n),
                                          slice.paramBytes, /*invariant=*/true));
+}
+
+Value SliceAccess::loadParams(Quantizer &quantizer, uint64_t arrayOffset,
+                              Value n, unsigned count) {
+  OpBuilder &b = kb.builder();
+  Type type = slice.quant.getParamType();
+  auto f32s = VectorType::get({count}, b.getF32Type());
+  if (isa<Float16Type, BFloat16Type, Float32Type>(type)) {
+    Value params = kb.load(VectorType::get({count}, type), base,
+                           paramOffset(arrayOffset, n), slice.paramBytes,
+                           /*invariant=*/true);
+    if (type.isF32())
+      return params;
+    return arith::ExtFOp::create(b, kb.getLoc(), f32s, params);
+  }
+  // Other dtypes decode through the quantizer, one group at a time.
+  SmallVector<Value> params;
+  for (unsigned i = 0; i < count; ++i)
+    params.push_back(quantizer.paramFromBits(kb.load(
+        quantizer.getParamBitsType(), base,
+        paramOffset(arrayOffset, kb.add(n, kb.i32(i))), slice.paramBytes,
+        /*invariant=*/true)));
+  return vector::FromElementsOp::create(b, kb.getLoc(), f32s, params);
+}
+
+Value SliceAccess::loadScales(Quantizer &quantizer, Value n, unsigned count) {
+  return loadParams(quantizer, slice.scalesOffset, n, count);
+}
+
+Value SliceAccess::loadZeros(Quantizer &quantizer, Value n, unsigned count) {
+  if (slice.zerosOffset < 0)
+    return kb.splat(kb.f32(0), count);
+  return loadParams(quantizer, slice.zerosOffset, n, count);
 }
 
 void SliceAccess::storeScale(Value n, Value bits) {

@@ -162,6 +162,9 @@ public:
   // host's vector registers (AVX-512: 16 f32 lanes).
   /// `scalar` in every one of `lanes` lanes.
   mlir::Value splat(mlir::Value scalar, unsigned lanes);
+  /// Constants in the shape (scalar or vector) of `like`.
+  mlir::Value f32Like(mlir::Value like, double value);
+  mlir::Value i32Like(mlir::Value like, int64_t value);
   /// A constant vector of i32 values.
   mlir::Value vectorI32(llvm::ArrayRef<int32_t> values);
   /// Lane j of the result is lane mask[j] of `vector`.

@@ -52,7 +52,8 @@ public:
   mlir::Value dequantize(mlir::Value code, mlir::Value scale, mlir::Value zero);
 
   /// The reconstruction of stored parameters as x = slope * c + offset, up
-  /// to rounding (attention only: codes never come from it).
+  /// to rounding (attention only: codes never come from it). Scalars or
+  /// vectors of groups.
   AffineTerms affine(mlir::Value scale, mlir::Value zero);
   /// sum_k q_k * dequantize(c_k) for one group, from `codeDot` = sum_k q_k c_k
   /// and `qSum` = sum_k q_k: the scale and zero-point are applied once per

@@ -38,6 +38,10 @@ public:
   /// Stored scale / zero-point of group `n`, as f32.
   mlir::Value loadScale(Quantizer &quantizer, mlir::Value n);
   mlir::Value loadZero(Quantizer &quantizer, mlir::Value n);
+  /// Stored scales / zero-points of groups [n, n + count) as a vector of
+  /// f32: one vector load for float parameter dtypes.
+  mlir::Value loadScales(Quantizer &quantizer, mlir::Value n, unsigned count);
+  mlir::Value loadZeros(Quantizer &quantizer, mlir::Value n, unsigned count);
   /// Stores raw parameter bits of group `n`.
   void storeScale(mlir::Value n, mlir::Value bits);
   void storeZero(mlir::Value n, mlir::Value bits);
@@ -45,6 +49,8 @@ public:
 private:
   mlir::Value loadWord(mlir::Value index);
   mlir::Value paramOffset(uint64_t arrayOffset, mlir::Value n);
+  mlir::Value loadParams(Quantizer &quantizer, uint64_t arrayOffset,
+                         mlir::Value n, unsigned count);
 
   KernelBuilder &kb;
   const SliceLayout &slice;
