@@ -19,6 +19,7 @@
 #include "AttendEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -97,11 +98,73 @@ Value AttendEmitter::unpackCodes(Value words, unsigned bits, unsigned lanes,
 
 Value AttendEmitter::loadGroupWords(SliceAccess &access, Value n,
                                     unsigned count) {
+  // One word short of a power of two (3 words of 32 3-bit codes) loads as
+  // the power of two, so that LLVM emits one vector load: the extra word
+  // exists, since the parameters follow the codes in every slice.
+  unsigned loaded = llvm::PowerOf2Ceil(count) == count + 1 ? count + 1 : count;
   unsigned perGroup = access.getWordsPerGroup();
   Value first = kb.mul(n, kb.i32(perGroup));
-  return kb.load(VectorType::get({count}, kb.builder().getI32Type()),
-                 access.getCodesBase(), kb.mul(kb.toI64(first), kb.i64(4)), 4,
-                 /*invariant=*/true);
+  Value words = kb.load(VectorType::get({loaded}, kb.builder().getI32Type()),
+                        access.getCodesBase(),
+                        kb.mul(kb.toI64(first), kb.i64(4)), 4,
+                        /*invariant=*/true);
+  if (loaded == count)
+    return words;
+  return kb.shuffle(words, llvm::to_vector(llvm::seq<int64_t>(0, count)));
+}
+
+/// Lane `lane` of `vector` in every one of `lanes` lanes.
+static Value broadcastLane(KernelBuilder &kb, Value vector, unsigned lane,
+                           unsigned lanes) {
+  return kb.shuffle(vector, SmallVector<int64_t>(lanes, lane));
+}
+
+/// Sums the lanes of each of `vectors` (all of one width). For a power of
+/// two of them, halves of pairs are added until one vector holds a segment
+/// per input, then each segment is folded: fewer permutes than one
+/// reduction each.
+static SmallVector<Value> reduceEach(KernelBuilder &kb,
+                                     ArrayRef<Value> vectors) {
+  unsigned count = vectors.size();
+  unsigned lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
+  SmallVector<Value> sums;
+  if (!llvm::isPowerOf2_32(count) || count > lanes || count == 1) {
+    for (Value v : vectors)
+      sums.push_back(kb.reduceAdd(v));
+    return sums;
+  }
+  SmallVector<Value> level(vectors.begin(), vectors.end());
+  for (unsigned segment = lanes; level.size() > 1; segment /= 2) {
+    SmallVector<Value> next;
+    for (unsigned i = 0; i < level.size(); i += 2) {
+      // Lanes of `b` are numbered from `lanes` in a two-input shuffle.
+      SmallVector<int64_t> low, high;
+      for (unsigned from = 0; from < 2; ++from)
+        for (unsigned start = 0; start < lanes; start += segment)
+          for (unsigned k = 0; k < segment / 2; ++k) {
+            low.push_back(from * lanes + start + k);
+            high.push_back(from * lanes + start + segment / 2 + k);
+          }
+      OpBuilder &b = kb.builder();
+      Value lo = vector::ShuffleOp::create(b, kb.getLoc(), level[i],
+                                           level[i + 1], low);
+      Value hi = vector::ShuffleOp::create(b, kb.getLoc(), level[i],
+                                           level[i + 1], high);
+      next.push_back(kb.fadd(lo, hi));
+    }
+    level = std::move(next);
+  }
+  Value folded = level[0];
+  for (unsigned segment = lanes / count; segment > 1; segment /= 2) {
+    SmallVector<int64_t> mask;
+    for (unsigned lane = 0; lane < lanes; ++lane)
+      mask.push_back(lane % segment < segment / 2 ? lane + segment / 2 : lane);
+    folded = kb.fadd(folded, kb.shuffle(folded, mask));
+  }
+  for (unsigned i = 0; i < count; ++i)
+    sums.push_back(vector::ExtractOp::create(kb.builder(), kb.getLoc(), folded,
+                                             ArrayRef<int64_t>{i * lanes / count}));
+  return sums;
 }
 
 void AttendEmitter::forEachTokenBlock(Range range, bool isKeys,
@@ -133,11 +196,6 @@ void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
              });
 }
 
-/// Lane `lane` of `vector` in every one of `lanes` lanes.
-static Value broadcastLane(KernelBuilder &kb, Value vector, unsigned lane,
-                           unsigned lanes) {
-  return kb.shuffle(vector, SmallVector<int64_t>(lanes, lane));
-}
 
 void AttendEmitter::scoreTokenBlocks(Range range) {
   const SliceLayout &keys = slice(true);
@@ -218,51 +276,65 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
 }
 
 void AttendEmitter::scoreChannelGroups(Range range) {
+  // Channels are lanes. A token's groups' parameters are one vector; each
+  // chunk's codes are scaled by their group's slope once and dotted with
+  // every head's query, the offsets weigh the heads' query sums (one vector
+  // FMA), and the heads' vectors are reduced together.
   const SliceLayout &keys = slice(true);
   QuantAttr quant = keys.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
-  unsigned lanes = getLanes(group), chunks = group / lanes;
+  unsigned groups = keys.groupsPerToken, words = keys.wordsPerGroup;
+  unsigned lanes = getLanes(group), groupChunks = group / lanes;
   Quantizer quantizer(kb, quant);
   kb.forEach(range.begin, range.end, [&](Value t) {
     Value index = kb.sub(t, regions[0].sink);
     SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
                        tableRow(true), index, head);
     Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
-    // Per head: a vector of slope-weighted code dots over the groups, and
-    // the scalar sum of offset-weighted query sums.
-    SmallVector<Value> init(heads, vectorF32(kb, lanes, 0));
-    init.append(heads, kb.f32(0));
-    SmallVector<Value> sums = kb.forLoop(
-        kb.i32(0), kb.i32(keys.groupsPerToken), kb.i32(1), init,
-        [&](Value g, ValueRange acc) -> SmallVector<Value> {
-          Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
-          Value words = loadGroupWords(access, n, keys.wordsPerGroup);
-          Value channel0 = kb.mul(g, kb.i32(group));
-          SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
-          for (unsigned j = 0; j < chunks; ++j) {
-            Value codes = unpackCodes(words, bits, lanes, j * lanes * bits, bits);
-            Value c = kb.add(channel0, kb.i32(j * lanes));
-            for (unsigned r = 0; r < heads; ++r) {
-              Value q = loadVectorF32(kb, normQueries,
-                                      kb.add(kb.i32(r * dim), c), lanes);
-              dots[r] = kb.fadd(dots[r], kb.fmul(q, codes));
-            }
-          }
-          AffineTerms terms = quantizer.affine(access.loadScale(quantizer, n),
-                                               access.loadZero(quantizer, n));
-          Value slope = kb.splat(terms.slope, lanes);
-          SmallVector<Value> next;
-          for (unsigned r = 0; r < heads; ++r)
-            next.push_back(kb.fadd(acc[r], kb.fmul(slope, dots[r])));
-          for (unsigned r = 0; r < heads; ++r)
-            next.push_back(kb.fadd(acc[heads + r],
-                                   kb.fmul(terms.offset, groupSum(r, g))));
-          return next;
-        });
+    Value n0 = kb.mul(pageToken, kb.i32(groups));
+    AffineTerms terms =
+        quantizer.affine(access.loadScales(quantizer, n0, groups),
+                         access.loadZeros(quantizer, n0, groups));
+    // Per head: the offsets times the query's group sums; in lanes
+    // [0, groups) of the vector the dots are added to where they fit.
+    bool widen = groups <= lanes;
+    SmallVector<Value> dots, biases;
+    for (unsigned r = 0; r < heads; ++r) {
+      Value sums = kb.load(VectorType::get({groups}, kb.builder().getF32Type()),
+                           groupSums, kb.i64(int64_t(r) * groups * 4), 4);
+      biases.push_back(kb.fmul(terms.offset, sums));
+      if (!widen) {
+        dots.push_back(vectorF32(kb, lanes, 0));
+        continue;
+      }
+      SmallVector<int64_t> mask;
+      for (unsigned lane = 0; lane < lanes; ++lane)
+        mask.push_back(lane < groups ? lane : groups);
+      dots.push_back(vector::ShuffleOp::create(kb.builder(), kb.getLoc(),
+                                               biases.back(),
+                                               vectorF32(kb, groups, 0), mask));
+    }
+    for (unsigned g = 0; g < groups; ++g) {
+      Value n = kb.add(n0, kb.i32(g));
+      Value packed = loadGroupWords(access, n, words);
+      Value slope = broadcastLane(kb, terms.slope, g, lanes);
+      for (unsigned j = 0; j < groupChunks; ++j) {
+        Value codes = kb.fmul(
+            slope, unpackCodes(packed, bits, lanes, j * lanes * bits, bits));
+        Value c = kb.i32(g * group + j * lanes);
+        for (unsigned r = 0; r < heads; ++r) {
+          Value q = loadVectorF32(kb, normQueries, kb.add(kb.i32(r * dim), c),
+                                  lanes);
+          dots[r] = kb.fadd(dots[r], kb.fmul(q, codes));
+        }
+      }
+    }
     Value local = kb.sub(t, splitRange.begin);
-    for (unsigned r = 0; r < heads; ++r)
-      kb.storeF32(kb.fadd(kb.reduceAdd(sums[r]), sums[heads + r]), scores,
-                  kb.add(kb.i32(r * layout.splitTokens), local));
+    for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots))) {
+      if (!widen)
+        score = kb.fadd(score, kb.reduceAdd(biases[r]));
+      kb.storeF32(score, scores, kb.add(kb.i32(r * layout.splitTokens), local));
+    }
   });
 }
 
