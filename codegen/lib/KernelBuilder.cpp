@@ -144,6 +144,22 @@ Value KernelBuilder::splat(Value scalar, unsigned lanes) {
   return vector::BroadcastOp::create(
       b, loc, VectorType::get({lanes}, scalar.getType()), scalar);
 }
+Type KernelBuilder::shaped(Type element) {
+  return lanes ? VectorType::get({lanes}, element) : element;
+}
+Value KernelBuilder::ci1(bool value) {
+  return lanes ? splat(i1(value), lanes) : i1(value);
+}
+Value KernelBuilder::ci32(int64_t value) {
+  return lanes ? splat(i32(value), lanes) : i32(value);
+}
+Value KernelBuilder::cf32(double value) {
+  return lanes ? splat(f32(value), lanes) : f32(value);
+}
+Value KernelBuilder::cf64(double value) {
+  return lanes ? splat(f64(value), lanes) : f64(value);
+}
+
 Value KernelBuilder::f32Like(Value like, double value) {
   auto vector = dyn_cast<VectorType>(like.getType());
   return vector ? splat(f32(value), vector.getNumElements()) : f32(value);
@@ -170,12 +186,15 @@ void KernelBuilder::maskedStore(Value value, Value ptr, Value byteOffset,
                               align);
 }
 Value KernelBuilder::fptosi(Value x) {
-  return arith::FPToSIOp::create(b, loc, b.getI32Type(), x);
+  return arith::FPToSIOp::create(b, loc, withShapeOf(x, b.getI32Type()), x);
 }
 Value KernelBuilder::extF64(Value x) {
-  return arith::ExtFOp::create(b, loc, b.getF64Type(), x);
+  return arith::ExtFOp::create(b, loc, withShapeOf(x, b.getF64Type()), x);
 }
 Value KernelBuilder::bitcast(Type type, Value x) {
+  // A scalar type names the element type of a vector's bitcast.
+  if (!isa<VectorType>(type))
+    type = withShapeOf(x, type);
   return arith::BitcastOp::create(b, loc, type, x);
 }
 

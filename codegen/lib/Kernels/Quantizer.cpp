@@ -28,18 +28,18 @@ static Value roundToE4M3(KernelBuilder &kb, Value x) {
   Value bits = kb.bitcast(kb.builder().getI32Type(), magnitude);
   // Round the f32 mantissa to 3 bits: add half an ulp (minus one, plus the
   // kept lowest bit for ties to even), then clear the dropped bits.
-  Value keptLowBit = kb.bitAnd(kb.shrU(bits, kb.i32(20)), kb.i32(1));
-  Value rounded = kb.bitAnd(kb.add(bits, kb.add(kb.i32(0x7FFFF), keptLowBit)),
-                            kb.i32(~0xFFFFF));
+  Value keptLowBit = kb.bitAnd(kb.shrU(bits, kb.ci32(20)), kb.ci32(1));
+  Value rounded = kb.bitAnd(kb.add(bits, kb.add(kb.ci32(0x7FFFF), keptLowBit)),
+                            kb.ci32(~0xFFFFF));
   Value normal = kb.bitcast(f32, rounded);
-  Value subnormal = kb.fmul(kb.roundEven(kb.fmul(magnitude, kb.f32(512.0))),
-                            kb.f32(1.0 / 512.0));
+  Value subnormal = kb.fmul(kb.roundEven(kb.fmul(magnitude, kb.cf32(512.0))),
+                            kb.cf32(1.0 / 512.0));
   Value result =
-      kb.select(kb.flt(magnitude, kb.f32(1.0 / 64.0)), subnormal, normal);
-  result = kb.fmin(result, kb.f32(448.0));
+      kb.select(kb.flt(magnitude, kb.cf32(1.0 / 64.0)), subnormal, normal);
+  result = kb.fmin(result, kb.cf32(448.0));
   // x's sign bit, -0 included (hybrid marks asym groups with it).
   Type i32 = kb.builder().getI32Type();
-  Value sign = kb.bitAnd(kb.bitcast(i32, x), kb.i32(INT32_MIN));
+  Value sign = kb.bitAnd(kb.bitcast(i32, x), kb.ci32(INT32_MIN));
   return kb.bitcast(f32, kb.bitOr(kb.bitcast(i32, result), sign));
 }
 
@@ -47,32 +47,33 @@ static Value roundToE4M3(KernelBuilder &kb, Value x) {
 static Value encodeE4M3(KernelBuilder &kb, Value value) {
   Value magnitude = kb.fabs(value);
   Value bits = kb.bitcast(kb.builder().getI32Type(), magnitude);
-  Value exponent = kb.sub(kb.shrU(bits, kb.i32(23)), kb.i32(127 - 7));
-  Value normal = kb.bitOr(kb.shl(exponent, kb.i32(3)),
-                          kb.bitAnd(kb.shrU(bits, kb.i32(20)), kb.i32(7)));
-  Value subnormal = kb.fptosi(kb.fmul(magnitude, kb.f32(512.0)));
+  Value exponent = kb.sub(kb.shrU(bits, kb.ci32(23)), kb.ci32(127 - 7));
+  Value normal = kb.bitOr(kb.shl(exponent, kb.ci32(3)),
+                          kb.bitAnd(kb.shrU(bits, kb.ci32(20)), kb.ci32(7)));
+  Value subnormal = kb.fptosi(kb.fmul(magnitude, kb.cf32(512.0)));
   Value code =
-      kb.select(kb.flt(magnitude, kb.f32(1.0 / 64.0)), subnormal, normal);
+      kb.select(kb.flt(magnitude, kb.cf32(1.0 / 64.0)), subnormal, normal);
   Value sign =
-      kb.shrU(kb.bitcast(kb.builder().getI32Type(), value), kb.i32(24));
-  Value byte = kb.bitOr(kb.bitAnd(sign, kb.i32(0x80)), code);
+      kb.shrU(kb.bitcast(kb.builder().getI32Type(), value), kb.ci32(24));
+  Value byte = kb.bitOr(kb.bitAnd(sign, kb.ci32(0x80)), code);
   return arith::TruncIOp::create(kb.builder(), kb.getLoc(),
-                                 kb.builder().getI8Type(), byte);
+                                 kb.shaped(kb.builder().getI8Type()), byte);
 }
 
 /// The f32 value of E4M3FN bits (never NaN: the quantizers do not make it).
 static Value decodeE4M3(KernelBuilder &kb, Value byte) {
   Value bits = arith::ExtUIOp::create(kb.builder(), kb.getLoc(),
-                                      kb.builder().getI32Type(), byte);
-  Value exponent = kb.bitAnd(kb.shrU(bits, kb.i32(3)), kb.i32(15));
-  Value mantissa = kb.bitAnd(bits, kb.i32(7));
+                                      kb.shaped(kb.builder().getI32Type()),
+                                      byte);
+  Value exponent = kb.bitAnd(kb.shrU(bits, kb.ci32(3)), kb.ci32(15));
+  Value mantissa = kb.bitAnd(bits, kb.ci32(7));
   Value normal =
       kb.bitcast(kb.builder().getF32Type(),
-                 kb.bitOr(kb.shl(kb.add(exponent, kb.i32(127 - 7)), kb.i32(23)),
-                          kb.shl(mantissa, kb.i32(20))));
-  Value subnormal = kb.fmul(kb.uitofp(mantissa), kb.f32(1.0 / 512.0));
-  Value magnitude = kb.select(kb.eq(exponent, kb.i32(0)), subnormal, normal);
-  Value negative = kb.eq(kb.bitAnd(bits, kb.i32(0x80)), kb.i32(0x80));
+                 kb.bitOr(kb.shl(kb.add(exponent, kb.ci32(127 - 7)), kb.ci32(23)),
+                          kb.shl(mantissa, kb.ci32(20))));
+  Value subnormal = kb.fmul(kb.uitofp(mantissa), kb.cf32(1.0 / 512.0));
+  Value magnitude = kb.select(kb.eq(exponent, kb.ci32(0)), subnormal, normal);
+  Value negative = kb.eq(kb.bitAnd(bits, kb.ci32(0x80)), kb.ci32(0x80));
   return kb.select(negative, kb.fneg(magnitude), magnitude);
 }
 
@@ -86,11 +87,13 @@ Value Quantizer::roundParam(Value x) {
     return roundToE4M3(kb, x);
   // Saturate, then round: below the overflow threshold RNE gives the same
   // value, above it the largest finite value instead of an infinity.
-  Value limit = kb.f32(getMaxParam());
+  Value limit = kb.cf32(getMaxParam());
   Value clamped = kb.fmin(kb.fmax(x, kb.fneg(limit)), limit);
   OpBuilder &b = kb.builder();
-  Value narrow = arith::TruncFOp::create(b, kb.getLoc(), type, clamped);
-  return arith::ExtFOp::create(b, kb.getLoc(), b.getF32Type(), narrow);
+  Value narrow =
+      arith::TruncFOp::create(b, kb.getLoc(), kb.shaped(type), clamped);
+  return arith::ExtFOp::create(b, kb.getLoc(), kb.shaped(b.getF32Type()),
+                               narrow);
 }
 
 double Quantizer::getMaxParam() const {
@@ -103,8 +106,8 @@ double Quantizer::getMaxParam() const {
 
 Value Quantizer::exceedsParam(Value x) {
   if (quant.getParamType().isF32())
-    return kb.i1(false);
-  return kb.flt(kb.f32(getMaxParam()), kb.fabs(x));
+    return kb.ci1(false);
+  return kb.flt(kb.cf32(getMaxParam()), kb.fabs(x));
 }
 
 Value Quantizer::paramBits(Value rounded) {
@@ -113,8 +116,8 @@ Value Quantizer::paramBits(Value rounded) {
     return kb.bitcast(getParamBitsType(), rounded);
   if (isE4M3(type))
     return encodeE4M3(kb, rounded);
-  Value narrow =
-      arith::TruncFOp::create(kb.builder(), kb.getLoc(), type, rounded);
+  Value narrow = arith::TruncFOp::create(kb.builder(), kb.getLoc(),
+                                         kb.shaped(type), rounded);
   return kb.bitcast(getParamBitsType(), narrow);
 }
 
@@ -126,7 +129,7 @@ Value Quantizer::paramFromBits(Value bits) {
   if (type.isF32())
     return value;
   return arith::ExtFOp::create(kb.builder(), kb.getLoc(),
-                               kb.builder().getF32Type(), value);
+                               kb.shaped(kb.builder().getF32Type()), value);
 }
 
 Value Quantizer::signBit(Value x) {
@@ -143,34 +146,34 @@ Value Quantizer::applyClip(Value x) {
   std::optional<double> clip = quant.getUniformClip();
   if (!clip || *clip == 1.0)
     return x;
-  return kb.fmul(kb.f32(*clip), x);
+  return kb.fmul(kb.cf32(*clip), x);
 }
 
 Quantizer::AsymParams Quantizer::computeAsym(unsigned size, ElementFn element) {
   float inf = std::numeric_limits<float>::infinity();
   SmallVector<Value> range = kb.forLoop(
-      kb.i32(0), kb.i32(size), kb.i32(1), {kb.f32(inf), kb.f32(-inf)},
+      kb.i32(0), kb.i32(size), kb.i32(1), {kb.cf32(inf), kb.cf32(-inf)},
       [&](Value k, ValueRange minMax) -> SmallVector<Value> {
         Value x = element(k);
         return {kb.fmin(minMax[0], x), kb.fmax(minMax[1], x)};
       });
   // A zero of either sign counts as +0, whichever one the reduction kept.
   auto positiveZero = [&](Value v) {
-    return kb.select(kb.feq(v, kb.f32(0)), kb.f32(0), v);
+    return kb.select(kb.feq(v, kb.cf32(0)), kb.cf32(0), v);
   };
   Value lo = applyClip(positiveZero(range[0]));
   Value hi = applyClip(positiveZero(range[1]));
-  Value levels = kb.f32(quant.getNumLevels() - 1);
+  Value levels = kb.cf32(quant.getNumLevels() - 1);
   return {kb.fdiv(kb.fsub(hi, lo), levels), lo};
 }
 
 Value Quantizer::computeSym(unsigned size, ElementFn element) {
   SmallVector<Value> amax =
-      kb.forLoop(kb.i32(0), kb.i32(size), kb.i32(1), {kb.f32(0)},
+      kb.forLoop(kb.i32(0), kb.i32(size), kb.i32(1), {kb.cf32(0)},
                  [&](Value k, ValueRange acc) -> SmallVector<Value> {
                    return {kb.fmax(acc[0], kb.fabs(element(k)))};
                  });
-  Value maxCode = kb.f32(getSymOffset() - 1);
+  Value maxCode = kb.cf32(getSymOffset() - 1);
   return kb.fdiv(applyClip(amax[0]), maxCode);
 }
 
@@ -185,8 +188,8 @@ GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
     if (double eta = quant.getEtaValue(); eta != 0.0) {
       // Calibration in fp32 from the unrounded parameters, which codes come
       // from (docs/Numerics.md); constants folded once in fp64.
-      Value kz = kb.f32(static_cast<float>(eta * (quant.getNumLevels() - 1)));
-      Value ks = kb.f32(static_cast<float>(1.0 - 2.0 * eta));
+      Value kz = kb.cf32(static_cast<float>(eta * (quant.getNumLevels() - 1)));
+      Value ks = kb.cf32(static_cast<float>(1.0 - 2.0 * eta));
       zero = kb.fadd(asym.zero, kb.fmul(kz, asym.scale));
       scale = kb.fmul(ks, asym.scale);
     }
@@ -203,14 +206,14 @@ GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
   Value symSaturated = exceedsParam(symScale);
   params.symScale = roundParam(symScale);
   params.scale = params.symScale;
-  params.zero = kb.f32(0);
+  params.zero = kb.cf32(0);
   params.saturated = symSaturated;
   if (mode == Mode::Sym)
     return params;
 
   // Hybrid: keep the mode with the smaller squared error (tie: sym).
   SmallVector<Value> errors = kb.forLoop(
-      kb.i32(0), kb.i32(size), kb.i32(1), {kb.f64(0), kb.f64(0)},
+      kb.i32(0), kb.i32(size), kb.i32(1), {kb.cf64(0), kb.cf64(0)},
       [&](Value k, ValueRange acc) -> SmallVector<Value> {
         Value x = element(k);
         Value asymHat =
@@ -227,24 +230,24 @@ GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
   params.saturated = kb.select(params.useAsym, asymSaturated, symSaturated);
   params.scale =
       kb.select(params.useAsym, kb.fneg(params.asymScale), params.symScale);
-  params.zero = kb.select(params.useAsym, params.asymZero, kb.f32(0));
+  params.zero = kb.select(params.useAsym, params.asymZero, kb.cf32(0));
   return params;
 }
 
 Value Quantizer::asymCode(Value x, Value scale, Value zero) {
-  Value levels = kb.f32(quant.getNumLevels() - 1);
+  Value levels = kb.cf32(quant.getNumLevels() - 1);
   Value q = kb.roundEven(kb.fdiv(kb.fsub(x, zero), scale));
-  Value clamped = kb.fmax(kb.fmin(q, levels), kb.f32(0));
-  return kb.select(kb.feq(scale, kb.f32(0)), kb.i32(0), kb.fptosi(clamped));
+  Value clamped = kb.fmax(kb.fmin(q, levels), kb.cf32(0));
+  return kb.select(kb.feq(scale, kb.cf32(0)), kb.ci32(0), kb.fptosi(clamped));
 }
 
 Value Quantizer::symCode(Value x, Value scale) {
-  Value maxCode = kb.f32(getSymOffset() - 1);
+  Value maxCode = kb.cf32(getSymOffset() - 1);
   Value q = kb.roundEven(kb.fdiv(x, scale));
   Value clamped = kb.fmax(kb.fmin(q, maxCode), kb.fneg(maxCode));
   Value code =
-      kb.select(kb.feq(scale, kb.f32(0)), kb.i32(0), kb.fptosi(clamped));
-  return kb.add(code, kb.i32(getSymOffset()));
+      kb.select(kb.feq(scale, kb.cf32(0)), kb.ci32(0), kb.fptosi(clamped));
+  return kb.add(code, kb.ci32(getSymOffset()));
 }
 
 Value Quantizer::computeCode(const GroupParams &params, Value x) {
@@ -266,7 +269,7 @@ Value Quantizer::asymValue(Value code, Value scale, Value zero) {
 }
 
 Value Quantizer::symValue(Value code, Value scale) {
-  return kb.fmul(kb.sitofp(kb.sub(code, kb.i32(getSymOffset()))), scale);
+  return kb.fmul(kb.sitofp(kb.sub(code, kb.ci32(getSymOffset()))), scale);
 }
 
 Value Quantizer::dequantize(Value code, Value scale, Value zero) {

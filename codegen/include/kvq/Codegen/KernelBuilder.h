@@ -108,6 +108,18 @@ public:
     return *target;
   }
 
+  /// The lanes of the values being computed: 0 for scalars. Code that
+  /// computes per element (Quantizer) takes its constants from c*(), so the
+  /// same builder computes one group or a vector of groups, lane by lane.
+  void setLanes(unsigned count) { lanes = count; }
+  unsigned getLanes() const { return lanes; }
+  /// `element` as a vector of getLanes() lanes, or itself for scalars.
+  mlir::Type shaped(mlir::Type element);
+  mlir::Value ci1(bool value);
+  mlir::Value ci32(int64_t value);
+  mlir::Value cf32(double value);
+  mlir::Value cf64(double value);
+
   // Constants.
   mlir::Value i1(bool value);
   mlir::Value i32(int64_t value);
@@ -231,6 +243,7 @@ private:
   mlir::Location loc;
   KernelTarget *target;
   bool reassociate = false;
+  unsigned lanes = 0;
 };
 
 } // namespace kvq
