@@ -43,6 +43,9 @@ typedef enum kvq_status {
   /** The artifact needs what this machine lacks (CPU features, a PTX
    *  target). */
   KVQ_ERROR_UNSUPPORTED = 6,
+  /** A saved cache file cannot be read or written, or is truncated,
+   *  corrupt, of another format version or from another artifact. */
+  KVQ_ERROR_FILE = 7,
 } kvq_status;
 
 typedef struct kvq_artifact kvq_artifact;
