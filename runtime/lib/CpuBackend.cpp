@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <system_error>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -51,8 +52,12 @@ public:
   }
 
   Expected<DevicePtr> allocate(size_t Bytes) override {
-    size_t Rounded = (Bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void *P = std::aligned_alloc(kAlignment, Rounded ? Rounded : kAlignment);
+    // Rounding up a size this close to SIZE_MAX would wrap to a tiny block.
+    void *P = nullptr;
+    if (Bytes <= SIZE_MAX - kAlignment) {
+      size_t Rounded = (Bytes + kAlignment - 1) / kAlignment * kAlignment;
+      P = std::aligned_alloc(kAlignment, Rounded ? Rounded : kAlignment);
+    }
     if (!P)
       return Status::error(ErrorCode::OutOfMemory,
                            "cpu backend: out of memory allocating " +
