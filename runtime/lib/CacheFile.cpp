@@ -150,8 +150,7 @@ static Status writeSequence(Cache::Impl &C, SequenceId Id,
       if (Status St = Read(C.sinkAddr(T, L, S.Slot), N.Sink * C.rowBytes());
           !St.ok())
         return St;
-      if (Status St =
-              Read(C.windowAddr(T, L, S.Slot), N.Window * C.rowBytes());
+      if (Status St = Read(C.windowAddr(T, L, S.Slot), N.Window * C.rowBytes());
           !St.ok())
         return St;
     }
@@ -295,9 +294,8 @@ Status parseSequence(const Cache::Impl &C, Reader &R, unsigned Index,
 }
 
 /// Parses and checks a whole file.
-Expected<std::vector<SavedSequence>> parseFile(const Cache::Impl &C,
-                                               const uint8_t *Data,
-                                               size_t Size) {
+Expected<std::vector<SavedSequence>>
+parseFile(const Cache::Impl &C, const uint8_t *Data, size_t Size) {
   if (!Data || Size < kHeaderBytes + kTrailerBytes)
     return fileError("truncated: " + std::to_string(Size) +
                      " bytes, a file has at least " +
@@ -369,9 +367,9 @@ static Status writeSequence(Cache::Impl &C, const SavedSequence &Saved,
   for (Tensor T : {Tensor::Keys, Tensor::Values}) {
     uint64_t PageBytes = C.layout(T).PageBytes;
     for (size_t I = 0; I < S.Pages[int(T)].size(); ++I)
-      if (Status St = C.B->copyToDevice(C.pageAddr(T, S.Pages[int(T)][I]),
-                                        Saved.Pages[int(T)] + I * PageBytes,
-                                        PageBytes);
+      if (Status St =
+              C.B->copyToDevice(C.pageAddr(T, S.Pages[int(T)][I]),
+                                Saved.Pages[int(T)] + I * PageBytes, PageBytes);
           !St.ok())
         return St;
     if (Status St = C.uploadTable(S, T); !St.ok())
@@ -380,9 +378,9 @@ static Status writeSequence(Cache::Impl &C, const SavedSequence &Saved,
   for (unsigned L = 0; L < M.Model.Layers; ++L) {
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
       const TensorCounts &N = S.Layers[L][T];
-      if (Status St = C.B->copyToDevice(C.sinkAddr(T, L, S.Slot),
-                                        Saved.Sink[int(T)][L],
-                                        N.Sink * C.rowBytes());
+      if (Status St =
+              C.B->copyToDevice(C.sinkAddr(T, L, S.Slot), Saved.Sink[int(T)][L],
+                                N.Sink * C.rowBytes());
           !St.ok())
         return St;
       if (Status St = C.B->copyToDevice(C.windowAddr(T, L, S.Slot),
@@ -395,11 +393,11 @@ static Status writeSequence(Cache::Impl &C, const SavedSequence &Saved,
       continue;
     // A slot may hold an earlier sequence's norms: clear them, as
     // addSequence does.
-    Status St = Saved.Norms[L]
-                    ? C.B->copyToDevice(C.normsAddr(L, S.Slot), Saved.Norms[L],
-                                        C.normBytesPerSlot())
-                    : C.B->memset(C.normsAddr(L, S.Slot), 0,
-                                  C.normBytesPerSlot());
+    Status St =
+        Saved.Norms[L]
+            ? C.B->copyToDevice(C.normsAddr(L, S.Slot), Saved.Norms[L],
+                                C.normBytesPerSlot())
+            : C.B->memset(C.normsAddr(L, S.Slot), 0, C.normBytesPerSlot());
     if (!St.ok())
       return St;
   }
@@ -425,8 +423,8 @@ placeSequences(const Cache::Impl &C, const std::vector<SavedSequence> &Saved) {
   return Fresh;
 }
 
-Expected<std::vector<SequenceId>>
-Cache::deserialize(const uint8_t *Data, size_t Size) {
+Expected<std::vector<SequenceId>> Cache::deserialize(const uint8_t *Data,
+                                                     size_t Size) {
   try {
     Expected<std::vector<SavedSequence>> Saved = parseFile(*P, Data, Size);
     if (!Saved.ok())
@@ -442,8 +440,7 @@ Cache::deserialize(const uint8_t *Data, size_t Size) {
     P->adopt(Fresh, Ids);
     return Ids;
   } catch (const std::bad_alloc &) {
-    return Status::error(ErrorCode::OutOfMemory,
-                         "restore: out of host memory");
+    return Status::error(ErrorCode::OutOfMemory, "restore: out of host memory");
   }
 }
 
@@ -458,10 +455,10 @@ Expected<std::vector<SequenceId>> Cache::restore(const std::string &Path) {
     if (In.bad())
       return fileError("cannot read '" + Path + "'");
   } catch (const std::bad_alloc &) {
-    return Status::error(ErrorCode::OutOfMemory,
-                         "restore: out of host memory");
+    return Status::error(ErrorCode::OutOfMemory, "restore: out of host memory");
   }
-  Expected<std::vector<SequenceId>> Ids = deserialize(Bytes.data(), Bytes.size());
+  Expected<std::vector<SequenceId>> Ids =
+      deserialize(Bytes.data(), Bytes.size());
   if (!Ids.ok())
     return Ids.status().withContext("'" + Path + "': ");
   return Ids;

@@ -121,9 +121,9 @@ static Status copySlot(Cache::Impl &C, const SequenceState &From, unsigned To,
   for (unsigned L = 0; L < M.Model.Layers; ++L) {
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
       const TensorCounts &N = From.Layers[L][T];
-      if (Status S = C.copyWithin(C.sinkAddr(T, L, To),
-                                  C.sinkAddr(T, L, From.Slot),
-                                  N.Sink * C.rowBytes(), Bounce);
+      if (Status S =
+              C.copyWithin(C.sinkAddr(T, L, To), C.sinkAddr(T, L, From.Slot),
+                           N.Sink * C.rowBytes(), Bounce);
           !S.ok())
         return S;
       if (Status S = C.copyWithin(C.windowAddr(T, L, To),
@@ -133,9 +133,8 @@ static Status copySlot(Cache::Impl &C, const SequenceState &From, unsigned To,
         return S;
     }
     if (M.hasKeyNorm())
-      if (Status S =
-              C.copyWithin(C.normsAddr(L, To), C.normsAddr(L, From.Slot),
-                           C.normBytesPerSlot(), Bounce);
+      if (Status S = C.copyWithin(C.normsAddr(L, To), C.normsAddr(L, From.Slot),
+                                  C.normBytesPerSlot(), Bounce);
           !S.ok())
         return S;
   }

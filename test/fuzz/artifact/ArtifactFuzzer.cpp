@@ -51,8 +51,9 @@ void replaceFile(const std::string &Path, const void *Data, size_t Size) {
 const Dirs &dirs() {
   static Dirs D = [] {
     Dirs D;
-    std::string Template = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                           "/kvq-fuzz-artifact-XXXXXX";
+    std::string Template =
+        std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+        "/kvq-fuzz-artifact-XXXXXX";
     D.Root = mkdtemp(Template.data()) ? Template : "/tmp";
     D.Art = D.Root + "/artifact";
     (void)system(("mkdir -p '" + D.Art + "'").c_str());
@@ -104,7 +105,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   if (Data[0] & 4)
     replaceFile(Ptx, "// junk\n", 8);
   if (Data[0] & 8)
-    replaceFile(Obj, "\x7f" "ELF junk", 9);
+    replaceFile(Obj,
+                "\x7f"
+                "ELF junk",
+                9);
 
   Expected<std::shared_ptr<const Artifact>> A = Artifact::open(D.Art);
   if (!A.ok())

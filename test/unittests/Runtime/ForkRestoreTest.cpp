@@ -144,8 +144,8 @@ TEST(ForkTest, CopyOnWriteCountsAgainstCapacity) {
   SequenceId F = *C->forkSequence(A), G = *C->forkSequence(A);
   std::vector<uint16_t> K = randomTokens(Rng, 2), V = randomTokens(Rng, 2);
   Snapshot Before = snapshot(*C, {A, F, G});
-  Status S = C->append(0, {{F, 2, K.data(), V.data()},
-                           {G, 2, K.data(), V.data()}});
+  Status S =
+      C->append(0, {{F, 2, K.data(), V.data()}, {G, 2, K.data(), V.data()}});
   ASSERT_FALSE(S.ok());
   EXPECT_EQ(S.code(), ErrorCode::Capacity);
   EXPECT_NE(S.message().find("out of keys pages: the append needs 2 more, 1 "
@@ -376,8 +376,7 @@ TEST_F(CacheFileTest, CApi) {
             KVQ_ERROR_INVALID_ARGUMENT);
   std::ofstream(Path, std::ios::binary | std::ios::trunc) << "KVQCACHE";
   EXPECT_EQ(kvq_cache_restore(C, Path.c_str(), Ids, 8, &N), KVQ_ERROR_FILE);
-  EXPECT_NE(std::string(kvq_last_error()).find("truncated"),
-            std::string::npos);
+  EXPECT_NE(std::string(kvq_last_error()).find("truncated"), std::string::npos);
   kvq_cache_destroy(C);
   std::remove(Path.c_str());
 }

@@ -1,4 +1,5 @@
-//===- MockCache.h - Caches on the mock artifact and their model -*- C++ -*-===//
+//===- MockCache.h - Caches on the mock artifact and their model -*- C++
+//-*-===//
 //
 // Part of kvq, the runtime tests.
 //
@@ -37,8 +38,8 @@ inline std::shared_ptr<const Artifact> openMock() {
 }
 
 inline std::unique_ptr<Cache> makeCache(unsigned Pages = 64, unsigned Seqs = 8,
-                                 unsigned Threads = 2,
-                                 unsigned MaxPagesPerSeq = 0) {
+                                        unsigned Threads = 2,
+                                        unsigned MaxPagesPerSeq = 0) {
   CacheOptions O;
   O.PagesPerTensor = Pages;
   O.MaxSequences = Seqs;
@@ -93,7 +94,7 @@ inline std::vector<uint8_t> bytesOf(const uint16_t *P, size_t Tokens) {
 
 /// Checks every region of tensor T of (Seq, Layer) against the model.
 inline void checkSide(Cache &C, SequenceId Seq, unsigned Layer, Tensor T,
-               const SideModel &M) {
+                      const SideModel &M) {
   SCOPED_TRACE(std::string(toString(T)) + " layer " + std::to_string(Layer));
   Expected<SliceCounts> Counts = C.counts(Seq, Layer);
   ASSERT_TRUE(Counts.ok()) << Counts.message();
@@ -120,7 +121,8 @@ inline void checkSide(Cache &C, SequenceId Seq, unsigned Layer, Tensor T,
 }
 
 /// fp64 attention over every token of the model (all full precision).
-inline std::vector<double> modelAttention(const SliceModel &M, const uint16_t *Q) {
+inline std::vector<double> modelAttention(const SliceModel &M,
+                                          const uint16_t *Q) {
   std::vector<double> Out(kHq * kD, 0.0);
   unsigned T = unsigned(M.K.Tokens.size() / kRow);
   for (unsigned Hq = 0; Hq < kHq; ++Hq) {
@@ -148,9 +150,9 @@ inline std::vector<double> modelAttention(const SliceModel &M, const uint16_t *Q
 
 /// Attention outputs agree within 1e-3 * max|out| + 1e-5 (fp32 kernels).
 inline void checkAttention(Cache &C, unsigned Layer,
-                    const std::vector<SequenceId> &Seqs,
-                    const std::vector<const SliceModel *> &Models,
-                    std::mt19937 &Rng) {
+                           const std::vector<SequenceId> &Seqs,
+                           const std::vector<const SliceModel *> &Models,
+                           std::mt19937 &Rng) {
   std::vector<uint16_t> Q;
   std::normal_distribution<float> Dist(0.0f, 1.0f);
   for (size_t I = 0; I < Seqs.size() * kHq * kD; ++I)

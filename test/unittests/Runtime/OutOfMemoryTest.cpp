@@ -68,10 +68,9 @@ TEST(OutOfMemoryTest, AddressSpaceLimitGivesAnError) {
         CacheOptions O;
         O.PagesPerTensor = 1u << 24; // 256-byte pages: 4 GiB per tensor
         Expected<std::unique_ptr<Cache>> Big = Cache::create(A, O);
-        bool Clean = !Big.ok() &&
-                     Big.status().code() == ErrorCode::OutOfMemory &&
-                     Big.message().find("out of memory allocating") !=
-                         std::string::npos;
+        bool Clean =
+            !Big.ok() && Big.status().code() == ErrorCode::OutOfMemory &&
+            Big.message().find("out of memory allocating") != std::string::npos;
         O.PagesPerTensor = 16;
         Clean = Clean && Cache::create(A, O).ok();
         std::exit(Clean ? 0 : 1);

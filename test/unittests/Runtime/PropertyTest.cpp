@@ -46,7 +46,9 @@ protected:
     Rng.seed(envOr("KVQ_PROPERTY_SEED", 1));
   }
 
-  unsigned pick(unsigned N) { return std::uniform_int_distribution<>(0, N - 1)(Rng); }
+  unsigned pick(unsigned N) {
+    return std::uniform_int_distribution<>(0, N - 1)(Rng);
+  }
   bool chance(unsigned Percent) { return pick(100) < Percent; }
 
   /// A live sequence, or an unknown id now and then.
@@ -139,10 +141,10 @@ void PropertyTest::append(bool Valid) {
          Status S = C->append(Layer, Batch);
          if (S.ok())
            for (const AppendItem &I : Batch) {
-             Models[I.Seq][Layer].K.append(
-                 static_cast<const uint16_t *>(I.K), I.NumTokens);
-             Models[I.Seq][Layer].V.append(
-                 static_cast<const uint16_t *>(I.V), I.NumTokens);
+             Models[I.Seq][Layer].K.append(static_cast<const uint16_t *>(I.K),
+                                           I.NumTokens);
+             Models[I.Seq][Layer].V.append(static_cast<const uint16_t *>(I.V),
+                                           I.NumTokens);
            }
          return S;
        });
@@ -259,8 +261,8 @@ TEST_F(PropertyTest, FailedCallsChangeNothing) {
   }
   // Every kind of call, and every kind that can fail, did so.
   for (const char *What :
-       {"add", "remove", "append", "append (invalid)", "attend (invalid)",
-        "fork", "restore", "restore (corrupt)"}) {
+       {"add", "remove", "append", "append (invalid)", "attend",
+        "attend (invalid)", "fork", "restore", "restore (corrupt)"}) {
     EXPECT_GT(Calls[What][0] + Calls[What][1], 0u) << What;
     std::cout << What << ": " << Calls[What][1] << " succeeded, "
               << Calls[What][0] << " failed\n";

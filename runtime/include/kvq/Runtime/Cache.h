@@ -114,8 +114,9 @@ struct SliceCounts {
 };
 
 /// Memory accounting. "Used" counts what the live sequences occupy: pages in
-/// use (whole pages; a page forks share counts once), the sink and window tokens they hold, their key norms
-/// and the block-table entries of their pages.
+/// use (whole pages; a page forks share counts once), the sink and window
+/// tokens they hold, their key norms and the block-table entries of their
+/// pages.
 struct MemoryStats {
   uint64_t KeyPagesInUse = 0;
   uint64_t ValuePagesInUse = 0;
