@@ -216,20 +216,41 @@ Status Cache::save(const std::string &Path,
 
 namespace {
 
-/// Checks one tensor's counts of one layer of a saved sequence.
+/// Checks one tensor's counts of one layer of a saved sequence: the flush
+/// rule makes them a function of the layer's token count.
 Status checkCounts(const TensorLayout &TL, const TensorCounts &N,
-                   uint32_t Pages, unsigned PageTokens,
+                   unsigned Total, uint32_t Pages, unsigned PageTokens,
                    const std::string &Where) {
-  if (N.Sink > TL.Sink || N.Window > TL.WindowCapacity ||
-      (N.Sink < TL.Sink && (N.Quantized || N.Window)) ||
-      N.Quantized % TL.Flush != 0 ||
-      pagesFor(N.Quantized, PageTokens) > Pages ||
-      uint64_t(N.Sink) + N.Quantized + N.Window > 0x7fffffff)
+  TensorCounts Want = planAppend(TL, TensorCounts(), Total).After;
+  if (N.Sink != Want.Sink || N.Quantized != Want.Quantized ||
+      N.Window != Want.Window || pagesFor(N.Quantized, PageTokens) > Pages)
     return fileError(Where + ": impossible counts (sink " +
                      std::to_string(N.Sink) + ", quantized " +
                      std::to_string(N.Quantized) + ", window " +
                      std::to_string(N.Window) + " with " +
                      std::to_string(Pages) + " pages)");
+  return Status::success();
+}
+
+/// Checks what ties the layers of a saved sequence together: keys and
+/// values hold the same tokens, a code-sharing layer no more than its owner,
+/// and key_norm layers have norms once they hold tokens.
+Status checkLayers(const Manifest &M, const SavedSequence &S,
+                   const std::string &Where) {
+  for (unsigned L = 0; L < M.Model.Layers; ++L) {
+    unsigned Total = S.Layers[L].Keys.total();
+    std::string Layer = Where + ", layer " + std::to_string(L);
+    if (S.Layers[L].Values.total() != Total)
+      return fileError(Layer + ": keys and values hold different tokens");
+    if (!M.Layers[L].KeyNorm.empty() && S.HasNorms[L] != (Total > 0))
+      return fileError(Layer + ": key norms do not match its tokens");
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      int Owner = M.tensor(T).Layers[L].CodesFrom;
+      if (Owner >= 0 && S.Layers[Owner][T].total() < Total)
+        return fileError(Layer + " holds more tokens than layer " +
+                         std::to_string(Owner) + ", whose codes it reads");
+    }
+  }
   return Status::success();
 }
 
@@ -252,8 +273,12 @@ Status parseCounts(const Cache::Impl &C, Reader &R, SavedSequence &S,
       TensorCounts &N = S.Layers[L][T];
       if (!R.u32(N.Sink) || !R.u32(N.Quantized) || !R.u32(N.Window))
         return fileError("truncated in " + Layer);
-      if (Status St = checkCounts(M.tensor(T), N, S.NumPages[int(T)],
-                                  M.PageTokens, Layer + " " + toString(T));
+      uint64_t Total = uint64_t(N.Sink) + N.Quantized + N.Window;
+      if (Total > 0x7fffffff)
+        return fileError(Layer + ": more than 2^31 tokens");
+      if (Status St =
+              checkCounts(M.tensor(T), N, unsigned(Total), S.NumPages[int(T)],
+                          M.PageTokens, Layer + " " + toString(T));
           !St.ok())
         return St;
     }
@@ -264,7 +289,7 @@ Status parseCounts(const Cache::Impl &C, Reader &R, SavedSequence &S,
       return fileError(Layer + ": bad key-norm flag " + std::to_string(Norms));
     S.HasNorms[L] = Norms;
   }
-  return Status::success();
+  return checkLayers(M, S, Where);
 }
 
 /// Parses one record: its counts, then its bytes.

@@ -124,20 +124,28 @@ def test_bad_backend_and_artifact_are_errors(tmp_path):
         kvq.Cache(str(tmp_path))
 
 
+
+def native_cache(artifact, max_sequences):
+    """The extension's Cache, which has fork_sequence, save and restore;
+    kvq.Cache (runtime/python/kvq) does not forward them yet."""
+    directory = artifact.dir if isinstance(artifact, kvq.Artifact) else artifact
+    return kvq._kvq.Cache(directory, "cpu", max_sequences, 16, 2)
+
+
 def sequence_state(cache, seq, q):
     """Counts, windows, the first page's first slice and attention, per layer."""
     state = []
     for layer in (0, 1):
         state.append(cache.counts(seq, layer))
         for tensor in ("keys", "values"):
-            state.append(cache.read_window(tensor, seq, layer).tobytes())
+            state.append(bytes(cache.read_window(tensor, seq, layer)))
             state.append(bytes(cache.read_slice_page(tensor, seq, layer, 0, 0)))
-        state.append(cache.attend(layer, [seq], q).tobytes())
+        state.append(np.asarray(cache.attend(layer, [seq], q)).tobytes())
     return state
 
 
 def test_fork_save_and_restore_are_bit_exact(kivi_artifact, rng, tmp_path):
-    cache = kvq.Cache(kivi_artifact, max_sequences=4, pages=16)
+    cache = native_cache(kivi_artifact, 4)
     a = cache.add_sequence()
     for layer in (0, 1):
         cache.append(layer, [(a, tokens(rng, 300), tokens(rng, 300))])
@@ -156,7 +164,7 @@ def test_fork_save_and_restore_are_bit_exact(kivi_artifact, rng, tmp_path):
     assert sequence_state(cache, a, q) == original
     assert sequence_state(cache, b, q) != original
 
-    other = kvq.Cache(kivi_artifact, max_sequences=2, pages=16)
+    other = native_cache(kivi_artifact, 2)
     (restored,) = other.restore(path)
     assert sequence_state(other, restored, q) == original
 

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace {
 
@@ -42,7 +43,10 @@ mlir::MLIRContext &context() {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
-  llvm::StringRef Text(reinterpret_cast<const char *>(Data), Size);
+  // MLIR's lexer relies on the NUL that a MemoryBuffer (kvq-opt's input)
+  // ends with; fuzzer data has none.
+  std::string Copy(reinterpret_cast<const char *>(Data), Size);
+  llvm::StringRef Text(Copy);
   if (kvq::checkSpecInputLimits(Text))
     return 0;
   mlir::MLIRContext &Context = context();

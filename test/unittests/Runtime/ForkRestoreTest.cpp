@@ -65,17 +65,28 @@ std::vector<float> attention(Cache &C, unsigned Layer,
   return Out;
 }
 
+/// A cache of Pages pages per tensor and Seqs slots whose sequence A holds
+/// Tokens random tokens in both layers, described by M.
+struct Prefilled {
+  Prefilled(unsigned Pages, unsigned Seqs, unsigned Tokens, unsigned Seed)
+      : C(makeCache(Pages, Seqs)), Rng(Seed) {
+    A = *C->addSequence();
+    grow(*C, A, M, Tokens, Rng);
+  }
+  std::unique_ptr<Cache> C;
+  std::mt19937 Rng;
+  SequenceId A = 0;
+  SliceModel M[2];
+};
+
 //===----------------------------------------------------------------------===//
 // Fork
 //===----------------------------------------------------------------------===//
 
 TEST(ForkTest, ForkReadsAsItsSourceAndSharesItsPages) {
-  std::unique_ptr<Cache> C = makeCache(16, 4);
-  std::mt19937 Rng(11);
-  SliceModel M[2];
-  SequenceId A = *C->addSequence();
   // 23 tokens: keys 2 sink, 18 quantized (5 pages, the last half full).
-  grow(*C, A, M, 23, Rng);
+  Prefilled P(16, 4, 23, 11);
+  auto &[C, Rng, A, M] = P;
   unsigned FreeKeys = C->freePages(Tensor::Keys);
   Expected<SequenceId> F = C->forkSequence(A);
   ASSERT_TRUE(F.ok()) << F.message();
@@ -90,11 +101,8 @@ TEST(ForkTest, ForkReadsAsItsSourceAndSharesItsPages) {
 }
 
 TEST(ForkTest, ForksDivergeWithoutChangingEachOther) {
-  std::unique_ptr<Cache> C = makeCache(32, 4);
-  std::mt19937 Rng(12);
-  SliceModel MA[2];
-  SequenceId A = *C->addSequence();
-  grow(*C, A, MA, 23, Rng);
+  Prefilled P(32, 4, 23, 12);
+  auto &[C, Rng, A, MA] = P;
   SequenceId F = *C->forkSequence(A), G = *C->forkSequence(A);
   SliceModel MF[2] = {MA[0], MA[1]}, MG[2] = {MA[0], MA[1]};
   // Decode steps on each; the first flushes write into the shared, half
@@ -136,11 +144,8 @@ TEST(ForkTest, ForksDivergeWithoutChangingEachOther) {
 TEST(ForkTest, CopyOnWriteCountsAgainstCapacity) {
   // A holds 5 of 6 key pages. Its fork shares them; a flush into the shared
   // half-full page needs a copy, and two such flushes need two pages.
-  std::unique_ptr<Cache> C = makeCache(6, 4);
-  std::mt19937 Rng(13);
-  SliceModel M[2];
-  SequenceId A = *C->addSequence();
-  grow(*C, A, M, 23, Rng);
+  Prefilled P(6, 4, 23, 13);
+  auto &[C, Rng, A, M] = P;
   SequenceId F = *C->forkSequence(A), G = *C->forkSequence(A);
   std::vector<uint16_t> K = randomTokens(Rng, 2), V = randomTokens(Rng, 2);
   Snapshot Before = snapshot(*C, {A, F, G});
@@ -157,11 +162,8 @@ TEST(ForkTest, CopyOnWriteCountsAgainstCapacity) {
 }
 
 TEST(ForkTest, FailedForksChangeNothing) {
-  std::unique_ptr<Cache> C = makeCache(16, 2);
-  std::mt19937 Rng(14);
-  SliceModel M[2];
-  SequenceId A = *C->addSequence();
-  grow(*C, A, M, 9, Rng);
+  Prefilled P(16, 2, 9, 14);
+  auto &[C, Rng, A, M] = P;
   Snapshot Before = snapshot(*C, {A});
   Expected<SequenceId> Unknown = C->forkSequence(77);
   ASSERT_FALSE(Unknown.ok());
@@ -304,12 +306,21 @@ TEST_F(CacheFileTest, ForeignFilesAreRejected) {
 }
 
 TEST_F(CacheFileTest, ImpossibleCountsAreRejected) {
-  // Record 0 starts at byte 24: id, 2 page counts, then layer 0's key sink
-  // count at byte 40.
+  // Record 0 starts at byte 24: id, 2 page counts, then layer 0's counts
+  // from byte 40: keys' sink, quantized, window, values' sink, quantized,
+  // window.
   std::vector<uint8_t> Sink = Bytes;
   Sink[40] = 3;
   expectRejected(resealed(Sink), ErrorCode::File,
                  "sequence record 0, layer 0 keys: impossible counts (sink 3");
+  // Values of 24 tokens (2, 20, 2) beside keys of 23: each side follows the
+  // flush rule, but together they would make attention read past the
+  // values (found by kvq-fuzz-cache-file).
+  std::vector<uint8_t> Values = Bytes;
+  Values[60] = 2;
+  expectRejected(resealed(Values), ErrorCode::File,
+                 "sequence record 0, layer 0: keys and values hold different "
+                 "tokens");
   std::vector<uint8_t> Pages = Bytes;
   Pages[32] = 40; // 40 key pages; a sequence may hold 32
   expectRejected(resealed(Pages), ErrorCode::File,
