@@ -49,6 +49,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   llvm::StringRef Text(Copy);
   if (kvq::checkSpecInputLimits(Text))
     return 0;
+  // MLIR 22's parser of the file-metadata section (`{-# dialect_resources
+  // ... #-}`) reads past the end of the text on some malformed blobs
+  // (test/fuzz/spec/known-crashes, docs/Reliability.md): an upstream bug
+  // this harness would otherwise find again within seconds.
+  if (Text.contains("{-#"))
+    return 0;
   mlir::MLIRContext &Context = context();
   mlir::ScopedDiagnosticHandler Quiet(
       &Context, [](mlir::Diagnostic &) { return mlir::success(); });
