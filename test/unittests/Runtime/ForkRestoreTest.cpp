@@ -214,6 +214,14 @@ protected:
     EXPECT_TRUE(snapshot(*Target, {Kept}) == Before) << Ids.message();
   }
 
+  /// Expects the saved file with byte At set to Value, and its checksum
+  /// recomputed (a consistent but hostile file), to be rejected with Text.
+  void expectPatchRejected(size_t At, uint8_t Value, const std::string &Text) {
+    std::vector<uint8_t> Patched = Bytes;
+    Patched[At] = Value;
+    expectRejected(resealed(Patched), ErrorCode::File, Text);
+  }
+
   /// Data with its checksum recomputed (a consistent but hostile file).
   static std::vector<uint8_t> resealed(std::vector<uint8_t> Data) {
     uint64_t Sum = kvq::hashManifest(std::string_view(
@@ -291,14 +299,10 @@ TEST_F(CacheFileTest, CorruptFilesAreRejected) {
 }
 
 TEST_F(CacheFileTest, ForeignFilesAreRejected) {
-  std::vector<uint8_t> Version = Bytes;
-  Version[8] = 2;
-  expectRejected(resealed(Version), ErrorCode::File,
-                 "cache file: format version 2, this runtime reads 1");
-  std::vector<uint8_t> Other = Bytes;
-  Other[16] ^= 1; // the manifest hash
-  expectRejected(resealed(Other), ErrorCode::File,
-                 "saved from another artifact");
+  expectPatchRejected(8, 2,
+                      "cache file: format version 2, this runtime reads 1");
+  // Byte 16 is the first of the manifest hash.
+  expectPatchRejected(16, Bytes[16] ^ 1, "saved from another artifact");
   std::vector<uint8_t> Longer = Bytes;
   Longer.insert(Longer.end() - 8, 3, 0);
   expectRejected(resealed(Longer), ErrorCode::File,
@@ -309,26 +313,18 @@ TEST_F(CacheFileTest, ImpossibleCountsAreRejected) {
   // Record 0 starts at byte 24: id, 2 page counts, then layer 0's counts
   // from byte 40: keys' sink, quantized, window, values' sink, quantized,
   // window.
-  std::vector<uint8_t> Sink = Bytes;
-  Sink[40] = 3;
-  expectRejected(resealed(Sink), ErrorCode::File,
-                 "sequence record 0, layer 0 keys: impossible counts (sink 3");
+  expectPatchRejected(
+      40, 3, "sequence record 0, layer 0 keys: impossible counts (sink 3");
   // Values of 24 tokens (2, 20, 2) beside keys of 23: each side follows the
   // flush rule, but together they would make attention read past the
   // values (found by kvq-fuzz-cache-file).
-  std::vector<uint8_t> Values = Bytes;
-  Values[60] = 2;
-  expectRejected(resealed(Values), ErrorCode::File,
-                 "sequence record 0, layer 0: keys and values hold different "
-                 "tokens");
-  std::vector<uint8_t> Pages = Bytes;
-  Pages[32] = 40; // 40 key pages; a sequence may hold 32
-  expectRejected(resealed(Pages), ErrorCode::File,
-                 "sequence record 0 holds 40 keys pages");
-  std::vector<uint8_t> Count = Bytes;
-  Count[12] = 200;
-  expectRejected(resealed(Count), ErrorCode::File,
-                 "200 sequences, the cache has 4 slots");
+  expectPatchRejected(
+      60, 2,
+      "sequence record 0, layer 0: keys and values hold different "
+      "tokens");
+  // 40 key pages; a sequence may hold 32.
+  expectPatchRejected(32, 40, "sequence record 0 holds 40 keys pages");
+  expectPatchRejected(12, 200, "200 sequences, the cache has 4 slots");
 }
 
 TEST_F(CacheFileTest, NoRoomChangesNothing) {
