@@ -5,12 +5,16 @@
 #                                        specs/kivi-2bit.mlir) to kernels and
 #                                        run a decode step on the CPU backend
 #        tools/bootstrap.sh test         build, then run the whole test suite,
-#                                        then again under ASan+UBSan
+#                                        then again under ASan+UBSan, the
+#                                        concurrency tests under TSan, and
+#                                        each libFuzzer harness for a while
 #
 # On a fresh Debian 12 machine (as root) it first installs the Debian
 # packages kvq needs. KVQ_BUILD_DIR overrides the build folder (./build),
-# KVQ_SANITIZER_BUILD_DIR the sanitizer build's (./build-asan);
-# KVQ_SANITIZE=0 skips the sanitizer run.
+# KVQ_SANITIZER_BUILD_DIR the sanitizer build's (./build-asan),
+# KVQ_TSAN_BUILD_DIR the TSan build's (./build-tsan), KVQ_FUZZ_BUILD_DIR the
+# fuzz build's (./build-fuzz); KVQ_SANITIZE=0 skips the three,
+# KVQ_FUZZ_SECONDS (30) sets each harness's run time.
 #
 ##===----------------------------------------------------------------------===##
 set -euo pipefail
@@ -20,7 +24,7 @@ build=${KVQ_BUILD_DIR:-$root/build}
 jobs=${KVQ_JOBS:-2}
 packages=(cmake ninja-build g++ ccache llvm-22-dev libmlir-22-dev mlir-22-tools
           llvm-22-tools libgtest-dev googletest nlohmann-json3-dev
-          python3-venv python3-dev)
+          python3-venv python3-dev clang-22 libclang-rt-22-dev)
 
 install_packages() {
   local missing=()
@@ -67,7 +71,9 @@ configure_and_build() {
 # run tests it).
 sanitizer_test() {
   local dir=${KVQ_SANITIZER_BUILD_DIR:-$root/build-asan}
-  export ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=1
+  # allocator_may_return_null: a failed allocation returns null, as without
+  # ASan, so that the tests of out-of-memory errors run here too.
+  export ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=1:allocator_may_return_null=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
     -DLLVM_USE_SANITIZER="Address;Undefined" -DKVQ_BUILD_PYTHON=OFF
@@ -75,12 +81,39 @@ sanitizer_test() {
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }
 
+# The thread-safety contract's tests (docs/Reliability.md) built with
+# ThreadSanitizer: only the runtime and ConcurrencyTests are built.
+tsan_test() {
+  local dir=${KVQ_TSAN_BUILD_DIR:-$root/build-tsan}
+  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+    -DLLVM_USE_SANITIZER=Thread -DKVQ_BUILD_PYTHON=OFF
+  ninja -C "$dir" -j "$jobs" ConcurrencyTests
+  TSAN_OPTIONS=halt_on_error=1 \
+    ctest --test-dir "$dir" --output-on-failure -R '^ConcurrencyTest\.'
+}
+
+# The libFuzzer harnesses of test/fuzz, built with Debian's clang 22, ASan
+# and -fsanitize=fuzzer-no-link (only they and what they link are built),
+# each run for KVQ_FUZZ_SECONDS from its seed corpus.
+fuzz_test() {
+  local dir=${KVQ_FUZZ_BUILD_DIR:-$root/build-fuzz}
+  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link \
+    -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link \
+    -DLLVM_USE_SANITIZER=Address -DKVQ_BUILD_PYTHON=OFF \
+    -DKVQ_BUILD_FUZZERS=ON -DKVQ_FUZZ_SECONDS="${KVQ_FUZZ_SECONDS:-30}"
+  ninja -C "$dir" -j "$jobs" kvq-fuzzers
+  ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=1 \
+    ctest --test-dir "$dir" --output-on-failure -L fuzz
+}
+
 main() {
   local command=${1:-}
   case "$command" in
   run | test) ;;
   *)
-    sed -n '4,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '4,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
   esac
@@ -88,7 +121,11 @@ main() {
   configure_and_build
   if [ "$command" = test ]; then
     ctest --test-dir "$build" --output-on-failure -j "$jobs"
-    [ "${KVQ_SANITIZE:-1}" = 0 ] || sanitizer_test
+    if [ "${KVQ_SANITIZE:-1}" != 0 ]; then
+      sanitizer_test
+      tsan_test
+      fuzz_test
+    fi
   else
     local spec=${2:-$root/specs/kivi-2bit.mlir}
     local artifact="$build/artifacts/$(basename "$spec" .mlir)"

@@ -13,6 +13,7 @@
 
 #include "kvq/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -245,6 +246,52 @@ kvq_status kvq_cache_remove_sequence(kvq_cache *C, kvq_sequence Seq) {
       return fail(KVQ_ERROR_INVALID_ARGUMENT,
                   "kvq_cache_remove_sequence: null cache");
     return result(C->C->removeSequence(Seq));
+  });
+}
+
+kvq_status kvq_cache_fork_sequence(kvq_cache *C, kvq_sequence Source,
+                                   kvq_sequence *Out) {
+  return guarded("kvq_cache_fork_sequence", [&] {
+    if (!C || !Out)
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_fork_sequence: null argument");
+    Expected<SequenceId> Id = C->C->forkSequence(Source);
+    if (!Id.ok())
+      return fail(Id.status());
+    *Out = *Id;
+    return KVQ_OK;
+  });
+}
+
+kvq_status kvq_cache_save(kvq_cache *C, const char *Path,
+                          const kvq_sequence *Seqs, size_t N) {
+  return guarded("kvq_cache_save", [&] {
+    if (!C || !Path || (N && !Seqs))
+      return fail(KVQ_ERROR_INVALID_ARGUMENT, "kvq_cache_save: null argument");
+    return result(C->C->save(Path, std::vector<SequenceId>(Seqs, Seqs + N)));
+  });
+}
+
+kvq_status kvq_cache_restore(kvq_cache *C, const char *Path, kvq_sequence *Out,
+                             size_t Capacity, size_t *NumRestored) {
+  return guarded("kvq_cache_restore", [&] {
+    if (!C || !Path || !NumRestored || (Capacity && !Out))
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_restore: null argument");
+    // Checked first, so that a successful restore always reports its ids.
+    if (Capacity < C->C->options().MaxSequences - C->C->numSequences())
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  "kvq_cache_restore: room for " + std::to_string(Capacity) +
+                      " ids; pass room for every free slot (" +
+                      std::to_string(C->C->options().MaxSequences -
+                                     C->C->numSequences()) +
+                      ")");
+    Expected<std::vector<SequenceId>> Ids = C->C->restore(Path);
+    if (!Ids.ok())
+      return fail(Ids.status());
+    std::copy(Ids->begin(), Ids->end(), Out);
+    *NumRestored = Ids->size();
+    return KVQ_OK;
   });
 }
 

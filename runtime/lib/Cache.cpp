@@ -91,6 +91,7 @@ Status Cache::Impl::allocateBuffers() {
     // Hand pages out lowest id first.
     for (uint32_t P = Options.PagesPerTensor; P-- > 0;)
       FreePages[X].push_back(P);
+    PageRefs[X].assign(Options.PagesPerTensor, 0);
   }
   size_t NormBytes =
       manifest().hasKeyNorm() ? M.Layers * Seqs * normBytesPerSlot() : 0;
@@ -276,9 +277,10 @@ Status Cache::removeSequence(SequenceId Seq) {
     return Status::error(ErrorCode::InvalidArgument,
                          "unknown sequence " + std::to_string(Seq));
   SequenceState &S = It->second;
-  for (int X = 0; X < 2; ++X)
-    for (auto Page = S.Pages[X].rbegin(); Page != S.Pages[X].rend(); ++Page)
-      P->FreePages[X].push_back(*Page);
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    for (auto Page = S.Pages[int(T)].rbegin(); Page != S.Pages[int(T)].rend();
+         ++Page)
+      P->releasePage(T, *Page);
   P->FreeSlots.push_back(S.Slot);
   P->Sequences.erase(It);
   return Status::success();
@@ -289,6 +291,13 @@ bool Cache::hasSequence(SequenceId Seq) const {
 }
 
 unsigned Cache::numSequences() const { return unsigned(P->Sequences.size()); }
+
+std::vector<SequenceId> Cache::sequences() const {
+  std::vector<SequenceId> Ids;
+  for (const auto &[Id, S] : P->Sequences)
+    Ids.push_back(Id);
+  return Ids;
+}
 
 //===----------------------------------------------------------------------===//
 // Append and attend (bodies in CacheAppend.cpp, CacheAttend.cpp)
@@ -302,6 +311,14 @@ template <typename Fn> static Status withoutExceptions(Fn &&Body) {
     return Body();
   } catch (const std::bad_alloc &) {
     return Status::error(ErrorCode::OutOfMemory, "out of host memory");
+  }
+}
+
+Expected<SequenceId> Cache::forkSequence(SequenceId Source) {
+  try {
+    return P->fork(Source);
+  } catch (const std::bad_alloc &) {
+    return Status::error(ErrorCode::OutOfMemory, "fork: out of host memory");
   }
 }
 
@@ -381,9 +398,9 @@ MemoryStats Cache::memoryStats() const {
   const Manifest &M = manifest();
   size_t Row = P->rowBytes();
   uint64_t Elems = uint64_t(M.Model.KvHeads) * M.Model.HeadDim;
+  uint64_t TableEntries = 0;
   for (const auto &[Id, Seq] : P->Sequences) {
-    S.KeyPagesInUse += Seq.Pages[0].size();
-    S.ValuePagesInUse += Seq.Pages[1].size();
+    TableEntries += Seq.Pages[0].size() + Seq.Pages[1].size();
     for (unsigned L = 0; L < M.Model.Layers; ++L) {
       const SliceCounts &C = Seq.Layers[L];
       S.WindowBytes += (C.Keys.Window + C.Values.Window) * Row;
@@ -393,9 +410,12 @@ MemoryStats Cache::memoryStats() const {
       S.CachedElements += (C.Keys.total() + C.Values.total()) * Elems;
     }
   }
+  // Forks share pages: count physical pages once.
+  S.KeyPagesInUse = P->Options.PagesPerTensor - freePages(Tensor::Keys);
+  S.ValuePagesInUse = P->Options.PagesPerTensor - freePages(Tensor::Values);
   S.PageBytes = S.KeyPagesInUse * M.Keys.PageBytes +
                 S.ValuePagesInUse * M.Values.PageBytes;
-  S.TableBytes = (S.KeyPagesInUse + S.ValuePagesInUse) * sizeof(uint32_t);
+  S.TableBytes = TableEntries * sizeof(uint32_t);
   S.BytesUsed =
       S.PageBytes + S.WindowBytes + S.SinkBytes + S.NormBytes + S.TableBytes;
   S.BytesAllocated = P->AllocatedBytes;

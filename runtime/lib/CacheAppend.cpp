@@ -51,10 +51,6 @@ AppendPlan kvq::runtime::planAppend(const TensorLayout &T,
 
 namespace {
 
-unsigned pagesFor(unsigned Quantized, unsigned PageTokens) {
-  return (Quantized + PageTokens - 1) / PageTokens;
-}
-
 /// Describes the non-finite value at flat index I of [n][Hkv][D].
 std::string describeNonFinite(const char *What, size_t I, const ModelShape &M,
                               SequenceId Seq) {
@@ -113,10 +109,8 @@ Status ensurePages(Cache::Impl &C, SequenceState &S, Tensor T,
   size_t First = Pages.size();
   if (Needed <= First)
     return Status::success();
-  std::vector<uint32_t> &Free = C.FreePages[int(T)];
   while (Pages.size() < Needed) {
-    uint32_t Page = Free.back();
-    Free.pop_back();
+    uint32_t Page = C.takePage(T);
     Pages.push_back(Page);
     if (Status St = C.B->memset(C.pageAddr(T, Page), 0, C.layout(T).PageBytes);
         !St.ok())
@@ -152,8 +146,9 @@ Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W) {
 /// Quantizes Staging[0 : Plan.Flushed) and rewrites the window.
 Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
                      const AppendPlan &Plan, const uint8_t *Rest,
-                     unsigned RestTokens, std::vector<uint8_t> &Staging) {
+                     unsigned RestTokens, AppendBuffers &Buffers) {
   size_t Row = C.rowBytes();
+  std::vector<uint8_t> &Staging = Buffers.Staging;
   DevicePtr Window = C.windowAddr(T, Layer, S.Slot);
   // Reserved by reserveAppend: no allocation here.
   assert(Staging.size() >= (Plan.OldWindow + RestTokens) * Row);
@@ -164,6 +159,8 @@ Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
     std::memcpy(Staging.data() + Plan.OldWindow * Row, Rest, RestTokens * Row);
 
   const TensorLayout &TL = C.layout(T);
+  if (Status St = C.unsharePages(S, T, Plan, Buffers.Bounce); !St.ok())
+    return St;
   if (Status St = ensurePages(
           C, S, T, pagesFor(Plan.After.Quantized, C.manifest().PageTokens));
       !St.ok())
@@ -199,7 +196,7 @@ Status flushAndShift(Cache::Impl &C, unsigned Layer, Tensor T, SequenceState &S,
 }
 
 Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T,
-                    const AppendWork &W, std::vector<uint8_t> &HostStaging) {
+                    const AppendWork &W, AppendBuffers &Buffers) {
   const AppendPlan &Plan = W.Plan[int(T)];
   SequenceState &S = *W.Seq;
   size_t Row = C.rowBytes();
@@ -216,7 +213,7 @@ Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T,
   unsigned RestTokens = W.Item->NumTokens - Plan.ToSink;
   Status St = Status::success();
   if (Plan.Flushed)
-    St = flushAndShift(C, Layer, T, S, Plan, Rest, RestTokens, HostStaging);
+    St = flushAndShift(C, Layer, T, S, Plan, Rest, RestTokens, Buffers);
   else if (RestTokens)
     St =
         C.B->copyToDevice(C.windowAddr(T, Layer, S.Slot) + Plan.OldWindow * Row,
@@ -267,6 +264,7 @@ Status Cache::Impl::append(unsigned Layer,
   std::vector<AppendWork> Works;
   std::set<SequenceId> Seen;
   size_t NewPages[2] = {0, 0};
+  SharedWrites Shared[2];
   bool LayerKeyNorm = !manifest().Layers[Layer].KeyNorm.empty();
   for (const AppendItem &I : Batch) {
     Expected<SequenceState *> S = find(I.Seq);
@@ -299,9 +297,12 @@ Status Cache::Impl::append(unsigned Layer,
                                  std::to_string(MaxPagesPerSeq));
       size_t Have = (*S)->Pages[int(T)].size();
       NewPages[int(T)] += Needed > Have ? Needed - Have : 0;
+      noteSharedWrites(**S, T, W.Plan[int(T)], Shared[int(T)]);
     }
     Works.push_back(W);
   }
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    NewPages[int(T)] += copiesNeeded(T, Shared[int(T)]);
   for (Tensor T : {Tensor::Keys, Tensor::Values})
     if (NewPages[int(T)] > FreePages[int(T)].size())
       return Status::error(
@@ -311,8 +312,9 @@ Status Cache::Impl::append(unsigned Layer,
               std::to_string(FreePages[int(T)].size()) + " are free");
 
   // Everything pass 2 needs is allocated before it changes anything.
-  std::vector<uint8_t> HostStaging;
-  if (Status S = reserveAppend(Works, HostStaging); !S.ok())
+  AppendBuffers Buffers;
+  bool CopyOnWrite = !Shared[0].empty() || !Shared[1].empty();
+  if (Status S = reserveAppend(Works, CopyOnWrite, Buffers); !S.ok())
     return S;
 
   // Pass 2: apply it.
@@ -321,7 +323,7 @@ Status Cache::Impl::append(unsigned Layer,
       if (Status S = runKeyNorm(*this, Layer, W); !S.ok())
         return S;
     for (Tensor T : {Tensor::Keys, Tensor::Values})
-      if (Status S = appendTensor(*this, Layer, T, W, HostStaging); !S.ok())
+      if (Status S = appendTensor(*this, Layer, T, W, Buffers); !S.ok())
         return S;
   }
   return Status::success();
@@ -330,9 +332,10 @@ Status Cache::Impl::append(unsigned Layer,
 /// Allocates what applying `Works` needs, so that an allocation failure is
 /// an error before the cache changes: the host staging buffer of the
 /// largest flush, the device staging buffers of the largest flush and key
-/// norm input, and room in each sequence's page list.
+/// norm input, room in each sequence's page list, and a page to copy shared
+/// pages through.
 Status Cache::Impl::reserveAppend(const std::vector<AppendWork> &Works,
-                                  std::vector<uint8_t> &HostStaging) {
+                                  bool CopyOnWrite, AppendBuffers &Buffers) {
   size_t Row = rowBytes(), Host = 0, Device[2] = {0, 0};
   for (const AppendWork &W : Works) {
     if (W.KeyNorm)
@@ -347,7 +350,10 @@ Status Cache::Impl::reserveAppend(const std::vector<AppendWork> &Works,
     }
   }
   try {
-    HostStaging.resize(Host);
+    Buffers.Staging.resize(Host);
+    if (CopyOnWrite)
+      Buffers.Bounce.resize(std::max(layout(Tensor::Keys).PageBytes,
+                                     layout(Tensor::Values).PageBytes));
     for (const AppendWork &W : Works)
       for (Tensor T : {Tensor::Keys, Tensor::Values})
         W.Seq->Pages[int(T)].reserve(

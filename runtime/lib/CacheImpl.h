@@ -22,6 +22,8 @@
 
 namespace kvq::runtime {
 
+unsigned pagesFor(unsigned Quantized, unsigned PageTokens);
+
 /// A device buffer that grows on demand (per-call inputs and outputs).
 struct ScratchBuffer {
   DevicePtr Ptr = 0;
@@ -59,6 +61,18 @@ struct AppendWork {
   const AppendItem *Item;
   AppendPlan Plan[2];
   bool KeyNorm = false;
+};
+
+/// Physical pages a flush writes into that other sequences also hold
+/// (after a fork): [page] -> how many holders write it in one append.
+using SharedWrites = std::map<uint32_t, unsigned>;
+
+/// Host buffers an append reserves before it changes anything.
+struct AppendBuffers {
+  /// The window and new tokens of the largest flush.
+  std::vector<uint8_t> Staging;
+  /// One page, for copy-on-write of shared pages.
+  std::vector<uint8_t> Bounce;
 };
 
 /// The message of an append whose K/V sizes do not match NumTokens.
@@ -103,6 +117,27 @@ public:
   Expected<const SequenceState *> find(SequenceId Seq) const;
   Status checkLayer(unsigned Layer) const;
 
+  // Pages (shared by forks, reference counted) --------------------------
+  /// Takes a free page of tensor T (one must be free).
+  uint32_t takePage(Tensor T);
+  /// Drops one reference to Page; it is free once none is left.
+  void releasePage(Tensor T, uint32_t Page);
+  /// Records in Writes the shared pages of S the flush of Plan writes into.
+  void noteSharedWrites(const SequenceState &S, Tensor T,
+                        const AppendPlan &Plan, SharedWrites &Writes) const;
+  /// Pages copy-on-write needs for Writes: every writer of a shared page
+  /// copies it, except the last when all of its holders write.
+  size_t copiesNeeded(Tensor T, const SharedWrites &Writes) const;
+  /// Gives S private copies of the shared pages the flush of Plan writes
+  /// into. Bounce is a host buffer of at least one page (no allocation).
+  Status unsharePages(SequenceState &S, Tensor T, const AppendPlan &Plan,
+                      std::vector<uint8_t> &Bounce);
+  /// Copies Bytes within the device through the host buffer Bounce.
+  Status copyWithin(DevicePtr Dst, DevicePtr Src, size_t Bytes,
+                    std::vector<uint8_t> &Bounce);
+  /// Uploads the whole block-table row of S for tensor T.
+  Status uploadTable(const SequenceState &S, Tensor T);
+
   // Scratch --------------------------------------------------------------
   Expected<DevicePtr> scratch(ScratchBuffer &S, size_t Bytes);
   /// Launches Kernel, whose manifest kind must be Args' and every argument
@@ -112,12 +147,19 @@ public:
 
   // Operations (CacheAppend.cpp, CacheAttend.cpp) -------------------------
   Status append(unsigned Layer, const std::vector<AppendItem> &Batch);
-  Status reserveAppend(const std::vector<AppendWork> &Works,
-                       std::vector<uint8_t> &HostStaging);
+  Status reserveAppend(const std::vector<AppendWork> &Works, bool CopyOnWrite,
+                       AppendBuffers &Buffers);
   Status checkSharingOrder(const SequenceState &S, unsigned Layer,
                            const AppendItem &I) const;
   Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                 const void *Q, float *Out);
+  Expected<SequenceId> fork(SequenceId Source);
+  /// Moves the states of Fresh (in key order) into the cache and appends
+  /// their new ids to Ids. Their slots, and their pages not held yet, are
+  /// the last ones of the free lists, in order. Allocates nothing (Ids has
+  /// room): it cannot fail half-way.
+  void adopt(std::map<SequenceId, SequenceState> &Fresh,
+             std::vector<SequenceId> &Ids);
 
   std::shared_ptr<const Artifact> A;
   CacheOptions Options;
@@ -138,6 +180,8 @@ public:
   ScratchBuffer QBuf, Partial, SeqsBuf, OutBuf;
 
   std::vector<uint32_t> FreePages[2];
+  /// Per physical page: the sequences holding it (0 when free).
+  std::vector<uint32_t> PageRefs[2];
   std::vector<unsigned> FreeSlots;
   std::map<SequenceId, SequenceState> Sequences;
   SequenceId NextId = 1;

@@ -18,12 +18,16 @@
 #include "kvq/Support/ManifestBinding.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <system_error>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 using namespace kvq::runtime;
 
@@ -51,8 +55,12 @@ public:
   }
 
   Expected<DevicePtr> allocate(size_t Bytes) override {
-    size_t Rounded = (Bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void *P = std::aligned_alloc(kAlignment, Rounded ? Rounded : kAlignment);
+    // Rounding up a size this close to SIZE_MAX would wrap to a tiny block.
+    void *P = nullptr;
+    if (Bytes <= SIZE_MAX - kAlignment) {
+      size_t Rounded = (Bytes + kAlignment - 1) / kAlignment * kAlignment;
+      P = std::aligned_alloc(kAlignment, Rounded ? Rounded : kAlignment);
+    }
     if (!P)
       return Status::error(ErrorCode::OutOfMemory,
                            "cpu backend: out of memory allocating " +
@@ -123,6 +131,40 @@ private:
   ThreadPool Pool;
 };
 
+/// Checks that the ELF file at Path holds every byte its loadable segments
+/// map: the loader maps them past a truncated file's end and faults
+/// (SIGBUS) when it touches them.
+Status checkElfComplete(const std::string &Path) {
+  auto Bad = [&](const std::string &Why) {
+    return Status::error(ErrorCode::Artifact,
+                         "cpu backend: host code '" + Path + "' " + Why);
+  };
+  std::ifstream In(Path, std::ios::binary | std::ios::ate);
+  if (!In)
+    return Bad("cannot be read");
+  uint64_t Size = uint64_t(In.tellg());
+  Elf64_Ehdr Header;
+  if (!In.seekg(0).read(reinterpret_cast<char *>(&Header), sizeof Header) ||
+      std::memcmp(Header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      Header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      Header.e_phentsize != sizeof(Elf64_Phdr))
+    return Bad("is not a 64-bit ELF shared object");
+  if (Header.e_phoff > Size ||
+      uint64_t(Header.e_phnum) * sizeof(Elf64_Phdr) > Size - Header.e_phoff)
+    return Bad("is truncated (program headers)");
+  std::vector<Elf64_Phdr> Segments(Header.e_phnum);
+  In.seekg(std::streamoff(Header.e_phoff))
+      .read(reinterpret_cast<char *>(Segments.data()),
+            std::streamsize(Segments.size() * sizeof(Elf64_Phdr)));
+  for (const Elf64_Phdr &P : Segments)
+    if (P.p_type == PT_LOAD &&
+        (P.p_offset > Size || P.p_filesz > Size - P.p_offset))
+      return Bad("is truncated: a segment ends at byte " +
+                 std::to_string(P.p_offset + P.p_filesz) + " of " +
+                 std::to_string(Size));
+  return Status::success();
+}
+
 /// Opens the code the kernels are looked up in: the artifact's shared
 /// object, or the running program.
 Expected<void *> openHostCode(const Artifact &A, HostCode Code) {
@@ -137,6 +179,8 @@ Expected<void *> openHostCode(const Artifact &A, HostCode Code) {
   if (!Path.ok())
     return Path.status().withContext("cpu backend: artifact '" + A.directory() +
                                      "': ");
+  if (Status S = checkElfComplete(*Path); !S.ok())
+    return S;
   void *Lib = dlopen(Path->c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!Lib)
     return Status::error(ErrorCode::Backend,

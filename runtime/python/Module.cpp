@@ -136,6 +136,16 @@ public:
   void removeSequence(runtime::SequenceId seq) {
     check(cache->removeSequence(seq));
   }
+  runtime::SequenceId forkSequence(runtime::SequenceId source) {
+    return take(cache->forkSequence(source));
+  }
+  void save(const std::string &path,
+            const std::vector<runtime::SequenceId> &seqs) {
+    check(cache->save(path, seqs));
+  }
+  std::vector<runtime::SequenceId> restore(const std::string &path) {
+    return take(cache->restore(path));
+  }
 
   /// items: (sequence, k, v) with k, v of shape [n, kv_heads, head_dim].
   void append(
@@ -300,6 +310,10 @@ NB_MODULE(_kvq, m) {
                    })
       .def("add_sequence", &PyCache::addSequence)
       .def("remove_sequence", &PyCache::removeSequence)
+      .def("fork_sequence", &PyCache::forkSequence, nb::arg("source"))
+      .def("save", &PyCache::save, nb::arg("path"),
+           nb::arg("sequences") = std::vector<runtime::SequenceId>())
+      .def("restore", &PyCache::restore, nb::arg("path"))
       .def("append", &PyCache::append)
       .def("attend", &PyCache::attend)
       .def("memory_stats", &PyCache::memoryStats)

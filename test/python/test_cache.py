@@ -122,3 +122,55 @@ def test_bad_backend_and_artifact_are_errors(tmp_path):
         kvq.Cache(str(tmp_path), backend="tpu")
     with pytest.raises(kvq.Error):
         kvq.Cache(str(tmp_path))
+
+
+
+def native_cache(artifact, max_sequences):
+    """The extension's Cache, which has fork_sequence, save and restore;
+    kvq.Cache (runtime/python/kvq) does not forward them yet."""
+    directory = artifact.dir if isinstance(artifact, kvq.Artifact) else artifact
+    return kvq._kvq.Cache(directory, "cpu", max_sequences, 16, 2)
+
+
+def sequence_state(cache, seq, q):
+    """Counts, windows, the first page's first slice and attention, per layer."""
+    state = []
+    for layer in (0, 1):
+        state.append(cache.counts(seq, layer))
+        for tensor in ("keys", "values"):
+            state.append(bytes(cache.read_window(tensor, seq, layer)))
+            state.append(bytes(cache.read_slice_page(tensor, seq, layer, 0, 0)))
+        state.append(np.asarray(cache.attend(layer, [seq], q)).tobytes())
+    return state
+
+
+def test_fork_save_and_restore_are_bit_exact(kivi_artifact, rng, tmp_path):
+    cache = native_cache(kivi_artifact, 4)
+    a = cache.add_sequence()
+    for layer in (0, 1):
+        cache.append(layer, [(a, tokens(rng, 300), tokens(rng, 300))])
+    q = rng.standard_normal((1, 9, 64)).astype(np.float16)
+    path = str(tmp_path / "a.kvqc")
+    cache.save(path, [a])
+    original = sequence_state(cache, a, q)
+
+    b = cache.fork_sequence(a)
+    assert sequence_state(cache, b, q) == original
+    # Decode steps flush values into the shared, partly filled page: each
+    # sequence then holds its own copy, and neither sees the other's tokens.
+    for _ in range(3):
+        for layer in (0, 1):
+            cache.append(layer, [(b, tokens(rng, 1), tokens(rng, 1))])
+    assert sequence_state(cache, a, q) == original
+    assert sequence_state(cache, b, q) != original
+
+    other = native_cache(kivi_artifact, 2)
+    (restored,) = other.restore(path)
+    assert sequence_state(other, restored, q) == original
+
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 1
+    open(path, "wb").write(data)
+    with pytest.raises(kvq.Error, match="checksum mismatch"):
+        other.restore(path)
+    assert sequence_state(other, restored, q) == original

@@ -8,9 +8,9 @@
 |* the thread's next failing call). A failed call leaves the cache unchanged. *|
 |* No C++ exception crosses this API.                                         *|
 |*                                                                            *|
-|* Threads: a kvq_cache is not thread-safe; use one per thread or serialise   *|
-|* every call on it. Artifacts may be shared by caches of several threads.    *|
-|* kvq_last_error() is per thread.                                            *|
+|* Threads (docs/Reliability.md): a kvq_cache is not thread-safe; use one per *|
+|* thread or serialise every call on it. Caches on different threads run     *|
+|* concurrently and may share one artifact. kvq_last_error() is per thread.  *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -43,6 +43,9 @@ typedef enum kvq_status {
   /** The artifact needs what this machine lacks (CPU features, a PTX
    *  target). */
   KVQ_ERROR_UNSUPPORTED = 6,
+  /** A saved cache file cannot be read or written, or is truncated,
+   *  corrupt, of another format version or from another artifact. */
+  KVQ_ERROR_FILE = 7,
 } kvq_status;
 
 typedef struct kvq_artifact kvq_artifact;
@@ -115,6 +118,24 @@ void kvq_cache_destroy(kvq_cache *cache);
 
 kvq_status kvq_cache_add_sequence(kvq_cache *cache, kvq_sequence *out);
 kvq_status kvq_cache_remove_sequence(kvq_cache *cache, kvq_sequence sequence);
+
+/** A new sequence sharing the quantized pages of `source` copy-on-write,
+ *  with copies of its sinks, windows and key norms (prefix caching, beam
+ *  search). */
+kvq_status kvq_cache_fork_sequence(kvq_cache *cache, kvq_sequence source,
+                                   kvq_sequence *out);
+
+/** Writes `num_sequences` sequences (all live ones when 0) to the cache file
+ *  `path` (versioned, checksummed; docs/Reliability.md). */
+kvq_status kvq_cache_save(kvq_cache *cache, const char *path,
+                          const kvq_sequence *sequences, size_t num_sequences);
+/** Adds the sequences saved in `path` as new sequences; their ids go to
+ *  `out`, in file order, and their number to `*num_restored`. `capacity`
+ *  must cover every free slot (the most a restore can add). A bad file, or
+ *  too little room in the cache, changes nothing. */
+kvq_status kvq_cache_restore(kvq_cache *cache, const char *path,
+                             kvq_sequence *out, size_t capacity,
+                             size_t *num_restored);
 
 kvq_status kvq_cache_append(kvq_cache *cache, uint32_t layer,
                             const kvq_append_item *items, size_t num_items);

@@ -272,6 +272,31 @@ TEST(ManifestTest, RejectsPathsLeavingTheArtifact) {
       << Z.message();
 }
 
+TEST(ManifestTest, TruncatedHostCodeIsAnError) {
+  // dlopen of a kernels.so cut short faulted with SIGBUS (found by
+  // kvq-fuzz-artifact); the backend now checks the segments first.
+  namespace fs = std::filesystem;
+  std::string Dir = ::testing::TempDir() + "kvq-truncated-so";
+  fs::remove_all(Dir);
+  fs::create_directories(Dir);
+  std::string Mock = KVQ_MOCK_ARTIFACT_DIR;
+  fs::copy_file(Mock + "/manifest.json", Dir + "/manifest.json");
+  fs::copy_file(Mock + "/kernels.so", Dir + "/kernels.so");
+  for (uintmax_t Size :
+       {fs::file_size(Dir + "/kernels.so") / 2, uintmax_t(100), uintmax_t(0)}) {
+    fs::resize_file(Dir + "/kernels.so", Size);
+    Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+    ASSERT_TRUE(A.ok()) << A.message();
+    Expected<std::unique_ptr<Backend>> B = createCpuBackend(**A, 1);
+    ASSERT_FALSE(B.ok()) << Size;
+    EXPECT_EQ(B.status().code(), ErrorCode::Artifact);
+    EXPECT_NE(B.message().find(Size ? "is truncated"
+                                    : "is not a 64-bit ELF shared object"),
+              std::string::npos)
+        << B.message();
+  }
+}
+
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
             "artifact version 4294967297, runtime expects 1");

@@ -171,6 +171,8 @@ public:
 
   const std::string &directory() const { return Dir; }
   const Manifest &manifest() const { return M; }
+  /// hashManifest() of manifest.json's bytes: identifies the layout.
+  uint64_t manifestHash() const { return ManifestHash; }
 
   /// The sm targets PTX is provided for ("sm_80", ...).
   std::vector<std::string> ptxTargets() const;

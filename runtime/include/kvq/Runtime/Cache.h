@@ -16,7 +16,10 @@
 // returns a message and leaves the cache exactly as it was. Only a failure of
 // the device itself (a kernel fault) can leave a partial update behind.
 //
-// A Cache is not thread-safe; use one per thread or serialise the calls.
+// Threads (docs/Reliability.md, "Thread-safety contract"): a Cache is not
+// thread-safe; serialise every call on one cache (a mutex, or one cache per
+// thread). Caches on different threads may run concurrently, and may share
+// one Artifact, which is immutable once opened.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +32,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace kvq::runtime {
@@ -110,8 +114,9 @@ struct SliceCounts {
 };
 
 /// Memory accounting. "Used" counts what the live sequences occupy: pages in
-/// use (whole pages), the sink and window tokens they hold, their key norms
-/// and the block-table entries of their pages.
+/// use (whole pages; a page forks share counts once), the sink and window
+/// tokens they hold, their key norms and the block-table entries of their
+/// pages.
 struct MemoryStats {
   uint64_t KeyPagesInUse = 0;
   uint64_t ValuePagesInUse = 0;
@@ -159,6 +164,36 @@ public:
   Status removeSequence(SequenceId Seq);
   bool hasSequence(SequenceId Seq) const;
   unsigned numSequences() const;
+  /// Live sequences, in increasing id order.
+  std::vector<SequenceId> sequences() const;
+
+  /// A new sequence holding what Source holds (prefix caching, beam
+  /// search): it shares Source's quantized pages, which either sequence
+  /// copies before it first writes into a shared one (copy-on-write), and
+  /// gets copies of the sinks, windows and key norms. Needs a free slot and
+  /// no free page.
+  Expected<SequenceId> forkSequence(SequenceId Source);
+
+  //===--------------------------------------------------------------------===//
+  // Save and restore (docs/Reliability.md, "Cache files")
+  //===--------------------------------------------------------------------===//
+
+  /// Writes Seqs (every live sequence when empty) to Path in the versioned,
+  /// checksummed cache-file format: region counts, pages, sinks, windows
+  /// and key norms, bit-exact. Path is replaced only once the whole file is
+  /// written.
+  Status save(const std::string &Path,
+              const std::vector<SequenceId> &Seqs = {});
+  /// The bytes save() writes.
+  Expected<std::vector<uint8_t>>
+  serialize(const std::vector<SequenceId> &Seqs = {});
+  /// Adds the sequences of a file written by save() from a cache of the
+  /// same artifact, as new sequences, and returns their ids in file order.
+  /// A truncated, corrupt or foreign file, or one that does not fit in the
+  /// free slots and pages, is an error that leaves the cache unchanged.
+  Expected<std::vector<SequenceId>> restore(const std::string &Path);
+  Expected<std::vector<SequenceId>> deserialize(const uint8_t *Data,
+                                                size_t Size);
 
   //===--------------------------------------------------------------------===//
   // Append and attend
@@ -197,6 +232,7 @@ public:
   /// whose stored parameters saturated at the parameter dtype's largest
   /// finite value (finite, but not accurate: docs/Numerics.md).
   Expected<std::vector<uint32_t>> saturatedGroups(Tensor T) const;
+  /// Physical pages of tensor T no sequence holds.
   unsigned freePages(Tensor T) const;
   /// Logical pages of tensor T the sequence holds.
   Expected<unsigned> numPages(Tensor T, SequenceId Seq) const;

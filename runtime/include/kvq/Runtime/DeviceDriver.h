@@ -37,6 +37,9 @@ enum class ErrorCode {
   /// The artifact needs what this machine lacks (CPU features, a PTX
   /// target).
   Unsupported = 6,
+  /// A saved cache file cannot be read or written, or is truncated,
+  /// corrupt, of another format version or from another artifact.
+  File = 7,
 };
 
 /// The outcome of an operation: success, or failure with a code and a

@@ -1,0 +1,490 @@
+//===- CacheFile.cpp - Saving and restoring sequences ---------------------===//
+//
+// Part of kvq, libkvq_runtime.
+//
+//===----------------------------------------------------------------------===//
+//
+// The cache-file format (docs/Reliability.md, "Cache files"), little-endian:
+//
+//   header    "KVQCACHE", u32 format version, u32 sequence count,
+//             u64 manifest hash of the artifact
+//   sequence  u64 id, u32 key pages, u32 value pages,
+//             per layer: u32 sink, quantized, window of keys then values,
+//                        u32 has-norms,
+//             the key pages, the value pages (page_bytes each),
+//             per layer, keys then values: sink rows, window rows,
+//             per layer with norms: [Hkv][D] f32 key norms
+//   trailer   u64 FNV-1a 64 of every byte before it
+//
+// Restoring parses and checks the whole file (checksum, artifact, every
+// count against the layout, capacity) before it writes any buffer, so a bad
+// file changes nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CacheImpl.h"
+
+#include "kvq/Runtime/Runtime.h"
+#include "kvq/Support/ManifestBinding.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+using namespace kvq::runtime;
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'V', 'Q', 'C', 'A', 'C', 'H', 'E'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderBytes = 24, kTrailerBytes = 8;
+
+Status fileError(std::string Message) {
+  return Status::error(ErrorCode::File, "cache file: " + std::move(Message));
+}
+
+uint64_t checksum(const uint8_t *Data, size_t Size) {
+  return kvq::hashManifest(
+      std::string_view(reinterpret_cast<const char *>(Data), Size));
+}
+
+/// Appends little-endian fields.
+class Writer {
+public:
+  explicit Writer(std::vector<uint8_t> &Out) : Out(Out) {}
+  void u32(uint32_t V) { put(V, 4); }
+  void u64(uint64_t V) { put(V, 8); }
+  /// Grows the output by Bytes and returns where they go.
+  uint8_t *reserve(size_t Bytes) {
+    Out.resize(Out.size() + Bytes);
+    return Out.data() + Out.size() - Bytes;
+  }
+
+private:
+  void put(uint64_t V, unsigned Bytes) {
+    for (unsigned I = 0; I < Bytes; ++I)
+      Out.push_back(uint8_t(V >> (8 * I)));
+  }
+  std::vector<uint8_t> &Out;
+};
+
+/// Reads little-endian fields; every read checks the bytes left.
+class Reader {
+public:
+  Reader(const uint8_t *Data, size_t Size) : P(Data), Left(Size) {}
+  bool u32(uint32_t &V) {
+    uint64_t W;
+    return get(W, 4) && ((V = uint32_t(W)), true);
+  }
+  bool u64(uint64_t &V) { return get(V, 8); }
+  /// The next Bytes bytes, or null when fewer are left.
+  const uint8_t *bytes(uint64_t Bytes) {
+    if (Bytes > Left)
+      return nullptr;
+    const uint8_t *At = P;
+    P += Bytes;
+    Left -= Bytes;
+    return At;
+  }
+  size_t left() const { return Left; }
+
+private:
+  bool get(uint64_t &V, unsigned Bytes) {
+    const uint8_t *At = bytes(Bytes);
+    if (!At)
+      return false;
+    V = 0;
+    for (unsigned I = 0; I < Bytes; ++I)
+      V |= uint64_t(At[I]) << (8 * I);
+    return true;
+  }
+  const uint8_t *P;
+  size_t Left;
+};
+
+/// One parsed sequence record; the byte pointers point into the file.
+struct SavedSequence {
+  uint64_t Id = 0;
+  uint32_t NumPages[2] = {0, 0};
+  std::vector<SliceCounts> Layers;
+  std::vector<bool> HasNorms;
+  const uint8_t *Pages[2] = {nullptr, nullptr};
+  /// Per layer, indexed by Tensor.
+  std::vector<const uint8_t *> Sink[2], Window[2];
+  std::vector<const uint8_t *> Norms;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Saving
+//===----------------------------------------------------------------------===//
+
+/// Appends the record of S, reading its buffers from the device.
+static Status writeSequence(Cache::Impl &C, SequenceId Id,
+                            const SequenceState &S, Writer &W) {
+  unsigned Layers = C.manifest().Model.Layers;
+  W.u64(Id);
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    W.u32(uint32_t(S.Pages[int(T)].size()));
+  for (unsigned L = 0; L < Layers; ++L) {
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      for (unsigned N : {S.Layers[L][T].Sink, S.Layers[L][T].Quantized,
+                         S.Layers[L][T].Window})
+        W.u32(N);
+    W.u32(S.HasNorms[L] ? 1 : 0);
+  }
+  auto Read = [&](DevicePtr Src, size_t Bytes) {
+    return C.B->copyToHost(W.reserve(Bytes), Src, Bytes);
+  };
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    for (uint32_t Page : S.Pages[int(T)])
+      if (Status St = Read(C.pageAddr(T, Page), C.layout(T).PageBytes);
+          !St.ok())
+        return St;
+  for (unsigned L = 0; L < Layers; ++L)
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const TensorCounts &N = S.Layers[L][T];
+      if (Status St = Read(C.sinkAddr(T, L, S.Slot), N.Sink * C.rowBytes());
+          !St.ok())
+        return St;
+      if (Status St = Read(C.windowAddr(T, L, S.Slot), N.Window * C.rowBytes());
+          !St.ok())
+        return St;
+    }
+  for (unsigned L = 0; L < Layers; ++L)
+    if (S.HasNorms[L])
+      if (Status St = Read(C.normsAddr(L, S.Slot), C.normBytesPerSlot());
+          !St.ok())
+        return St;
+  return Status::success();
+}
+
+Expected<std::vector<uint8_t>>
+Cache::serialize(const std::vector<SequenceId> &Seqs) {
+  std::vector<SequenceId> Ids = Seqs.empty() ? sequences() : Seqs;
+  std::vector<const SequenceState *> States;
+  for (SequenceId Id : Ids) {
+    Expected<const SequenceState *> S = std::as_const(*P).find(Id);
+    if (!S.ok())
+      return S.status().withContext("save: ");
+    States.push_back(*S);
+  }
+  std::vector<uint8_t> Out;
+  Writer W(Out);
+  std::memcpy(W.reserve(sizeof kMagic), kMagic, sizeof kMagic);
+  W.u32(kFormatVersion);
+  W.u32(uint32_t(Ids.size()));
+  W.u64(P->A->manifestHash());
+  for (size_t I = 0; I < Ids.size(); ++I)
+    if (Status St = writeSequence(*P, Ids[I], *States[I], W); !St.ok())
+      return St;
+  W.u64(checksum(Out.data(), Out.size()));
+  return Out;
+}
+
+Status Cache::save(const std::string &Path,
+                   const std::vector<SequenceId> &Seqs) {
+  Expected<std::vector<uint8_t>> Bytes = std::vector<uint8_t>();
+  try {
+    Bytes = serialize(Seqs);
+  } catch (const std::bad_alloc &) {
+    return Status::error(ErrorCode::OutOfMemory, "save: out of host memory");
+  }
+  if (!Bytes.ok())
+    return Bytes.status();
+  // Write a neighbour and rename it: Path is never left half-written.
+  std::string Tmp = Path + ".partial";
+  std::FILE *F = std::fopen(Tmp.c_str(), "wb");
+  if (!F)
+    return fileError("cannot create '" + Tmp + "': " + std::strerror(errno));
+  bool Ok = std::fwrite(Bytes->data(), 1, Bytes->size(), F) == Bytes->size();
+  Ok = std::fclose(F) == 0 && Ok;
+  if (!Ok || std::rename(Tmp.c_str(), Path.c_str()) != 0) {
+    std::string Why = std::strerror(errno);
+    std::remove(Tmp.c_str());
+    return fileError("cannot write '" + Path + "': " + Why);
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing and checking
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks one tensor's counts of one layer of a saved sequence: the flush
+/// rule makes them a function of the layer's token count.
+Status checkCounts(const TensorLayout &TL, const TensorCounts &N,
+                   unsigned Total, uint32_t Pages, unsigned PageTokens,
+                   const std::string &Where) {
+  TensorCounts Want = planAppend(TL, TensorCounts(), Total).After;
+  if (N.Sink != Want.Sink || N.Quantized != Want.Quantized ||
+      N.Window != Want.Window || pagesFor(N.Quantized, PageTokens) > Pages)
+    return fileError(Where + ": impossible counts (sink " +
+                     std::to_string(N.Sink) + ", quantized " +
+                     std::to_string(N.Quantized) + ", window " +
+                     std::to_string(N.Window) + " with " +
+                     std::to_string(Pages) + " pages)");
+  return Status::success();
+}
+
+/// Checks what ties the layers of a saved sequence together: keys and
+/// values hold the same tokens, a code-sharing layer no more than its owner,
+/// and key_norm layers have norms once they hold tokens.
+Status checkLayers(const Manifest &M, const SavedSequence &S,
+                   const std::string &Where) {
+  for (unsigned L = 0; L < M.Model.Layers; ++L) {
+    unsigned Total = S.Layers[L].Keys.total();
+    std::string Layer = Where + ", layer " + std::to_string(L);
+    if (S.Layers[L].Values.total() != Total)
+      return fileError(Layer + ": keys and values hold different tokens");
+    if (!M.Layers[L].KeyNorm.empty() && S.HasNorms[L] != (Total > 0))
+      return fileError(Layer + ": key norms do not match its tokens");
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      int Owner = M.tensor(T).Layers[L].CodesFrom;
+      if (Owner >= 0 && S.Layers[Owner][T].total() < Total)
+        return fileError(Layer + " holds more tokens than layer " +
+                         std::to_string(Owner) + ", whose codes it reads");
+    }
+  }
+  return Status::success();
+}
+
+/// Parses the counts of one record and checks them against the layout.
+Status parseCounts(const Cache::Impl &C, Reader &R, SavedSequence &S,
+                   const std::string &Where) {
+  const Manifest &M = C.manifest();
+  if (!R.u64(S.Id) || !R.u32(S.NumPages[0]) || !R.u32(S.NumPages[1]))
+    return fileError("truncated in " + Where);
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (S.NumPages[int(T)] > C.MaxPagesPerSeq)
+      return fileError(Where + " holds " + std::to_string(S.NumPages[int(T)]) +
+                       " " + toString(T) + " pages; a sequence may hold " +
+                       std::to_string(C.MaxPagesPerSeq));
+  S.Layers.resize(M.Model.Layers);
+  S.HasNorms.resize(M.Model.Layers);
+  for (unsigned L = 0; L < M.Model.Layers; ++L) {
+    std::string Layer = Where + ", layer " + std::to_string(L);
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      TensorCounts &N = S.Layers[L][T];
+      if (!R.u32(N.Sink) || !R.u32(N.Quantized) || !R.u32(N.Window))
+        return fileError("truncated in " + Layer);
+      uint64_t Total = uint64_t(N.Sink) + N.Quantized + N.Window;
+      if (Total > 0x7fffffff)
+        return fileError(Layer + ": more than 2^31 tokens");
+      if (Status St =
+              checkCounts(M.tensor(T), N, unsigned(Total), S.NumPages[int(T)],
+                          M.PageTokens, Layer + " " + toString(T));
+          !St.ok())
+        return St;
+    }
+    uint32_t Norms;
+    if (!R.u32(Norms))
+      return fileError("truncated in " + Layer);
+    if (Norms > 1 || (Norms && M.Layers[L].KeyNorm.empty()))
+      return fileError(Layer + ": bad key-norm flag " + std::to_string(Norms));
+    S.HasNorms[L] = Norms;
+  }
+  return checkLayers(M, S, Where);
+}
+
+/// Parses one record: its counts, then its bytes.
+Status parseSequence(const Cache::Impl &C, Reader &R, unsigned Index,
+                     SavedSequence &S) {
+  std::string Where = "sequence record " + std::to_string(Index);
+  if (Status St = parseCounts(C, R, S, Where); !St.ok())
+    return St;
+  unsigned Layers = C.manifest().Model.Layers;
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (!(S.Pages[int(T)] =
+              R.bytes(uint64_t(S.NumPages[int(T)]) * C.layout(T).PageBytes)))
+      return fileError("truncated in the pages of " + Where);
+  for (unsigned L = 0; L < Layers; ++L)
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const TensorCounts &N = S.Layers[L][T];
+      S.Sink[int(T)].push_back(R.bytes(uint64_t(N.Sink) * C.rowBytes()));
+      S.Window[int(T)].push_back(R.bytes(uint64_t(N.Window) * C.rowBytes()));
+      if (!S.Sink[int(T)].back() || !S.Window[int(T)].back())
+        return fileError("truncated in the sinks and windows of " + Where);
+    }
+  S.Norms.assign(Layers, nullptr);
+  for (unsigned L = 0; L < Layers; ++L)
+    if (S.HasNorms[L] && !(S.Norms[L] = R.bytes(C.normBytesPerSlot())))
+      return fileError("truncated in the key norms of " + Where);
+  return Status::success();
+}
+
+/// Parses and checks a whole file.
+Expected<std::vector<SavedSequence>>
+parseFile(const Cache::Impl &C, const uint8_t *Data, size_t Size) {
+  if (!Data || Size < kHeaderBytes + kTrailerBytes)
+    return fileError("truncated: " + std::to_string(Size) +
+                     " bytes, a file has at least " +
+                     std::to_string(kHeaderBytes + kTrailerBytes));
+  if (std::memcmp(Data, kMagic, sizeof kMagic) != 0)
+    return fileError("not a kvq cache file (bad magic)");
+  Reader R(Data + sizeof kMagic, Size - sizeof kMagic - kTrailerBytes);
+  uint32_t Version = 0, Count = 0;
+  uint64_t Hash = 0, Sum = 0;
+  (void)R.u32(Version);
+  if (Version != kFormatVersion)
+    return fileError("format version " + std::to_string(Version) +
+                     ", this runtime reads " + std::to_string(kFormatVersion));
+  (void)Reader(Data + Size - kTrailerBytes, kTrailerBytes).u64(Sum);
+  if (Sum != checksum(Data, Size - kTrailerBytes))
+    return fileError("checksum mismatch: the file is corrupt or truncated");
+  (void)R.u32(Count);
+  (void)R.u64(Hash);
+  if (Hash != C.A->manifestHash())
+    return fileError("saved from another artifact (manifest hash " +
+                     std::to_string(Hash) + ", this cache's is " +
+                     std::to_string(C.A->manifestHash()) + ")");
+  if (Count > C.Options.MaxSequences)
+    return fileError(std::to_string(Count) + " sequences, the cache has " +
+                     std::to_string(C.Options.MaxSequences) + " slots");
+  std::vector<SavedSequence> Saved(Count);
+  for (unsigned I = 0; I < Count; ++I)
+    if (Status St = parseSequence(C, R, I, Saved[I]); !St.ok())
+      return St;
+  if (R.left())
+    return fileError(std::to_string(R.left()) +
+                     " bytes after the last sequence record");
+  return Saved;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Restoring
+//===----------------------------------------------------------------------===//
+
+/// Checks that Saved fits in the free slots and pages.
+static Status checkRoom(const Cache::Impl &C,
+                        const std::vector<SavedSequence> &Saved) {
+  if (Saved.size() > C.FreeSlots.size())
+    return Status::error(ErrorCode::Capacity,
+                         "restore: the file holds " +
+                             std::to_string(Saved.size()) + " sequences, " +
+                             std::to_string(C.FreeSlots.size()) +
+                             " slots are free");
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    uint64_t Pages = 0;
+    for (const SavedSequence &S : Saved)
+      Pages += S.NumPages[int(T)];
+    if (Pages > C.FreePages[int(T)].size())
+      return Status::error(
+          ErrorCode::Capacity,
+          std::string("restore: the file holds ") + std::to_string(Pages) +
+              " " + toString(T) + " pages, " +
+              std::to_string(C.FreePages[int(T)].size()) + " are free");
+  }
+  return Status::success();
+}
+
+/// Writes one saved sequence into the buffers of slot and pages of S.
+static Status writeSequence(Cache::Impl &C, const SavedSequence &Saved,
+                            const SequenceState &S) {
+  const Manifest &M = C.manifest();
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    uint64_t PageBytes = C.layout(T).PageBytes;
+    for (size_t I = 0; I < S.Pages[int(T)].size(); ++I)
+      if (Status St =
+              C.B->copyToDevice(C.pageAddr(T, S.Pages[int(T)][I]),
+                                Saved.Pages[int(T)] + I * PageBytes, PageBytes);
+          !St.ok())
+        return St;
+    if (Status St = C.uploadTable(S, T); !St.ok())
+      return St;
+  }
+  for (unsigned L = 0; L < M.Model.Layers; ++L) {
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const TensorCounts &N = S.Layers[L][T];
+      if (Status St =
+              C.B->copyToDevice(C.sinkAddr(T, L, S.Slot), Saved.Sink[int(T)][L],
+                                N.Sink * C.rowBytes());
+          !St.ok())
+        return St;
+      if (Status St = C.B->copyToDevice(C.windowAddr(T, L, S.Slot),
+                                        Saved.Window[int(T)][L],
+                                        N.Window * C.rowBytes());
+          !St.ok())
+        return St;
+    }
+    if (!M.hasKeyNorm())
+      continue;
+    // A slot may hold an earlier sequence's norms: clear them, as
+    // addSequence does.
+    Status St =
+        Saved.Norms[L]
+            ? C.B->copyToDevice(C.normsAddr(L, S.Slot), Saved.Norms[L],
+                                C.normBytesPerSlot())
+            : C.B->memset(C.normsAddr(L, S.Slot), 0, C.normBytesPerSlot());
+    if (!St.ok())
+      return St;
+  }
+  return Status::success();
+}
+
+/// The states of Saved, on the last free slots and pages.
+static std::map<SequenceId, SequenceState>
+placeSequences(const Cache::Impl &C, const std::vector<SavedSequence> &Saved) {
+  std::map<SequenceId, SequenceState> Fresh;
+  size_t Taken[2] = {0, 0};
+  for (size_t I = 0; I < Saved.size(); ++I) {
+    SequenceState &S = Fresh[I];
+    S.Slot = C.FreeSlots[C.FreeSlots.size() - 1 - I];
+    S.Layers = Saved[I].Layers;
+    S.HasNorms = Saved[I].HasNorms;
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const std::vector<uint32_t> &Free = C.FreePages[int(T)];
+      for (uint32_t P = 0; P < Saved[I].NumPages[int(T)]; ++P)
+        S.Pages[int(T)].push_back(Free[Free.size() - 1 - Taken[int(T)]++]);
+    }
+  }
+  return Fresh;
+}
+
+Expected<std::vector<SequenceId>> Cache::deserialize(const uint8_t *Data,
+                                                     size_t Size) {
+  try {
+    Expected<std::vector<SavedSequence>> Saved = parseFile(*P, Data, Size);
+    if (!Saved.ok())
+      return Saved.status();
+    if (Status St = checkRoom(*P, *Saved); !St.ok())
+      return St;
+    std::map<SequenceId, SequenceState> Fresh = placeSequences(*P, *Saved);
+    std::vector<SequenceId> Ids;
+    Ids.reserve(Saved->size());
+    for (size_t I = 0; I < Saved->size(); ++I)
+      if (Status St = writeSequence(*P, (*Saved)[I], Fresh[I]); !St.ok())
+        return St;
+    P->adopt(Fresh, Ids);
+    return Ids;
+  } catch (const std::bad_alloc &) {
+    return Status::error(ErrorCode::OutOfMemory, "restore: out of host memory");
+  }
+}
+
+Expected<std::vector<SequenceId>> Cache::restore(const std::string &Path) {
+  std::vector<uint8_t> Bytes;
+  try {
+    std::ifstream In(Path, std::ios::binary);
+    if (!In)
+      return fileError("cannot open '" + Path + "'");
+    Bytes.assign(std::istreambuf_iterator<char>(In),
+                 std::istreambuf_iterator<char>());
+    if (In.bad())
+      return fileError("cannot read '" + Path + "'");
+  } catch (const std::bad_alloc &) {
+    return Status::error(ErrorCode::OutOfMemory, "restore: out of host memory");
+  }
+  Expected<std::vector<SequenceId>> Ids =
+      deserialize(Bytes.data(), Bytes.size());
+  if (!Ids.ok())
+    return Ids.status().withContext("'" + Path + "': ");
+  return Ids;
+}

@@ -1,0 +1,9 @@
+kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 32 {
+  kvq.keys window <recent = 0, flush = 32> {
+    // expected-error @+1 {{eta must be in [0, 0.5), got -0.1}}
+    kvq.layers 0 to 1 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 32, eta = -0.1>
+  }
+  kvq.values window <recent = 0, flush = 32> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}

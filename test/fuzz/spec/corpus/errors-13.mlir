@@ -1,0 +1,11 @@
+// A channel permutation must be one.
+kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 4, dtype = f16> page 32 {
+  kvq.keys window <recent = 0, flush = 1> {
+    // expected-error @+1 {{'kvq.layers' op reorder perm of layer 0, kv-head 0 is not a permutation of [0, 4)}}
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 2,
+        reorder = #kvq.reorder<perm = dense<[[[0, 1, 1, 3]]]> : tensor<1x1x4xi32>, sizes = dense<[[[1, 3]]]> : tensor<1x1x2xi32>>>
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}

@@ -1,0 +1,9 @@
+kvq.cache @c model <layers = 4, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 4 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  // expected-error @+1 {{'kvq.values' op layer 1 cannot share codes with layer 0: full-precision layers have no codes}}
+  kvq.values window <recent = 129, flush = 1> share <from = 0> {
+    kvq.layers 0 to 4 : #kvq.full_precision
+  }
+}
