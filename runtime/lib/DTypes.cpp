@@ -15,6 +15,7 @@
 
 #include "kvq/Support/Float.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace kvq;
@@ -42,24 +43,35 @@ void kvq::runtime::convertToF32(DType Type, const void *In, size_t N,
     Out[I] = Type == DType::F16 ? fp::halfToFloat(H[I]) : fp::bf16ToFloat(H[I]);
 }
 
-size_t kvq::runtime::findNonFinite(DType Type, const void *In, size_t N) {
-  if (Type == DType::F32) {
-    const auto *W = static_cast<const uint8_t *>(In);
-    for (size_t I = 0; I < N; ++I) {
-      uint32_t B;
-      std::memcpy(&B, W + 4 * I, 4);
-      if ((B & 0x7f800000) == 0x7f800000)
+/// The index of the first element of `W[0 : N)` (elements of `Bytes` bytes)
+/// whose exponent bits are all set, or N. Blocks are tested branch-free
+/// (the compiler vectorizes them) and searched only when one holds such an
+/// element.
+template <typename Bits>
+static size_t findAllOnes(const uint8_t *W, size_t N, Bits Mask) {
+  constexpr size_t Block = 256;
+  auto Element = [&](size_t I) {
+    Bits B;
+    std::memcpy(&B, W + sizeof(Bits) * I, sizeof(Bits));
+    return B;
+  };
+  for (size_t First = 0; First < N; First += Block) {
+    size_t End = std::min(N, First + Block);
+    bool Any = false;
+    for (size_t I = First; I < End; ++I)
+      Any |= (Element(I) & Mask) == Mask;
+    if (!Any)
+      continue;
+    for (size_t I = First; I < End; ++I)
+      if ((Element(I) & Mask) == Mask)
         return I;
-    }
-    return N;
-  }
-  uint16_t Mask = Type == DType::F16 ? 0x7c00 : 0x7f80;
-  const auto *W = static_cast<const uint8_t *>(In);
-  for (size_t I = 0; I < N; ++I) {
-    uint16_t H;
-    std::memcpy(&H, W + 2 * I, 2);
-    if ((H & Mask) == Mask)
-      return I;
   }
   return N;
+}
+
+size_t kvq::runtime::findNonFinite(DType Type, const void *In, size_t N) {
+  const auto *W = static_cast<const uint8_t *>(In);
+  if (Type == DType::F32)
+    return findAllOnes<uint32_t>(W, N, 0x7f800000);
+  return findAllOnes<uint16_t>(W, N, Type == DType::F16 ? 0x7c00 : 0x7f80);
 }

@@ -14,11 +14,14 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // The host entry points take the launch's argument array and a block id;
 // the block's threads are plain loops.
 // CPU-NOT: kvq.flush_kernel
+// The key flush (span=tokens) quantizes the groups of 16 consecutive
+// channels as the lanes of vectors, with the quantizer's own arithmetic
+// (true division, round to nearest even) lane by lane.
 // CPU-LABEL: func.func @kivi_flush_keys_0(%arg0: !llvm.ptr, %arg1: i32, %arg2: i32, %arg3: i32)
 // CPU: scf.for
-// CPU: arith.divf
-// CPU: llvm.call_intrinsic "llvm.roundeven"
-// CPU: arith.truncf {{.*}} : f32 to f16
+// CPU: arith.divf {{.*}} : vector<16xf32>
+// CPU: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
+// CPU: arith.truncf {{.*}} : vector<16xf32> to vector<16xf16>
 // CPU-LABEL: func.func @kivi_flush_values_0(
 // Block-local memory is allocated once, in the entry block. The quantized
 // keys are scored 16 tokens a vector, each chunk's codes unpacked from the

@@ -233,7 +233,7 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
 void AttendEmitter::scoreRange(Range range, unsigned region) {
   const TensorLayout &keys = tensor(true);
   const SliceLayout &quantizedKeys = slice(true);
-  if (region == 1 && !kb.getTarget().prefersWideLoads() &&
+  if (region == 1 && kb.getTarget().getVectorLanes() > 1 &&
       quantizedKeys.isQuantized())
     return quantizedKeys.quant.getSpan() == Span::Tokens
                ? scoreTokenBlocks(range)
@@ -386,7 +386,7 @@ void AttendEmitter::emit() {
   const SliceLayout &keys = slice(true);
   if (keys.isQuantized() && keys.quant.getSpan() == Span::Channels)
     groupSums = target.allocShared(kb, heads * keys.groupsPerToken * 4);
-  if (!target.prefersWideLoads())
+  if (target.getVectorLanes() > 1)
     allocateVectorBuffers();
   Value firstHead = kb.mul(head, kb.i32(ratio));
   unsigned tiles = ratio / heads;

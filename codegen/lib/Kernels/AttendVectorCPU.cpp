@@ -25,19 +25,8 @@ using namespace mlir;
 using namespace kvq;
 using namespace kvq::attend;
 
-/// f32 lanes of one vector register (AVX-512); narrower hosts split them.
-constexpr unsigned kLanes = 16;
 /// Vector accumulators live across one loop (half the register file).
 constexpr unsigned kMaxAccumulators = 16;
-
-/// The lanes of a group of `group` elements: the largest power of two up to
-/// kLanes dividing it.
-static unsigned getLanes(unsigned group) {
-  unsigned lanes = kLanes;
-  while (group % lanes != 0)
-    lanes /= 2;
-  return lanes;
-}
 
 /// Chunks of `lanes` elements handled per pass, so that `chunks * heads`
 /// accumulators fit in registers.
@@ -181,7 +170,7 @@ void AttendEmitter::forEachTokenBlock(Range range, bool isKeys,
 
 void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
                                    Value first) {
-  unsigned group = access.getQuant().getGroup(), lanes = getLanes(dim);
+  unsigned group = access.getQuant().getGroup(), lanes = getLanes(kb.getTarget(), dim);
   Value pageBlock =
       kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
   kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(lanes), {},
@@ -201,7 +190,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
   const SliceLayout &keys = slice(true);
   QuantAttr quant = keys.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
-  unsigned lanes = getLanes(group), chunks = group / lanes;
+  unsigned lanes = getLanes(kb.getTarget(), group), chunks = group / lanes;
   unsigned perPass = getChunksPerPass(chunks, heads);
   Quantizer quantizer(kb, quant);
   forEachTokenBlock(range, /*isKeys=*/true, [&](Value first) {
@@ -210,7 +199,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
     loadBlockTerms(access, quantizer, first);
     // Queries times slopes once per block; the offsets' dot products are
     // the tokens' common bias.
-    unsigned channelLanes = getLanes(dim);
+    unsigned channelLanes = getLanes(kb.getTarget(), dim);
     SmallVector<Value> init(heads, vectorF32(kb, channelLanes, 0));
     SmallVector<Value> offsetDots = kb.forLoop(
         kb.i32(0), kb.i32(dim), kb.i32(channelLanes), init,
@@ -284,7 +273,7 @@ void AttendEmitter::scoreChannelGroups(Range range) {
   QuantAttr quant = keys.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
   unsigned groups = keys.groupsPerToken, words = keys.wordsPerGroup;
-  unsigned lanes = getLanes(group), groupChunks = group / lanes;
+  unsigned lanes = getLanes(kb.getTarget(), group), groupChunks = group / lanes;
   Quantizer quantizer(kb, quant);
   kb.forEach(range.begin, range.end, [&](Value t) {
     Value index = kb.sub(t, regions[0].sink);
@@ -354,7 +343,7 @@ void AttendEmitter::sumChannelGroupValues(Range range) {
   QuantAttr quant = values.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
   unsigned groups = values.groupsPerToken, words = values.wordsPerGroup;
-  unsigned lanes = getLanes(group), groupChunks = group / lanes;
+  unsigned lanes = getLanes(kb.getTarget(), group), groupChunks = group / lanes;
   unsigned chunks = groups * groupChunks;
   unsigned passHeads = std::max(1u, std::min(heads, kMaxAccumulators / chunks));
   Quantizer quantizer(kb, quant);
@@ -415,7 +404,7 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
   QuantAttr quant = values.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
   unsigned words = values.wordsPerGroup;
-  unsigned lanes = getLanes(dim);
+  unsigned lanes = getLanes(kb.getTarget(), dim);
   Quantizer quantizer(kb, quant);
   // Blocks add to the sums.
   kb.forEach(kb.i32(0), kb.i32(heads * dim),

@@ -10,6 +10,9 @@
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 using namespace kvq;
 
@@ -139,17 +142,252 @@ static void emitQuantizedFlush(KernelBuilder &kb, const CacheLayout &layout,
   });
 }
 
-/// A full-precision tensor copies its tokens into the pages.
+/// Word `w` of the packed codes of a group, from its `codes` (each a scalar
+/// or a vector of groups, lane by lane): the bits of code k start at bit
+/// k * bits of the group's stream.
+static Value packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
+                      unsigned w) {
+  Value word;
+  for (auto [k, code] : llvm::enumerate(codes)) {
+    int64_t bit = int64_t(k) * bits, first = 32 * int64_t(w);
+    if (bit >= first + 32 || bit + bits <= first)
+      continue;
+    // High bits shifted past bit 31 belong to the next word.
+    Value part = bit >= first ? kb.shl(code, kb.i32Like(code, bit - first))
+                              : kb.shrU(code, kb.i32Like(code, first - bit));
+    word = word ? kb.bitOr(word, part) : part;
+  }
+  return word;
+}
+
+/// Word `w` of one group's packed codes held as vectors of consecutive
+/// codes (`codes[j]` lane l is code j * lanes + l): each lane's code is
+/// shifted to its place in the word (lanes outside it masked off) and the
+/// lanes are ORed together.
+static Value packWordLanes(KernelBuilder &kb, ArrayRef<Value> codes,
+                           unsigned bits, unsigned w) {
+  unsigned lanes = cast<VectorType>(codes[0].getType()).getNumElements();
+  int64_t first = 32 * int64_t(w);
+  Value word;
+  for (auto [j, code] : llvm::enumerate(codes)) {
+    SmallVector<int32_t> left, right, keep;
+    bool any = false;
+    for (unsigned l = 0; l < lanes; ++l) {
+      int64_t bit = (int64_t(j) * lanes + l) * bits;
+      bool inWord = bit < first + 32 && bit + bits > first;
+      any |= inWord;
+      left.push_back(inWord && bit > first ? bit - first : 0);
+      right.push_back(inWord && bit < first ? first - bit : 0);
+      keep.push_back(inWord ? -1 : 0);
+    }
+    if (!any)
+      continue;
+    Value part = kb.shrU(kb.shl(code, kb.vectorI32(left)), kb.vectorI32(right));
+    part = kb.bitAnd(part, kb.vectorI32(keep));
+    Value merged = vector::ReductionOp::create(
+        kb.builder(), kb.getLoc(), vector::CombiningKind::OR, part);
+    word = word ? kb.bitOr(word, merged) : merged;
+  }
+  return word;
+}
+
+/// The CPU's vector form of a span=tokens flush: a vector's lanes are the
+/// groups of consecutive channels of one block, whose elements at one token
+/// are contiguous in the staging buffer. Every lane runs the scalar
+/// quantizer's arithmetic (the same Quantizer, on vectors), so codes and
+/// parameters are bit-identical to the one-group-per-thread form.
+static void emitTokenBlockFlushLanes(KernelBuilder &kb,
+                                     const CacheLayout &layout,
+                                     const TensorLayout &tensor,
+                                     const SliceLayout &slice,
+                                     const FlushArgs &args, Value unit,
+                                     Value head, unsigned lanes) {
+  QuantAttr quant = slice.quant;
+  ModelAttr model = layout.model;
+  unsigned dim = model.getHeadDim(), group = quant.getGroup();
+  unsigned flush = tensor.window.getFlush(), chunks = dim / lanes;
+  unsigned words = slice.wordsPerGroup;
+  Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
+  Value stride = kb.i32(model.getKvHeads() * dim);
+  kb.getTarget().parallelFor(
+      kb, kb.i32(flush / group * chunks), [&](Value i) {
+        Value block = kb.divU(i, kb.i32(chunks));
+        Value c0 = kb.mul(kb.remU(i, kb.i32(chunks)), kb.i32(lanes));
+        Value token = kb.add(kb.mul(unit, kb.i32(flush)),
+                             kb.mul(block, kb.i32(group)));
+        Value first = kb.add(
+            fullPrecisionRow(kb, model, /*capacity=*/0, kb.i32(0), token, head),
+            c0);
+        Value norms;
+        if (quant.getKeyNorm())
+          norms = kb.load(VectorType::get({lanes}, f32), args.norms,
+                          kb.mul(kb.toI64(kb.add(kb.mul(head, kb.i32(dim)), c0)),
+                                 kb.i64(4)),
+                          4, /*invariant=*/true);
+        unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
+        auto element = [&](Value k) {
+          Value index = kb.add(first, kb.mul(k, stride));
+          Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
+                            kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
+                            /*invariant=*/true);
+          if (!dtype.isF32())
+            x = arith::ExtFOp::create(kb.builder(), kb.getLoc(),
+                                      VectorType::get({lanes}, f32), x);
+          return norms ? kb.fdiv(x, norms) : x;
+        };
+        kb.setLanes(lanes);
+        Quantizer quantizer(kb, quant);
+        GroupParams params = quantizer.computeParams(group, element);
+        Value qpos = kb.add(args.destPos, token);
+        SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                           args.table, qpos, head);
+        Value pageBlock =
+            kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
+        Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+        if (!slice.sharesCodes()) {
+          SmallVector<Value> codes;
+          for (unsigned k = 0; k < group; ++k)
+            codes.push_back(
+                quantizer.computeCode(params, element(kb.i32(k))));
+          // Lane j's words go to group n0 + j: interleave the word vectors.
+          SmallVector<Value> packed;
+          for (unsigned w = 0; w < words; ++w)
+            packed.push_back(packWord(kb, codes, quant.getBits(), w));
+          Value all = packed[0];
+          for (unsigned w = 1; w < words; ++w) {
+            auto concat = llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes));
+            Value widened = kb.shuffle(
+                packed[w], llvm::to_vector(llvm::seq<int64_t>(0, w * lanes)));
+            all = vector::ShuffleOp::create(kb.builder(), kb.getLoc(), all,
+                                            widened, concat);
+          }
+          SmallVector<int64_t> interleave;
+          for (unsigned j = 0; j < lanes; ++j)
+            for (unsigned w = 0; w < words; ++w)
+              interleave.push_back(w * lanes + j);
+          if (words > 1)
+            all = kb.shuffle(all, interleave);
+          access.storeWord(n0, kb.i32(0), all);
+        }
+        access.storeScale(n0, quantizer.paramBits(params.scale));
+        access.storeZero(n0, quantizer.paramBits(params.zero));
+        // Saturated parameters are finite but not accurate: count the
+        // groups.
+        Value counts = arith::ExtUIOp::create(
+            kb.builder(), kb.getLoc(),
+            VectorType::get({lanes}, kb.builder().getI32Type()),
+            params.saturated);
+        kb.setLanes(0);
+        Value saturated = vector::ReductionOp::create(
+            kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, counts);
+        kb.ifThen(kb.ult(kb.i32(0), saturated), [&] {
+          kb.atomicAddU32(args.saturated, kb.i64(0), saturated);
+        });
+      });
+}
+
+/// The CPU's vector form of a span=channels flush (asym and sym): a group's
+/// contiguous channels are the lanes. Its range is reduced across lanes
+/// (min and max are exact in any order), its codes come from the same
+/// Quantizer arithmetic lane by lane, and each word ORs its codes' shifted
+/// lanes together.
+static void emitChannelGroupFlushLanes(KernelBuilder &kb,
+                                       const CacheLayout &layout,
+                                       const TensorLayout &tensor,
+                                       const SliceLayout &slice,
+                                       const FlushArgs &args, Value unit,
+                                       Value head, unsigned lanes) {
+  QuantAttr quant = slice.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned chunks = group / lanes, flush = tensor.window.getFlush();
+  Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
+  auto f32s = VectorType::get({lanes}, f32);
+  unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  kb.getTarget().parallelFor(
+      kb, kb.i32(flush * slice.groupsPerToken), [&](Value g) {
+        GroupPlace place =
+            placeGroup(kb, layout, tensor, slice, args, unit, head, g);
+        SmallVector<Value> xs;
+        for (unsigned j = 0; j < chunks; ++j) {
+          Value index = kb.add(place.first, kb.i32(j * lanes));
+          Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
+                            kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
+                            /*invariant=*/true);
+          if (!dtype.isF32())
+            x = arith::ExtFOp::create(b, loc, f32s, x);
+          if (quant.getKeyNorm()) {
+            Value channel = kb.add(place.channel0, kb.i32(j * lanes));
+            x = kb.fdiv(x, kb.load(f32s, args.norms,
+                                   kb.mul(kb.toI64(channel), kb.i64(4)), 4,
+                                   /*invariant=*/true));
+          }
+          xs.push_back(x);
+        }
+        auto reduce = [&](vector::CombiningKind kind,
+                          function_ref<Value(Value, Value)> combine,
+                          function_ref<Value(Value)> map) {
+          Value acc = map(xs[0]);
+          for (unsigned j = 1; j < chunks; ++j)
+            acc = combine(acc, map(xs[j]));
+          return vector::ReductionOp::create(b, loc, kind, acc).getResult();
+        };
+        auto identity = [](Value x) { return x; };
+        auto fmin = [&](Value x, Value y) { return kb.fmin(x, y); };
+        auto fmax = [&](Value x, Value y) { return kb.fmax(x, y); };
+        GroupStats stats;
+        if (quant.getMode() == Mode::Asym) {
+          stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
+          stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
+        } else {
+          stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
+                                [&](Value x) { return kb.fabs(x); });
+        }
+        Quantizer quantizer(kb, quant);
+        GroupParams params = quantizer.paramsFromStats(stats);
+        SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                           args.table, place.qpos, head);
+        if (!slice.sharesCodes()) {
+          GroupParams lanesParams = params;
+          for (Value *v : {&lanesParams.asymScale, &lanesParams.asymZero,
+                           &lanesParams.symScale})
+            if (*v)
+              *v = kb.splat(*v, lanes);
+          kb.setLanes(lanes);
+          SmallVector<Value> codes;
+          for (Value x : xs)
+            codes.push_back(quantizer.computeCode(lanesParams, x));
+          kb.setLanes(0);
+          for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
+            access.storeWord(place.n, kb.i32(w),
+                             packWordLanes(kb, codes, bits, w));
+        }
+        access.storeScale(place.n, quantizer.paramBits(params.scale));
+        access.storeZero(place.n, quantizer.paramBits(params.zero));
+        kb.ifThen(params.saturated, [&] {
+          kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1));
+        });
+      });
+}
+
+/// A full-precision tensor copies its tokens into the pages: `lanes`
+/// elements per load and store (a token's row is contiguous on both sides).
 static void emitFullPrecisionFlush(KernelBuilder &kb, const CacheLayout &layout,
                                    const TensorLayout &tensor,
                                    const SliceLayout &slice,
                                    const FlushArgs &args, Value unit,
-                                   Value head) {
+                                   Value head, unsigned lanes) {
   unsigned dim = layout.model.getHeadDim(), flush = tensor.window.getFlush();
+  unsigned chunks = dim / lanes;
   Type bitsType = kb.builder().getIntegerType(layout.dtypeBytes * 8);
-  kb.getTarget().parallelFor(kb, kb.i32(flush * dim), [&](Value e) {
-    Value token = kb.add(kb.mul(unit, kb.i32(flush)), kb.divU(e, kb.i32(dim)));
-    Value channel = kb.remU(e, kb.i32(dim));
+  if (lanes > 1)
+    bitsType = VectorType::get({lanes}, bitsType);
+  unsigned align = layout.dtypeBytes;
+  kb.getTarget().parallelFor(kb, kb.i32(flush * chunks), [&](Value e) {
+    Value token =
+        kb.add(kb.mul(unit, kb.i32(flush)), kb.divU(e, kb.i32(chunks)));
+    Value channel = kb.mul(kb.remU(e, kb.i32(chunks)), kb.i32(lanes));
     Value src = kb.add(
         fullPrecisionRow(kb, layout.model, 0, kb.i32(0), token, head), channel);
     Value qpos = kb.add(args.destPos, token);
@@ -159,9 +397,8 @@ static void emitFullPrecisionFlush(KernelBuilder &kb, const CacheLayout &layout,
         kb.mul(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(dim)), channel);
     Value bytes = kb.i64(layout.dtypeBytes);
     Value value = kb.load(bitsType, args.staging, kb.mul(kb.toI64(src), bytes),
-                          layout.dtypeBytes);
-    kb.store(value, access.getBase(), kb.mul(kb.toI64(dst), bytes),
-             layout.dtypeBytes);
+                          align);
+    kb.store(value, access.getBase(), kb.mul(kb.toI64(dst), bytes), align);
   });
 }
 
@@ -172,8 +409,24 @@ void kvq::emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
   const SliceLayout &slice = tensor.layers[layer];
   FlushArgs args(entry);
   Value unit = entry.blockId[0], head = entry.blockId[1];
-  if (slice.isQuantized())
+  unsigned lanes = getLanes(kb.getTarget(), layout.model.getHeadDim());
+  bool tokenBlocks =
+      slice.isQuantized() && slice.quant.getSpan() == Span::Tokens;
+  if (tokenBlocks && lanes > 1) {
+    emitTokenBlockFlushLanes(kb, layout, tensor, slice, args, unit, head,
+                             lanes);
+    return;
+  }
+  unsigned groupLanes =
+      slice.isQuantized() ? getLanes(kb.getTarget(), slice.quant.getGroup())
+                          : 1;
+  if (slice.isQuantized() && slice.quant.getMode() != Mode::Hybrid &&
+      groupLanes > 1)
+    emitChannelGroupFlushLanes(kb, layout, tensor, slice, args, unit, head,
+                               groupLanes);
+  else if (slice.isQuantized())
     emitQuantizedFlush(kb, layout, tensor, slice, args, unit, head);
   else
-    emitFullPrecisionFlush(kb, layout, tensor, slice, args, unit, head);
+    emitFullPrecisionFlush(kb, layout, tensor, slice, args, unit, head,
+                           lanes);
 }

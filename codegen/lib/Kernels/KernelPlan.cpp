@@ -144,3 +144,10 @@ void kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
   }
   target.finishKernel(b, loc);
 }
+
+unsigned kvq::getLanes(const KernelTarget &target, unsigned count) {
+  unsigned lanes = target.getVectorLanes();
+  while (count % lanes != 0)
+    lanes /= 2;
+  return lanes;
+}

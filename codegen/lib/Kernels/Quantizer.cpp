@@ -149,41 +149,65 @@ Value Quantizer::applyClip(Value x) {
   return kb.fmul(kb.cf32(*clip), x);
 }
 
-Quantizer::AsymParams Quantizer::computeAsym(unsigned size, ElementFn element) {
+GroupStats Quantizer::computeStats(unsigned size, ElementFn element) {
+  bool asym = quant.getMode() != Mode::Sym, sym = quant.getMode() != Mode::Asym;
   float inf = std::numeric_limits<float>::infinity();
-  SmallVector<Value> range = kb.forLoop(
-      kb.i32(0), kb.i32(size), kb.i32(1), {kb.cf32(inf), kb.cf32(-inf)},
-      [&](Value k, ValueRange minMax) -> SmallVector<Value> {
+  SmallVector<Value> init;
+  if (asym)
+    init.append({kb.cf32(inf), kb.cf32(-inf)});
+  if (sym)
+    init.push_back(kb.cf32(0));
+  SmallVector<Value> stats = kb.forLoop(
+      kb.i32(0), kb.i32(size), kb.i32(1), init,
+      [&](Value k, ValueRange acc) -> SmallVector<Value> {
         Value x = element(k);
-        return {kb.fmin(minMax[0], x), kb.fmax(minMax[1], x)};
+        SmallVector<Value> next;
+        if (asym)
+          next.append({kb.fmin(acc[0], x), kb.fmax(acc[1], x)});
+        if (sym)
+          next.push_back(kb.fmax(acc.back(), kb.fabs(x)));
+        return next;
       });
+  GroupStats result;
+  if (asym) {
+    result.min = stats[0];
+    result.max = stats[1];
+  }
+  if (sym)
+    result.absMax = stats.back();
+  return result;
+}
+
+Quantizer::AsymParams Quantizer::asymFromRange(Value min, Value max) {
   // A zero of either sign counts as +0, whichever one the reduction kept.
   auto positiveZero = [&](Value v) {
     return kb.select(kb.feq(v, kb.cf32(0)), kb.cf32(0), v);
   };
-  Value lo = applyClip(positiveZero(range[0]));
-  Value hi = applyClip(positiveZero(range[1]));
+  Value lo = applyClip(positiveZero(min));
+  Value hi = applyClip(positiveZero(max));
   Value levels = kb.cf32(quant.getNumLevels() - 1);
   return {kb.fdiv(kb.fsub(hi, lo), levels), lo};
 }
 
-Value Quantizer::computeSym(unsigned size, ElementFn element) {
-  SmallVector<Value> amax =
-      kb.forLoop(kb.i32(0), kb.i32(size), kb.i32(1), {kb.cf32(0)},
-                 [&](Value k, ValueRange acc) -> SmallVector<Value> {
-                   return {kb.fmax(acc[0], kb.fabs(element(k)))};
-                 });
+Value Quantizer::symFromMax(Value absMax) {
   Value maxCode = kb.cf32(getSymOffset() - 1);
-  return kb.fdiv(applyClip(amax[0]), maxCode);
+  return kb.fdiv(applyClip(absMax), maxCode);
 }
 
-GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
+GroupParams Quantizer::paramsFromStats(const GroupStats &stats) {
+  assert(quant.getMode() != Mode::Hybrid && "hybrid needs the elements");
+  Value asymSaturated, symSaturated;
+  return storedParams(stats, asymSaturated, symSaturated);
+}
+
+GroupParams Quantizer::storedParams(const GroupStats &stats,
+                                    Value &asymSaturated,
+                                    Value &symSaturated) {
   GroupParams params;
   Mode mode = quant.getMode();
-  Value asymSaturated;
   if (mode != Mode::Sym) {
     // Unrounded parameters; the stored ones are rounded once.
-    AsymParams asym = computeAsym(size, element);
+    AsymParams asym = asymFromRange(stats.min, stats.max);
     Value scale = asym.scale, zero = asym.zero;
     if (double eta = quant.getEtaValue(); eta != 0.0) {
       // Calibration in fp32 from the unrounded parameters, which codes come
@@ -202,13 +226,20 @@ GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
   }
   if (mode == Mode::Asym)
     return params;
-  Value symScale = computeSym(size, element);
-  Value symSaturated = exceedsParam(symScale);
+  Value symScale = symFromMax(stats.absMax);
+  symSaturated = exceedsParam(symScale);
   params.symScale = roundParam(symScale);
   params.scale = params.symScale;
   params.zero = kb.cf32(0);
   params.saturated = symSaturated;
-  if (mode == Mode::Sym)
+  return params;
+}
+
+GroupParams Quantizer::computeParams(unsigned size, ElementFn element) {
+  Value asymSaturated, symSaturated;
+  GroupParams params =
+      storedParams(computeStats(size, element), asymSaturated, symSaturated);
+  if (quant.getMode() != Mode::Hybrid)
     return params;
 
   // Hybrid: keep the mode with the smaller squared error (tie: sym).

@@ -136,6 +136,7 @@ public:
   }
 
   bool prefersWideLoads() const override { return false; }
+  unsigned getVectorLanes() const override { return 16; }
 
   /// 2^x = 2^i * 2^f with i = round(x), |f| <= 1/2, 2^f by its degree-6
   /// Taylor polynomial (relative error < 2e-7), all in vectorizable

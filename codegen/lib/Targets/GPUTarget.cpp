@@ -145,6 +145,7 @@ public:
   }
 
   bool prefersWideLoads() const override { return true; }
+  unsigned getVectorLanes() const override { return 1; }
 
   /// `ex2.approx.f32`: 2 ulp (PTX ISA), plenty for softmax weights.
   Value exp2(KernelBuilder &kb, Value x) override {

@@ -89,6 +89,11 @@ public:
   /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
   /// leave vectorization to LLVM's loop vectorizer (CPU).
   virtual bool prefersWideLoads() const = 0;
+
+  /// The f32 lanes one thread computes on at once: a vector register on the
+  /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), 1 on the GPU
+  /// (whose lanes are threads). Above 1, kernels use their vector forms.
+  virtual unsigned getVectorLanes() const = 0;
 };
 
 /// Emission helpers shared by every kernel and target. Integers are i32

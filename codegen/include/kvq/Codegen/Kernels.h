@@ -58,6 +58,10 @@ std::optional<LoweredKernel> getLoweredKernel(mlir::Operation *func);
 std::string getHostModuleName(CacheOp cache);
 std::string getDeviceModuleName(CacheOp cache);
 
+/// The lanes of a vector over `count` elements for `target`: the largest
+/// power of two up to its vector lanes dividing `count`.
+unsigned getLanes(const KernelTarget &target, unsigned count);
+
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
                 KernelTarget &target, mlir::OpBuilder &b, mlir::Location loc);

@@ -37,6 +37,12 @@ struct AffineTerms {
   mlir::Value slope, offset;
 };
 
+/// What a group's parameters are computed from: the range (asym, hybrid)
+/// and the largest magnitude (sym, hybrid), exact in any order.
+struct GroupStats {
+  mlir::Value min, max, absMax;
+};
+
 class Quantizer {
 public:
   Quantizer(KernelBuilder &kb, QuantAttr quant) : kb(kb), quant(quant) {}
@@ -46,6 +52,11 @@ public:
 
   /// Computes the parameters of a group of `size` elements.
   GroupParams computeParams(unsigned size, ElementFn element);
+  /// The statistics of a group of `size` elements, in index order.
+  GroupStats computeStats(unsigned size, ElementFn element);
+  /// The parameters of an asym or sym group from its statistics, however
+  /// they were reduced (hybrid also compares errors: computeParams).
+  GroupParams paramsFromStats(const GroupStats &stats);
   /// The stored (unsigned) code of `x` in a group with `params`.
   mlir::Value computeCode(const GroupParams &params, mlir::Value x);
   /// The reconstruction of stored code `code` (i32) from stored parameters.
@@ -82,8 +93,10 @@ private:
   struct AsymParams {
     mlir::Value scale, zero;
   };
-  AsymParams computeAsym(unsigned size, ElementFn element);
-  mlir::Value computeSym(unsigned size, ElementFn element);
+  AsymParams asymFromRange(mlir::Value min, mlir::Value max);
+  mlir::Value symFromMax(mlir::Value absMax);
+  GroupParams storedParams(const GroupStats &stats, mlir::Value &asymSaturated,
+                           mlir::Value &symSaturated);
   mlir::Value asymCode(mlir::Value x, mlir::Value scale, mlir::Value zero);
   mlir::Value symCode(mlir::Value x, mlir::Value scale);
   mlir::Value asymValue(mlir::Value code, mlir::Value scale, mlir::Value zero);
