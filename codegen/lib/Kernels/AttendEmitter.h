@@ -101,6 +101,8 @@ private:
   void allocateVectorBuffers();
   void sumQuantizedValues(Range range);
   void sumChannelGroupValues(Range range);
+  void sumChannelGroupPass(Range range, Quantizer &quantizer, unsigned h0,
+                           unsigned count, unsigned g0, unsigned passGroups);
   void sumTokenBlockValues(Range range);
   /// `lanes` codes of `bits` bits from the words vector `words`, lane j at
   /// bit `offset + j * stride`, as f32.

@@ -335,68 +335,85 @@ void AttendEmitter::sumQuantizedValues(Range range) {
 }
 
 void AttendEmitter::sumChannelGroupValues(Range range) {
-  // Tokens outer, every group of the token inner, as many heads per pass as
-  // keep the token's accumulators in registers. A token's parameters are one
-  // vector of its groups, so the weights p * slope of a head are one vector
-  // multiply, each broadcast to a chunk's lanes by one permute.
+  // Tokens outer, the token's groups inner. A pass covers a range of heads
+  // and a range of groups, as many as keep their accumulators in registers:
+  // every head first, so that each chunk of codes is unpacked once. A
+  // token's parameters are one vector of the pass's groups, so the weights
+  // p * slope of a head are one vector multiply, each broadcast to a chunk's
+  // lanes by one permute.
   const SliceLayout &values = slice(false);
   QuantAttr quant = values.quant;
-  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned groups = values.groupsPerToken;
+  unsigned groupChunks =
+      quant.getGroup() / getLanes(kb.getTarget(), quant.getGroup());
+  unsigned passHeads =
+      std::max(1u, std::min(heads, kMaxAccumulators / groupChunks));
+  unsigned passGroups = std::max(
+      1u, std::min(groups, kMaxAccumulators / (passHeads * groupChunks)));
+  Quantizer quantizer(kb, quant);
+  for (unsigned h0 = 0; h0 < heads; h0 += passHeads)
+    for (unsigned g0 = 0; g0 < groups; g0 += passGroups)
+      sumChannelGroupPass(range, quantizer, h0,
+                          std::min(passHeads, heads - h0), g0,
+                          std::min(passGroups, groups - g0));
+}
+
+void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
+                                        unsigned h0, unsigned count,
+                                        unsigned g0, unsigned passGroups) {
+  const SliceLayout &values = slice(false);
+  unsigned group = values.quant.getGroup(), bits = values.quant.getBits();
   unsigned groups = values.groupsPerToken, words = values.wordsPerGroup;
   unsigned lanes = getLanes(kb.getTarget(), group), groupChunks = group / lanes;
-  unsigned chunks = groups * groupChunks;
-  unsigned passHeads = std::max(1u, std::min(heads, kMaxAccumulators / chunks));
-  Quantizer quantizer(kb, quant);
-  for (unsigned h0 = 0; h0 < heads; h0 += passHeads) {
-    unsigned count = std::min(passHeads, heads - h0);
-    // Per head: the chunks' vector sums, then a vector of per-group offset
-    // sums.
-    SmallVector<Value> init(count * chunks, vectorF32(kb, lanes, 0));
-    init.append(count, vectorF32(kb, groups, 0));
-    SmallVector<Value> sums = kb.forLoop(
-        range.begin, range.end, kb.i32(1), init,
-        [&](Value t, ValueRange acc) -> SmallVector<Value> {
-          Value index = kb.sub(t, regions[1].sink);
-          SliceAccess access(kb, tensor(false), values, layout.pageTokens,
-                             args.pages[1], tableRow(false), index, head);
-          Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
-          Value n = kb.mul(pageToken, kb.i32(groups));
-          Value packed = loadGroupWords(access, n, groups * words);
-          AffineTerms terms =
-              quantizer.affine(access.loadScales(quantizer, n, groups),
-                               access.loadZeros(quantizer, n, groups));
-          Value local = kb.sub(t, splitRange.begin);
-          SmallVector<Value> next(acc.begin(), acc.end());
-          SmallVector<Value> weights;
+  unsigned chunks = passGroups * groupChunks;
+  // Per head: the chunks' vector sums, then a vector of per-group offset
+  // sums.
+  SmallVector<Value> init(count * chunks, vectorF32(kb, lanes, 0));
+  init.append(count, vectorF32(kb, passGroups, 0));
+  SmallVector<Value> sums = kb.forLoop(
+      range.begin, range.end, kb.i32(1), init,
+      [&](Value t, ValueRange acc) -> SmallVector<Value> {
+        Value index = kb.sub(t, regions[1].sink);
+        SliceAccess access(kb, tensor(false), values, layout.pageTokens,
+                           args.pages[1], tableRow(false), index, head);
+        Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+        Value n = kb.add(kb.mul(pageToken, kb.i32(groups)), kb.i32(g0));
+        Value packed = loadGroupWords(access, n, passGroups * words);
+        AffineTerms terms =
+            quantizer.affine(access.loadScales(quantizer, n, passGroups),
+                             access.loadZeros(quantizer, n, passGroups));
+        Value local = kb.sub(t, splitRange.begin);
+        SmallVector<Value> next(acc.begin(), acc.end());
+        SmallVector<Value> weights;
+        for (unsigned r = 0; r < count; ++r) {
+          Value p = kb.splat(
+              kb.loadF32(scores,
+                         kb.add(kb.i32((h0 + r) * layout.splitTokens), local)),
+              passGroups);
+          weights.push_back(kb.fmul(p, terms.slope));
+          Value &offsets = next[count * chunks + r];
+          offsets = kb.fadd(offsets, kb.fmul(p, terms.offset));
+        }
+        for (unsigned k = 0; k < chunks; ++k) {
+          unsigned g = k / groupChunks, j = k % groupChunks;
+          Value codes = unpackCodes(packed, bits, lanes,
+                                    g * words * 32 + j * lanes * bits, bits);
           for (unsigned r = 0; r < count; ++r) {
-            Value p = kb.splat(
-                kb.loadF32(scores, kb.add(kb.i32((h0 + r) * layout.splitTokens),
-                                          local)),
-                groups);
-            weights.push_back(kb.fmul(p, terms.slope));
-            Value &offsets = next[count * chunks + r];
-            offsets = kb.fadd(offsets, kb.fmul(p, terms.offset));
+            Value &sum = next[r * chunks + k];
+            Value w = broadcastLane(kb, weights[r], g, lanes);
+            sum = kb.fadd(sum, kb.fmul(w, codes));
           }
-          for (unsigned k = 0; k < chunks; ++k) {
-            unsigned g = k / groupChunks, j = k % groupChunks;
-            Value codes = unpackCodes(packed, bits, lanes,
-                                      g * words * 32 + j * lanes * bits, bits);
-            for (unsigned r = 0; r < count; ++r) {
-              Value &sum = next[r * chunks + k];
-              Value w = broadcastLane(kb, weights[r], g, lanes);
-              sum = kb.fadd(sum, kb.fmul(w, codes));
-            }
-          }
-          return next;
-        });
-    for (unsigned r = 0; r < count; ++r)
-      for (unsigned k = 0; k < chunks; ++k) {
-        Value offset =
-            broadcastLane(kb, sums[count * chunks + r], k / groupChunks, lanes);
-        storeVectorF32(kb, kb.fadd(sums[r * chunks + k], offset), valueSums,
-                       kb.i32((h0 + r) * dim + k * lanes));
-      }
-  }
+        }
+        return next;
+      });
+  for (unsigned r = 0; r < count; ++r)
+    for (unsigned k = 0; k < chunks; ++k) {
+      Value offset =
+          broadcastLane(kb, sums[count * chunks + r], k / groupChunks, lanes);
+      unsigned channel = (g0 * groupChunks + k) * lanes;
+      storeVectorF32(kb, kb.fadd(sums[r * chunks + k], offset), valueSums,
+                     kb.i32((h0 + r) * dim + channel));
+    }
 }
 
 void AttendEmitter::sumTokenBlockValues(Range range) {
