@@ -68,6 +68,13 @@ FailureOr<HostTarget> kvq::resolveHostTarget(ModuleOp module,
   return result;
 }
 
+unsigned kvq::getVectorLanes(const HostTarget &host) {
+  auto has = [&](StringRef name) { return llvm::is_contained(host.features, name); };
+  if (has("avx512f"))
+    return 16;
+  return has("avx") ? 8 : 4;
+}
+
 FailureOr<std::string> kvq::compileToHostObject(ModuleOp module,
                                                 const HostTarget &host) {
   FailureOr<const llvm::Target *> target = lookupHostTarget(module);

@@ -546,7 +546,7 @@ LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef hostCpu, ArrayAttr chips,
                                  unsigned warpSize, unsigned blockThreads,
-                                 unsigned splitTokens) {
+                                 unsigned splitTokens, unsigned vectorLanes) {
   if (hostCpu.empty())
     return emitError() << "host_cpu must name a CPU (or 'native')";
   if (!chips || chips.empty())
@@ -567,11 +567,14 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (splitTokens == 0 || splitTokens > kMaxWindowTokens)
     return emitError() << "split_tokens must be in [1, " << kMaxWindowTokens
                        << "]";
+  if (!llvm::isPowerOf2_32(vectorLanes) || vectorLanes > 64)
+    return emitError() << "vector_lanes must be a power of two <= 64";
   return success();
 }
 
 TargetAttr TargetAttr::getDefault(MLIRContext *ctx, StringRef hostCpu,
-                                  ArrayRef<std::string> chips) {
+                                  ArrayRef<std::string> chips,
+                                  unsigned vectorLanes) {
   SmallVector<Attribute> names;
   for (const std::string &chip : chips)
     names.push_back(StringAttr::get(ctx, chip));
@@ -580,7 +583,7 @@ TargetAttr TargetAttr::getDefault(MLIRContext *ctx, StringRef hostCpu,
       names.push_back(StringAttr::get(ctx, chip));
   return TargetAttr::get(ctx, hostCpu, ArrayAttr::get(ctx, names),
                          /*warpSize=*/32, /*blockThreads=*/128,
-                         /*splitTokens=*/256);
+                         /*splitTokens=*/256, vectorLanes);
 }
 
 SmallVector<std::string> TargetAttr::getChipNames() const {

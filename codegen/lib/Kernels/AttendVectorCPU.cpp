@@ -25,13 +25,17 @@ using namespace mlir;
 using namespace kvq;
 using namespace kvq::attend;
 
-/// Vector accumulators live across one loop (half the register file).
-constexpr unsigned kMaxAccumulators = 16;
+/// The vector accumulators that live across one loop: half the register
+/// file, the rest for codes, weights and queries.
+static unsigned getMaxAccumulators(const KernelTarget &target) {
+  return std::max(4u, target.getVectorRegisters() / 2);
+}
 
 /// Chunks of `lanes` elements handled per pass, so that `chunks * heads`
 /// accumulators fit in registers.
-static unsigned getChunksPerPass(unsigned chunks, unsigned heads) {
-  return std::max(1u, std::min(chunks, kMaxAccumulators / heads));
+static unsigned getChunksPerPass(const KernelTarget &target, unsigned chunks,
+                                 unsigned heads) {
+  return std::max(1u, std::min(chunks, getMaxAccumulators(target) / heads));
 }
 
 static Value vectorF32(KernelBuilder &kb, unsigned lanes, double value) {
@@ -191,7 +195,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
   QuantAttr quant = keys.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
   unsigned lanes = getLanes(kb.getTarget(), group), chunks = group / lanes;
-  unsigned perPass = getChunksPerPass(chunks, heads);
+  unsigned perPass = getChunksPerPass(kb.getTarget(), chunks, heads);
   Quantizer quantizer(kb, quant);
   forEachTokenBlock(range, /*isKeys=*/true, [&](Value first) {
     SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
@@ -347,9 +351,9 @@ void AttendEmitter::sumChannelGroupValues(Range range) {
   unsigned groupChunks =
       quant.getGroup() / getLanes(kb.getTarget(), quant.getGroup());
   unsigned passHeads =
-      std::max(1u, std::min(heads, kMaxAccumulators / groupChunks));
+      std::max(1u, std::min(heads, getMaxAccumulators(kb.getTarget()) / groupChunks));
   unsigned passGroups = std::max(
-      1u, std::min(groups, kMaxAccumulators / (passHeads * groupChunks)));
+      1u, std::min(groups, getMaxAccumulators(kb.getTarget()) / (passHeads * groupChunks)));
   Quantizer quantizer(kb, quant);
   for (unsigned h0 = 0; h0 < heads; h0 += passHeads)
     for (unsigned g0 = 0; g0 < groups; g0 += passGroups)

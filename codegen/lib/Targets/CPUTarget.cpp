@@ -21,7 +21,8 @@ namespace {
 
 class CPUTarget : public KernelTarget {
 public:
-  explicit CPUTarget(ModuleOp module) : module(module) {}
+  CPUTarget(ModuleOp module, TargetAttr target)
+      : module(module), vectorLanes(target.getVectorLanes()) {}
 
   KernelEntry createKernel(OpBuilder &b, Location loc, StringRef name,
                            ArrayRef<ArgKind> args) override {
@@ -136,7 +137,11 @@ public:
   }
 
   bool prefersWideLoads() const override { return false; }
-  unsigned getVectorLanes() const override { return 16; }
+  unsigned getVectorLanes() const override { return vectorLanes; }
+  /// AVX-512 has 32 vector registers, AVX and SSE 16.
+  unsigned getVectorRegisters() const override {
+    return vectorLanes >= 16 ? 32 : 16;
+  }
 
   /// 2^x = 2^i * 2^f with i = round(x), |f| <= 1/2, 2^f by its degree-6
   /// Taylor polynomial (relative error < 2e-7), all in vectorizable
@@ -161,12 +166,14 @@ public:
 
 private:
   ModuleOp module;
+  unsigned vectorLanes;
   /// The kernel being emitted.
   func::FuncOp currentKernel;
 };
 
 } // namespace
 
-std::unique_ptr<KernelTarget> kvq::createCPUTarget(ModuleOp module) {
-  return std::make_unique<CPUTarget>(module);
+std::unique_ptr<KernelTarget> kvq::createCPUTarget(ModuleOp module,
+                                                   TargetAttr target) {
+  return std::make_unique<CPUTarget>(module, target);
 }

@@ -146,6 +146,7 @@ public:
 
   bool prefersWideLoads() const override { return true; }
   unsigned getVectorLanes() const override { return 1; }
+  unsigned getVectorRegisters() const override { return 0; }
 
   /// `ex2.approx.f32`: 2 ulp (PTX ISA), plenty for softmax weights.
   Value exp2(KernelBuilder &kb, Value x) override {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/Codegen/Artifact.h"
 #include "kvq/Codegen/Layout.h"
 #include "kvq/Codegen/Passes.h"
 
@@ -39,7 +40,11 @@ struct KVQAssignTargetPass
 
   void runOnOperation() override {
     SmallVector<std::string> names(chips.begin(), chips.end());
-    TargetAttr target = TargetAttr::getDefault(&getContext(), hostCpu, names);
+    FailureOr<HostTarget> host = resolveHostTarget(getOperation(), hostCpu);
+    if (failed(host))
+      return signalPassFailure();
+    TargetAttr target = TargetAttr::getDefault(&getContext(), hostCpu, names,
+                                               getVectorLanes(*host));
     for (CacheOp cache : getOperation().getOps<CacheOp>())
       if (!cache->hasAttr(TargetAttr::getAttrName()))
         cache->setAttr(TargetAttr::getAttrName(), target);

@@ -91,7 +91,7 @@ FailureOr<CacheKernels> createCacheModules(ModuleOp module, CacheOp cache,
   kernels.host->setAttr("kvq.host_cpu", b.getStringAttr(target.getHostCpu()));
   kernels.device = gpu::GPUModuleOp::create(b, loc, deviceName);
   kernels.device->setAttr("kvq.cache", FlatSymbolRefAttr::get(cache));
-  kernels.cpu = createCPUTarget(kernels.host);
+  kernels.cpu = createCPUTarget(kernels.host, target);
   kernels.gpu = createGPUTarget(kernels.device, target);
   return kernels;
 }

@@ -27,3 +27,8 @@ module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80
 
 // expected-error @+1 {{host_cpu must name a CPU (or 'native')}}
 module attributes {kvq.target = #kvq.target<host_cpu = "", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {}
+
+// -----
+
+// expected-error @+1 {{vector_lanes must be a power of two <= 64}}
+module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, vector_lanes = 12>} {}

@@ -27,6 +27,10 @@ struct HostTarget {
   std::string llvmFeatures;
 };
 
+/// The f32 lanes of `host`'s widest vector registers: 16 with AVX-512, 8
+/// with AVX, else 4.
+unsigned getVectorLanes(const HostTarget &host);
+
 /// Resolves `hostCPU`: "native" (this machine's CPU and features) or an LLVM
 /// CPU name (x86-64-v2, x86-64-v3, skylake-avx512, ...); an unknown name is
 /// an error.

@@ -94,6 +94,8 @@ public:
   /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), 1 on the GPU
   /// (whose lanes are threads). Above 1, kernels use their vector forms.
   virtual unsigned getVectorLanes() const = 0;
+  /// Vector registers of that width (0 where lanes are threads).
+  virtual unsigned getVectorRegisters() const = 0;
 };
 
 /// Emission helpers shared by every kernel and target. Integers are i32

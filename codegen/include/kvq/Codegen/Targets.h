@@ -15,8 +15,10 @@ class GPUModuleOp;
 namespace kvq {
 
 /// Kernels as host functions `void NAME(void **args, i32 bx, i32 by, i32 bz)`
-/// in `module`; a block runs on one thread, its "threads" are a loop.
-std::unique_ptr<KernelTarget> createCPUTarget(mlir::ModuleOp module);
+/// in `module`; a block runs on one thread, its "threads" are a loop, its
+/// vectors have the vector lanes of `target`.
+std::unique_ptr<KernelTarget> createCPUTarget(mlir::ModuleOp module,
+                                              TargetAttr target);
 
 /// Kernels as `gpu.func` kernels of `module`, with the warp size and block
 /// threads of `target`.

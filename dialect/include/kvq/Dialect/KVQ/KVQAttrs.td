@@ -356,11 +356,15 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     code (CPU) and the manifest read it, so each fact has one definition.
     `host_cpu` is `native` or an LLVM CPU name; `chips` the GPUs PTX is
     emitted for; `split_tokens` the tokens one attention block covers
-    (flash-decoding split).
+    (flash-decoding split); `vector_lanes` the f32 lanes of the host CPU's
+    vector registers, which the CPU kernels' vector forms compute on (16
+    with AVX-512, 8 with AVX; kvq-assign-target reads them off the CPU,
+    16 where a spec states a target without them).
 
     ```mlir
     #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"],
-                warp_size = 32, block_threads = 128, split_tokens = 256>
+                warp_size = 32, block_threads = 128, split_tokens = 256,
+                vector_lanes = 16>
     ```
   }];
   let parameters = (ins
@@ -368,7 +372,8 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     "::mlir::ArrayAttr":$chips,
     "unsigned":$warp_size,
     "unsigned":$block_threads,
-    "unsigned":$split_tokens);
+    "unsigned":$split_tokens,
+    DefaultValuedParameter<"unsigned", "16">:$vector_lanes);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -379,7 +384,8 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     /// empty).
     static TargetAttr getDefault(::mlir::MLIRContext *ctx,
                                  ::llvm::StringRef hostCpu = "native",
-                                 ::llvm::ArrayRef<std::string> chips = {});
+                                 ::llvm::ArrayRef<std::string> chips = {},
+                                 unsigned vectorLanes = 16);
     /// The chip names.
     ::llvm::SmallVector<std::string> getChipNames() const;
   }];
