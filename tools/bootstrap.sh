@@ -22,6 +22,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KVQ_BUILD_DIR:-$root/build}
 jobs=${KVQ_JOBS:-2}
+# Paths relative to the checkout, so that a fresh clone elsewhere reuses the
+# compiler cache of an earlier build.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 packages=(cmake ninja-build g++ ccache llvm-22-dev libmlir-22-dev mlir-22-tools
           llvm-22-tools libgtest-dev googletest nlohmann-json3-dev
           python3-venv python3-dev clang-22 libclang-rt-22-dev)
