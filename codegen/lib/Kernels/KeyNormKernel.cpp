@@ -8,8 +8,50 @@
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 using namespace mlir;
 using namespace kvq;
+
+/// n = sqrt(max |K|), or 1 where the max is 0 (scalars or vectors).
+static Value normOf(KernelBuilder &kb, Value maxAbs) {
+  return kb.select(kb.feq(maxAbs, kb.f32Like(maxAbs, 0)), kb.f32Like(maxAbs, 1),
+                   kb.sqrt(maxAbs));
+}
+
+/// The CPU's vector form: channels are lanes, the tokens one pass over the
+/// prompt with every chunk of the head's row loaded contiguously (max and
+/// sqrt are exact, so the norms are those of the scalar form).
+static void emitKeyNormLanes(KernelBuilder &kb, Value src, Value norms,
+                             Value count, Value head, ModelAttr model,
+                             unsigned lanes) {
+  unsigned dim = model.getHeadDim(), chunks = dim / lanes;
+  Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
+  unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
+  SmallVector<Value> init(chunks, kb.splat(kb.f32(0), lanes));
+  SmallVector<Value> maxAbs = kb.forLoop(
+      kb.i32(0), count, kb.i32(1), init,
+      [&](Value t, ValueRange acc) -> SmallVector<Value> {
+        Value row = fullPrecisionRow(kb, model, 0, kb.i32(0), t, head);
+        SmallVector<Value> next;
+        for (unsigned j = 0; j < chunks; ++j) {
+          Value index = kb.add(row, kb.i32(j * lanes));
+          Value x = kb.load(VectorType::get({lanes}, dtype), src,
+                            kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
+                            /*invariant=*/true);
+          if (!dtype.isF32())
+            x = arith::ExtFOp::create(kb.builder(), kb.getLoc(),
+                                      VectorType::get({lanes}, f32), x);
+          next.push_back(kb.fmax(acc[j], kb.fabs(x)));
+        }
+        return next;
+      });
+  for (unsigned j = 0; j < chunks; ++j) {
+    Value index = kb.add(kb.mul(head, kb.i32(dim)), kb.i32(j * lanes));
+    kb.store(normOf(kb, maxAbs[j]), norms, kb.mul(kb.toI64(index), kb.i64(4)),
+             4);
+  }
+}
 
 void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
                             const CacheLayout &layout) {
@@ -19,6 +61,8 @@ void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
   Value head = entry.blockId[0];
   ModelAttr model = layout.model;
   unsigned dim = model.getHeadDim();
+  if (unsigned lanes = getLanes(kb.getTarget(), dim); lanes > 1)
+    return emitKeyNormLanes(kb, src, norms, count, head, model, lanes);
   kb.getTarget().parallelFor(kb, kb.i32(dim), [&](Value c) {
     Value maxAbs =
         kb.forLoop(kb.i32(0), count, kb.i32(1), {kb.f32(0)},
@@ -29,8 +73,6 @@ void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
                                             /*invariant=*/true);
                      return {kb.fmax(acc[0], kb.fabs(x))};
                    })[0];
-    Value norm =
-        kb.select(kb.feq(maxAbs, kb.f32(0)), kb.f32(1), kb.sqrt(maxAbs));
-    kb.storeF32(norm, norms, kb.add(kb.mul(head, kb.i32(dim)), c));
+    kb.storeF32(normOf(kb, maxAbs), norms, kb.add(kb.mul(head, kb.i32(dim)), c));
   });
 }
