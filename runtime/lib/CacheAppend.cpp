@@ -312,7 +312,7 @@ Status Cache::Impl::append(unsigned Layer,
               std::to_string(FreePages[int(T)].size()) + " are free");
 
   // Everything pass 2 needs is allocated before it changes anything.
-  AppendBuffers Buffers;
+  AppendBuffers &Buffers = AppendScratch;
   bool CopyOnWrite = !Shared[0].empty() || !Shared[1].empty();
   if (Status S = reserveAppend(Works, CopyOnWrite, Buffers); !S.ok())
     return S;

@@ -178,6 +178,9 @@ public:
 
   ScratchBuffer Staging[2];
   ScratchBuffer QBuf, Partial, SeqsBuf, OutBuf;
+  /// Host buffers of appends, kept between calls (they only grow): a 32k
+  /// token prefill would otherwise allocate and clear 64 MiB each time.
+  AppendBuffers AppendScratch;
 
   std::vector<uint32_t> FreePages[2];
   /// Per physical page: the sequences holding it (0 when free).

@@ -57,10 +57,10 @@ static size_t findAllOnes(const uint8_t *W, size_t N, Bits Mask) {
   };
   for (size_t First = 0; First < N; First += Block) {
     size_t End = std::min(N, First + Block);
-    bool Any = false;
+    unsigned Found = 0;
     for (size_t I = First; I < End; ++I)
-      Any |= (Element(I) & Mask) == Mask;
-    if (!Any)
+      Found += (Element(I) & Mask) == Mask;
+    if (!Found)
       continue;
     for (size_t I = First; I < End; ++I)
       if ((Element(I) & Mask) == Mask)
