@@ -184,8 +184,8 @@ static Value packWordLanes(KernelBuilder &kb, ArrayRef<Value> codes,
       continue;
     Value part = kb.shrU(kb.shl(code, kb.vectorI32(left)), kb.vectorI32(right));
     part = kb.bitAnd(part, kb.vectorI32(keep));
-    Value merged = vector::ReductionOp::create(
-        kb.builder(), kb.getLoc(), vector::CombiningKind::OR, part);
+    Value merged = vector::ReductionOp::create(kb.builder(), kb.getLoc(),
+                                               vector::CombiningKind::OR, part);
     word = word ? kb.bitOr(word, merged) : merged;
   }
   return word;
@@ -209,81 +209,77 @@ static void emitTokenBlockFlushLanes(KernelBuilder &kb,
   unsigned words = slice.wordsPerGroup;
   Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
   Value stride = kb.i32(model.getKvHeads() * dim);
-  kb.getTarget().parallelFor(
-      kb, kb.i32(flush / group * chunks), [&](Value i) {
-        Value block = kb.divU(i, kb.i32(chunks));
-        Value c0 = kb.mul(kb.remU(i, kb.i32(chunks)), kb.i32(lanes));
-        Value token = kb.add(kb.mul(unit, kb.i32(flush)),
-                             kb.mul(block, kb.i32(group)));
-        Value first = kb.add(
-            fullPrecisionRow(kb, model, /*capacity=*/0, kb.i32(0), token, head),
-            c0);
-        Value norms;
-        if (quant.getKeyNorm())
-          norms = kb.load(VectorType::get({lanes}, f32), args.norms,
-                          kb.mul(kb.toI64(kb.add(kb.mul(head, kb.i32(dim)), c0)),
-                                 kb.i64(4)),
-                          4, /*invariant=*/true);
-        unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
-        auto element = [&](Value k) {
-          Value index = kb.add(first, kb.mul(k, stride));
-          Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
-                            kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
-                            /*invariant=*/true);
-          if (!dtype.isF32())
-            x = arith::ExtFOp::create(kb.builder(), kb.getLoc(),
-                                      VectorType::get({lanes}, f32), x);
-          return norms ? kb.fdiv(x, norms) : x;
-        };
-        kb.setLanes(lanes);
-        Quantizer quantizer(kb, quant);
-        GroupParams params = quantizer.computeParams(group, element);
-        Value qpos = kb.add(args.destPos, token);
-        SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                           args.table, qpos, head);
-        Value pageBlock =
-            kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
-        Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
-        if (!slice.sharesCodes()) {
-          SmallVector<Value> codes;
-          for (unsigned k = 0; k < group; ++k)
-            codes.push_back(
-                quantizer.computeCode(params, element(kb.i32(k))));
-          // Lane j's words go to group n0 + j: interleave the word vectors.
-          SmallVector<Value> packed;
-          for (unsigned w = 0; w < words; ++w)
-            packed.push_back(packWord(kb, codes, quant.getBits(), w));
-          Value all = packed[0];
-          for (unsigned w = 1; w < words; ++w) {
-            auto concat = llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes));
-            Value widened = kb.shuffle(
-                packed[w], llvm::to_vector(llvm::seq<int64_t>(0, w * lanes)));
-            all = vector::ShuffleOp::create(kb.builder(), kb.getLoc(), all,
-                                            widened, concat);
-          }
-          SmallVector<int64_t> interleave;
-          for (unsigned j = 0; j < lanes; ++j)
-            for (unsigned w = 0; w < words; ++w)
-              interleave.push_back(w * lanes + j);
-          if (words > 1)
-            all = kb.shuffle(all, interleave);
-          access.storeWord(n0, kb.i32(0), all);
-        }
-        access.storeScale(n0, quantizer.paramBits(params.scale));
-        access.storeZero(n0, quantizer.paramBits(params.zero));
-        // Saturated parameters are finite but not accurate: count the
-        // groups.
-        Value counts = arith::ExtUIOp::create(
-            kb.builder(), kb.getLoc(),
-            VectorType::get({lanes}, kb.builder().getI32Type()),
-            params.saturated);
-        kb.setLanes(0);
-        Value saturated = vector::ReductionOp::create(
-            kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, counts);
-        kb.ifThen(kb.ult(kb.i32(0), saturated), [&] {
-          kb.atomicAddU32(args.saturated, kb.i64(0), saturated);
-        });
-      });
+  kb.getTarget().parallelFor(kb, kb.i32(flush / group * chunks), [&](Value i) {
+    Value block = kb.divU(i, kb.i32(chunks));
+    Value c0 = kb.mul(kb.remU(i, kb.i32(chunks)), kb.i32(lanes));
+    Value token =
+        kb.add(kb.mul(unit, kb.i32(flush)), kb.mul(block, kb.i32(group)));
+    Value first = kb.add(
+        fullPrecisionRow(kb, model, /*capacity=*/0, kb.i32(0), token, head),
+        c0);
+    Value norms;
+    if (quant.getKeyNorm())
+      norms = kb.load(
+          VectorType::get({lanes}, f32), args.norms,
+          kb.mul(kb.toI64(kb.add(kb.mul(head, kb.i32(dim)), c0)), kb.i64(4)), 4,
+          /*invariant=*/true);
+    unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
+    auto element = [&](Value k) {
+      Value index = kb.add(first, kb.mul(k, stride));
+      Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
+                        kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
+                        /*invariant=*/true);
+      if (!dtype.isF32())
+        x = arith::ExtFOp::create(kb.builder(), kb.getLoc(),
+                                  VectorType::get({lanes}, f32), x);
+      return norms ? kb.fdiv(x, norms) : x;
+    };
+    kb.setLanes(lanes);
+    Quantizer quantizer(kb, quant);
+    GroupParams params = quantizer.computeParams(group, element);
+    Value qpos = kb.add(args.destPos, token);
+    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                       args.table, qpos, head);
+    Value pageBlock =
+        kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
+    Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+    if (!slice.sharesCodes()) {
+      SmallVector<Value> codes;
+      for (unsigned k = 0; k < group; ++k)
+        codes.push_back(quantizer.computeCode(params, element(kb.i32(k))));
+      // Lane j's words go to group n0 + j: interleave the word vectors.
+      SmallVector<Value> packed;
+      for (unsigned w = 0; w < words; ++w)
+        packed.push_back(packWord(kb, codes, quant.getBits(), w));
+      Value all = packed[0];
+      for (unsigned w = 1; w < words; ++w) {
+        auto concat = llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes));
+        Value widened = kb.shuffle(
+            packed[w], llvm::to_vector(llvm::seq<int64_t>(0, w * lanes)));
+        all = vector::ShuffleOp::create(kb.builder(), kb.getLoc(), all, widened,
+                                        concat);
+      }
+      SmallVector<int64_t> interleave;
+      for (unsigned j = 0; j < lanes; ++j)
+        for (unsigned w = 0; w < words; ++w)
+          interleave.push_back(w * lanes + j);
+      if (words > 1)
+        all = kb.shuffle(all, interleave);
+      access.storeWord(n0, kb.i32(0), all);
+    }
+    access.storeScale(n0, quantizer.paramBits(params.scale));
+    access.storeZero(n0, quantizer.paramBits(params.zero));
+    // Saturated parameters are finite but not accurate: count the
+    // groups.
+    Value counts = arith::ExtUIOp::create(
+        kb.builder(), kb.getLoc(),
+        VectorType::get({lanes}, kb.builder().getI32Type()), params.saturated);
+    kb.setLanes(0);
+    Value saturated = vector::ReductionOp::create(
+        kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, counts);
+    kb.ifThen(kb.ult(kb.i32(0), saturated),
+              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), saturated); });
+  });
 }
 
 /// The CPU's vector form of a span=channels flush (asym and sym): a group's
@@ -291,6 +287,9 @@ static void emitTokenBlockFlushLanes(KernelBuilder &kb,
 /// (min and max are exact in any order), its codes come from the same
 /// Quantizer arithmetic lane by lane, and each word ORs its codes' shifted
 /// lanes together.
+/// The most groups of a token the vector form quantizes in one loop body.
+constexpr unsigned kMaxUnrolledGroups = 8;
+
 static void emitChannelGroupFlushLanes(KernelBuilder &kb,
                                        const CacheLayout &layout,
                                        const TensorLayout &tensor,
@@ -305,70 +304,77 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
   unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
   OpBuilder &b = kb.builder();
   Location loc = kb.getLoc();
-  kb.getTarget().parallelFor(
-      kb, kb.i32(flush * slice.groupsPerToken), [&](Value g) {
-        GroupPlace place =
-            placeGroup(kb, layout, tensor, slice, args, unit, head, g);
-        SmallVector<Value> xs;
-        for (unsigned j = 0; j < chunks; ++j) {
-          Value index = kb.add(place.first, kb.i32(j * lanes));
-          Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
-                            kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
-                            /*invariant=*/true);
-          if (!dtype.isF32())
-            x = arith::ExtFOp::create(b, loc, f32s, x);
-          if (quant.getKeyNorm()) {
-            Value channel = kb.add(place.channel0, kb.i32(j * lanes));
-            x = kb.fdiv(x, kb.load(f32s, args.norms,
-                                   kb.mul(kb.toI64(channel), kb.i64(4)), 4,
-                                   /*invariant=*/true));
-          }
-          xs.push_back(x);
-        }
-        auto reduce = [&](vector::CombiningKind kind,
-                          function_ref<Value(Value, Value)> combine,
-                          function_ref<Value(Value)> map) {
-          Value acc = map(xs[0]);
-          for (unsigned j = 1; j < chunks; ++j)
-            acc = combine(acc, map(xs[j]));
-          return vector::ReductionOp::create(b, loc, kind, acc).getResult();
-        };
-        auto identity = [](Value x) { return x; };
-        auto fmin = [&](Value x, Value y) { return kb.fmin(x, y); };
-        auto fmax = [&](Value x, Value y) { return kb.fmax(x, y); };
-        GroupStats stats;
-        if (quant.getMode() == Mode::Asym) {
-          stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
-          stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
-        } else {
-          stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
-                                [&](Value x) { return kb.fabs(x); });
-        }
-        Quantizer quantizer(kb, quant);
-        GroupParams params = quantizer.paramsFromStats(stats);
-        SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                           args.table, place.qpos, head);
-        if (!slice.sharesCodes()) {
-          GroupParams lanesParams = params;
-          for (Value *v : {&lanesParams.asymScale, &lanesParams.asymZero,
-                           &lanesParams.symScale})
-            if (*v)
-              *v = kb.splat(*v, lanes);
-          kb.setLanes(lanes);
-          SmallVector<Value> codes;
-          for (Value x : xs)
-            codes.push_back(quantizer.computeCode(lanesParams, x));
-          kb.setLanes(0);
-          for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
-            access.storeWord(place.n, kb.i32(w),
-                             packWordLanes(kb, codes, bits, w));
-        }
-        access.storeScale(place.n, quantizer.paramBits(params.scale));
-        access.storeZero(place.n, quantizer.paramBits(params.zero));
-        kb.ifThen(params.saturated, [&] {
-          kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1));
-        });
-      });
+  auto quantizeGroup = [&](Value g) {
+    GroupPlace place =
+        placeGroup(kb, layout, tensor, slice, args, unit, head, g);
+    SmallVector<Value> xs;
+    for (unsigned j = 0; j < chunks; ++j) {
+      Value index = kb.add(place.first, kb.i32(j * lanes));
+      Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
+                        kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
+                        /*invariant=*/true);
+      if (!dtype.isF32())
+        x = arith::ExtFOp::create(b, loc, f32s, x);
+      if (quant.getKeyNorm()) {
+        Value channel = kb.add(place.channel0, kb.i32(j * lanes));
+        x = kb.fdiv(x, kb.load(f32s, args.norms,
+                               kb.mul(kb.toI64(channel), kb.i64(4)), 4,
+                               /*invariant=*/true));
+      }
+      xs.push_back(x);
+    }
+    auto reduce = [&](vector::CombiningKind kind,
+                      function_ref<Value(Value, Value)> combine,
+                      function_ref<Value(Value)> map) {
+      Value acc = map(xs[0]);
+      for (unsigned j = 1; j < chunks; ++j)
+        acc = combine(acc, map(xs[j]));
+      return vector::ReductionOp::create(b, loc, kind, acc).getResult();
+    };
+    auto identity = [](Value x) { return x; };
+    auto fmin = [&](Value x, Value y) { return kb.fmin(x, y); };
+    auto fmax = [&](Value x, Value y) { return kb.fmax(x, y); };
+    GroupStats stats;
+    if (quant.getMode() == Mode::Asym) {
+      stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
+      stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
+    } else {
+      stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
+                            [&](Value x) { return kb.fabs(x); });
+    }
+    Quantizer quantizer(kb, quant);
+    GroupParams params = quantizer.paramsFromStats(stats);
+    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                       args.table, place.qpos, head);
+    if (!slice.sharesCodes()) {
+      GroupParams lanesParams = params;
+      for (Value *v : {&lanesParams.asymScale, &lanesParams.asymZero,
+                       &lanesParams.symScale})
+        if (*v)
+          *v = kb.splat(*v, lanes);
+      kb.setLanes(lanes);
+      SmallVector<Value> codes;
+      for (Value x : xs)
+        codes.push_back(quantizer.computeCode(lanesParams, x));
+      kb.setLanes(0);
+      for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
+        access.storeWord(place.n, kb.i32(w), packWordLanes(kb, codes, bits, w));
+    }
+    access.storeScale(place.n, quantizer.paramBits(params.scale));
+    access.storeZero(place.n, quantizer.paramBits(params.zero));
+    kb.ifThen(params.saturated,
+              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1)); });
+  };
+  // A token's groups in one loop body: their dependency chains (reduce,
+  // divide, round, pack) interleave.
+  unsigned groups = slice.groupsPerToken;
+  if (groups > kMaxUnrolledGroups)
+    return kb.getTarget().parallelFor(kb, kb.i32(flush * groups),
+                                      quantizeGroup);
+  kb.getTarget().parallelFor(kb, kb.i32(flush), [&](Value token) {
+    for (unsigned g = 0; g < groups; ++g)
+      quantizeGroup(kb.add(kb.mul(token, kb.i32(groups)), kb.i32(g)));
+  });
 }
 
 /// A full-precision tensor copies its tokens into the pages: `lanes`
@@ -396,8 +402,8 @@ static void emitFullPrecisionFlush(KernelBuilder &kb, const CacheLayout &layout,
     Value dst = kb.add(
         kb.mul(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(dim)), channel);
     Value bytes = kb.i64(layout.dtypeBytes);
-    Value value = kb.load(bitsType, args.staging, kb.mul(kb.toI64(src), bytes),
-                          align);
+    Value value =
+        kb.load(bitsType, args.staging, kb.mul(kb.toI64(src), bytes), align);
     kb.store(value, access.getBase(), kb.mul(kb.toI64(dst), bytes), align);
   });
 }
@@ -417,9 +423,9 @@ void kvq::emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
                              lanes);
     return;
   }
-  unsigned groupLanes =
-      slice.isQuantized() ? getLanes(kb.getTarget(), slice.quant.getGroup())
-                          : 1;
+  unsigned groupLanes = slice.isQuantized()
+                            ? getLanes(kb.getTarget(), slice.quant.getGroup())
+                            : 1;
   if (slice.isQuantized() && slice.quant.getMode() != Mode::Hybrid &&
       groupLanes > 1)
     emitChannelGroupFlushLanes(kb, layout, tensor, slice, args, unit, head,
@@ -427,6 +433,5 @@ void kvq::emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
   else if (slice.isQuantized())
     emitQuantizedFlush(kb, layout, tensor, slice, args, unit, head);
   else
-    emitFullPrecisionFlush(kb, layout, tensor, slice, args, unit, head,
-                           lanes);
+    emitFullPrecisionFlush(kb, layout, tensor, slice, args, unit, head, lanes);
 }
