@@ -304,6 +304,10 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
   unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
   OpBuilder &b = kb.builder();
   Location loc = kb.getLoc();
+  // Appends reject non-finite input, so the range needs no NaN handling
+  // (x86 min/max without compare-and-blend); a zero of either sign is
+  // counted as +0 by the quantizer whichever one is kept.
+  auto noNaN = arith::FastMathFlags::nnan;
   auto quantizeGroup = [&](Value g) {
     GroupPlace place =
         placeGroup(kb, layout, tensor, slice, args, unit, head, g);
@@ -329,11 +333,16 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
       Value acc = map(xs[0]);
       for (unsigned j = 1; j < chunks; ++j)
         acc = combine(acc, map(xs[j]));
-      return vector::ReductionOp::create(b, loc, kind, acc).getResult();
+      return vector::ReductionOp::create(b, loc, kind, acc, noNaN)
+          .getResult();
     };
     auto identity = [](Value x) { return x; };
-    auto fmin = [&](Value x, Value y) { return kb.fmin(x, y); };
-    auto fmax = [&](Value x, Value y) { return kb.fmax(x, y); };
+    auto fmin = [&](Value x, Value y) {
+      return arith::MinNumFOp::create(b, loc, x, y, noNaN).getResult();
+    };
+    auto fmax = [&](Value x, Value y) {
+      return arith::MaxNumFOp::create(b, loc, x, y, noNaN).getResult();
+    };
     GroupStats stats;
     if (quant.getMode() == Mode::Asym) {
       stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
