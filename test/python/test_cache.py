@@ -125,11 +125,8 @@ def test_bad_backend_and_artifact_are_errors(tmp_path):
 
 
 
-def native_cache(artifact, max_sequences):
-    """The extension's Cache, which has fork_sequence, save and restore;
-    kvq.Cache (runtime/python/kvq) does not forward them yet."""
-    directory = artifact.dir if isinstance(artifact, kvq.Artifact) else artifact
-    return kvq._kvq.Cache(directory, "cpu", max_sequences, 16, 2)
+def small_cache(artifact, max_sequences):
+    return kvq.Cache(artifact, max_sequences=max_sequences, pages=16, threads=2)
 
 
 def sequence_state(cache, seq, q):
@@ -145,7 +142,7 @@ def sequence_state(cache, seq, q):
 
 
 def test_fork_save_and_restore_are_bit_exact(kivi_artifact, rng, tmp_path):
-    cache = native_cache(kivi_artifact, 4)
+    cache = small_cache(kivi_artifact, 4)
     a = cache.add_sequence()
     for layer in (0, 1):
         cache.append(layer, [(a, tokens(rng, 300), tokens(rng, 300))])
@@ -164,7 +161,7 @@ def test_fork_save_and_restore_are_bit_exact(kivi_artifact, rng, tmp_path):
     assert sequence_state(cache, a, q) == original
     assert sequence_state(cache, b, q) != original
 
-    other = native_cache(kivi_artifact, 2)
+    other = small_cache(kivi_artifact, 2)
     (restored,) = other.restore(path)
     assert sequence_state(other, restored, q) == original
 

@@ -142,6 +142,21 @@ class Cache:
     def remove_sequence(self, seq: int) -> None:
         self._cache.remove_sequence(seq)
 
+    def fork_sequence(self, source: int) -> int:
+        """A new sequence sharing `source`'s pages copy-on-write (prefix
+        caching, beam search); windows, sinks and norms are copied."""
+        return self._cache.fork_sequence(source)
+
+    def save(self, path: str, sequences: Sequence[int] = ()) -> None:
+        """Writes `sequences` (every sequence if empty) to a versioned,
+        checksummed cache file (docs/Reliability.md)."""
+        self._cache.save(path, list(sequences))
+
+    def restore(self, path: str) -> list[int]:
+        """Adds the sequences of a cache file; a corrupt or truncated file
+        is an error and changes nothing. Returns their new ids."""
+        return self._cache.restore(path)
+
     def append(self, layer: int, items: Iterable[tuple[int, object, object]]) -> None:
         """Appends `(seq, k, v)` for each sequence (k, v: [n, kv_heads,
         head_dim]) to `layer`, all in one call."""
