@@ -177,13 +177,12 @@ Value KernelBuilder::shuffle(Value vector, ArrayRef<int64_t> mask) {
   return vector::ShuffleOp::create(b, loc, vector, vector, mask);
 }
 Value KernelBuilder::reduceAdd(Value vector) {
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
-                                     vector, arith::FastMathFlags::reassoc);
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector,
+                                     arith::FastMathFlags::reassoc);
 }
 void KernelBuilder::maskedStore(Value value, Value ptr, Value byteOffset,
                                 Value mask, unsigned align) {
-  LLVM::MaskedStoreOp::create(b, loc, value, gep(ptr, byteOffset), mask,
-                              align);
+  LLVM::MaskedStoreOp::create(b, loc, value, gep(ptr, byteOffset), mask, align);
 }
 Value KernelBuilder::fptosi(Value x) {
   return arith::FPToSIOp::create(b, loc, withShapeOf(x, b.getI32Type()), x);
@@ -225,6 +224,17 @@ SmallVector<Value, 8> KernelBuilder::loadFloats16B(Type elementType, Value ptr,
             : arith::ExtFOp::create(b, loc, b.getF32Type(), element));
   }
   return values;
+}
+
+Value KernelBuilder::loadFloatVector(Type elementType, Value ptr, Value index,
+                                     unsigned lanes, bool invariant) {
+  unsigned bytes = elementType.getIntOrFloatBitWidth() / 8;
+  Value vector = load(VectorType::get({lanes}, elementType), ptr,
+                      mul(toI64(index), i64(bytes)), bytes, invariant);
+  if (elementType.isF32())
+    return vector;
+  return arith::ExtFOp::create(b, loc, VectorType::get({lanes}, b.getF32Type()),
+                               vector);
 }
 
 SmallVector<Value, 4> KernelBuilder::loadWords4(Value ptr, Value byteOffset) {

@@ -30,7 +30,6 @@ using namespace mlir;
 using namespace kvq;
 using namespace kvq::attend;
 
-
 void AttendEmitter::loadQueries() {
   KernelTarget &target = kb.getTarget();
   bool keyNorm = layout.hasKeyNorm(layer);

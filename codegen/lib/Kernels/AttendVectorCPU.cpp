@@ -1,4 +1,5 @@
-//===- AttendVectorCPU.cpp - the attend kernel's quantized loops as vectors ===//
+//===- AttendVectorCPU.cpp - the attend kernel's quantized loops as vectors
+//===//
 //
 // On the CPU the quantized regions are computed on explicit vectors of
 // kLanes f32 lanes (one AVX-512 register), with codes unpacked by kvq.unpack
@@ -52,8 +53,7 @@ static Value signedF32Offset(KernelBuilder &kb, Value index) {
 
 static Value loadVectorF32(KernelBuilder &kb, Value ptr, Value index,
                            unsigned lanes) {
-  return kb.load(VectorType::get({lanes}, kb.builder().getF32Type()), ptr,
-                 kb.mul(kb.toI64(index), kb.i64(4)), 4);
+  return kb.loadFloatVector(kb.builder().getF32Type(), ptr, index, lanes);
 }
 
 static void storeVectorF32(KernelBuilder &kb, Value value, Value ptr,
@@ -97,10 +97,10 @@ Value AttendEmitter::loadGroupWords(SliceAccess &access, Value n,
   unsigned loaded = llvm::PowerOf2Ceil(count) == count + 1 ? count + 1 : count;
   unsigned perGroup = access.getWordsPerGroup();
   Value first = kb.mul(n, kb.i32(perGroup));
-  Value words = kb.load(VectorType::get({loaded}, kb.builder().getI32Type()),
-                        access.getCodesBase(),
-                        kb.mul(kb.toI64(first), kb.i64(4)), 4,
-                        /*invariant=*/true);
+  Value words =
+      kb.load(VectorType::get({loaded}, kb.builder().getI32Type()),
+              access.getCodesBase(), kb.mul(kb.toI64(first), kb.i64(4)), 4,
+              /*invariant=*/true);
   if (loaded == count)
     return words;
   return kb.shuffle(words, llvm::to_vector(llvm::seq<int64_t>(0, count)));
@@ -155,8 +155,9 @@ static SmallVector<Value> reduceEach(KernelBuilder &kb,
     folded = kb.fadd(folded, kb.shuffle(folded, mask));
   }
   for (unsigned i = 0; i < count; ++i)
-    sums.push_back(vector::ExtractOp::create(kb.builder(), kb.getLoc(), folded,
-                                             ArrayRef<int64_t>{i * lanes / count}));
+    sums.push_back(
+        vector::ExtractOp::create(kb.builder(), kb.getLoc(), folded,
+                                  ArrayRef<int64_t>{i * lanes / count}));
   return sums;
 }
 
@@ -174,7 +175,8 @@ void AttendEmitter::forEachTokenBlock(Range range, bool isKeys,
 
 void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
                                    Value first) {
-  unsigned group = access.getQuant().getGroup(), lanes = getLanes(kb.getTarget(), dim);
+  unsigned group = access.getQuant().getGroup(),
+           lanes = getLanes(kb.getTarget(), dim);
   Value pageBlock =
       kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
   kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(lanes), {},
@@ -188,7 +190,6 @@ void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
                return {};
              });
 }
-
 
 void AttendEmitter::scoreTokenBlocks(Range range) {
   const SliceLayout &keys = slice(true);
@@ -254,12 +255,11 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
           laneIds.push_back(j);
         Value rel = kb.add(kb.vectorI32(laneIds),
                            kb.splat(kb.sub(chunkStart, range.begin), lanes));
-        Value mask = kb.ult(
-            rel, kb.splat(kb.sub(range.end, range.begin), lanes));
+        Value mask =
+            kb.ult(rel, kb.splat(kb.sub(range.end, range.begin), lanes));
         Value local = kb.sub(chunkStart, splitRange.begin);
         for (unsigned r = 0; r < heads; ++r) {
-          Value score =
-              kb.fadd(dots[t * heads + r], kb.splat(bias[r], lanes));
+          Value score = kb.fadd(dots[t * heads + r], kb.splat(bias[r], lanes));
           Value index = kb.add(kb.i32(r * layout.splitTokens), local);
           kb.maskedStore(score, scores, signedF32Offset(kb, index), mask, 4);
         }
@@ -316,8 +316,8 @@ void AttendEmitter::scoreChannelGroups(Range range) {
             slope, unpackCodes(packed, bits, lanes, j * lanes * bits, bits));
         Value c = kb.i32(g * group + j * lanes);
         for (unsigned r = 0; r < heads; ++r) {
-          Value q = loadVectorF32(kb, normQueries, kb.add(kb.i32(r * dim), c),
-                                  lanes);
+          Value q =
+              loadVectorF32(kb, normQueries, kb.add(kb.i32(r * dim), c), lanes);
           dots[r] = kb.fadd(dots[r], kb.fmul(q, codes));
         }
       }
@@ -350,16 +350,16 @@ void AttendEmitter::sumChannelGroupValues(Range range) {
   unsigned groups = values.groupsPerToken;
   unsigned groupChunks =
       quant.getGroup() / getLanes(kb.getTarget(), quant.getGroup());
-  unsigned passHeads =
-      std::max(1u, std::min(heads, getMaxAccumulators(kb.getTarget()) / groupChunks));
-  unsigned passGroups = std::max(
-      1u, std::min(groups, getMaxAccumulators(kb.getTarget()) / (passHeads * groupChunks)));
+  unsigned passHeads = std::max(
+      1u, std::min(heads, getMaxAccumulators(kb.getTarget()) / groupChunks));
+  unsigned passGroups =
+      std::max(1u, std::min(groups, getMaxAccumulators(kb.getTarget()) /
+                                        (passHeads * groupChunks)));
   Quantizer quantizer(kb, quant);
   for (unsigned h0 = 0; h0 < heads; h0 += passHeads)
     for (unsigned g0 = 0; g0 < groups; g0 += passGroups)
-      sumChannelGroupPass(range, quantizer, h0,
-                          std::min(passHeads, heads - h0), g0,
-                          std::min(passGroups, groups - g0));
+      sumChannelGroupPass(range, quantizer, h0, std::min(passHeads, heads - h0),
+                          g0, std::min(passGroups, groups - g0));
 }
 
 void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
@@ -444,12 +444,12 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
           Value t = kb.add(blockStart, k);
           Value inRange =
               kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
-          Value local = kb.select(inRange, kb.sub(t, splitRange.begin),
-                                  kb.i32(0));
+          Value local =
+              kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
           SmallVector<Value> next;
           for (unsigned r = 0; r < heads; ++r) {
-            Value p = kb.loadF32(
-                scores, kb.add(kb.i32(r * layout.splitTokens), local));
+            Value p = kb.loadF32(scores,
+                                 kb.add(kb.i32(r * layout.splitTokens), local));
             p = kb.select(inRange, p, kb.f32(0));
             kb.storeF32(p, blockWeights, kb.add(kb.i32(r * group), k));
             next.push_back(kb.fadd(acc[r], p));
@@ -468,7 +468,8 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
           Value packed = loadGroupWords(access, n, lanes * words);
           SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
           for (unsigned k = 0; k < group; ++k) {
-            Value codes = unpackCodes(packed, bits, lanes, k * bits, 32 * words);
+            Value codes =
+                unpackCodes(packed, bits, lanes, k * bits, 32 * words);
             for (unsigned r = 0; r < heads; ++r) {
               Value p = kb.loadF32(blockWeights, kb.i32(r * group + k));
               dots[r] = kb.fadd(dots[r], kb.fmul(kb.splat(p, lanes), codes));
@@ -480,8 +481,7 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
             Value at = kb.add(kb.i32(r * dim), c0);
             Value sum = loadVectorF32(kb, valueSums, at, lanes);
             sum = kb.fadd(sum, kb.fmul(slope, dots[r]));
-            sum = kb.fadd(sum,
-                          kb.fmul(offset, kb.splat(weightSums[r], lanes)));
+            sum = kb.fadd(sum, kb.fmul(offset, kb.splat(weightSums[r], lanes)));
             storeVectorF32(kb, sum, valueSums, at);
           }
           return {};

@@ -219,19 +219,13 @@ static void emitTokenBlockFlushLanes(KernelBuilder &kb,
         c0);
     Value norms;
     if (quant.getKeyNorm())
-      norms = kb.load(
-          VectorType::get({lanes}, f32), args.norms,
-          kb.mul(kb.toI64(kb.add(kb.mul(head, kb.i32(dim)), c0)), kb.i64(4)), 4,
-          /*invariant=*/true);
-    unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
+      norms = kb.loadFloatVector(f32, args.norms,
+                                 kb.add(kb.mul(head, kb.i32(dim)), c0), lanes,
+                                 /*invariant=*/true);
     auto element = [&](Value k) {
-      Value index = kb.add(first, kb.mul(k, stride));
-      Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
-                        kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
-                        /*invariant=*/true);
-      if (!dtype.isF32())
-        x = arith::ExtFOp::create(kb.builder(), kb.getLoc(),
-                                  VectorType::get({lanes}, f32), x);
+      Value x = kb.loadFloatVector(dtype, args.staging,
+                                   kb.add(first, kb.mul(k, stride)), lanes,
+                                   /*invariant=*/true);
       return norms ? kb.fdiv(x, norms) : x;
     };
     kb.setLanes(lanes);
@@ -247,17 +241,17 @@ static void emitTokenBlockFlushLanes(KernelBuilder &kb,
       SmallVector<Value> codes;
       for (unsigned k = 0; k < group; ++k)
         codes.push_back(quantizer.computeCode(params, element(kb.i32(k))));
-      // Lane j's words go to group n0 + j: interleave the word vectors.
-      SmallVector<Value> packed;
-      for (unsigned w = 0; w < words; ++w)
-        packed.push_back(packWord(kb, codes, quant.getBits(), w));
-      Value all = packed[0];
-      for (unsigned w = 1; w < words; ++w) {
-        auto concat = llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes));
-        Value widened = kb.shuffle(
-            packed[w], llvm::to_vector(llvm::seq<int64_t>(0, w * lanes)));
-        all = vector::ShuffleOp::create(kb.builder(), kb.getLoc(), all, widened,
-                                        concat);
+      // The word vectors concatenated, then interleaved: lane j's words go
+      // to group n0 + j.
+      Value all;
+      for (unsigned w = 0; w < words; ++w) {
+        Value word = packWord(kb, codes, quant.getBits(), w);
+        all = w == 0
+                  ? word
+                  : vector::ShuffleOp::create(
+                        kb.builder(), kb.getLoc(), all, word,
+                        llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes)))
+                        .getResult();
       }
       SmallVector<int64_t> interleave;
       for (unsigned j = 0; j < lanes; ++j)
@@ -282,13 +276,14 @@ static void emitTokenBlockFlushLanes(KernelBuilder &kb,
   });
 }
 
+/// The most groups of a token the vector form quantizes in one loop body.
+constexpr unsigned kMaxUnrolledGroups = 8;
+
 /// The CPU's vector form of a span=channels flush (asym and sym): a group's
 /// contiguous channels are the lanes. Its range is reduced across lanes
 /// (min and max are exact in any order), its codes come from the same
 /// Quantizer arithmetic lane by lane, and each word ORs its codes' shifted
 /// lanes together.
-/// The most groups of a token the vector form quantizes in one loop body.
-constexpr unsigned kMaxUnrolledGroups = 8;
 
 static void emitChannelGroupFlushLanes(KernelBuilder &kb,
                                        const CacheLayout &layout,
@@ -300,8 +295,6 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
   unsigned group = quant.getGroup(), bits = quant.getBits();
   unsigned chunks = group / lanes, flush = tensor.window.getFlush();
   Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
-  auto f32s = VectorType::get({lanes}, f32);
-  unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
   OpBuilder &b = kb.builder();
   Location loc = kb.getLoc();
   // Appends reject non-finite input, so the range needs no NaN handling
@@ -313,18 +306,14 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
         placeGroup(kb, layout, tensor, slice, args, unit, head, g);
     SmallVector<Value> xs;
     for (unsigned j = 0; j < chunks; ++j) {
-      Value index = kb.add(place.first, kb.i32(j * lanes));
-      Value x = kb.load(VectorType::get({lanes}, dtype), args.staging,
-                        kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
-                        /*invariant=*/true);
-      if (!dtype.isF32())
-        x = arith::ExtFOp::create(b, loc, f32s, x);
-      if (quant.getKeyNorm()) {
-        Value channel = kb.add(place.channel0, kb.i32(j * lanes));
-        x = kb.fdiv(x, kb.load(f32s, args.norms,
-                               kb.mul(kb.toI64(channel), kb.i64(4)), 4,
-                               /*invariant=*/true));
-      }
+      Value x = kb.loadFloatVector(dtype, args.staging,
+                                   kb.add(place.first, kb.i32(j * lanes)),
+                                   lanes, /*invariant=*/true);
+      if (quant.getKeyNorm())
+        x = kb.fdiv(x, kb.loadFloatVector(
+                           f32, args.norms,
+                           kb.add(place.channel0, kb.i32(j * lanes)), lanes,
+                           /*invariant=*/true));
       xs.push_back(x);
     }
     auto reduce = [&](vector::CombiningKind kind,
@@ -333,8 +322,7 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
       Value acc = map(xs[0]);
       for (unsigned j = 1; j < chunks; ++j)
         acc = combine(acc, map(xs[j]));
-      return vector::ReductionOp::create(b, loc, kind, acc, noNaN)
-          .getResult();
+      return vector::ReductionOp::create(b, loc, kind, acc, noNaN).getResult();
     };
     auto identity = [](Value x) { return x; };
     auto fmin = [&](Value x, Value y) {

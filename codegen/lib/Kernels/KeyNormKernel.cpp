@@ -35,13 +35,9 @@ static void emitKeyNormLanes(KernelBuilder &kb, Value src, Value norms,
         Value row = fullPrecisionRow(kb, model, 0, kb.i32(0), t, head);
         SmallVector<Value> next;
         for (unsigned j = 0; j < chunks; ++j) {
-          Value index = kb.add(row, kb.i32(j * lanes));
-          Value x = kb.load(VectorType::get({lanes}, dtype), src,
-                            kb.mul(kb.toI64(index), kb.i64(bytes)), bytes,
-                            /*invariant=*/true);
-          if (!dtype.isF32())
-            x = arith::ExtFOp::create(kb.builder(), kb.getLoc(),
-                                      VectorType::get({lanes}, f32), x);
+          Value x = kb.loadFloatVector(dtype, src,
+                                       kb.add(row, kb.i32(j * lanes)), lanes,
+                                       /*invariant=*/true);
           next.push_back(kb.fmax(acc[j], kb.fabs(x)));
         }
         return next;
@@ -73,6 +69,7 @@ void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
                                             /*invariant=*/true);
                      return {kb.fmax(acc[0], kb.fabs(x))};
                    })[0];
-    kb.storeF32(normOf(kb, maxAbs), norms, kb.add(kb.mul(head, kb.i32(dim)), c));
+    kb.storeF32(normOf(kb, maxAbs), norms,
+                kb.add(kb.mul(head, kb.i32(dim)), c));
   });
 }

@@ -62,15 +62,14 @@ static Value encodeE4M3(KernelBuilder &kb, Value value) {
 
 /// The f32 value of E4M3FN bits (never NaN: the quantizers do not make it).
 static Value decodeE4M3(KernelBuilder &kb, Value byte) {
-  Value bits = arith::ExtUIOp::create(kb.builder(), kb.getLoc(),
-                                      kb.shaped(kb.builder().getI32Type()),
-                                      byte);
+  Value bits = arith::ExtUIOp::create(
+      kb.builder(), kb.getLoc(), kb.shaped(kb.builder().getI32Type()), byte);
   Value exponent = kb.bitAnd(kb.shrU(bits, kb.ci32(3)), kb.ci32(15));
   Value mantissa = kb.bitAnd(bits, kb.ci32(7));
-  Value normal =
-      kb.bitcast(kb.builder().getF32Type(),
-                 kb.bitOr(kb.shl(kb.add(exponent, kb.ci32(127 - 7)), kb.ci32(23)),
-                          kb.shl(mantissa, kb.ci32(20))));
+  Value normal = kb.bitcast(
+      kb.builder().getF32Type(),
+      kb.bitOr(kb.shl(kb.add(exponent, kb.ci32(127 - 7)), kb.ci32(23)),
+               kb.shl(mantissa, kb.ci32(20))));
   Value subnormal = kb.fmul(kb.uitofp(mantissa), kb.cf32(1.0 / 512.0));
   Value magnitude = kb.select(kb.eq(exponent, kb.ci32(0)), subnormal, normal);
   Value negative = kb.eq(kb.bitAnd(bits, kb.ci32(0x80)), kb.ci32(0x80));
@@ -157,17 +156,17 @@ GroupStats Quantizer::computeStats(unsigned size, ElementFn element) {
     init.append({kb.cf32(inf), kb.cf32(-inf)});
   if (sym)
     init.push_back(kb.cf32(0));
-  SmallVector<Value> stats = kb.forLoop(
-      kb.i32(0), kb.i32(size), kb.i32(1), init,
-      [&](Value k, ValueRange acc) -> SmallVector<Value> {
-        Value x = element(k);
-        SmallVector<Value> next;
-        if (asym)
-          next.append({kb.fmin(acc[0], x), kb.fmax(acc[1], x)});
-        if (sym)
-          next.push_back(kb.fmax(acc.back(), kb.fabs(x)));
-        return next;
-      });
+  SmallVector<Value> stats =
+      kb.forLoop(kb.i32(0), kb.i32(size), kb.i32(1), init,
+                 [&](Value k, ValueRange acc) -> SmallVector<Value> {
+                   Value x = element(k);
+                   SmallVector<Value> next;
+                   if (asym)
+                     next.append({kb.fmin(acc[0], x), kb.fmax(acc[1], x)});
+                   if (sym)
+                     next.push_back(kb.fmax(acc.back(), kb.fabs(x)));
+                   return next;
+                 });
   GroupStats result;
   if (asym) {
     result.min = stats[0];
@@ -201,8 +200,7 @@ GroupParams Quantizer::paramsFromStats(const GroupStats &stats) {
 }
 
 GroupParams Quantizer::storedParams(const GroupStats &stats,
-                                    Value &asymSaturated,
-                                    Value &symSaturated) {
+                                    Value &asymSaturated, Value &symSaturated) {
   GroupParams params;
   Mode mode = quant.getMode();
   if (mode != Mode::Sym) {
@@ -317,8 +315,7 @@ Value Quantizer::dequantize(Value code, Value scale, Value zero) {
 }
 
 AffineTerms Quantizer::affine(Value scale, Value zero) {
-  Value symZero =
-      kb.fmul(kb.f32Like(scale, -double(getSymOffset())), scale);
+  Value symZero = kb.fmul(kb.f32Like(scale, -double(getSymOffset())), scale);
   switch (quant.getMode()) {
   case Mode::Asym:
     return {scale, zero};

@@ -45,10 +45,10 @@ struct ExpandUnpack : OpRewritePattern<UnpackOp> {
     Value source = op.getWords();
     Value lo = kb.shuffle(source, low);
     Value shift = kb.vectorI32(shifts);
-    Value code = straddles ? kb.callIntrinsic("llvm.fshr",
-                                              {kb.shuffle(source, high), lo,
-                                               shift})
-                           : kb.shrU(lo, shift);
+    Value code = straddles
+                     ? kb.callIntrinsic("llvm.fshr",
+                                        {kb.shuffle(source, high), lo, shift})
+                     : kb.shrU(lo, shift);
     rewriter.replaceOp(
         op, kb.bitAnd(code, kb.splat(kb.i32((1u << bits) - 1), lanes)));
     return success();

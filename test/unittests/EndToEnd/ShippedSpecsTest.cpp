@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("fp16", "kivi-2bit", "asymkv-32-0", "asymkv-16-0",
                       "innerq-base", "innerq-hybrid", "innerq-small",
                       "skvq-k2v2-g128", "xquant-mistral-7b", "xquant-llama2-7b",
-                      "xquant-llama2-7b-chat"),
+                      "xquant-llama2-7b-chat", "vector-forms"),
     [](const auto &Info) {
       std::string Name = Info.param;
       std::replace(Name.begin(), Name.end(), '-', '_');
