@@ -312,6 +312,18 @@ def schedule_table(mix, options) -> str:
     return "\n".join(lines)
 
 
+def bit_report(report: dict, frame, tokens: int) -> str:
+    """kvq's accounting of a spec in the terms of `kvq-opt
+    --kvq-report-bits`: asymptotic code and storage bits, and the exact bytes
+    of one sequence of `tokens` tokens by component."""
+    parts = ", ".join(f"{k} {report[k]}" for k in
+                      ("codes", "params", "full_precision", "pools", "metadata"))
+    return (f"code-bits = {report['code_bits']:.4f}, storage-bits = "
+            f"{report['storage_bits']:.4f}\nbytes(tokens = {tokens}) = "
+            f"{report['bytes']} ({parts}) = "
+            f"{space.bits_per_element(frame, report['bytes'], tokens):.4f} bits per element")
+
+
 def accounting_bits(spec: str, frame, tokens: int) -> float:
     return space.bits_per_element(frame, space.sequence_bytes(spec, tokens), tokens)
 
@@ -357,8 +369,10 @@ def format_rows(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def budget_name(budget: str) -> str:
-    return "tuned-" + budget.strip().lower().replace(" ", "")
+def budget_name(frame, limit: int, tokens: int) -> str:
+    """The tuned spec's name: its budget in bits per element, whichever unit
+    the budget was given in."""
+    return f"tuned-{space.bits_per_element(frame, limit, tokens):.3f}b"
 
 
 def restated(model, name: str) -> str:
@@ -405,6 +419,14 @@ def heldout_rows(model, args, frame, spec_paths: dict, compare: list, meta) -> l
         })
     meta["heldout_baseline_perplexity"] = results["baseline-fp16"]["perplexity"]
     return rows
+
+
+def spec_comment(args, budget: str, result: dict, report: str) -> str:
+    """The tuned spec's header: how it was found and what it costs."""
+    lines = [f"kvq-tune --budget {budget} --tokens {args.tokens} --base {args.base} "
+             f"--seed {args.seed}", f"calibration KL {result['calibration_kl']:.4f} "
+             f"on {args.calibration_text}"] + report.split("\n")
+    return "".join(f"// {line}\n" for line in lines)
 
 
 def main(argv=None) -> int:
@@ -484,18 +506,16 @@ def main(argv=None) -> int:
         result = tune(frame, options, args.tokens, budget, measurer.measure_slots,
                       measurer.evaluate, args.rounds, args.proposals, args.seed)
         spec = measurer.spec(result["mix"])
-        name = budget_name(budget)
+        name = budget_name(frame, result["limit_bytes"], args.tokens)
         path = os.path.join(args.out, name + ".mlir")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(f"// kvq-tune --budget {budget} (tokens {args.tokens}, base "
-                    f"{args.base}, seed {args.seed}): calibration KL "
-                    f"{result['calibration_kl']:.4f}\n" + spec)
-        spec_paths[budget] = path
         result["report"] = kvq.report_bits(spec, tokens=args.tokens)[0]
-        print(f"kvq-tune: {name}: {result['bits']:.4f} bits/element "
-              f"({result['bytes']} of {result['limit_bytes']} bytes at "
-              f"{args.tokens} tokens), calibration KL {result['calibration_kl']:.4f} "
-              f"(additive model {result['predicted_kl']:.4f})\n"
+        report = bit_report(result["report"], frame, args.tokens)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(spec_comment(args, budget, result, report) + spec)
+        spec_paths[budget] = path
+        print(f"kvq-tune: {name}: {result['bytes']} of {result['limit_bytes']} bytes, "
+              f"calibration KL {result['calibration_kl']:.4f} (additive model "
+              f"{result['predicted_kl']:.4f})\n{report}\n"
               + schedule_table(result["mix"], options))
         result["spec"] = path
         result.pop("mix")
