@@ -221,3 +221,21 @@ def test_real_measurement_end_to_end(tmp_path, monkeypatch):
     assert tune.tune(frame, options, 300, "11", again.measure_slots, again.evaluate,
                      rounds=1, proposals=2)["mix"] == result["mix"]
     assert calls == [] and len(entries) == len(again.cache.entries)
+
+
+def test_documented_tuned_specs_keep_their_budgets():
+    """The specs of docs/Evaluation.md verify, and their bytes at 1024
+    tokens are the bit report in their header and within their budget."""
+    import glob
+    import os
+
+    root = os.environ.get("KVQ_SOURCE_DIR", kvq._SOURCE_DIR)
+    paths = glob.glob(os.path.join(root, "docs", "images", "kvq-tune", "*.mlir"))
+    assert len(paths) == 4
+    for path in paths:
+        text = open(path, encoding="utf-8").read()
+        stated = int(re.search(r"bytes\(tokens = 1024\) = (\d+)", text).group(1))
+        budget = re.search(r"--budget (\S+)", text).group(1)
+        frame = space.parse_frame(text)
+        assert space.sequence_bytes(text, 1024) == stated
+        assert stated <= space.budget_bytes(frame, budget, 1024)

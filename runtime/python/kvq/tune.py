@@ -452,7 +452,8 @@ def main(argv=None) -> int:
     parser.add_argument("--compare", nargs="*", default=["kivi-2bit", "innerq-hybrid"],
                         help="uniform schemes re-run on the held-out text")
     parser.add_argument("--published", default=os.path.join(
-        kvq._SOURCE_DIR, "docs", "images", "eval-results.json"),
+        os.environ.get("KVQ_SOURCE_DIR", kvq._SOURCE_DIR), "docs", "images",
+        "eval-results.json"),
         help="kvq-eval results.json with the other uniform schemes (same protocol)")
     parser.add_argument("--no-heldout", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="refinement rounds")
