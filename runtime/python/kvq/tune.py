@@ -341,12 +341,16 @@ def plot_front(rows: list[dict], meta: dict, path: str) -> None:
     if tuned:
         ax.plot([r["bits"] for r in tuned], [r["kl_mean"] for r in tuned],
                 "o-", color="C3", label="kvq-tune (per-layer)")
-    for r in rows:
-        if r["kind"] == "tuned":
-            continue
+    previous, stack = None, 0
+    for r in sorted((r for r in rows if r["kind"] != "tuned"), key=lambda r: r["bits"]):
         ax.scatter(r["bits"], r["kl_mean"], color="C0", marker="s")
-        ax.annotate(r["name"], (r["bits"], r["kl_mean"]), fontsize=7,
-                    xytext=(3, 3), textcoords="offset points")
+        # A scheme within 0.05 bits of the previous one is labelled on the
+        # left, below the labels already there.
+        stack = stack + 1 if previous is not None and r["bits"] - previous < 0.05 else 0
+        previous = r["bits"]
+        offset = (4, 3) if stack == 0 else (-6, -9 * stack)
+        ax.annotate(r["name"], (r["bits"], r["kl_mean"]), fontsize=7, xytext=offset,
+                    textcoords="offset points", ha="left" if stack == 0 else "right")
     ax.scatter([], [], color="C0", marker="s", label="uniform published schemes")
     ax.set_xlabel(f"bits per cached element (kvq accounting, "
                   f"{meta['tokens']}-token sequence)")
