@@ -174,11 +174,11 @@ class Measurer:
                  work_dir: str, members: int, progress: bool):
         self.calibration, self.frame, self.cache = calibration, frame, cache
         self.work_dir, self.members, self.progress = work_dir, members, progress
-        self.compiles = 0
+        self.artifacts_used = 0
         self.fp16 = self._artifact(fp16_spec(frame))
 
     def _artifact(self, spec: str):
-        self.compiles += 1
+        self.artifacts_used += 1
         return compiled(spec, self.work_dir)
 
     def _slot_key(self, slot, attr):
@@ -218,7 +218,6 @@ class Measurer:
         for m, layer in enumerate(layers):
             rows = slice(m * segments, (m + 1) * segments)
             routes = [(fp16, fp16_seqs[rows])] * self.frame.layers
-            routes = list(routes)
             routes[layer] = (quant, quant_seqs[rows])
             members.append((RoutedPast(routes), list(range(segments))))
         return self.calibration.measure(members)
@@ -239,8 +238,10 @@ class Measurer:
                 self.cache.put(self._mix_key(spec), result)
             self.cache.save()
             del members
+            # Mix artifacts are used once; the fp16 one serves every batch.
             for artifact in artifacts:
-                shutil.rmtree(artifact.dir, ignore_errors=True)
+                if artifact.dir != self.fp16.dir:
+                    shutil.rmtree(artifact.dir, ignore_errors=True)
         return [self.cache.get(self._mix_key(s))["kl"] for s in specs]
 
     def spec(self, mix) -> str:
@@ -527,7 +528,7 @@ def main(argv=None) -> int:
         result["sensitivity"] = {f"{t}:{l}": {space.short_label(a): v for a, v in s.items()}
                                  for (t, l), s in result["sensitivity"].items()}
         tuned.append(result)
-    meta["artifacts_used"] = measurer.compiles
+    meta["artifacts_used"] = measurer.artifacts_used
     meta["tuning_seconds"] = round(time.time() - start, 1)
     rows = []
     if not args.no_heldout:

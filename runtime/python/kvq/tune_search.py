@@ -30,7 +30,7 @@ from typing import Callable
 
 import numpy as np
 
-from .tune_space import KEYS, TENSORS, VALUES
+from .tune_space import TENSORS
 
 Mix = tuple  # (keys attrs tuple, values attrs tuple)
 Slot = tuple  # (tensor, layer)
@@ -227,23 +227,3 @@ def _fitting(problem: Problem, ranked: list, count: int) -> list[Mix]:
         if problem.price(mix) <= problem.limit:
             out.append(mix)
     return out
-
-
-def bits_given(mix: Mix) -> dict:
-    """Per tensor, how many layers took each attribute (for reports)."""
-    return {t: {a: attrs.count(a) for a in dict.fromkeys(attrs)}
-            for t, attrs in zip(TENSORS, mix)}
-
-
-__all__ = [
-    "KEYS",
-    "VALUES",
-    "Problem",
-    "make_mix",
-    "neighbours",
-    "predicted_loss",
-    "refine",
-    "slots_of",
-    "solve_knapsack",
-    "with_slot",
-]
