@@ -230,8 +230,9 @@ def test_documented_tuned_specs_keep_their_budgets():
     import os
 
     root = os.environ.get("KVQ_SOURCE_DIR", kvq._SOURCE_DIR)
-    paths = glob.glob(os.path.join(root, "docs", "images", "kvq-tune", "*.mlir"))
-    assert len(paths) == 4
+    paths = glob.glob(os.path.join(root, "docs", "images", "kvq-tune", "**", "*.mlir"),
+                      recursive=True)
+    assert len(paths) == 6
     for path in paths:
         text = open(path, encoding="utf-8").read()
         stated = int(re.search(r"bytes\(tokens = 1024\) = (\d+)", text).group(1))
