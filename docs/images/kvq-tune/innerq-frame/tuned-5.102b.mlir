@@ -1,0 +1,42 @@
+// kvq-tune --budget 7346.3046875B --tokens 1024 --base innerq-hybrid --seed 0
+// calibration KL 0.0262 on /usr/share/common-licenses/MPL-1.1
+// code-bits = 2.5000, storage-bits = 3.2458
+// bytes(tokens = 1024) = 7517240 (codes 3225600, params 962304, full_precision 3306240, pools 0, metadata 23096) = 5.0980 bits per element
+kvq.cache @tuned model <layers = 30, heads = 9, kv_heads = 3, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <sink = 32, recent = 96, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = sym, span = channels, group = 64, key_norm>
+    kvq.layers 1 to 3 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 3 to 4 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 4 to 7 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 7 to 9 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 9 to 10 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 10 to 11 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 11 to 14 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 14 to 15 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 15 to 17 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 17 to 25 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 25 to 26 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 26 to 27 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 27 to 28 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 28 to 29 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 29 to 30 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+  }
+  kvq.values window <sink = 32, recent = 96, flush = 32> {
+    kvq.layers 0 to 3 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>
+    kvq.layers 3 to 6 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+    kvq.layers 6 to 9 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+    kvq.layers 9 to 14 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+    kvq.layers 14 to 16 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>
+    kvq.layers 16 to 17 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+    kvq.layers 17 to 19 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>
+    kvq.layers 19 to 20 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+    kvq.layers 20 to 22 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>
+    kvq.layers 22 to 23 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+    kvq.layers 23 to 25 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>
+    kvq.layers 25 to 26 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+    kvq.layers 26 to 27 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>
+    kvq.layers 27 to 28 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+    kvq.layers 28 to 29 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+    kvq.layers 29 to 30 : #kvq.quant<bits = 1, mode = asym, span = channels, group = 32, eta = 1/6>
+  }
+}
