@@ -12,13 +12,14 @@
 #include "kvq/Codegen/SliceAccess.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace kvq {
 namespace attend {
 
+using llvm::SmallVector;
 using mlir::Value;
 using mlir::ValueRange;
-using llvm::SmallVector;
 
 /// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
 struct AttendArgs {
@@ -106,10 +107,18 @@ private:
   void sumTokenBlockValues(Range range);
   /// `lanes` codes of `bits` bits from the words vector `words`, lane j at
   /// bit `offset + j * stride`, as f32.
-  Value unpackCodes(Value words, unsigned bits, unsigned lanes,
-                    unsigned offset, unsigned stride);
+  Value unpackCodes(Value words, unsigned bits, unsigned lanes, unsigned offset,
+                    unsigned stride);
   /// Loads `count` packed words of group `n` as one vector.
   Value loadGroupWords(SliceAccess &access, Value n, unsigned count);
+  /// Runs `step(access, pageToken, t, sums)` for every token t of `range`
+  /// (quantized region of keys or values) in order, with `access` the
+  /// token's page slice; returns the final sums.
+  using TokenStep = std::function<SmallVector<Value>(
+      SliceAccess &access, Value pageToken, Value t, ValueRange sums)>;
+  SmallVector<Value> forEachQuantizedToken(Range range, bool isKeys,
+                                           ValueRange init,
+                                           const TokenStep &step);
   /// Calls `body(first)` for the span=tokens blocks overlapping `range`:
   /// `first` is the block's first quantized position.
   void forEachTokenBlock(Range range, bool isKeys,

@@ -173,6 +173,38 @@ void AttendEmitter::forEachTokenBlock(Range range, bool isKeys,
              [&](Value block) { body(kb.mul(block, kb.i32(group))); });
 }
 
+SmallVector<Value> AttendEmitter::forEachQuantizedToken(Range range,
+                                                        bool isKeys,
+                                                        ValueRange init,
+                                                        const TokenStep &step) {
+  // Pages outer, their tokens inner: the block table is read and the
+  // slice's address computed once per page, not once per token.
+  const SliceLayout &slice = this->slice(isKeys);
+  Value sink = regions[isKeys ? 0 : 1].sink;
+  Value pageTokens = kb.i32(layout.pageTokens);
+  Value first = kb.sub(range.begin, sink), end = kb.sub(range.end, sink);
+  Value firstPage = kb.divU(first, pageTokens);
+  Value endPage =
+      kb.divU(kb.add(end, kb.i32(layout.pageTokens - 1)), pageTokens);
+  endPage = kb.maxS(endPage, firstPage);
+  return kb.forLoop(
+      firstPage, endPage, kb.i32(1), init,
+      [&](Value page, ValueRange acc) -> SmallVector<Value> {
+        Value pageStart = kb.mul(page, pageTokens);
+        SliceAccess access(kb, tensor(isKeys), slice, layout.pageTokens,
+                           args.pages[isKeys ? 0 : 1], tableRow(isKeys),
+                           pageStart, head);
+        Value begin = kb.maxS(first, pageStart);
+        Value pageEnd = kb.add(pageStart, pageTokens);
+        Value stop = kb.select(kb.ult(end, pageEnd), end, pageEnd);
+        return kb.forLoop(begin, kb.maxS(stop, begin), kb.i32(1), acc,
+                          [&](Value index, ValueRange sums) {
+                            return step(access, kb.sub(index, pageStart),
+                                        kb.add(index, sink), sums);
+                          });
+      });
+}
+
 void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
                                    Value first) {
   unsigned group = access.getQuant().getGroup(),
@@ -279,11 +311,8 @@ void AttendEmitter::scoreChannelGroups(Range range) {
   unsigned groups = keys.groupsPerToken, words = keys.wordsPerGroup;
   unsigned lanes = getLanes(kb.getTarget(), group), groupChunks = group / lanes;
   Quantizer quantizer(kb, quant);
-  kb.forEach(range.begin, range.end, [&](Value t) {
-    Value index = kb.sub(t, regions[0].sink);
-    SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
-                       tableRow(true), index, head);
-    Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+  auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
+                        ValueRange) -> SmallVector<Value> {
     Value n0 = kb.mul(pageToken, kb.i32(groups));
     AffineTerms terms =
         quantizer.affine(access.loadScales(quantizer, n0, groups),
@@ -328,7 +357,9 @@ void AttendEmitter::scoreChannelGroups(Range range) {
         score = kb.fadd(score, kb.reduceAdd(biases[r]));
       kb.storeF32(score, scores, kb.add(kb.i32(r * layout.splitTokens), local));
     }
-  });
+    return {};
+  };
+  forEachQuantizedToken(range, /*isKeys=*/true, {}, scoreToken);
 }
 
 void AttendEmitter::sumQuantizedValues(Range range) {
@@ -374,13 +405,10 @@ void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
   // sums.
   SmallVector<Value> init(count * chunks, vectorF32(kb, lanes, 0));
   init.append(count, vectorF32(kb, passGroups, 0));
-  SmallVector<Value> sums = kb.forLoop(
-      range.begin, range.end, kb.i32(1), init,
-      [&](Value t, ValueRange acc) -> SmallVector<Value> {
-        Value index = kb.sub(t, regions[1].sink);
-        SliceAccess access(kb, tensor(false), values, layout.pageTokens,
-                           args.pages[1], tableRow(false), index, head);
-        Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
+  SmallVector<Value> sums = forEachQuantizedToken(
+      range, /*isKeys=*/false, init,
+      [&](SliceAccess &access, Value pageToken, Value t,
+          ValueRange acc) -> SmallVector<Value> {
         Value n = kb.add(kb.mul(pageToken, kb.i32(groups)), kb.i32(g0));
         Value packed = loadGroupWords(access, n, passGroups * words);
         AffineTerms terms =
