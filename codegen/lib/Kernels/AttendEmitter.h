@@ -123,6 +123,9 @@ private:
   /// `first` is the block's first quantized position.
   void forEachTokenBlock(Range range, bool isKeys,
                          llvm::function_ref<void(Value first)> body);
+  /// The index in its page of the span=tokens block at quantized position
+  /// `first`.
+  Value getPageBlock(Value first, unsigned group);
   /// Writes the slope and offset (Quantizer::affine) of every channel of
   /// the span=tokens block at `first` to blockSlopes / blockOffsets.
   void loadBlockTerms(SliceAccess &access, Quantizer &quantizer, Value first);

@@ -1,19 +1,20 @@
-//===- AttendVectorCPU.cpp - the attend kernel's quantized loops as vectors
-//===//
+//===- AttendVectorCPU.cpp - quantized attend loops as vectors -----------===//
 //
-// On the CPU the quantized regions are computed on explicit vectors of
-// kLanes f32 lanes (one AVX-512 register), with codes unpacked by kvq.unpack
-// at compile-time bit positions and each group's parameters folded once:
+// On the CPU the quantized regions are computed on explicit vectors of the
+// target's vector lanes, codes unpacked by kvq.unpack at compile-time bit
+// positions and each group's parameters folded once (Quantizer::affine):
 //   - span=tokens keys: tokens are lanes; a block's slopes are folded into
 //     the queries once, so a channel costs one unpack and one FMA per head;
-//   - span=channels keys: channels are lanes; a token's groups are summed
-//     in a vector and reduced once per head;
-//   - span=channels values: channels are lanes; the weight p * slope is a
-//     scalar per (token, group, head), the offsets a scalar sum per group;
+//   - span=channels keys: channels are lanes; codes are scaled by their
+//     group's slope, dotted with each head's query, and the heads' vectors
+//     reduced together;
+//   - span=channels values: channels are lanes; a token's weights p * slope
+//     are one vector per head, broadcast to a chunk by a permute, in passes
+//     over heads x groups sized to the register file;
 //   - span=tokens values: channels are lanes, the block's tokens unrolled;
 //     the slopes and offsets are applied once per block.
-// The GPU keeps its thread-per-token and thread-per-channel loops
-// (AttendKernel.cpp).
+// Quantized tokens are walked page by page. The GPU keeps its
+// thread-per-token and thread-per-channel loops (AttendKernel.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -205,12 +206,14 @@ SmallVector<Value> AttendEmitter::forEachQuantizedToken(Range range,
       });
 }
 
+Value AttendEmitter::getPageBlock(Value first, unsigned group) {
+  return kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+}
+
 void AttendEmitter::loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
                                    Value first) {
-  unsigned group = access.getQuant().getGroup(),
-           lanes = getLanes(kb.getTarget(), dim);
-  Value pageBlock =
-      kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+  unsigned lanes = getLanes(kb.getTarget(), dim);
+  Value pageBlock = getPageBlock(first, access.getQuant().getGroup());
   kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(lanes), {},
              [&](Value c0, ValueRange) -> SmallVector<Value> {
                Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
@@ -255,8 +258,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
     SmallVector<Value> bias;
     for (Value dots : offsetDots)
       bias.push_back(kb.reduceAdd(dots));
-    Value pageBlock =
-        kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+    Value pageBlock = getPageBlock(first, group);
     Value blockStart = kb.add(regions[0].sink, first);
     for (unsigned chunk0 = 0; chunk0 < chunks; chunk0 += perPass) {
       unsigned count = std::min(perPass, chunks - chunk0);
@@ -484,8 +486,7 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
           }
           return next;
         });
-    Value pageBlock =
-        kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+    Value pageBlock = getPageBlock(first, group);
     // Channels are lanes: the `lanes` groups of a chunk are consecutive, so
     // one load brings every code of the chunk; token k of lane j sits at bit
     // j * 32 * words + k * bits.

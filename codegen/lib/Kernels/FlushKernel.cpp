@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace kvq;
 
@@ -34,13 +36,38 @@ struct FlushArgs {
 struct GroupPlace {
   Value first, stride, channel0, channelStride, qpos, n;
 };
+
+/// Emits the flush kernel of one slice: block (u, h) moves flush unit u of
+/// kv-head h into the pages. The scalar forms serve every target; the CPU's
+/// vector forms are used where the target's lanes allow.
+class FlushEmitter {
+public:
+  FlushEmitter(KernelBuilder &kb, const KernelEntry &entry,
+               const CacheLayout &layout, unsigned layer, bool isKeys)
+      : kb(kb), layout(layout), tensor(layout.get(isKeys)),
+        slice(tensor.layers[layer]), args(entry), unit(entry.blockId[0]),
+        head(entry.blockId[1]) {}
+
+  void emit();
+
+private:
+  /// Group `g` of the flush unit.
+  GroupPlace placeGroup(Value g);
+  void emitQuantized();
+  void emitTokenBlockLanes(unsigned lanes);
+  void emitChannelGroupLanes(unsigned lanes);
+  void emitFullPrecision(unsigned lanes);
+
+  KernelBuilder &kb;
+  const CacheLayout &layout;
+  const TensorLayout &tensor;
+  const SliceLayout &slice;
+  FlushArgs args;
+  Value unit, head;
+};
 } // namespace
 
-/// Group `g` of flush unit `unit`, for kv-head `head`.
-static GroupPlace placeGroup(KernelBuilder &kb, const CacheLayout &layout,
-                             const TensorLayout &tensor,
-                             const SliceLayout &slice, const FlushArgs &args,
-                             Value unit, Value head, Value g) {
+GroupPlace FlushEmitter::placeGroup(Value g) {
   ModelAttr model = layout.model;
   unsigned dim = model.getHeadDim(), group = slice.quant.getGroup();
   unsigned flush = tensor.window.getFlush();
@@ -102,10 +129,7 @@ static void packGroup(KernelBuilder &kb, SliceAccess &access, Value n,
     access.storeWord(n, rest[2], kb.toI32(rest[0]));
 }
 
-static void emitQuantizedFlush(KernelBuilder &kb, const CacheLayout &layout,
-                               const TensorLayout &tensor,
-                               const SliceLayout &slice, const FlushArgs &args,
-                               Value unit, Value head) {
+void FlushEmitter::emitQuantized() {
   QuantAttr quant = slice.quant;
   unsigned flush = tensor.window.getFlush();
   unsigned groupsPerUnit =
@@ -114,8 +138,7 @@ static void emitQuantizedFlush(KernelBuilder &kb, const CacheLayout &layout,
           : flush / quant.getGroup() * layout.model.getHeadDim();
   Type dtype = layout.model.getDtype();
   kb.getTarget().parallelFor(kb, kb.i32(groupsPerUnit), [&](Value g) {
-    GroupPlace place =
-        placeGroup(kb, layout, tensor, slice, args, unit, head, g);
+    GroupPlace place = placeGroup(g);
     auto element = [&](Value k) {
       Value x = kb.loadFloat(dtype, args.staging,
                              kb.add(place.first, kb.mul(k, place.stride)),
@@ -142,19 +165,32 @@ static void emitQuantizedFlush(KernelBuilder &kb, const CacheLayout &layout,
   });
 }
 
+/// How the code at bit `bit` of a group's stream moves into word `w`:
+/// shifted left by `left` (its high bits past bit 31 belong to the next
+/// word) or right by `right`; nullopt where no bit of it is in the word.
+struct WordShift {
+  int32_t left, right;
+};
+static std::optional<WordShift> shiftIntoWord(int64_t bit, unsigned bits,
+                                              unsigned w) {
+  int64_t first = 32 * int64_t(w);
+  if (bit >= first + 32 || bit + bits <= first)
+    return std::nullopt;
+  return WordShift{int32_t(std::max<int64_t>(bit - first, 0)),
+                   int32_t(std::max<int64_t>(first - bit, 0))};
+}
+
 /// Word `w` of the packed codes of a group, from its `codes` (each a scalar
-/// or a vector of groups, lane by lane): the bits of code k start at bit
-/// k * bits of the group's stream.
+/// or a vector of groups, lane by lane): code k starts at bit k * bits.
 static Value packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
                       unsigned w) {
   Value word;
   for (auto [k, code] : llvm::enumerate(codes)) {
-    int64_t bit = int64_t(k) * bits, first = 32 * int64_t(w);
-    if (bit >= first + 32 || bit + bits <= first)
+    std::optional<WordShift> shift = shiftIntoWord(int64_t(k) * bits, bits, w);
+    if (!shift)
       continue;
-    // High bits shifted past bit 31 belong to the next word.
-    Value part = bit >= first ? kb.shl(code, kb.i32Like(code, bit - first))
-                              : kb.shrU(code, kb.i32Like(code, first - bit));
+    Value part = shift->right ? kb.shrU(code, kb.i32Like(code, shift->right))
+                              : kb.shl(code, kb.i32Like(code, shift->left));
     word = word ? kb.bitOr(word, part) : part;
   }
   return word;
@@ -167,20 +203,17 @@ static Value packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
 static Value packWordLanes(KernelBuilder &kb, ArrayRef<Value> codes,
                            unsigned bits, unsigned w) {
   unsigned lanes = cast<VectorType>(codes[0].getType()).getNumElements();
-  int64_t first = 32 * int64_t(w);
   Value word;
   for (auto [j, code] : llvm::enumerate(codes)) {
     SmallVector<int32_t> left, right, keep;
-    bool any = false;
     for (unsigned l = 0; l < lanes; ++l) {
-      int64_t bit = (int64_t(j) * lanes + l) * bits;
-      bool inWord = bit < first + 32 && bit + bits > first;
-      any |= inWord;
-      left.push_back(inWord && bit > first ? bit - first : 0);
-      right.push_back(inWord && bit < first ? first - bit : 0);
-      keep.push_back(inWord ? -1 : 0);
+      std::optional<WordShift> shift =
+          shiftIntoWord((int64_t(j) * lanes + l) * bits, bits, w);
+      left.push_back(shift ? shift->left : 0);
+      right.push_back(shift ? shift->right : 0);
+      keep.push_back(shift ? -1 : 0);
     }
-    if (!any)
+    if (llvm::all_of(keep, [](int32_t k) { return k == 0; }))
       continue;
     Value part = kb.shrU(kb.shl(code, kb.vectorI32(left)), kb.vectorI32(right));
     part = kb.bitAnd(part, kb.vectorI32(keep));
@@ -196,12 +229,7 @@ static Value packWordLanes(KernelBuilder &kb, ArrayRef<Value> codes,
 /// are contiguous in the staging buffer. Every lane runs the scalar
 /// quantizer's arithmetic (the same Quantizer, on vectors), so codes and
 /// parameters are bit-identical to the one-group-per-thread form.
-static void emitTokenBlockFlushLanes(KernelBuilder &kb,
-                                     const CacheLayout &layout,
-                                     const TensorLayout &tensor,
-                                     const SliceLayout &slice,
-                                     const FlushArgs &args, Value unit,
-                                     Value head, unsigned lanes) {
+void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
   QuantAttr quant = slice.quant;
   ModelAttr model = layout.model;
   unsigned dim = model.getHeadDim(), group = quant.getGroup();
@@ -284,13 +312,7 @@ constexpr unsigned kMaxUnrolledGroups = 8;
 /// (min and max are exact in any order), its codes come from the same
 /// Quantizer arithmetic lane by lane, and each word ORs its codes' shifted
 /// lanes together.
-
-static void emitChannelGroupFlushLanes(KernelBuilder &kb,
-                                       const CacheLayout &layout,
-                                       const TensorLayout &tensor,
-                                       const SliceLayout &slice,
-                                       const FlushArgs &args, Value unit,
-                                       Value head, unsigned lanes) {
+void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
   QuantAttr quant = slice.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
   unsigned chunks = group / lanes, flush = tensor.window.getFlush();
@@ -302,8 +324,7 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
   // counted as +0 by the quantizer whichever one is kept.
   auto noNaN = arith::FastMathFlags::nnan;
   auto quantizeGroup = [&](Value g) {
-    GroupPlace place =
-        placeGroup(kb, layout, tensor, slice, args, unit, head, g);
+    GroupPlace place = placeGroup(g);
     SmallVector<Value> xs;
     for (unsigned j = 0; j < chunks; ++j) {
       Value x = kb.loadFloatVector(dtype, args.staging,
@@ -376,11 +397,7 @@ static void emitChannelGroupFlushLanes(KernelBuilder &kb,
 
 /// A full-precision tensor copies its tokens into the pages: `lanes`
 /// elements per load and store (a token's row is contiguous on both sides).
-static void emitFullPrecisionFlush(KernelBuilder &kb, const CacheLayout &layout,
-                                   const TensorLayout &tensor,
-                                   const SliceLayout &slice,
-                                   const FlushArgs &args, Value unit,
-                                   Value head, unsigned lanes) {
+void FlushEmitter::emitFullPrecision(unsigned lanes) {
   unsigned dim = layout.model.getHeadDim(), flush = tensor.window.getFlush();
   unsigned chunks = dim / lanes;
   Type bitsType = kb.builder().getIntegerType(layout.dtypeBytes * 8);
@@ -405,30 +422,24 @@ static void emitFullPrecisionFlush(KernelBuilder &kb, const CacheLayout &layout,
   });
 }
 
+void FlushEmitter::emit() {
+  unsigned lanes = getLanes(kb.getTarget(), layout.model.getHeadDim());
+  if (!slice.isQuantized())
+    return emitFullPrecision(lanes);
+  QuantAttr quant = slice.quant;
+  if (quant.getSpan() == Span::Tokens)
+    return lanes > 1 ? emitTokenBlockLanes(lanes) : emitQuantized();
+  // Hybrid compares squared errors summed in index order, which a
+  // reduction across a group's lanes would reorder: it keeps the scalar
+  // form.
+  unsigned groupLanes = getLanes(kb.getTarget(), quant.getGroup());
+  if (quant.getMode() != Mode::Hybrid && groupLanes > 1)
+    return emitChannelGroupLanes(groupLanes);
+  emitQuantized();
+}
+
 void kvq::emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
                           const CacheLayout &layout, unsigned layer,
                           bool isKeys) {
-  const TensorLayout &tensor = layout.get(isKeys);
-  const SliceLayout &slice = tensor.layers[layer];
-  FlushArgs args(entry);
-  Value unit = entry.blockId[0], head = entry.blockId[1];
-  unsigned lanes = getLanes(kb.getTarget(), layout.model.getHeadDim());
-  bool tokenBlocks =
-      slice.isQuantized() && slice.quant.getSpan() == Span::Tokens;
-  if (tokenBlocks && lanes > 1) {
-    emitTokenBlockFlushLanes(kb, layout, tensor, slice, args, unit, head,
-                             lanes);
-    return;
-  }
-  unsigned groupLanes = slice.isQuantized()
-                            ? getLanes(kb.getTarget(), slice.quant.getGroup())
-                            : 1;
-  if (slice.isQuantized() && slice.quant.getMode() != Mode::Hybrid &&
-      groupLanes > 1)
-    emitChannelGroupFlushLanes(kb, layout, tensor, slice, args, unit, head,
-                               groupLanes);
-  else if (slice.isQuantized())
-    emitQuantizedFlush(kb, layout, tensor, slice, args, unit, head);
-  else
-    emitFullPrecisionFlush(kb, layout, tensor, slice, args, unit, head, lanes);
+  FlushEmitter(kb, entry, layout, layer, isKeys).emit();
 }
