@@ -1,7 +1,7 @@
 //===- AttendEmitter.h - the attend kernel's emitter ------------*- C++ -*-===//
 //
 // Private to lib/Kernels: the phases of the attend kernel (AttendKernel.cpp)
-// and the CPU's vector forms of its quantized loops (AttendVectorCPU.cpp).
+// and the vector forms of its quantized loops (AttendVector.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,39 +102,75 @@ private:
                       kb.add(kb.i32(r * slice(true).groupsPerToken), g));
   }
   void scoreRange(Range range, unsigned region);
-  // The CPU's vector forms of the quantized loops (AttendVectorCPU.cpp).
+  // The vector forms of the quantized loops (AttendVector.cpp).
   void scoreTokenBlocks(Range range);
   void scoreChannelGroups(Range range);
   void allocateVectorBuffers();
   void sumQuantizedValues(Range range);
   void sumChannelGroupValues(Range range);
-  void sumChannelGroupPass(Range range, Quantizer &quantizer, unsigned h0,
-                           unsigned count, unsigned g0, unsigned passGroups);
+  /// Heads [firstHead, firstHead + heads) and chunks of `lanes` channels
+  /// [firstChunk, firstChunk + chunks) of a token's values: whole groups, or
+  /// part of one.
+  struct ValuePass {
+    unsigned firstHead, heads;
+    Value firstChunk;
+    unsigned chunks;
+  };
+  void sumChannelGroupPass(Range range, Quantizer &quantizer,
+                           const ValuePass &pass, Value unit, unsigned units,
+                           Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
+  /// Runs `body(task, worker)` for `tasks` tasks of `workers` adjacent
+  /// workers (KernelTarget::sumAcrossWorkers) over the block's threads.
+  /// Padded tasks (task >= tasks) run too and must do nothing.
+  void forEachWorker(unsigned tasks, unsigned workers,
+                     llvm::function_ref<void(Value task, Value worker)> body);
+  /// forEachWorker on a GPU block; on one thread, the units unrolled with
+  /// constant indices (worker 0).
+  void forEachUnit(unsigned units, unsigned workers,
+                   llvm::function_ref<void(Value unit, Value worker)> body);
   /// `lanes` codes of `bits` bits from the words vector `words`, lane j at
   /// bit `offset + j * stride`, as f32.
   Value unpackCodes(Value words, unsigned bits, unsigned lanes, unsigned offset,
                     unsigned stride);
   /// Loads `count` packed words of group `n` as one vector.
   Value loadGroupWords(SliceAccess &access, Value n, unsigned count);
+  /// The `count` bits of the slice's codes from bit `bit` of word `word`
+  /// as words whose bit 0 is that bit (`bit` may be dynamic).
+  Value loadCodeBits(SliceAccess &access, Value word, Value bit,
+                     unsigned count);
   /// Runs `step(access, pageToken, t, sums)` for every token t of `range`
   /// (quantized region of keys or values) in order, with `access` the
-  /// token's page slice; returns the final sums.
+  /// token's page slice; returns the final sums. Worker `worker` of
+  /// `workers` takes every workers-th token.
   using TokenStep = std::function<SmallVector<Value>(
       SliceAccess &access, Value pageToken, Value t, ValueRange sums)>;
   SmallVector<Value> forEachQuantizedToken(Range range, bool isKeys,
                                            ValueRange init,
-                                           const TokenStep &step);
-  /// Calls `body(first)` for the span=tokens blocks overlapping `range`:
-  /// `first` is the block's first quantized position.
-  void forEachTokenBlock(Range range, bool isKeys,
-                         llvm::function_ref<void(Value first)> body);
+                                           const TokenStep &step,
+                                           Value worker = {},
+                                           unsigned workers = 1);
+  /// The span=tokens blocks overlapping a range: the first block's index
+  /// among the quantized positions, their count, and its bound per split.
+  struct TokenBlocks {
+    Value first, count;
+    unsigned max;
+  };
+  unsigned getMaxTokenBlocks(bool isKeys);
+  TokenBlocks getTokenBlocks(Range range, bool isKeys);
+  /// The page slice of the block at quantized position `first`.
+  SliceAccess getBlockAccess(bool isKeys, Value first);
   /// The index in its page of the span=tokens block at quantized position
   /// `first`.
   Value getPageBlock(Value first, unsigned group);
-  /// Writes the slope and offset (Quantizer::affine) of every channel of
-  /// the span=tokens block at `first` to blockSlopes / blockOffsets.
-  void loadBlockTerms(SliceAccess &access, Quantizer &quantizer, Value first);
+  /// The slopes and offsets (Quantizer::affine) of channels [c0, c0 +
+  /// lanes) of the span=tokens block at `first`.
+  AffineTerms loadBlockTerms(SliceAccess &access, Quantizer &quantizer,
+                             Value first, Value c0, unsigned lanes);
+  /// foldedQueries and blockBiases of every key block.
+  void foldBlockQueries(const TokenBlocks &blocks, Quantizer &quantizer);
+  /// blockWeights and blockWeightSums of every value block.
+  void loadBlockWeights(Range range, const TokenBlocks &blocks);
   SmallVector<Value> quantizedKeyDots(Value index);
   // Channel reorder (AttendReorder.cpp): a token's variable-size key
   // groups scored against the permuted query, and channel `c` of a key or
@@ -183,10 +219,10 @@ private:
   Value queries, normQueries, scores;
   /// span = channels keys: sum of the (normalised) query over each group.
   Value groupSums;
-  /// CPU vector loops: queries times a block's key slopes, a block's
-  /// per-channel slopes and offsets, a value block's weights, and the
+  /// Vector loops, per span=tokens block of the split: queries times the
+  /// key slopes and their bias; the value weights and their sums; and the
   /// quantized values' share of the output.
-  Value foldedQueries, blockSlopes, blockOffsets, blockWeights, valueSums;
+  Value foldedQueries, blockBiases, blockWeights, blockWeightSums, valueSums;
   SmallVector<Value> maxScore, sumExp;
   /// Set when the layer's keys are pre-RoPE.
   std::optional<RopeBuilder> rope;

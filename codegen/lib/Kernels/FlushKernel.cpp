@@ -475,7 +475,7 @@ void FlushEmitter::emitFullPrecision(unsigned lanes) {
 }
 
 void FlushEmitter::emit() {
-  unsigned lanes = getLanes(kb.getTarget(), layout.model.getHeadDim());
+  unsigned lanes = getAppendLanes(kb.getTarget(), layout.model.getHeadDim());
   if (!slice.isQuantized())
     return emitFullPrecision(lanes);
   QuantAttr quant = slice.quant;
@@ -487,7 +487,7 @@ void FlushEmitter::emit() {
   // Hybrid compares squared errors summed in index order, which a
   // reduction across a group's lanes would reorder: it keeps the scalar
   // form.
-  unsigned groupLanes = getLanes(kb.getTarget(), quant.getGroup());
+  unsigned groupLanes = getAppendLanes(kb.getTarget(), quant.getGroup());
   if (quant.getMode() != Mode::Hybrid && groupLanes > 1)
     return emitChannelGroupLanes(groupLanes);
   emitQuantized();

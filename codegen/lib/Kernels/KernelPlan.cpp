@@ -167,3 +167,7 @@ unsigned kvq::getLanes(const KernelTarget &target, unsigned count) {
     lanes /= 2;
   return lanes;
 }
+
+unsigned kvq::getAppendLanes(const KernelTarget &target, unsigned count) {
+  return target.getBlockThreads() > 1 ? 1 : getLanes(target, count);
+}

@@ -57,7 +57,7 @@ void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
   Value head = entry.blockId[0];
   ModelAttr model = layout.model;
   unsigned dim = model.getHeadDim();
-  if (unsigned lanes = getLanes(kb.getTarget(), dim); lanes > 1)
+  if (unsigned lanes = getAppendLanes(kb.getTarget(), dim); lanes > 1)
     return emitKeyNormLanes(kb, src, norms, count, head, model, lanes);
   kb.getTarget().parallelFor(kb, kb.i32(dim), [&](Value c) {
     Value maxAbs =

@@ -149,6 +149,14 @@ public:
     return vectorLanes >= 16 ? 32 : 16;
   }
 
+  unsigned getBlockThreads() const override { return 1; }
+  unsigned getMaxWorkers() const override { return 1; }
+  SmallVector<Value> sumAcrossWorkers(KernelBuilder &, ValueRange values,
+                                      unsigned workers) override {
+    assert(workers == 1 && "a CPU block has one worker");
+    return SmallVector<Value>(values.begin(), values.end());
+  }
+
   /// 2^x = 2^i * 2^f with i = round(x), |f| <= 1/2, 2^f by its degree-6
   /// Taylor polynomial (relative error < 2e-7), all in vectorizable
   /// arithmetic: a libm call per softmax weight would dominate decode time.

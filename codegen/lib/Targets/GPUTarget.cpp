@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -110,12 +111,8 @@ public:
                    [&](Value i, ValueRange acc) -> SmallVector<Value> {
                      return {combine(acc[0], kb.loadF32(ptr, i))};
                    })[0];
-    for (unsigned offset = warpSize / 2; offset > 0; offset /= 2) {
-      auto shuffle = gpu::ShuffleOp::create(kb.builder(), kb.getLoc(), partial,
-                                            kb.i32(offset), kb.i32(warpSize),
-                                            gpu::ShuffleMode::XOR);
-      partial = combine(partial, shuffle.getShuffleResult());
-    }
+    for (unsigned offset = warpSize / 2; offset > 0; offset /= 2)
+      partial = combine(partial, shuffleXor(kb, partial, offset));
     unsigned numWarps = blockThreads / warpSize;
     Value scratch = allocShared(kb, numWarps * 4);
     Value lane = kb.remU(threadId, kb.i32(warpSize));
@@ -145,8 +142,24 @@ public:
   }
 
   bool prefersWideLoads() const override { return true; }
-  unsigned getVectorLanes() const override { return 1; }
-  unsigned getVectorRegisters() const override { return 0; }
+  /// A thread's vectors: 8 f32 registers, so that the quantized attention
+  /// loops keep 4 of them per thread as accumulators (32 registers) beside
+  /// codes, weights and addresses, with no spills.
+  unsigned getVectorLanes() const override { return 8; }
+  unsigned getVectorRegisters() const override { return 8; }
+  unsigned getBlockThreads() const override { return blockThreads; }
+  unsigned getMaxWorkers() const override { return warpSize; }
+
+  /// A butterfly of xor shuffles over the whole warp (every lane takes
+  /// part; offsets below `workers` stay inside each group).
+  SmallVector<Value> sumAcrossWorkers(KernelBuilder &kb, ValueRange values,
+                                      unsigned workers) override {
+    SmallVector<Value> sums(values.begin(), values.end());
+    for (unsigned offset = workers / 2; offset > 0; offset /= 2)
+      for (Value &sum : sums)
+        sum = kb.fadd(sum, shuffleXor(kb, sum, offset));
+    return sums;
+  }
 
   /// `ex2.approx.f32`: 2 ulp (PTX ISA), plenty for softmax weights.
   Value exp2(KernelBuilder &kb, Value x) override {
@@ -162,6 +175,24 @@ public:
   }
 
 private:
+  /// `value` of the lane `offset` away by xor; vectors lane by lane.
+  Value shuffleXor(KernelBuilder &kb, Value value, unsigned offset) {
+    auto shuffle = [&](Value scalar) -> Value {
+      return gpu::ShuffleOp::create(kb.builder(), kb.getLoc(), scalar,
+                                    kb.i32(offset), kb.i32(warpSize),
+                                    gpu::ShuffleMode::XOR)
+          .getShuffleResult();
+    };
+    auto type = dyn_cast<VectorType>(value.getType());
+    if (!type)
+      return shuffle(value);
+    SmallVector<Value> lanes;
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      lanes.push_back(shuffle(vector::ExtractOp::create(
+          kb.builder(), kb.getLoc(), value, ArrayRef<int64_t>{i})));
+    return vector::FromElementsOp::create(kb.builder(), kb.getLoc(), type,
+                                          lanes);
+  }
   static Value toI32(OpBuilder &b, Location loc, Value index) {
     return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
   }

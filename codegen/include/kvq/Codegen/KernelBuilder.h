@@ -98,11 +98,33 @@ public:
   virtual bool prefersWideLoads() const = 0;
 
   /// The f32 lanes one thread computes on at once: a vector register on the
-  /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), 1 on the GPU
-  /// (whose lanes are threads). Above 1, kernels use their vector forms.
+  /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), a run of
+  /// registers of one thread on the GPU. Above 1, kernels use their vector
+  /// forms.
   virtual unsigned getVectorLanes() const = 0;
-  /// Vector registers of that width (0 where lanes are threads).
+  /// Vector registers of that width.
   virtual unsigned getVectorRegisters() const = 0;
+
+  /// The threads of a block, which share a parallelFor's iterations (1 on
+  /// the CPU, whose block runs on one thread).
+  virtual unsigned getBlockThreads() const = 0;
+  /// The most adjacent parallelFor iterations `sumAcrossWorkers` combines:
+  /// a warp on the GPU, 1 on the CPU.
+  virtual unsigned getMaxWorkers() const = 0;
+  /// Sums each of `values` (f32 scalars or vectors) over every aligned group
+  /// of `workers` (a power of two, at most getMaxWorkers()) adjacent
+  /// iterations of the enclosing parallelFor; every member gets the sums.
+  /// Every iteration of a warp must reach it: callers pad their iteration
+  /// count with getWorkerIterations.
+  virtual llvm::SmallVector<mlir::Value>
+  sumAcrossWorkers(KernelBuilder &kb, mlir::ValueRange values,
+                   unsigned workers) = 0;
+  /// The iterations for `tasks` tasks of `workers` workers each, padded so
+  /// that no warp is left partly inside the loop.
+  unsigned getWorkerIterations(unsigned tasks, unsigned workers) const {
+    unsigned count = tasks * workers, align = workers > 1 ? getMaxWorkers() : 1;
+    return (count + align - 1) / align * align;
+  }
 };
 
 /// Emission helpers shared by every kernel and target. Integers are i32

@@ -61,6 +61,10 @@ std::string getDeviceModuleName(CacheOp cache);
 /// The lanes of a vector over `count` elements for `target`: the largest
 /// power of two up to its vector lanes dividing `count`.
 unsigned getLanes(const KernelTarget &target, unsigned count);
+/// getLanes for the append-side kernels (flush, key norms): 1 on a GPU
+/// block, whose threads take a group or channel each; their vector forms
+/// reduce across lanes, which NVPTX would lower to libdevice calls.
+unsigned getAppendLanes(const KernelTarget &target, unsigned count);
 
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,

@@ -1,0 +1,752 @@
+//===- AttendVectorCPU.cpp - quantized attend loops as vectors -----------===//
+//
+// On the CPU the quantized regions are computed on explicit vectors of the
+// target's vector lanes, codes unpacked by kvq.unpack at compile-time bit
+// positions and each group's parameters folded once (Quantizer::affine):
+//   - span=tokens keys: tokens are lanes; a block's slopes are folded into
+//     the queries once, so a channel costs one unpack and one FMA per head;
+//   - span=channels keys: channels are lanes; codes are scaled by their
+//     group's slope, dotted with each head's query, and the heads' vectors
+//     reduced together;
+//   - span=channels values: channels are lanes; a token's weights p * slope
+//     are one vector per head, broadcast to a chunk by a permute, in passes
+//     over heads x groups sized to the register file;
+//   - span=tokens values: channels are lanes, the block's tokens unrolled;
+//     the slopes and offsets are applied once per block.
+// Quantized tokens are walked page by page. The GPU keeps its
+// thread-per-token and thread-per-channel loops (AttendKernel.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttendEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace kvq;
+using namespace kvq::attend;
+
+/// The vector accumulators that live across one loop: half the register
+/// file, the rest for codes, weights and queries.
+static unsigned getMaxAccumulators(const KernelTarget &target) {
+  return std::max(4u, target.getVectorRegisters() / 2);
+}
+
+/// Chunks of `lanes` elements handled per pass, so that `chunks * heads`
+/// accumulators fit in registers.
+static unsigned getChunksPerPass(const KernelTarget &target, unsigned chunks,
+                                 unsigned heads) {
+  return std::max(1u, std::min(chunks, getMaxAccumulators(target) / heads));
+}
+
+static Value vectorF32(KernelBuilder &kb, unsigned lanes, double value) {
+  return kb.splat(kb.f32(value), lanes);
+}
+
+/// Sign-extended byte offset of f32 element `index` (may be negative for
+/// lanes a mask leaves out).
+static Value signedF32Offset(KernelBuilder &kb, Value index) {
+  OpBuilder &b = kb.builder();
+  Value wide = arith::ExtSIOp::create(b, kb.getLoc(), b.getI64Type(), index);
+  return kb.mul(wide, kb.i64(4));
+}
+
+static Value loadVectorF32(KernelBuilder &kb, Value ptr, Value index,
+                           unsigned lanes) {
+  return kb.loadFloatVector(kb.builder().getF32Type(), ptr, index, lanes);
+}
+
+static void storeVectorF32(KernelBuilder &kb, Value value, Value ptr,
+                           Value index) {
+  kb.store(value, ptr, kb.mul(kb.toI64(index), kb.i64(4)), 4);
+}
+
+void AttendEmitter::allocateVectorBuffers() {
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &keys = slice(true), &values = slice(false);
+  auto spansTokens = [](const SliceLayout &s) {
+    return s.isQuantized() && s.quant.getSpan() == Span::Tokens;
+  };
+  if (spansTokens(keys)) {
+    unsigned blocks = getMaxTokenBlocks(true);
+    foldedQueries = target.allocShared(kb, blocks * heads * dim * 4);
+    blockBiases = target.allocShared(kb, blocks * heads * 4);
+  }
+  if (spansTokens(values)) {
+    unsigned blocks = getMaxTokenBlocks(false);
+    blockWeights =
+        target.allocShared(kb, blocks * heads * values.quant.getGroup() * 4);
+    blockWeightSums = target.allocShared(kb, blocks * heads * 4);
+  }
+  // Reordered values keep the channel-per-lane form (variable groups).
+  if (values.isQuantized() && !values.hasReorder())
+    valueSums = target.allocShared(kb, heads * dim * 4);
+}
+
+Value AttendEmitter::unpackCodes(Value words, unsigned bits, unsigned lanes,
+                                 unsigned offset, unsigned stride) {
+  OpBuilder &b = kb.builder();
+  Value codes = UnpackOp::create(
+      b, kb.getLoc(), VectorType::get({lanes}, b.getI32Type()), words,
+      b.getI32IntegerAttr(bits), b.getI32IntegerAttr(offset),
+      b.getI32IntegerAttr(stride));
+  return kb.uitofp(codes);
+}
+
+Value AttendEmitter::loadGroupWords(SliceAccess &access, Value n,
+                                    unsigned count) {
+  // One word short of a power of two (3 words of 32 3-bit codes) loads as
+  // the power of two, so that LLVM emits one vector load: the extra word
+  // exists, since the parameters follow the codes in every slice.
+  unsigned loaded = llvm::PowerOf2Ceil(count) == count + 1 ? count + 1 : count;
+  unsigned perGroup = access.getWordsPerGroup();
+  Value first = kb.mul(n, kb.i32(perGroup));
+  Value words =
+      kb.load(VectorType::get({loaded}, kb.builder().getI32Type()),
+              access.getCodesBase(), kb.mul(kb.toI64(first), kb.i64(4)), 4,
+              /*invariant=*/true);
+  if (loaded == count)
+    return words;
+  return kb.shuffle(words, llvm::to_vector(llvm::seq<int64_t>(0, count)));
+}
+
+/// Lane `lane` of `vector` in every one of `lanes` lanes.
+static Value broadcastLane(KernelBuilder &kb, Value vector, unsigned lane,
+                           unsigned lanes) {
+  return kb.shuffle(vector, SmallVector<int64_t>(lanes, lane));
+}
+
+/// Sums the lanes of each of `vectors` (all of one width). For a power of
+/// two of them, halves of pairs are added until one vector holds a segment
+/// per input, then each segment is folded: fewer permutes than one
+/// reduction each.
+static SmallVector<Value> reduceEach(KernelBuilder &kb,
+                                     ArrayRef<Value> vectors) {
+  unsigned count = vectors.size();
+  unsigned lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
+  SmallVector<Value> sums;
+  if (!llvm::isPowerOf2_32(count) || count > lanes || count == 1) {
+    for (Value v : vectors)
+      sums.push_back(kb.reduceAdd(v));
+    return sums;
+  }
+  SmallVector<Value> level(vectors.begin(), vectors.end());
+  for (unsigned segment = lanes; level.size() > 1; segment /= 2) {
+    SmallVector<Value> next;
+    for (unsigned i = 0; i < level.size(); i += 2) {
+      // Lanes of `b` are numbered from `lanes` in a two-input shuffle.
+      SmallVector<int64_t> low, high;
+      for (unsigned from = 0; from < 2; ++from)
+        for (unsigned start = 0; start < lanes; start += segment)
+          for (unsigned k = 0; k < segment / 2; ++k) {
+            low.push_back(from * lanes + start + k);
+            high.push_back(from * lanes + start + segment / 2 + k);
+          }
+      OpBuilder &b = kb.builder();
+      Value lo = vector::ShuffleOp::create(b, kb.getLoc(), level[i],
+                                           level[i + 1], low);
+      Value hi = vector::ShuffleOp::create(b, kb.getLoc(), level[i],
+                                           level[i + 1], high);
+      next.push_back(kb.fadd(lo, hi));
+    }
+    level = std::move(next);
+  }
+  Value folded = level[0];
+  for (unsigned segment = lanes / count; segment > 1; segment /= 2) {
+    SmallVector<int64_t> mask;
+    for (unsigned lane = 0; lane < lanes; ++lane)
+      mask.push_back(lane % segment < segment / 2 ? lane + segment / 2 : lane);
+    folded = kb.fadd(folded, kb.shuffle(folded, mask));
+  }
+  for (unsigned i = 0; i < count; ++i)
+    sums.push_back(
+        vector::ExtractOp::create(kb.builder(), kb.getLoc(), folded,
+                                  ArrayRef<int64_t>{i * lanes / count}));
+  return sums;
+}
+
+//===----------------------------------------------------------------------===//
+// Spreading the loops over a block's threads
+//===----------------------------------------------------------------------===//
+
+/// The largest power of two of workers for `tasks` tasks such that they fit
+/// in one round of the block's threads, at most the target's, and dividing
+/// `divides` (the iterations the workers share).
+static unsigned getWorkers(const KernelTarget &target, unsigned tasks,
+                           unsigned divides) {
+  unsigned workers = 1;
+  while (workers * 2 <= target.getMaxWorkers() &&
+         tasks * workers * 2 <= target.getBlockThreads() &&
+         divides % (workers * 2) == 0)
+    workers *= 2;
+  return workers;
+}
+
+void AttendEmitter::forEachWorker(unsigned tasks, unsigned workers,
+                                  function_ref<void(Value, Value)> body) {
+  KernelTarget &target = kb.getTarget();
+  Value count = kb.i32(target.getWorkerIterations(tasks, workers));
+  target.parallelFor(kb, count, [&](Value i) {
+    body(kb.divU(i, kb.i32(workers)), kb.remU(i, kb.i32(workers)));
+  });
+}
+
+void AttendEmitter::forEachUnit(unsigned units, unsigned workers,
+                                function_ref<void(Value, Value)> body) {
+  if (kb.getTarget().getBlockThreads() > 1)
+    return forEachWorker(units, workers, body);
+  // One thread: units are unrolled, so that their offsets are constants.
+  for (unsigned unit = 0; unit < units; ++unit)
+    body(kb.i32(unit), kb.i32(0));
+}
+
+/// x * k, folded when x is a constant (unrolled units): code offsets that
+/// are constants keep their loads aligned and their shifts immediate.
+static Value mulFolded(KernelBuilder &kb, Value x, int64_t k) {
+  if (std::optional<int64_t> value = getConstantIntValue(x))
+    return kb.i32(*value * k);
+  return kb.mul(x, kb.i32(k));
+}
+
+Value AttendEmitter::loadCodeBits(SliceAccess &access, Value word, Value bit,
+                                  unsigned count) {
+  OpBuilder &b = kb.builder();
+  unsigned words = (count + 31) / 32;
+  std::optional<int64_t> staticBit = getConstantIntValue(bit);
+  Value first, shift;
+  if (staticBit) {
+    first = kb.add(word, kb.i32(*staticBit / 32));
+    shift = kb.i32(*staticBit % 32);
+  } else {
+    first = kb.add(word, kb.divU(bit, kb.i32(32)));
+    shift = kb.remU(bit, kb.i32(32));
+  }
+  auto load = [&](unsigned n) {
+    return kb.load(VectorType::get({n}, b.getI32Type()), access.getCodesBase(),
+                   kb.mul(kb.toI64(first), kb.i64(4)), 4, /*invariant=*/true);
+  };
+  auto extract = [&](Value vector, unsigned i) -> Value {
+    return vector::ExtractOp::create(b, kb.getLoc(), vector,
+                                     ArrayRef<int64_t>{i});
+  };
+  // Spans on a word are loaded as they are; spans that never straddle a
+  // word are shifted out of one; others are funnel-shifted out of one word
+  // more (which exists: the parameters follow the codes).
+  if (staticBit && *staticBit % 32 == 0)
+    return load(words);
+  if (32 % count == 0)
+    return kb.splat(kb.shrU(extract(load(1), 0), shift), 1);
+  Value loaded = load(words + 1);
+  SmallVector<Value> out;
+  for (unsigned i = 0; i < words; ++i)
+    out.push_back(kb.callIntrinsic(
+        "llvm.fshr", {extract(loaded, i + 1), extract(loaded, i), shift}));
+  return vector::FromElementsOp::create(
+      b, kb.getLoc(), VectorType::get({words}, b.getI32Type()), out);
+}
+
+SmallVector<Value>
+AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
+                                     const TokenStep &step, Value worker,
+                                     unsigned workers) {
+  // Pages outer, their tokens inner: the block table is read and the
+  // slice's address computed once per page, not once per token. Worker w
+  // of `workers` takes every workers-th token of a page from the w-th.
+  const SliceLayout &slice = this->slice(isKeys);
+  Value sink = regions[isKeys ? 0 : 1].sink;
+  Value pageTokens = kb.i32(layout.pageTokens);
+  Value first = kb.sub(range.begin, sink), end = kb.sub(range.end, sink);
+  Value firstPage = kb.divU(first, pageTokens);
+  Value endPage =
+      kb.divU(kb.add(end, kb.i32(layout.pageTokens - 1)), pageTokens);
+  endPage = kb.maxS(endPage, firstPage);
+  if (!worker)
+    worker = kb.i32(0);
+  return kb.forLoop(
+      firstPage, endPage, kb.i32(1), init,
+      [&](Value page, ValueRange acc) -> SmallVector<Value> {
+        Value pageStart = kb.mul(page, pageTokens);
+        SliceAccess access(kb, tensor(isKeys), slice, layout.pageTokens,
+                           args.pages[isKeys ? 0 : 1], tableRow(isKeys),
+                           pageStart, head);
+        Value begin = kb.add(kb.maxS(first, pageStart), worker);
+        Value pageEnd = kb.add(pageStart, pageTokens);
+        Value stop = kb.select(kb.ult(end, pageEnd), end, pageEnd);
+        return kb.forLoop(begin, kb.maxS(stop, begin), kb.i32(workers), acc,
+                          [&](Value index, ValueRange sums) {
+                            return step(access, kb.sub(index, pageStart),
+                                        kb.add(index, sink), sums);
+                          });
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// span = tokens: blocks of `group` tokens
+//===----------------------------------------------------------------------===//
+
+unsigned AttendEmitter::getMaxTokenBlocks(bool isKeys) {
+  // A split's quantized tokens start on a block when the split size and
+  // the sink are whole blocks (a sink region is full before anything is
+  // quantized); otherwise they may touch one block more.
+  unsigned group = slice(isKeys).quant.getGroup();
+  unsigned sink = tensor(isKeys).window.getSink();
+  bool aligned = layout.splitTokens % group == 0 && sink % group == 0;
+  return (layout.splitTokens + group - 1) / group + (aligned ? 0 : 1);
+}
+
+AttendEmitter::TokenBlocks AttendEmitter::getTokenBlocks(Range range,
+                                                         bool isKeys) {
+  unsigned group = slice(isKeys).quant.getGroup();
+  Value sink = regions[isKeys ? 0 : 1].sink;
+  Value firstBlock = kb.divU(kb.sub(range.begin, sink), kb.i32(group));
+  Value endBlock = kb.divU(kb.add(kb.sub(range.end, sink), kb.i32(group - 1)),
+                           kb.i32(group));
+  Value count = kb.sub(kb.maxS(endBlock, firstBlock), firstBlock);
+  return {firstBlock, count, getMaxTokenBlocks(isKeys)};
+}
+
+SliceAccess AttendEmitter::getBlockAccess(bool isKeys, Value first) {
+  return SliceAccess(kb, tensor(isKeys), slice(isKeys), layout.pageTokens,
+                     args.pages[isKeys ? 0 : 1], tableRow(isKeys), first, head);
+}
+
+Value AttendEmitter::getPageBlock(Value first, unsigned group) {
+  return kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
+}
+
+AffineTerms AttendEmitter::loadBlockTerms(SliceAccess &access,
+                                          Quantizer &quantizer, Value first,
+                                          Value c0, unsigned lanes) {
+  Value pageBlock = getPageBlock(first, access.getQuant().getGroup());
+  Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+  return quantizer.affine(access.loadScales(quantizer, n, lanes),
+                          access.loadZeros(quantizer, n, lanes));
+}
+
+void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
+                                     Quantizer &quantizer) {
+  // Per block and head: the queries times the block's slopes, and their dot
+  // with its offsets (the common bias of the block's tokens).
+  unsigned group = slice(true).quant.getGroup();
+  unsigned lanes = getLanes(kb.getTarget(), dim);
+  kb.getTarget().parallelFor(kb, kb.i32(blocks.max * heads), [&](Value i) {
+    Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
+    kb.ifThen(kb.ult(b, blocks.count), [&] {
+      Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+      SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
+      Value row = kb.mul(kb.add(kb.mul(b, kb.i32(heads)), r), kb.i32(dim));
+      Value dots = kb.forLoop(
+          kb.i32(0), kb.i32(dim), kb.i32(lanes), {vectorF32(kb, lanes, 0)},
+          [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+            AffineTerms terms =
+                loadBlockTerms(access, quantizer, first, c0, lanes);
+            Value q = loadVectorF32(kb, normQueries,
+                                    kb.add(kb.mul(r, kb.i32(dim)), c0), lanes);
+            storeVectorF32(kb, kb.fmul(q, terms.slope), foldedQueries,
+                           kb.add(row, c0));
+            return {kb.fadd(acc[0], kb.fmul(q, terms.offset))};
+          })[0];
+      kb.storeF32(kb.reduceAdd(dots), blockBiases,
+                  kb.add(kb.mul(b, kb.i32(heads)), r));
+    });
+  });
+}
+
+void AttendEmitter::scoreTokenBlocks(Range range) {
+  // A task scores `perPass` chunks of `lanes` tokens of one block (tokens
+  // are lanes); per channel it unpacks their codes once and adds one FMA per
+  // head with the folded query. Workers split the channels and add their
+  // dot products.
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  KernelTarget &target = kb.getTarget();
+  unsigned lanes = getLanes(target, group), chunks = group / lanes;
+  unsigned perPass = getChunksPerPass(target, chunks, heads);
+  unsigned passes = (chunks + perPass - 1) / perPass;
+  Quantizer quantizer(kb, quant);
+  TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/true);
+  foldBlockQueries(blocks, quantizer);
+  auto scorePass = [&](Value b, Value pass, unsigned count, Value worker,
+                       unsigned workers) {
+    Value valid = kb.ult(b, blocks.count);
+    Value first = kb.mul(kb.add(blocks.first, kb.select(valid, b, kb.i32(0))),
+                         kb.i32(group));
+    unsigned sliceChannels = dim / workers;
+    SmallVector<Type> types(
+        count * heads, VectorType::get({lanes}, kb.builder().getF32Type()));
+    SmallVector<Value> dots = kb.ifThenElse(
+        valid, types,
+        [&]() -> SmallVector<Value> {
+          SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
+          Value pageBlock = getPageBlock(first, group);
+          Value passBit = mulFolded(kb, pass, perPass * lanes * bits);
+          Value c0 = kb.mul(worker, kb.i32(sliceChannels));
+          SmallVector<Value> zeros(count * heads, vectorF32(kb, lanes, 0));
+          return kb.forLoop(
+              c0, kb.add(c0, kb.i32(sliceChannels)), kb.i32(1), zeros,
+              [&](Value c, ValueRange acc) -> SmallVector<Value> {
+                Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
+                Value words =
+                    loadCodeBits(access, kb.mul(n, kb.i32(keys.wordsPerGroup)),
+                                 passBit, count * lanes * bits);
+                Value q0 = kb.mul(b, kb.i32(heads * dim));
+                SmallVector<Value> next(acc.begin(), acc.end());
+                for (unsigned t = 0; t < count; ++t) {
+                  Value codes =
+                      unpackCodes(words, bits, lanes, t * lanes * bits, bits);
+                  for (unsigned r = 0; r < heads; ++r) {
+                    Value q = kb.loadF32(
+                        foldedQueries, kb.add(kb.add(q0, kb.i32(r * dim)), c));
+                    Value &sum = next[t * heads + r];
+                    sum = kb.fadd(sum, kb.fmul(kb.splat(q, lanes), codes));
+                  }
+                }
+                return next;
+              });
+        },
+        [&]() -> SmallVector<Value> {
+          return SmallVector<Value>(count * heads, vectorF32(kb, lanes, 0));
+        });
+    dots = target.sumAcrossWorkers(kb, dots, workers);
+    // Only the block's tokens inside `range` are stored:
+    // t - begin < end - begin, unsigned, per lane.
+    kb.ifThen(kb.bitAnd(valid, kb.eq(worker, kb.i32(0))), [&] {
+      Value blockStart = kb.add(regions[0].sink, first);
+      SmallVector<int32_t> laneIds;
+      for (unsigned j = 0; j < lanes; ++j)
+        laneIds.push_back(j);
+      for (unsigned t = 0; t < count; ++t) {
+        Value chunk = kb.add(kb.mul(pass, kb.i32(perPass)), kb.i32(t));
+        Value chunkStart = kb.add(blockStart, kb.mul(chunk, kb.i32(lanes)));
+        Value rel = kb.add(kb.vectorI32(laneIds),
+                           kb.splat(kb.sub(chunkStart, range.begin), lanes));
+        Value mask =
+            kb.ult(rel, kb.splat(kb.sub(range.end, range.begin), lanes));
+        Value local = kb.sub(chunkStart, splitRange.begin);
+        for (unsigned r = 0; r < heads; ++r) {
+          Value bias = kb.loadF32(blockBiases,
+                                  kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
+          Value score = kb.fadd(dots[t * heads + r], kb.splat(bias, lanes));
+          Value index = kb.add(kb.i32(r * layout.splitTokens), local);
+          kb.maskedStore(score, scores, signedF32Offset(kb, index), mask, 4);
+        }
+      }
+    });
+  };
+  if (target.getBlockThreads() == 1) {
+    // One thread: blocks are a loop, passes unrolled (constant offsets).
+    kb.forEach(kb.i32(0), blocks.count, [&](Value b) {
+      for (unsigned pass = 0; pass < passes; ++pass)
+        scorePass(b, kb.i32(pass), std::min(perPass, chunks - pass * perPass),
+                  kb.i32(0), 1);
+    });
+    return;
+  }
+  assert(chunks % perPass == 0 && "passes of one size");
+  unsigned tasks = blocks.max * passes;
+  unsigned workers = getWorkers(target, tasks, dim);
+  forEachWorker(tasks, workers, [&](Value task, Value worker) {
+    Value b = kb.divU(task, kb.i32(passes));
+    Value pass = kb.remU(task, kb.i32(passes));
+    scorePass(b, pass, perPass, worker, workers);
+  });
+}
+
+void AttendEmitter::sumTokenBlockValues(Range range) {
+  // A task sums a chunk of `lanes` channels (lanes) over the blocks; its
+  // workers take every workers-th block and add their sums. Per block the
+  // codes of the chunk's `lanes` groups are consecutive, so one load brings
+  // them all; token k of lane j sits at bit j * 32 * words + k * bits.
+  const SliceLayout &values = slice(false);
+  QuantAttr quant = values.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned words = values.wordsPerGroup;
+  KernelTarget &target = kb.getTarget();
+  unsigned lanes = getLanes(target, dim), chunks = dim / lanes;
+  Quantizer quantizer(kb, quant);
+  TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/false);
+  loadBlockWeights(range, blocks);
+  unsigned workers = getWorkers(target, chunks, blocks.max);
+  forEachWorker(chunks, workers, [&](Value chunk, Value worker) {
+    Value c0 = kb.mul(chunk, kb.i32(lanes));
+    // Padded tasks (chunk >= chunks) sum no block.
+    Value end =
+        kb.select(kb.ult(chunk, kb.i32(chunks)), blocks.count, kb.i32(0));
+    SmallVector<Value> init(heads, vectorF32(kb, lanes, 0));
+    SmallVector<Value> sums = kb.forLoop(
+        worker, kb.maxS(end, worker), kb.i32(workers), init,
+        [&](Value b, ValueRange acc) -> SmallVector<Value> {
+          Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+          SliceAccess access = getBlockAccess(/*isKeys=*/false, first);
+          Value pageBlock = getPageBlock(first, group);
+          Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+          Value packed = loadGroupWords(access, n, lanes * words);
+          Value weights = kb.mul(kb.mul(b, kb.i32(heads)), kb.i32(group));
+          SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
+          for (unsigned k = 0; k < group; ++k) {
+            Value codes =
+                unpackCodes(packed, bits, lanes, k * bits, 32 * words);
+            for (unsigned r = 0; r < heads; ++r) {
+              Value p = kb.loadF32(blockWeights,
+                                   kb.add(weights, kb.i32(r * group + k)));
+              dots[r] = kb.fadd(dots[r], kb.fmul(kb.splat(p, lanes), codes));
+            }
+          }
+          AffineTerms terms =
+              loadBlockTerms(access, quantizer, first, c0, lanes);
+          SmallVector<Value> next;
+          for (unsigned r = 0; r < heads; ++r) {
+            Value weightSum = kb.loadF32(
+                blockWeightSums, kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
+            Value sum = kb.fadd(acc[r], kb.fmul(terms.slope, dots[r]));
+            next.push_back(kb.fadd(
+                sum, kb.fmul(terms.offset, kb.splat(weightSum, lanes))));
+          }
+          return next;
+        });
+    sums = target.sumAcrossWorkers(kb, sums, workers);
+    kb.ifThen(
+        kb.bitAnd(kb.ult(chunk, kb.i32(chunks)), kb.eq(worker, kb.i32(0))),
+        [&] {
+          for (unsigned r = 0; r < heads; ++r)
+            storeVectorF32(kb, sums[r], valueSums, kb.add(kb.i32(r * dim), c0));
+        });
+  });
+}
+
+void AttendEmitter::loadBlockWeights(Range range, const TokenBlocks &blocks) {
+  // Each block's probabilities, 0 outside `range` (blocks straddle splits),
+  // and their sum per head.
+  unsigned group = slice(false).quant.getGroup();
+  kb.getTarget().parallelFor(kb, kb.i32(blocks.max * heads), [&](Value i) {
+    Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
+    Value blockStart =
+        kb.add(regions[1].sink, kb.mul(kb.add(blocks.first, b), kb.i32(group)));
+    Value row = kb.mul(i, kb.i32(group));
+    Value sum = kb.forLoop(
+        kb.i32(0), kb.i32(group), kb.i32(1), {kb.f32(0)},
+        [&](Value k, ValueRange acc) -> SmallVector<Value> {
+          Value t = kb.add(blockStart, k);
+          Value inRange =
+              kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
+          Value local =
+              kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
+          Value p = kb.loadF32(
+              scores, kb.add(kb.mul(r, kb.i32(layout.splitTokens)), local));
+          p = kb.select(inRange, p, kb.f32(0));
+          kb.storeF32(p, blockWeights, kb.add(row, k));
+          return {kb.fadd(acc[0], p)};
+        })[0];
+    kb.storeF32(sum, blockWeightSums, i);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// span = channels: groups of a token's channels
+//===----------------------------------------------------------------------===//
+
+void AttendEmitter::scoreChannelGroups(Range range) {
+  // Channels are lanes. Each chunk's codes are scaled by their group's
+  // slope once and dotted with every head's query, the offsets weigh the
+  // heads' query sums, and the heads' vectors are reduced together. Tokens
+  // are spread over the block's threads. Where the query fits in the vector
+  // registers the groups are unrolled, with a token's parameters as one
+  // vector; otherwise they are a loop, so that the query's loads stay in it
+  // instead of being hoisted out of the token loop into spilled registers.
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned groups = keys.groupsPerToken, words = keys.wordsPerGroup;
+  KernelTarget &target = kb.getTarget();
+  unsigned lanes = getLanes(target, group), groupChunks = group / lanes;
+  bool unroll = heads * dim <= lanes * target.getVectorRegisters();
+  Quantizer quantizer(kb, quant);
+  // Adds group g's dot products with slope `slope` (a vector) to `dots`.
+  auto addGroup = [&](SliceAccess &access, Value n0, Value g, Value slope,
+                      SmallVector<Value> &dots) {
+    Value packed = loadGroupWords(access, kb.add(n0, g), words);
+    Value c0 = kb.mul(g, kb.i32(group));
+    for (unsigned j = 0; j < groupChunks; ++j) {
+      Value codes = kb.fmul(
+          slope, unpackCodes(packed, bits, lanes, j * lanes * bits, bits));
+      Value c = kb.add(c0, kb.i32(j * lanes));
+      for (unsigned r = 0; r < heads; ++r) {
+        Value q =
+            loadVectorF32(kb, normQueries, kb.add(kb.i32(r * dim), c), lanes);
+        dots[r] = kb.fadd(dots[r], kb.fmul(q, codes));
+      }
+    }
+  };
+  auto groupSumsOf = [&](unsigned r, Value g, unsigned count) {
+    return kb.load(
+        VectorType::get({count}, kb.builder().getF32Type()), groupSums,
+        kb.mul(kb.toI64(kb.add(kb.i32(r * groups), g)), kb.i64(4)), 4);
+  };
+  auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
+                        ValueRange) -> SmallVector<Value> {
+    Value n0 = kb.mul(pageToken, kb.i32(groups));
+    SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0)), biases;
+    if (unroll) {
+      AffineTerms terms =
+          quantizer.affine(access.loadScales(quantizer, n0, groups),
+                           access.loadZeros(quantizer, n0, groups));
+      for (unsigned r = 0; r < heads; ++r)
+        biases.push_back(kb.reduceAdd(
+            kb.fmul(terms.offset, groupSumsOf(r, kb.i32(0), groups))));
+      for (unsigned g = 0; g < groups; ++g)
+        addGroup(access, n0, kb.i32(g),
+                 broadcastLane(kb, terms.slope, g, lanes), dots);
+    } else {
+      SmallVector<Value> init(dots);
+      init.append(heads, kb.f32(0));
+      SmallVector<Value> sums = kb.forLoop(
+          kb.i32(0), kb.i32(groups), kb.i32(1), init,
+          [&](Value g, ValueRange acc) -> SmallVector<Value> {
+            Value n = kb.add(n0, g);
+            AffineTerms terms =
+                quantizer.affine(access.loadScales(quantizer, n, 1),
+                                 access.loadZeros(quantizer, n, 1));
+            SmallVector<Value> next(acc.begin(), acc.begin() + heads);
+            addGroup(access, n0, g, broadcastLane(kb, terms.slope, 0, lanes),
+                     next);
+            for (unsigned r = 0; r < heads; ++r)
+              next.push_back(kb.fadd(
+                  acc[heads + r],
+                  kb.reduceAdd(kb.fmul(terms.offset, groupSumsOf(r, g, 1)))));
+            return next;
+          });
+      dots.assign(sums.begin(), sums.begin() + heads);
+      biases.assign(sums.begin() + heads, sums.end());
+    }
+    Value local = kb.sub(t, splitRange.begin);
+    for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots)))
+      kb.storeF32(kb.fadd(score, biases[r]), scores,
+                  kb.add(kb.i32(r * layout.splitTokens), local));
+    return {};
+  };
+  unsigned threads = target.getBlockThreads();
+  target.parallelFor(kb, kb.i32(threads), [&](Value thread) {
+    forEachQuantizedToken(range, /*isKeys=*/true, {}, scoreToken, thread,
+                          threads);
+  });
+}
+
+void AttendEmitter::sumQuantizedValues(Range range) {
+  if (slice(false).quant.getSpan() == Span::Channels)
+    sumChannelGroupValues(range);
+  else
+    sumTokenBlockValues(range);
+}
+
+void AttendEmitter::sumChannelGroupValues(Range range) {
+  // Tokens outer, the token's groups inner. A pass covers a range of heads
+  // and a range of chunks of `lanes` channels, as many as keep their
+  // accumulators in registers: every head first, so that each chunk of
+  // codes is unpacked once. Passes of whole groups are unrolled on one
+  // thread; on a GPU block each (pass, worker) is a thread, the workers
+  // taking every workers-th token and adding their sums.
+  const SliceLayout &values = slice(false);
+  QuantAttr quant = values.quant;
+  KernelTarget &target = kb.getTarget();
+  unsigned groupChunks = quant.getGroup() / getLanes(target, quant.getGroup());
+  unsigned chunks = values.groupsPerToken * groupChunks;
+  unsigned maxAccumulators = getMaxAccumulators(target);
+  unsigned passHeads = std::max(1u, std::min(heads, maxAccumulators));
+  unsigned passChunks = std::max(1u, maxAccumulators / passHeads);
+  if (passChunks >= groupChunks)
+    passChunks = std::min(chunks, passChunks / groupChunks * groupChunks);
+  else
+    while (groupChunks % passChunks != 0)
+      --passChunks;
+  Quantizer quantizer(kb, quant);
+  unsigned units = chunks / passChunks;
+  unsigned workers = getWorkers(target, units, layout.pageTokens);
+  for (unsigned h0 = 0; h0 < heads; h0 += passHeads)
+    forEachUnit(units, workers, [&](Value unit, Value worker) {
+      ValuePass pass{h0, std::min(passHeads, heads - h0),
+                     mulFolded(kb, unit, passChunks), passChunks};
+      sumChannelGroupPass(range, quantizer, pass, unit, units, worker, workers);
+    });
+}
+
+void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
+                                        const ValuePass &pass, Value unit,
+                                        unsigned units, Value worker,
+                                        unsigned workers) {
+  const SliceLayout &values = slice(false);
+  unsigned group = values.quant.getGroup(), bits = values.quant.getBits();
+  unsigned groups = values.groupsPerToken, words = values.wordsPerGroup;
+  unsigned lanes = getLanes(kb.getTarget(), group), groupChunks = group / lanes;
+  unsigned count = pass.heads, chunks = pass.chunks;
+  // Whole groups, or part of one group.
+  unsigned passGroups = std::max(1u, chunks / groupChunks);
+  Value g0 = kb.divU(pass.firstChunk, kb.i32(groupChunks));
+  Value chunkBit =
+      chunks < groupChunks
+          ? mulFolded(kb, kb.remU(pass.firstChunk, kb.i32(groupChunks)),
+                      lanes * bits)
+          : kb.i32(0);
+  unsigned spanBits =
+      chunks < groupChunks ? chunks * lanes * bits : passGroups * words * 32;
+  auto unpackOffset = [&](unsigned k) {
+    return chunks < groupChunks
+               ? k * lanes * bits
+               : k / groupChunks * words * 32 + k % groupChunks * lanes * bits;
+  };
+  // Per head: the chunks' vector sums, then a vector of per-group offset
+  // sums. Padded units (unit >= units) see no token.
+  SmallVector<Value> init(count * chunks, vectorF32(kb, lanes, 0));
+  init.append(count, vectorF32(kb, passGroups, 0));
+  Range tokens = {range.begin, kb.select(kb.ult(unit, kb.i32(units)), range.end,
+                                         range.begin)};
+  SmallVector<Value> sums = forEachQuantizedToken(
+      tokens, /*isKeys=*/false, init,
+      [&](SliceAccess &access, Value pageToken, Value t,
+          ValueRange acc) -> SmallVector<Value> {
+        Value n = kb.add(kb.mul(pageToken, kb.i32(groups)), g0);
+        Value packed =
+            loadCodeBits(access, kb.mul(n, kb.i32(words)), chunkBit, spanBits);
+        AffineTerms terms =
+            quantizer.affine(access.loadScales(quantizer, n, passGroups),
+                             access.loadZeros(quantizer, n, passGroups));
+        Value local = kb.sub(t, splitRange.begin);
+        SmallVector<Value> next(acc.begin(), acc.end());
+        SmallVector<Value> weights;
+        for (unsigned r = 0; r < count; ++r) {
+          Value p =
+              kb.splat(kb.loadF32(scores, kb.add(kb.i32((pass.firstHead + r) *
+                                                        layout.splitTokens),
+                                                 local)),
+                       passGroups);
+          weights.push_back(kb.fmul(p, terms.slope));
+          Value &offsets = next[count * chunks + r];
+          offsets = kb.fadd(offsets, kb.fmul(p, terms.offset));
+        }
+        for (unsigned k = 0; k < chunks; ++k) {
+          Value codes = unpackCodes(packed, bits, lanes, unpackOffset(k), bits);
+          for (unsigned r = 0; r < count; ++r) {
+            Value &sum = next[r * chunks + k];
+            Value w = broadcastLane(kb, weights[r], k / groupChunks, lanes);
+            sum = kb.fadd(sum, kb.fmul(w, codes));
+          }
+        }
+        return next;
+      },
+      worker, workers);
+  sums = kb.getTarget().sumAcrossWorkers(kb, sums, workers);
+  kb.ifThen(
+      kb.bitAnd(kb.ult(unit, kb.i32(units)), kb.eq(worker, kb.i32(0))), [&] {
+        Value firstChannel = kb.mul(pass.firstChunk, kb.i32(lanes));
+        for (unsigned r = 0; r < count; ++r)
+          for (unsigned k = 0; k < chunks; ++k) {
+            Value offset = broadcastLane(kb, sums[count * chunks + r],
+                                         k / groupChunks, lanes);
+            Value channel = kb.add(firstChannel, kb.i32(k * lanes));
+            storeVectorF32(kb, kb.fadd(sums[r * chunks + k], offset), valueSums,
+                           kb.add(kb.i32((pass.firstHead + r) * dim), channel));
+          }
+      });
+}
