@@ -10,13 +10,13 @@
 //      unrotated query meets pre-RoPE keys);
 //   2. scores, per region (sink, quantized, window) so that no loop
 //      branches per token; scales and zero-points are folded into the dot
-//      products (q.(s*c + z) = s*(q.c) + z*(sum q)). On the GPU a thread
-//      scores a token, reading its codes 128 bits at a time; on the CPU
-//      (KernelTarget::prefersWideLoads false) quantized keys are scored
-//      through KernelTarget::accumulate with tokens as vector lanes;
-//      pre-RoPE keys are rotated per token instead (AttendRope.cpp);
+//      products (q.(s*c + z) = s*(q.c) + z*(sum q)). Quantized keys are
+//      scored by the vector forms (AttendVector.cpp), the same program on
+//      both targets; reordered and pre-RoPE keys per token (AttendReorder,
+//      AttendRope.cpp), full-precision rows a token per thread;
 //   3. softmax statistics per head (max, exp2, sum);
-//   4. probabilities times values, through accumulate with channels as
+//   4. probabilities times values: the quantized region by the vector
+//      forms, the others through KernelTarget::accumulate with channels as
 //      lanes (a thread per channel on the GPU).
 // The split's (m, l, acc) go to `partial`; kvq_combine merges the splits.
 //
@@ -124,6 +124,8 @@ SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
 }
 
 SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
+  // Unreordered quantized keys are scored by the vector forms
+  // (AttendVector.cpp); this is the per-token form of the others.
   const SliceLayout &keys = slice(true);
   SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
                      tableRow(true), index, head);
@@ -132,132 +134,15 @@ SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
     Value element0 = kb.mul(pageToken, kb.i32(dim));
     return fullPrecisionDots(access.getBase(), element0, queries);
   }
-  QuantAttr quant = keys.quant;
-  if (keys.hasReorder())
-    return reorderedKeyDots(access, pageToken);
-  Quantizer quantizer(kb, quant);
-  unsigned group = quant.getGroup();
-  SmallVector<Value> dots(heads, kb.f32(0));
-  if (quant.getSpan() == Span::Channels) {
-    // The token's codes are contiguous. A chunk of one or two groups is
-    // loaded 128 bits at a time where the words allow it, its codes are
-    // unpacked in registers, and each group's scale and zero-point are
-    // folded into its dot product. Chunks stay a loop: unrolling the whole
-    // token would keep every query value live in registers.
-    unsigned wordsPerGroup = keys.wordsPerGroup;
-    unsigned chunkGroups = wordsPerGroup % 4 != 0 &&
-                                   (2 * wordsPerGroup) % 4 == 0 &&
-                                   keys.groupsPerToken % 2 == 0
-                               ? 2
-                               : 1;
-    unsigned chunkWords = chunkGroups * wordsPerGroup;
-    Value tokenWord =
-        kb.mul(pageToken, kb.i32(keys.groupsPerToken * wordsPerGroup));
-    return kb.forLoop(
-        kb.i32(0), kb.i32(keys.groupsPerToken / chunkGroups), kb.i32(1), dots,
-        [&](Value chunk, ValueRange acc) -> SmallVector<Value> {
-          Value firstGroup = kb.mul(chunk, kb.i32(chunkGroups));
-          Value firstWord =
-              kb.add(tokenWord, kb.mul(chunk, kb.i32(chunkWords)));
-          SmallVector<Value> words;
-          for (unsigned w = 0; w < chunkWords;) {
-            Value offset =
-                kb.mul(kb.toI64(kb.add(firstWord, kb.i32(w))), kb.i64(4));
-            if (chunkWords % 4 == 0) {
-              llvm::append_range(words,
-                                 kb.loadWords4(access.getCodesBase(), offset));
-              w += 4;
-            } else {
-              words.push_back(kb.load(kb.builder().getI32Type(),
-                                      access.getCodesBase(), offset, 4,
-                                      /*invariant=*/true));
-              ++w;
-            }
-          }
-          SmallVector<Value> next(acc.begin(), acc.end());
-          for (unsigned g = 0; g < chunkGroups; ++g) {
-            Value groupIndex = kb.add(firstGroup, kb.i32(g));
-            Value channel0 = kb.mul(groupIndex, kb.i32(group));
-            SmallVector<Value> codeDots(heads, kb.f32(0));
-            for (unsigned k = 0; k < group; ++k) {
-              Value code = kb.uitofp(extractCode(kb, words, g * wordsPerGroup,
-                                                 k, quant.getBits()));
-              Value c = kb.add(channel0, kb.i32(k));
-              for (unsigned r = 0; r < heads; ++r)
-                codeDots[r] = kb.fadd(
-                    codeDots[r], kb.fmul(queryAt(normQueries, r, c), code));
-            }
-            Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)),
-                             groupIndex);
-            Value scale = access.loadScale(quantizer, n);
-            Value zero = access.loadZero(quantizer, n);
-            for (unsigned r = 0; r < heads; ++r)
-              next[r] = kb.fadd(next[r],
-                                quantizer.foldedDot(scale, zero, codeDots[r],
-                                                    groupSum(r, groupIndex)));
-          }
-          return next;
-        });
-  }
-  // span = tokens: every channel has its own scale and zero-point; the
-  // tokens of a warp share them (and the code words), so loads broadcast.
-  Value block = kb.divU(pageToken, kb.i32(group));
-  Value k = kb.remU(pageToken, kb.i32(group));
-  auto accumulate = [&](ValueRange acc, Value c, Value code) {
-    Value n = kb.add(kb.mul(block, kb.i32(dim)), c);
-    Value x = DequantizeOp::create(
-        kb.builder(), kb.getLoc(), kb.builder().getF32Type(), code,
-        access.loadScale(quantizer, n), access.loadZero(quantizer, n), quant);
-    SmallVector<Value> next;
-    for (unsigned r = 0; r < heads; ++r)
-      next.push_back(kb.fadd(acc[r], kb.fmul(queryAt(normQueries, r, c), x)));
-    return next;
-  };
-  unsigned bits = quant.getBits(), words = keys.wordsPerGroup;
-  // Consecutive channels' groups are consecutive: read the words of
-  // `chunk` channels with 128-bit loads where codes never straddle words.
-  unsigned chunk = words < 4 ? 4 / words : 1;
-  bool vectorize =
-      32 % bits == 0 && (4 % words == 0 || words % 4 == 0) && dim % chunk == 0;
-  if (!vectorize)
-    return kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(1), dots,
-                      [&](Value c, ValueRange acc) -> SmallVector<Value> {
-                        Value n = kb.add(kb.mul(block, kb.i32(dim)), c);
-                        return accumulate(acc, c, access.loadCode(n, k));
-                      });
-  Value bit = kb.mul(k, kb.i32(bits));
-  Value wordInGroup = kb.divU(bit, kb.i32(32));
-  Value shift = kb.remU(bit, kb.i32(32));
-  return kb.forLoop(
-      kb.i32(0), kb.i32(dim), kb.i32(chunk), dots,
-      [&](Value c0, ValueRange acc) -> SmallVector<Value> {
-        Value first =
-            kb.mul(kb.add(kb.mul(block, kb.i32(dim)), c0), kb.i32(words));
-        SmallVector<Value> loaded;
-        for (unsigned w = 0; w < chunk * words; w += 4)
-          llvm::append_range(
-              loaded, kb.loadWords4(access.getCodesBase(),
-                                    kb.mul(kb.toI64(kb.add(first, kb.i32(w))),
-                                           kb.i64(4))));
-        SmallVector<Value> next(acc.begin(), acc.end());
-        for (unsigned ch = 0; ch < chunk; ++ch) {
-          Value word = loaded[ch * words];
-          for (unsigned w = 1; w < words; ++w)
-            word = kb.select(kb.eq(wordInGroup, kb.i32(w)),
-                             loaded[ch * words + w], word);
-          Value code =
-              kb.bitAnd(kb.shrU(word, shift), kb.i32((1u << bits) - 1));
-          next = accumulate(next, kb.add(c0, kb.i32(ch)), code);
-        }
-        return next;
-      });
+  assert(keys.hasReorder() && "plain quantized keys have vector forms");
+  return reorderedKeyDots(access, pageToken);
 }
 
 void AttendEmitter::scoreRange(Range range, unsigned region) {
   const TensorLayout &keys = tensor(true);
   const SliceLayout &quantizedKeys = slice(true);
-  if (region == 1 && kb.getTarget().getVectorLanes() > 1 &&
-      quantizedKeys.isQuantized() && !quantizedKeys.hasReorder() && !rope)
+  if (region == 1 && quantizedKeys.isQuantized() &&
+      !quantizedKeys.hasReorder() && !rope)
     return quantizedKeys.quant.getSpan() == Span::Tokens
                ? scoreTokenBlocks(range)
                : scoreChannelGroups(range);
@@ -428,8 +313,7 @@ void AttendEmitter::emit() {
   const SliceLayout &keys = slice(true);
   if (keys.isQuantized() && keys.quant.getSpan() == Span::Channels)
     groupSums = target.allocShared(kb, heads * keys.groupsPerToken * 4);
-  if (target.getVectorLanes() > 1)
-    allocateVectorBuffers();
+  allocateVectorBuffers();
   if (RopeAttr preRope =
           keys.isQuantized() ? keys.quant.getPreRope() : RopeAttr()) {
     rope.emplace(kb, preRope);

@@ -112,6 +112,18 @@ Value AttendEmitter::loadGroupWords(SliceAccess &access, Value n,
   return kb.shuffle(words, llvm::to_vector(llvm::seq<int64_t>(0, count)));
 }
 
+/// Element `index` of an f32 buffer as a pointer, from which loads at
+/// constant element offsets (loadF32At) fold into the load's address: the
+/// heads' rows of a buffer cost one address per token, not one per head.
+static Value f32Row(KernelBuilder &kb, Value buffer, Value index) {
+  return kb.gep(buffer, kb.mul(kb.toI64(index), kb.i64(4)));
+}
+
+static Value loadF32At(KernelBuilder &kb, Value row, unsigned element) {
+  return kb.load(kb.builder().getF32Type(), row, kb.i64(int64_t(element) * 4),
+                 4);
+}
+
 /// Lane `lane` of `vector` in every one of `lanes` lanes.
 static Value broadcastLane(KernelBuilder &kb, Value vector, unsigned lane,
                            unsigned lanes) {
@@ -392,14 +404,15 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
                 Value words =
                     loadCodeBits(access, kb.mul(n, kb.i32(keys.wordsPerGroup)),
                                  passBit, count * lanes * bits);
-                Value q0 = kb.mul(b, kb.i32(heads * dim));
+                Value queryRow =
+                    f32Row(kb, foldedQueries,
+                           kb.add(kb.mul(b, kb.i32(heads * dim)), c));
                 SmallVector<Value> next(acc.begin(), acc.end());
                 for (unsigned t = 0; t < count; ++t) {
                   Value codes =
                       unpackCodes(words, bits, lanes, t * lanes * bits, bits);
                   for (unsigned r = 0; r < heads; ++r) {
-                    Value q = kb.loadF32(
-                        foldedQueries, kb.add(kb.add(q0, kb.i32(r * dim)), c));
+                    Value q = loadF32At(kb, queryRow, r * dim);
                     Value &sum = next[t * heads + r];
                     sum = kb.fadd(sum, kb.fmul(kb.splat(q, lanes), codes));
                   }
@@ -484,14 +497,14 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
           Value pageBlock = getPageBlock(first, group);
           Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
           Value packed = loadGroupWords(access, n, lanes * words);
-          Value weights = kb.mul(kb.mul(b, kb.i32(heads)), kb.i32(group));
+          Value weights =
+              f32Row(kb, blockWeights, kb.mul(b, kb.i32(heads * group)));
           SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
           for (unsigned k = 0; k < group; ++k) {
             Value codes =
                 unpackCodes(packed, bits, lanes, k * bits, 32 * words);
             for (unsigned r = 0; r < heads; ++r) {
-              Value p = kb.loadF32(blockWeights,
-                                   kb.add(weights, kb.i32(r * group + k)));
+              Value p = loadF32At(kb, weights, r * group + k);
               dots[r] = kb.fadd(dots[r], kb.fmul(kb.splat(p, lanes), codes));
             }
           }
@@ -712,14 +725,13 @@ void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
         AffineTerms terms =
             quantizer.affine(access.loadScales(quantizer, n, passGroups),
                              access.loadZeros(quantizer, n, passGroups));
-        Value local = kb.sub(t, splitRange.begin);
+        Value probabilities = f32Row(kb, scores, kb.sub(t, splitRange.begin));
         SmallVector<Value> next(acc.begin(), acc.end());
         SmallVector<Value> weights;
         for (unsigned r = 0; r < count; ++r) {
           Value p =
-              kb.splat(kb.loadF32(scores, kb.add(kb.i32((pass.firstHead + r) *
-                                                        layout.splitTokens),
-                                                 local)),
+              kb.splat(loadF32At(kb, probabilities,
+                                 (pass.firstHead + r) * layout.splitTokens),
                        passGroups);
           weights.push_back(kb.fmul(p, terms.slope));
           Value &offsets = next[count * chunks + r];
