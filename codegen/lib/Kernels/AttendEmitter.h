@@ -120,6 +120,15 @@ private:
                            const ValuePass &pass, Value unit, unsigned units,
                            Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
+  /// Heads and chunks of `lanes` channels per pass of a value loop (chunks
+  /// of a group: `groupChunks`), as many as keep accumulators in registers.
+  std::pair<unsigned, unsigned> planValuePasses(unsigned chunks,
+                                                unsigned groupChunks);
+  // Full-precision pages (fp16 caches and layers).
+  void scoreFullPrecisionRows(Range range);
+  void sumFullPrecisionValues(Range range);
+  /// `lanes` channels of a full-precision page row from `element`, as f32.
+  Value loadRowChunk(SliceAccess &access, Value element, unsigned lanes);
   /// Runs `body(task, worker)` for `tasks` tasks of `workers` adjacent
   /// workers (KernelTarget::sumAcrossWorkers) over the block's threads.
   /// Padded tasks (task >= tasks) run too and must do nothing.
@@ -171,7 +180,9 @@ private:
   void foldBlockQueries(const TokenBlocks &blocks, Quantizer &quantizer);
   /// blockWeights and blockWeightSums of every value block.
   void loadBlockWeights(Range range, const TokenBlocks &blocks);
-  SmallVector<Value> quantizedKeyDots(Value index);
+  /// The tile's dots with reordered key `index` of the quantized region
+  /// (the other quantized and full-precision pages have vector forms).
+  SmallVector<Value> reorderedKeyDots(Value index);
   // Channel reorder (AttendReorder.cpp): a token's variable-size key
   // groups scored against the permuted query, and channel `c` of a key or
   // value found at its position.

@@ -123,26 +123,18 @@ SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
       });
 }
 
-SmallVector<Value> AttendEmitter::quantizedKeyDots(Value index) {
-  // Unreordered quantized keys are scored by the vector forms
-  // (AttendVector.cpp); this is the per-token form of the others.
-  const SliceLayout &keys = slice(true);
-  SliceAccess access(kb, tensor(true), keys, layout.pageTokens, args.pages[0],
-                     tableRow(true), index, head);
-  Value pageToken = kb.remU(index, kb.i32(layout.pageTokens));
-  if (!keys.isQuantized()) {
-    Value element0 = kb.mul(pageToken, kb.i32(dim));
-    return fullPrecisionDots(access.getBase(), element0, queries);
-  }
-  assert(keys.hasReorder() && "plain quantized keys have vector forms");
-  return reorderedKeyDots(access, pageToken);
+SmallVector<Value> AttendEmitter::reorderedKeyDots(Value index) {
+  SliceAccess access(kb, tensor(true), slice(true), layout.pageTokens,
+                     args.pages[0], tableRow(true), index, head);
+  return reorderedKeyDots(access, kb.remU(index, kb.i32(layout.pageTokens)));
 }
 
 void AttendEmitter::scoreRange(Range range, unsigned region) {
   const TensorLayout &keys = tensor(true);
   const SliceLayout &quantizedKeys = slice(true);
-  if (region == 1 && quantizedKeys.isQuantized() &&
-      !quantizedKeys.hasReorder() && !rope)
+  if (region == 1 && !quantizedKeys.isQuantized())
+    return scoreFullPrecisionRows(range);
+  if (region == 1 && !quantizedKeys.hasReorder() && !rope)
     return quantizedKeys.quant.getSpan() == Span::Tokens
                ? scoreTokenBlocks(range)
                : scoreChannelGroups(range);
@@ -157,7 +149,7 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
           fullPrecisionRow(kb, model, keys.window.getSink(), slot, t, head);
       dots = fullPrecisionDots(args.sink[0], row, queries);
     } else if (region == 1) {
-      dots = quantizedKeyDots(kb.sub(t, regions[0].sink));
+      dots = reorderedKeyDots(kb.sub(t, regions[0].sink));
     } else {
       Value w = kb.sub(t, kb.add(regions[0].sink, regions[0].quantized));
       Value row =

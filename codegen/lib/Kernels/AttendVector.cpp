@@ -81,7 +81,7 @@ void AttendEmitter::allocateVectorBuffers() {
     blockWeightSums = target.allocShared(kb, blocks * heads * 4);
   }
   // Reordered values keep the channel-per-lane form (variable groups).
-  if (values.isQuantized() && !values.hasReorder())
+  if (!values.hasReorder())
     valueSums = target.allocShared(kb, heads * dim * 4);
 }
 
@@ -648,10 +648,25 @@ void AttendEmitter::scoreChannelGroups(Range range) {
 }
 
 void AttendEmitter::sumQuantizedValues(Range range) {
-  if (slice(false).quant.getSpan() == Span::Channels)
+  if (!slice(false).isQuantized())
+    sumFullPrecisionValues(range);
+  else if (slice(false).quant.getSpan() == Span::Channels)
     sumChannelGroupValues(range);
   else
     sumTokenBlockValues(range);
+}
+
+std::pair<unsigned, unsigned>
+AttendEmitter::planValuePasses(unsigned chunks, unsigned groupChunks) {
+  unsigned maxAccumulators = getMaxAccumulators(kb.getTarget());
+  unsigned passHeads = std::max(1u, std::min(heads, maxAccumulators));
+  unsigned passChunks = std::max(1u, maxAccumulators / passHeads);
+  if (passChunks >= groupChunks)
+    passChunks = std::min(chunks, passChunks / groupChunks * groupChunks);
+  else
+    while (groupChunks % passChunks != 0)
+      --passChunks;
+  return {passHeads, passChunks};
 }
 
 void AttendEmitter::sumChannelGroupValues(Range range) {
@@ -666,14 +681,7 @@ void AttendEmitter::sumChannelGroupValues(Range range) {
   KernelTarget &target = kb.getTarget();
   unsigned groupChunks = quant.getGroup() / getLanes(target, quant.getGroup());
   unsigned chunks = values.groupsPerToken * groupChunks;
-  unsigned maxAccumulators = getMaxAccumulators(target);
-  unsigned passHeads = std::max(1u, std::min(heads, maxAccumulators));
-  unsigned passChunks = std::max(1u, maxAccumulators / passHeads);
-  if (passChunks >= groupChunks)
-    passChunks = std::min(chunks, passChunks / groupChunks * groupChunks);
-  else
-    while (groupChunks % passChunks != 0)
-      --passChunks;
+  auto [passHeads, passChunks] = planValuePasses(chunks, groupChunks);
   Quantizer quantizer(kb, quant);
   unsigned units = chunks / passChunks;
   unsigned workers = getWorkers(target, units, layout.pageTokens);
@@ -761,4 +769,113 @@ void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
                            kb.add(kb.i32((pass.firstHead + r) * dim), channel));
           }
       });
+}
+
+//===----------------------------------------------------------------------===//
+// Full-precision pages (fp16 caches and layers)
+//===----------------------------------------------------------------------===//
+
+Value AttendEmitter::loadRowChunk(SliceAccess &access, Value element,
+                                  unsigned lanes) {
+  // Chunks start on `lanes` elements of a row, and rows on 16 bytes.
+  Type dtype = model.getDtype();
+  unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
+  Value chunk = kb.load(VectorType::get({lanes}, dtype), access.getBase(),
+                        kb.mul(kb.toI64(element), kb.i64(bytes)),
+                        std::min(16u, lanes * bytes), /*invariant=*/true);
+  if (dtype.isF32())
+    return chunk;
+  return arith::ExtFOp::create(
+      kb.builder(), kb.getLoc(),
+      VectorType::get({lanes}, kb.builder().getF32Type()), chunk);
+}
+
+void AttendEmitter::scoreFullPrecisionRows(Range range) {
+  // A token per thread, its channels as lanes: one load per chunk, dotted
+  // with each head's query chunk; the heads' vectors reduced together.
+  KernelTarget &target = kb.getTarget();
+  unsigned lanes = getLanes(target, dim), chunks = dim / lanes;
+  bool unroll = heads * dim <= lanes * target.getVectorRegisters();
+  auto addChunk = [&](SliceAccess &access, Value row, Value c0,
+                      SmallVector<Value> &dots) {
+    Value keys = loadRowChunk(access, kb.add(row, c0), lanes);
+    for (unsigned r = 0; r < heads; ++r) {
+      Value q = loadVectorF32(kb, queries, kb.add(kb.i32(r * dim), c0), lanes);
+      dots[r] = kb.fadd(dots[r], kb.fmul(q, keys));
+    }
+  };
+  auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
+                        ValueRange) -> SmallVector<Value> {
+    Value row = kb.mul(pageToken, kb.i32(dim));
+    SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
+    if (unroll) {
+      for (unsigned k = 0; k < chunks; ++k)
+        addChunk(access, row, kb.i32(k * lanes), dots);
+    } else {
+      dots = kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(lanes), dots,
+                        [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+                          SmallVector<Value> next(acc.begin(), acc.end());
+                          addChunk(access, row, c0, next);
+                          return next;
+                        });
+    }
+    Value local = kb.sub(t, splitRange.begin);
+    for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots)))
+      kb.storeF32(score, scores, kb.add(kb.i32(r * layout.splitTokens), local));
+    return {};
+  };
+  unsigned threads = target.getBlockThreads();
+  target.parallelFor(kb, kb.i32(threads), [&](Value thread) {
+    forEachQuantizedToken(range, /*isKeys=*/true, {}, scoreToken, thread,
+                          threads);
+  });
+}
+
+void AttendEmitter::sumFullPrecisionValues(Range range) {
+  // As span=channels values with slope 1 and offset 0: a pass of heads x
+  // chunks of channels, the tokens split among workers.
+  KernelTarget &target = kb.getTarget();
+  unsigned lanes = getLanes(target, dim), chunks = dim / lanes;
+  auto [passHeads, passChunks] = planValuePasses(chunks, chunks);
+  unsigned units = chunks / passChunks;
+  unsigned workers = getWorkers(target, units, layout.pageTokens);
+  for (unsigned h0 = 0; h0 < heads; h0 += passHeads) {
+    unsigned count = std::min(passHeads, heads - h0);
+    forEachUnit(units, workers, [&](Value unit, Value worker) {
+      Value c0 = mulFolded(kb, unit, passChunks * lanes);
+      Range tokens = {range.begin, kb.select(kb.ult(unit, kb.i32(units)),
+                                             range.end, range.begin)};
+      SmallVector<Value> init(count * passChunks, vectorF32(kb, lanes, 0));
+      SmallVector<Value> sums = forEachQuantizedToken(
+          tokens, /*isKeys=*/false, init,
+          [&](SliceAccess &access, Value pageToken, Value t,
+              ValueRange acc) -> SmallVector<Value> {
+            Value probabilities =
+                f32Row(kb, scores, kb.sub(t, splitRange.begin));
+            Value row = kb.add(kb.mul(pageToken, kb.i32(dim)), c0);
+            SmallVector<Value> next(acc.begin(), acc.end());
+            for (unsigned k = 0; k < passChunks; ++k) {
+              Value v =
+                  loadRowChunk(access, kb.add(row, kb.i32(k * lanes)), lanes);
+              for (unsigned r = 0; r < count; ++r) {
+                Value p =
+                    loadF32At(kb, probabilities, (h0 + r) * layout.splitTokens);
+                Value &sum = next[r * passChunks + k];
+                sum = kb.fadd(sum, kb.fmul(kb.splat(p, lanes), v));
+              }
+            }
+            return next;
+          },
+          worker, workers);
+      sums = target.sumAcrossWorkers(kb, sums, workers);
+      kb.ifThen(
+          kb.bitAnd(kb.ult(unit, kb.i32(units)), kb.eq(worker, kb.i32(0))),
+          [&] {
+            for (unsigned r = 0; r < count; ++r)
+              for (unsigned k = 0; k < passChunks; ++k)
+                storeVectorF32(kb, sums[r * passChunks + k], valueSums,
+                               kb.add(kb.i32((h0 + r) * dim + k * lanes), c0));
+          });
+    });
+  }
 }
