@@ -315,57 +315,75 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
       norms = kb.loadFloatVector(f32, args.norms,
                                  kb.add(kb.mul(head, kb.i32(dim)), c0), lanes,
                                  /*invariant=*/true);
-    auto element = [&](Value k) {
-      auto [buffer, row] = args.source.row(kb, model, kb.add(token, k), head);
-      Value x = kb.loadFloatVector(dtype, buffer, kb.add(row, c0), lanes,
-                                   /*invariant=*/true);
-      return norms ? kb.fdiv(x, norms) : x;
-    };
-    kb.setLanes(lanes);
-    Quantizer quantizer(kb, quant);
-    GroupParams params = quantizer.computeParams(group, element);
-    Value qpos = kb.add(args.destPos, token);
-    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                       args.table, qpos, head);
-    Value pageBlock =
-        kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
-    Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
-    if (!slice.sharesCodes()) {
-      SmallVector<Value> codes;
-      for (unsigned k = 0; k < group; ++k)
-        codes.push_back(quantizer.computeCode(params, element(kb.i32(k))));
-      // The word vectors concatenated, then interleaved: lane j's words go
-      // to group n0 + j.
-      Value all;
-      for (unsigned w = 0; w < words; ++w) {
-        Value word = packWord(kb, codes, quant.getBits(), w);
-        all = w == 0
+    // A block's tokens are consecutive rows of one buffer unless they cross
+    // the ring's end or its boundary with the input: then each token's row
+    // is looked up, else one address serves the block.
+    Value buffer0, row0;
+    std::tie(buffer0, row0) = args.source.row(kb, model, token, head);
+    Value stride = kb.i32(model.getKvHeads() * dim);
+    auto quantizeBlock = [&](bool contiguous) {
+      auto element = [&](Value k) {
+        Value buffer = buffer0, row = kb.add(row0, kb.mul(k, stride));
+        if (!contiguous)
+          std::tie(buffer, row) =
+              args.source.row(kb, model, kb.add(token, k), head);
+        Value x = kb.loadFloatVector(dtype, buffer, kb.add(row, c0), lanes,
+                                     /*invariant=*/true);
+        return norms ? kb.fdiv(x, norms) : x;
+      };
+      kb.setLanes(lanes);
+      Quantizer quantizer(kb, quant);
+      GroupParams params = quantizer.computeParams(group, element);
+      Value qpos = kb.add(args.destPos, token);
+      SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                         args.table, qpos, head);
+      Value pageBlock =
+          kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
+      Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+      if (!slice.sharesCodes()) {
+        SmallVector<Value> codes;
+        for (unsigned k = 0; k < group; ++k)
+          codes.push_back(quantizer.computeCode(params, element(kb.i32(k))));
+        // The word vectors concatenated, then interleaved: lane j's words go
+        // to group n0 + j.
+        Value all;
+        for (unsigned w = 0; w < words; ++w) {
+          Value word = packWord(kb, codes, quant.getBits(), w);
+          all =
+              w == 0
                   ? word
                   : vector::ShuffleOp::create(
                         kb.builder(), kb.getLoc(), all, word,
                         llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes)))
                         .getResult();
+        }
+        SmallVector<int64_t> interleave;
+        for (unsigned j = 0; j < lanes; ++j)
+          for (unsigned w = 0; w < words; ++w)
+            interleave.push_back(w * lanes + j);
+        if (words > 1)
+          all = kb.shuffle(all, interleave);
+        access.storeWord(n0, kb.i32(0), all);
       }
-      SmallVector<int64_t> interleave;
-      for (unsigned j = 0; j < lanes; ++j)
-        for (unsigned w = 0; w < words; ++w)
-          interleave.push_back(w * lanes + j);
-      if (words > 1)
-        all = kb.shuffle(all, interleave);
-      access.storeWord(n0, kb.i32(0), all);
-    }
-    access.storeScale(n0, quantizer.paramBits(params.scale));
-    access.storeZero(n0, quantizer.paramBits(params.zero));
-    // Saturated parameters are finite but not accurate: count the
-    // groups.
-    Value counts = arith::ExtUIOp::create(
-        kb.builder(), kb.getLoc(),
-        VectorType::get({lanes}, kb.builder().getI32Type()), params.saturated);
-    kb.setLanes(0);
-    Value saturated = vector::ReductionOp::create(
-        kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, counts);
-    kb.ifThen(kb.ult(kb.i32(0), saturated),
-              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), saturated); });
+      access.storeScale(n0, quantizer.paramBits(params.scale));
+      access.storeZero(n0, quantizer.paramBits(params.zero));
+      // Saturated parameters are finite but not accurate: count the
+      // groups.
+      Value counts = arith::ExtUIOp::create(
+          kb.builder(), kb.getLoc(),
+          VectorType::get({lanes}, kb.builder().getI32Type()),
+          params.saturated);
+      kb.setLanes(0);
+      Value saturated = vector::ReductionOp::create(
+          kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, counts);
+      kb.ifThen(kb.ult(kb.i32(0), saturated),
+                [&] { kb.atomicAddU32(args.saturated, kb.i64(0), saturated); });
+      return SmallVector<Value>();
+    };
+    kb.ifThenElse(
+        args.source.isContiguous(kb, token, group), {},
+        [&] { return quantizeBlock(/*contiguous=*/true); },
+        [&] { return quantizeBlock(/*contiguous=*/false); });
   });
 }
 

@@ -163,3 +163,14 @@ std::pair<Value, Value> FlushSource::row(KernelBuilder &kb, ModelAttr model,
   return {kb.select(inRing, ring, input),
           fullPrecisionRow(kb, model, /*capacity=*/0, kb.i32(0), r, head)};
 }
+
+Value FlushSource::isContiguous(KernelBuilder &kb, Value token,
+                                unsigned count) const {
+  Value last = kb.add(token, kb.i32(count - 1));
+  Value inInput = kb.eq(kb.ult(token, ringTokens), kb.i1(false));
+  Value lastRow =
+      kb.add(windowRow(kb, capacity, ringHead, token), kb.i32(count - 1));
+  Value inRing =
+      kb.bitAnd(kb.ult(last, ringTokens), kb.ult(lastRow, kb.i32(capacity)));
+  return kb.bitOr(inInput, inRing);
+}

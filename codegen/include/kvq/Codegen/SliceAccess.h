@@ -101,6 +101,10 @@ struct FlushSource {
   std::pair<mlir::Value, mlir::Value> row(KernelBuilder &kb, ModelAttr model,
                                           mlir::Value token,
                                           mlir::Value head) const;
+  /// Whether flushed tokens [token, token + count) are consecutive rows of
+  /// one buffer: all in the input, or all in the ring without its wrap.
+  mlir::Value isContiguous(KernelBuilder &kb, mlir::Value token,
+                           unsigned count) const;
 };
 
 } // namespace kvq
