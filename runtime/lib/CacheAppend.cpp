@@ -277,6 +277,7 @@ Status commitWindow(Cache::Impl &C, unsigned Layer, Tensor T,
   SequenceState &S = *W.Seq;
   unsigned Capacity = C.layout(T).WindowCapacity;
   uint32_t &Head = S.WindowHead[int(T)][Layer];
+  uint32_t OldHead = Head;
   if (Capacity)
     Head = uint32_t((uint64_t(Head) + Plan.Flushed) % Capacity);
   unsigned Skipped = Plan.ToSink + inputTokens(Plan);
@@ -284,14 +285,19 @@ Status commitWindow(Cache::Impl &C, unsigned Layer, Tensor T,
   const auto *New =
       static_cast<const uint8_t *>(T == Tensor::Keys ? W.Item->K : W.Item->V);
   const uint8_t *Src = New + Skipped * C.rowBytes();
+  // The kept new tokens are the window's last ones, after the move.
   Status St =
       C.forWindowRuns(T, Layer, S, Plan.After.Window - Kept, Kept,
                       [&](DevicePtr Ring, size_t Offset, size_t Bytes) {
                         return copyInput(C, Ring, Src + Offset, Bytes, Inputs);
                       });
-  if (St.ok())
-    S.Layers[Layer][T] = Plan.After;
-  return St;
+  if (!St.ok()) {
+    // A device failure: the head keeps agreeing with the counts.
+    Head = OldHead;
+    return St;
+  }
+  S.Layers[Layer][T] = Plan.After;
+  return Status::success();
 }
 
 Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T,
