@@ -310,6 +310,8 @@ Expected<SequenceId> Cache::addSequence() {
   S.Slot = P->FreeSlots.back();
   S.Layers.resize(manifest().Model.Layers);
   S.HasNorms.assign(manifest().Model.Layers, false);
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    S.WindowHead[int(T)].assign(manifest().Model.Layers, 0);
   // A reused slot may hold a previous sequence's norms: clear them.
   if (manifest().hasKeyNorm())
     for (unsigned L = 0; L < manifest().Model.Layers; ++L)
@@ -565,10 +567,19 @@ static Expected<std::vector<uint8_t>> readRegionRows(Cache::Impl &P, Tensor T,
   if (Status St = P.checkLayer(Layer); !St.ok())
     return St;
   const TensorCounts &Counts = (*S)->Layers[Layer][T];
-  DevicePtr Addr = Window ? P.windowAddr(T, Layer, (*S)->Slot)
-                          : P.sinkAddr(T, Layer, (*S)->Slot);
-  return readBytes(*P.B, Addr,
-                   (Window ? Counts.Window : Counts.Sink) * P.rowBytes());
+  if (!Window)
+    return readBytes(*P.B, P.sinkAddr(T, Layer, (*S)->Slot),
+                     Counts.Sink * P.rowBytes());
+  // Oldest token first, from the ring.
+  std::vector<uint8_t> Out(Counts.Window * P.rowBytes());
+  if (Status St = P.forWindowRuns(
+          T, Layer, **S, 0, Counts.Window,
+          [&](DevicePtr Ring, size_t Offset, size_t Bytes) {
+            return P.B->copyToHost(Out.data() + Offset, Ring, Bytes);
+          });
+      !St.ok())
+    return St;
+  return Out;
 }
 
 Expected<std::vector<uint8_t>> Cache::readWindow(Tensor T, SequenceId Seq,

@@ -7,19 +7,27 @@
 // One append adds tokens to one layer of a batch of sequences. Per sequence
 // and tensor (docs/Numerics.md, "Flush rule and regions"):
 //   1. the first tokens up to the sink size go to the sink buffer;
-//   2. staging = window ++ remaining new tokens (w + r tokens);
+//   2. x = window ++ remaining new tokens (w + r tokens);
 //      f = (w + r >= W + U) ? (w + r - W) / U : 0 flush units;
 //   3. pages covering quantized positions [0, Q + f*U) are allocated, the
-//      `flush` kernel quantizes staging[0 : f*U) to positions [Q, Q + f*U);
-//   4. the window becomes staging[f*U :].
-// Windows and sinks stay on the device: staging is a device buffer filled by
-// a device-to-device copy of the window and the new tokens, and the kept
-// tokens are copied back the same way. Host-device traffic is the new K/V,
-// new block-table entries, and nothing else; no step waits for the device
-// (one stream orders the reuse of the staging buffer).
-// In layers with OTT pools, keys and values are both staged and the `track`
-// kernel updates the pools (and replaces the tokens entering them) before
-// the two flushes.
+//      `flush` kernel quantizes x[0 : f*U) to positions [Q, Q + f*U);
+//   4. the window becomes x[f*U :].
+// Windows and sinks stay on the device, and each window is a ring buffer of
+// window_capacity rows (docs/KernelABI.md, "Window rings"): window token i
+// is at ring row (head + i) mod capacity, with the head kept per sequence,
+// layer and tensor here and passed to the kernels. x is never built: the
+// flush reads its first min(f*U, w) tokens from the ring and the others
+// from the new tokens (device input where it is, host input copied once to
+// a device staging buffer); then the head moves past the flushed tokens
+// and the new tokens the window keeps are copied into their ring rows (at
+// most two copies each, around the wrap), after the flush in stream order
+// since they may take the ring rows it read. No window row is copied.
+// Host-device traffic is the new K/V, new block-table entries, and nothing
+// else; no step waits for the device (one stream orders the reuse of the
+// staging buffer).
+// In layers with OTT pools, the `track` kernel updates the pools and
+// replaces the tokens entering them, in the rings and in writable copies of
+// the new tokens, before the two flushes.
 // Key norms (key_norm layers) come from the first append of a sequence to
 // the layer, computed by the `keynorm` kernel before any flush.
 //
@@ -54,6 +62,18 @@ AppendPlan kvq::runtime::planAppend(const TensorLayout &T,
   P.After.Quantized += P.Flushed;
   P.After.Window = Total - P.Flushed;
   return P;
+}
+
+std::array<RingRun, 2> kvq::runtime::ringRuns(unsigned Head, unsigned First,
+                                              unsigned Count,
+                                              unsigned Capacity) {
+  assert(uint64_t(First) + Count <= Capacity && Head < std::max(Capacity, 1u));
+  if (!Count)
+    return {};
+  unsigned Row = (uint64_t(Head) + First) % Capacity;
+  unsigned Before = std::min(Count, Capacity - Row);
+  return {RingRun{First, Row, Before},
+          RingRun{First + Before, 0, Count - Before}};
 }
 
 namespace {
@@ -168,129 +188,160 @@ Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
   return Status::success();
 }
 
-/// Stages window ++ Rest on the device (returned; the flush quantizes its
-/// first Plan.Flushed tokens) and makes the pages it writes private and
-/// present.
-Expected<DevicePtr> stageFlush(Cache::Impl &C, unsigned Layer, Tensor T,
-                               SequenceState &S, const AppendPlan &Plan,
-                               const uint8_t *Rest, unsigned RestTokens,
-                               Cache::Impl::Memory Inputs) {
-  size_t Row = C.rowBytes();
-  DevicePtr Window = C.windowAddr(T, Layer, S.Slot);
+/// Tokens a flush quantizes that never enter the window: the first ones of
+/// the new tokens past the sink, when the window holds fewer than Flushed.
+unsigned inputTokens(const AppendPlan &Plan) {
+  return Plan.Flushed > Plan.OldWindow ? Plan.Flushed - Plan.OldWindow : 0;
+}
+
+/// Where a flush reads its first inputTokens(Plan) tokens of Rest: device
+/// input where it is, host input (or device input the track kernel would
+/// rewrite: Writable) copied once to the tensor's staging buffer. 0 when
+/// the window holds every flushed token.
+Expected<DevicePtr> flushInput(Cache::Impl &C, Tensor T, const AppendPlan &Plan,
+                               const uint8_t *Rest, Cache::Impl::Memory Inputs,
+                               bool Writable) {
+  unsigned N = inputTokens(Plan);
+  if (!N)
+    return DevicePtr(0);
+  if (Inputs == Cache::Impl::Memory::Device && !Writable)
+    return DevicePtr(reinterpret_cast<uintptr_t>(Rest));
   // Reserved by reserveAppend: no allocation here.
   DevicePtr Staging = C.Staging[int(T)].Ptr;
-  assert(C.Staging[int(T)].Bytes >= (Plan.OldWindow + RestTokens) * Row);
-  if (Status St = C.B->copyWithin(Staging, Window, Plan.OldWindow * Row);
+  assert(C.Staging[int(T)].Bytes >= N * C.rowBytes());
+  if (Status St = copyInput(C, Staging, Rest, N * C.rowBytes(), Inputs);
       !St.ok())
     return St;
-  if (Status St = copyInput(C, Staging + Plan.OldWindow * Row, Rest,
-                            RestTokens * Row, Inputs);
-      !St.ok())
-    return St;
+  return Staging;
+}
+
+/// Copies the sink's share of the new tokens of tensor T, makes the pages
+/// a flush writes private and present, and returns where the flush reads
+/// the tokens the window does not hold (flushInput).
+Expected<DevicePtr> prepareTensor(Cache::Impl &C, unsigned Layer, Tensor T,
+                                  const AppendWork &W,
+                                  Cache::Impl::Memory Inputs, bool Writable) {
+  const AppendPlan &Plan = W.Plan[int(T)];
+  SequenceState &S = *W.Seq;
+  size_t Row = C.rowBytes();
+  const auto *New =
+      static_cast<const uint8_t *>(T == Tensor::Keys ? W.Item->K : W.Item->V);
+  if (Plan.ToSink)
+    if (Status St = copyInput(
+            C, C.sinkAddr(T, Layer, S.Slot) + S.Layers[Layer][T].Sink * Row,
+            New, Plan.ToSink * Row, Inputs);
+        !St.ok())
+      return St;
+  if (!Plan.Flushed)
+    return DevicePtr(0);
   if (Status St = C.unsharePages(S, T, Plan); !St.ok())
     return St;
   if (Status St = ensurePages(
           C, S, T, pagesFor(Plan.After.Quantized, C.manifest().PageTokens));
       !St.ok())
     return St;
-  return Staging;
+  return flushInput(C, T, Plan, New + Plan.ToSink * Row, Inputs, Writable);
 }
 
-/// Quantizes Staging[0 : Plan.Flushed) and moves the kept tokens back into
-/// the window.
-Status flushStaged(Cache::Impl &C, unsigned Layer, Tensor T,
-                   const SequenceState &S, const AppendPlan &Plan,
-                   DevicePtr Staging) {
+/// Quantizes the Plan.Flushed oldest tokens of window ++ new tokens in
+/// place: the window's from its ring, the rest from Input.
+Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
+                    const SequenceState &S, const AppendPlan &Plan,
+                    DevicePtr Input) {
   const TensorLayout &TL = C.layout(T);
   const LayerLayout &LL = TL.Layers[Layer];
   unsigned Destination = Plan.After.Quantized - Plan.Flushed;
   using A = abi::FlushArgs;
   abi::KernelArgs Args(abi::KernelKind::Flush);
-  Args.set(A::Staging, Staging);
+  Args.set(A::Window, C.windowAddr(T, Layer, S.Slot));
+  Args.set(A::Input, Input);
   Args.set(A::Pages, C.Pages[int(T)] + LL.Offset);
   Args.set(A::Table, C.tableAddr(T, S.Slot));
   Args.set(A::Norms, C.normsAddr(Layer, S.Slot));
   Args.set(A::Saturated, C.saturatedAddr(T, Layer));
+  Args.set(A::WindowHead, int32_t(S.WindowHead[int(T)][Layer]));
+  Args.set(A::WindowTokens, int32_t(Plan.Flushed - inputTokens(Plan)));
   Args.set(A::DestPos, int32_t(Destination));
   Args.set(A::NumTokens, int32_t(Plan.Flushed));
-  if (Status St = C.launch(
-          LL.FlushKernel,
-          Dim3{Plan.Flushed / TL.Flush, C.manifest().Model.KvHeads, 1}, Args);
-      !St.ok())
-    return St;
-  // The next item rewrites the staging buffer only after this copy, in
-  // stream order: no wait here.
-  size_t Row = C.rowBytes();
-  return C.B->copyWithin(C.windowAddr(T, Layer, S.Slot),
-                         Staging + Plan.Flushed * Row, Plan.After.Window * Row);
+  return C.launch(LL.FlushKernel,
+                  Dim3{Plan.Flushed / TL.Flush, C.manifest().Model.KvHeads, 1},
+                  Args);
 }
 
-/// Copies the new tokens of tensor T to the sink and then the window, or
-/// stages the flush they cause; returns the staging buffer (0 when nothing
-/// is flushed).
-Expected<DevicePtr> stageTensor(Cache::Impl &C, unsigned Layer, Tensor T,
-                                const AppendWork &W,
-                                Cache::Impl::Memory Inputs) {
+/// After the flush (in stream order: the new rows may take the ring rows it
+/// read), drops the flushed tokens from the window by moving its head and
+/// writes the new tokens the window keeps into their ring rows.
+Status commitWindow(Cache::Impl &C, unsigned Layer, Tensor T,
+                    const AppendWork &W, Cache::Impl::Memory Inputs) {
   const AppendPlan &Plan = W.Plan[int(T)];
   SequenceState &S = *W.Seq;
-  size_t Row = C.rowBytes();
+  unsigned Capacity = C.layout(T).WindowCapacity;
+  uint32_t &Head = S.WindowHead[int(T)][Layer];
+  uint32_t OldHead = Head;
+  if (Capacity)
+    Head = uint32_t((uint64_t(Head) + Plan.Flushed) % Capacity);
+  unsigned Skipped = Plan.ToSink + inputTokens(Plan);
+  unsigned Kept = W.Item->NumTokens - Skipped;
   const auto *New =
       static_cast<const uint8_t *>(T == Tensor::Keys ? W.Item->K : W.Item->V);
-  TensorCounts &Counts = S.Layers[Layer][T];
-  if (Plan.ToSink)
-    if (Status St =
-            copyInput(C, C.sinkAddr(T, Layer, S.Slot) + Counts.Sink * Row, New,
-                      Plan.ToSink * Row, Inputs);
-        !St.ok())
-      return St;
-  const uint8_t *Rest = New + Plan.ToSink * Row;
-  unsigned RestTokens = W.Item->NumTokens - Plan.ToSink;
-  if (Plan.Flushed)
-    return stageFlush(C, Layer, T, S, Plan, Rest, RestTokens, Inputs);
-  if (RestTokens)
-    if (Status St =
-            copyInput(C, C.windowAddr(T, Layer, S.Slot) + Plan.OldWindow * Row,
-                      Rest, RestTokens * Row, Inputs);
-        !St.ok())
-      return St;
-  return DevicePtr(0);
+  const uint8_t *Src = New + Skipped * C.rowBytes();
+  // The kept new tokens are the window's last ones, after the move.
+  Status St =
+      C.forWindowRuns(T, Layer, S, Plan.After.Window - Kept, Kept,
+                      [&](DevicePtr Ring, size_t Offset, size_t Bytes) {
+                        return copyInput(C, Ring, Src + Offset, Bytes, Inputs);
+                      });
+  if (!St.ok()) {
+    // A device failure: the head keeps agreeing with the counts.
+    Head = OldHead;
+    return St;
+  }
+  S.Layers[Layer][T] = Plan.After;
+  return Status::success();
 }
 
 Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T,
                     const AppendWork &W, Cache::Impl::Memory Inputs) {
-  Expected<DevicePtr> Staged = stageTensor(C, Layer, T, W, Inputs);
-  if (!Staged.ok())
-    return Staged.status();
-  const AppendPlan &Plan = W.Plan[int(T)];
-  if (*Staged)
-    if (Status St = flushStaged(C, Layer, T, *W.Seq, Plan, *Staged); !St.ok())
+  Expected<DevicePtr> Input =
+      prepareTensor(C, Layer, T, W, Inputs, /*Writable=*/false);
+  if (!Input.ok())
+    return Input.status();
+  if (W.Plan[int(T)].Flushed)
+    if (Status St = flushInPlace(C, Layer, T, *W.Seq, W.Plan[int(T)], *Input);
+        !St.ok())
       return St;
-  W.Seq->Layers[Layer][T] = Plan.After;
-  return Status::success();
+  return commitWindow(C, Layer, T, W, Inputs);
 }
 
 /// A flushing append to a layer with OTT pools: keys and values flush the
-/// same tokens (the manifest guarantees equal windows); both are staged,
-/// the `track` kernel updates the pools and replaces the tokens entering
-/// them in both stagings, then both are quantized.
+/// same tokens (the manifest guarantees equal windows, so their rings have
+/// one head); the `track` kernel updates the pools and replaces the tokens
+/// entering them where the flushes read them (ring rows and writable
+/// inputs), then both are quantized.
 Status appendTracked(Cache::Impl &C, unsigned Layer, const AppendWork &W,
                      Cache::Impl::Memory Inputs) {
-  DevicePtr Staged[2] = {0, 0};
+  DevicePtr Input[2] = {0, 0};
   for (Tensor T : {Tensor::Keys, Tensor::Values}) {
-    Expected<DevicePtr> Dev = stageTensor(C, Layer, T, W, Inputs);
+    Expected<DevicePtr> Dev =
+        prepareTensor(C, Layer, T, W, Inputs, /*Writable=*/true);
     if (!Dev.ok())
       return Dev.status();
-    Staged[int(T)] = *Dev;
+    Input[int(T)] = *Dev;
   }
   const AppendPlan &Plan = W.Plan[int(Tensor::Keys)];
   const SequenceState &S = *W.Seq;
+  assert(S.WindowHead[0][Layer] == S.WindowHead[1][Layer]);
   using A = abi::TrackArgs;
   abi::KernelArgs Args(abi::KernelKind::Track);
-  Args.set(A::KStaging, Staged[0]);
-  Args.set(A::VStaging, Staged[1]);
+  Args.set(A::KWindow, C.windowAddr(Tensor::Keys, Layer, S.Slot));
+  Args.set(A::VWindow, C.windowAddr(Tensor::Values, Layer, S.Slot));
+  Args.set(A::KInput, Input[0]);
+  Args.set(A::VInput, Input[1]);
   Args.set(A::KPool, C.poolEntriesAddr(Tensor::Keys, Layer, S.Slot));
   Args.set(A::VPool, C.poolEntriesAddr(Tensor::Values, Layer, S.Slot));
   Args.set(A::PoolIndex, C.poolIndexAddr(Layer, S.Slot));
+  Args.set(A::WindowHead, int32_t(S.WindowHead[0][Layer]));
+  Args.set(A::WindowTokens, int32_t(Plan.Flushed - inputTokens(Plan)));
   Args.set(A::FirstPos,
            int32_t(Plan.After.Sink + Plan.After.Quantized - Plan.Flushed));
   Args.set(A::NumTokens, int32_t(Plan.Flushed));
@@ -298,12 +349,13 @@ Status appendTracked(Cache::Impl &C, unsigned Layer, const AppendWork &W,
                            Dim3{C.manifest().Model.KvHeads, 1, 1}, Args);
       !St.ok())
     return St;
-  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
-    if (Status St = flushStaged(C, Layer, T, S, W.Plan[int(T)], Staged[int(T)]);
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (Status St = flushInPlace(C, Layer, T, S, W.Plan[int(T)], Input[int(T)]);
         !St.ok())
       return St;
-    W.Seq->Layers[Layer][T] = W.Plan[int(T)].After;
-  }
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (Status St = commitWindow(C, Layer, T, W, Inputs); !St.ok())
+      return St;
   return Status::success();
 }
 
@@ -404,7 +456,7 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
               std::to_string(FreePages[int(T)].size()) + " are free");
 
   // Everything pass 2 needs is allocated before it changes anything.
-  if (Status S = reserveAppend(Works, Inputs); !S.ok())
+  if (Status S = reserveAppend(Layer, Works, Inputs); !S.ok())
     return S;
 
   // Pass 2: apply it.
@@ -426,22 +478,22 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
 
 /// Allocates what applying `Works` needs, so that an allocation failure is
 /// an error before the cache changes: the device staging buffers of the
-/// largest flush (window and new tokens) and of host key-norm input, and
-/// room in each sequence's page list.
-Status Cache::Impl::reserveAppend(const std::vector<AppendWork> &Works,
+/// largest flush's tokens that are copied there (flushInput) and of host
+/// key-norm input, and room in each sequence's page list.
+Status Cache::Impl::reserveAppend(unsigned Layer,
+                                  const std::vector<AppendWork> &Works,
                                   Memory Inputs) {
   size_t Row = rowBytes(), Device[2] = {0, 0};
   for (const AppendWork &W : Works) {
     if (W.KeyNorm && Inputs == Memory::Host)
       Device[0] = std::max<size_t>(Device[0], W.Item->NumTokens * Row);
-    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
-      const AppendPlan &Plan = W.Plan[int(T)];
-      if (!Plan.Flushed)
-        continue;
-      size_t Rest = W.Item->NumTokens - Plan.ToSink;
-      Device[int(T)] =
-          std::max<size_t>(Device[int(T)], (Plan.OldWindow + Rest) * Row);
-    }
+    // Device input is read where it is, unless the track kernel rewrites it
+    // (flushInput).
+    bool Copied = Inputs == Memory::Host || manifest().Pool.isTracked(Layer);
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      if (Copied)
+        Device[int(T)] =
+            std::max<size_t>(Device[int(T)], inputTokens(W.Plan[int(T)]) * Row);
   }
   try {
     for (const AppendWork &W : Works)

@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // One query per sequence of the batch. The runtime builds the `seqs`
-// descriptor ([B][8] u32: slot, tokens, then sink/quantized/window counts of
-// keys and values), splits the longest context into ceil(T / splitTokens)
+// descriptor ([B][abi::SeqsFields::NumFields] u32: slot, tokens, the
+// sink/quantized/window counts of keys and values, and their window rings'
+// heads), splits the longest context into ceil(T / splitTokens)
 // pieces (flash-decoding), launches the layer's `attend` kernel over
 // (numSplits, Hkv, B) and the cache's `combine` kernel over (Hq, B), and
 // copies the fp32 outputs back (host outputs only: device queries and
@@ -28,11 +29,24 @@ namespace abi = kvq::abi;
 
 namespace {
 
+using SeqsRow = std::array<uint32_t, abi::SeqsFields::NumFields>;
+
 /// The `seqs` descriptor row of one sequence.
-std::array<uint32_t, 8> descriptor(const SequenceState &S, unsigned Layer) {
+SeqsRow descriptor(const SequenceState &S, unsigned Layer) {
+  using F = abi::SeqsFields;
   const SliceCounts &C = S.Layers[Layer];
-  return {S.Slot,        C.Keys.total(), C.Keys.Sink,        C.Keys.Quantized,
-          C.Keys.Window, C.Values.Sink,  C.Values.Quantized, C.Values.Window};
+  SeqsRow Row;
+  Row[F::Slot] = S.Slot;
+  Row[F::Tokens] = C.Keys.total();
+  Row[F::KSink] = C.Keys.Sink;
+  Row[F::KQuantized] = C.Keys.Quantized;
+  Row[F::KWindow] = C.Keys.Window;
+  Row[F::VSink] = C.Values.Sink;
+  Row[F::VQuantized] = C.Values.Quantized;
+  Row[F::VWindow] = C.Values.Window;
+  Row[F::KWindowHead] = S.WindowHead[int(Tensor::Keys)][Layer];
+  Row[F::VWindowHead] = S.WindowHead[int(Tensor::Values)][Layer];
+  return Row;
 }
 
 } // namespace
@@ -71,9 +85,9 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
     Expected<SequenceState *> S = find(Id);
     if (!S.ok())
       return S.status();
-    std::array<uint32_t, 8> Row = descriptor(**S, Layer);
+    SeqsRow Row = descriptor(**S, Layer);
     Desc.insert(Desc.end(), Row.begin(), Row.end());
-    MaxTokens = std::max(MaxTokens, Row[1]);
+    MaxTokens = std::max(MaxTokens, Row[abi::SeqsFields::Tokens]);
   }
   uint32_t Split = manifest().SplitTokens;
   // OTT pool entries follow a sequence's tokens (at most Entries of them).
@@ -175,7 +189,7 @@ Status Cache::Impl::reserveAttend(size_t Batch, uint32_t NumSplits) {
        {std::pair(&QBuf, QElems * elemBytes()),
         std::pair(&Partial, Batch * M.Heads * NumSplits * (M.HeadDim + 2) *
                                 sizeof(float)),
-        std::pair(&SeqsBuf, Batch * 8 * sizeof(uint32_t)),
+        std::pair(&SeqsBuf, Batch * sizeof(SeqsRow)),
         std::pair(&OutBuf, QElems * sizeof(float))})
     if (Expected<DevicePtr> P = scratch(*Buffer, Bytes); !P.ok())
       return P.status();

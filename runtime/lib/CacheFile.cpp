@@ -154,7 +154,14 @@ static Status writeSequence(Cache::Impl &C, SequenceId Id,
       if (Status St = Read(C.sinkAddr(T, L, S.Slot), N.Sink * C.rowBytes());
           !St.ok())
         return St;
-      if (Status St = Read(C.windowAddr(T, L, S.Slot), N.Window * C.rowBytes());
+      // Oldest token first, whatever the ring's head (the file format
+      // predates the rings).
+      uint8_t *Rows = W.reserve(N.Window * C.rowBytes());
+      if (Status St = C.forWindowRuns(
+              T, L, S, 0, N.Window,
+              [&](DevicePtr Ring, size_t Offset, size_t Bytes) {
+                return C.B->copyToHost(Rows + Offset, Ring, Bytes);
+              });
           !St.ok())
         return St;
     }
@@ -492,6 +499,9 @@ placeSequences(const Cache::Impl &C, const std::vector<SavedSequence> &Saved) {
     S.Slot = C.FreeSlots[C.FreeSlots.size() - 1 - I];
     S.Layers = Saved[I].Layers;
     S.HasNorms = Saved[I].HasNorms;
+    // Files hold windows oldest token first: restored rings start at row 0.
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      S.WindowHead[int(T)].assign(Saved[I].Layers.size(), 0);
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
       const std::vector<uint32_t> &Free = C.FreePages[int(T)];
       for (uint32_t P = 0; P < Saved[I].NumPages[int(T)]; ++P)

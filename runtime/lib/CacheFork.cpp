@@ -132,9 +132,14 @@ static Status copySlot(Cache::Impl &C, const SequenceState &From, unsigned To) {
                               N.Sink * C.rowBytes());
           !S.ok())
         return S;
-      if (Status S = C.B->copyWithin(C.windowAddr(T, L, To),
-                                     C.windowAddr(T, L, From.Slot),
-                                     N.Window * C.rowBytes());
+      // The same ring rows: the fork keeps the source's heads.
+      DevicePtr Src = C.windowAddr(T, L, From.Slot),
+                Dst = C.windowAddr(T, L, To);
+      if (Status S = C.forWindowRuns(T, L, From, 0, N.Window,
+                                     [&](DevicePtr Ring, size_t, size_t Bytes) {
+                                       return C.B->copyWithin(
+                                           Dst + (Ring - Src), Ring, Bytes);
+                                     });
           !S.ok())
         return S;
     }

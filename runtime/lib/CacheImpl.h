@@ -17,6 +17,7 @@
 #include "kvq/Runtime/Cache.h"
 #include "kvq/Support/KernelABI.h"
 
+#include <array>
 #include <initializer_list>
 #include <map>
 
@@ -36,6 +37,9 @@ struct SequenceState {
   unsigned Slot = 0;
   std::vector<uint32_t> Pages[2];
   std::vector<SliceCounts> Layers;
+  /// Per tensor and layer: the ring row of the window's oldest token
+  /// (docs/KernelABI.md, "Window rings"; below the window capacity).
+  std::vector<uint32_t> WindowHead[2];
   /// Per layer: the key norms have been computed (first append done).
   std::vector<bool> HasNorms;
   /// PageAllocator::Engine: the pages the engine assigned after those in
@@ -57,6 +61,18 @@ struct AppendPlan {
 
 AppendPlan planAppend(const TensorLayout &T, const TensorCounts &Before,
                       unsigned NumTokens);
+
+/// A run of consecutive ring rows: window tokens [First, First + Count) of
+/// a span lie at ring rows [Row, Row + Count).
+struct RingRun {
+  unsigned First = 0, Row = 0, Count = 0;
+};
+
+/// Window tokens [First, First + Count) of a ring of Capacity rows whose
+/// oldest token is at row Head: at most two runs (the second after the
+/// wrap); unused runs have Count 0. First + Count <= Capacity.
+std::array<RingRun, 2> ringRuns(unsigned Head, unsigned First, unsigned Count,
+                                unsigned Capacity);
 
 /// One validated item of an append batch, with its plan per tensor.
 struct AppendWork {
@@ -107,7 +123,24 @@ public:
     return size_t(manifest().Model.KvHeads) * manifest().Model.HeadDim * 4;
   }
   DevicePtr sinkAddr(Tensor T, unsigned Layer, unsigned Slot) const;
+  /// The window ring of (T, Layer, Slot): window_capacity rows.
   DevicePtr windowAddr(Tensor T, unsigned Layer, unsigned Slot) const;
+  /// Copies window tokens [First, First + Count) of (T, Layer, S) between
+  /// the ring and linear rows: Copy(ring address, row offset in the linear
+  /// rows, bytes), once per ring run.
+  template <typename Fn>
+  Status forWindowRuns(Tensor T, unsigned Layer, const SequenceState &S,
+                       unsigned First, unsigned Count, Fn &&Copy) const {
+    size_t Row = rowBytes();
+    for (const RingRun &R : ringRuns(S.WindowHead[int(T)][Layer], First, Count,
+                                     layout(T).WindowCapacity))
+      if (R.Count)
+        if (Status St = Copy(windowAddr(T, Layer, S.Slot) + R.Row * Row,
+                             (R.First - First) * Row, R.Count * Row);
+            !St.ok())
+          return St;
+    return Status::success();
+  }
   DevicePtr normsAddr(unsigned Layer, unsigned Slot) const;
   // OTT pools (tracked layers only): per (layer, slot) the entries
   // [entries][Hkv][D] of each tensor and the index [Hkv][index_words] u32.
@@ -173,7 +206,8 @@ public:
   enum class Memory { Host, Device };
   Status append(unsigned Layer, const std::vector<AppendItem> &Batch,
                 Memory Inputs);
-  Status reserveAppend(const std::vector<AppendWork> &Works, Memory Inputs);
+  Status reserveAppend(unsigned Layer, const std::vector<AppendWork> &Works,
+                       Memory Inputs);
   Status checkSharingOrder(const SequenceState &S, unsigned Layer,
                            const AppendItem &I) const;
   /// PlannedSplits: the split count of an AttendPlan (0: this batch's own).
@@ -211,8 +245,9 @@ public:
   /// The page pools the cache allocated (not the engine's).
   bool OwnsPagePool[2] = {true, true};
 
-  /// Device staging of flushes (window ++ new tokens) and key-norm input;
-  /// they only grow, so a long run of appends allocates nothing.
+  /// Device copies of host tokens that flushes quantize without their
+  /// entering the window, and of host key-norm input; they only grow, so a
+  /// long run of appends allocates nothing.
   ScratchBuffer Staging[2];
   ScratchBuffer QBuf, Partial, SeqsBuf, OutBuf;
   /// The descriptor rows SeqsBuf holds, and where it was then (empty when

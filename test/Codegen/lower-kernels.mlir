@@ -66,7 +66,7 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // one word, workers' sums added by xor shuffles.
 // GPU: gpu.module @kivi_kernels
 // GPU-DAG: llvm.mlir.global internal @kivi_attend_0_shared0() {addr_space = 3 : i32, alignment = 16 : i64}
-// GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1>,
+// GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg2: !llvm.ptr<1>,
 // GPU-SAME: kernel
 // GPU: gpu.thread_id x
 // GPU: gpu.barrier

@@ -42,9 +42,10 @@ struct AttendArgs {
 };
 
 /// Token counts of one tensor of the sequence: [0, sink) are sink tokens,
-/// [sink, sink + quantized) quantized, the rest in the window.
+/// [sink, sink + quantized) quantized, the rest in the window, whose oldest
+/// token is at ring row windowHead.
 struct Regions {
-  Value sink, quantized;
+  Value sink, quantized, windowHead;
 };
 
 using Range = IndexRange;
@@ -76,10 +77,18 @@ public:
 private:
   const TensorLayout &tensor(bool isKeys) { return layout.get(isKeys); }
   const SliceLayout &slice(bool isKeys) { return tensor(isKeys).layers[layer]; }
+  /// Field `field` (abi::SeqsFields) of the sequence's `seqs` row.
   Value descriptor(unsigned field) {
     return kb.loadU32(args.seqs,
-                      kb.add(kb.mul(batch, kb.i32(8)), kb.i32(field)),
+                      kb.add(kb.mul(batch, kb.i32(abi::SeqsFields::NumFields)),
+                             kb.i32(field)),
                       /*invariant=*/true);
+  }
+  /// Element offset of channel 0 of window token `w` of kv-head `head` in
+  /// the keys' or values' window rings.
+  Value windowTokenRow(bool isKeys, Value w) {
+    return windowElement(kb, model, tensor(isKeys).windowCapacity, slot,
+                         regions[isKeys ? 0 : 1].windowHead, w, head);
   }
   /// The part of `range` inside [lo, hi).
   Range clip(Range range, Value lo, Value hi) {

@@ -152,9 +152,8 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
       dots = reorderedKeyDots(kb.sub(t, regions[0].sink));
     } else {
       Value w = kb.sub(t, kb.add(regions[0].sink, regions[0].quantized));
-      Value row =
-          fullPrecisionRow(kb, model, keys.windowCapacity, slot, w, head);
-      dots = fullPrecisionDots(args.window[0], row, queries);
+      dots =
+          fullPrecisionDots(args.window[0], windowTokenRow(true, w), queries);
     }
     Value local = kb.sub(t, splitRange.begin);
     for (unsigned r = 0; r < heads; ++r)
@@ -188,9 +187,9 @@ Value AttendEmitter::valueAt(unsigned region, Value t, Value c) {
     bool isSink = region == 0;
     Value token =
         isSink ? t : kb.sub(t, kb.add(regions[1].sink, regions[1].quantized));
-    Value row = fullPrecisionRow(
-        kb, model, isSink ? values.window.getSink() : values.windowCapacity,
-        slot, token, head);
+    Value row = isSink ? fullPrecisionRow(kb, model, values.window.getSink(),
+                                          slot, token, head)
+                       : windowTokenRow(false, token);
     Value buffer = isSink ? args.sink[1] : args.window[1];
     return kb.loadFloat(model.getDtype(), buffer, kb.add(row, c),
                         /*invariant=*/true);
@@ -286,10 +285,13 @@ void AttendEmitter::accumulateValues() {
 }
 
 void AttendEmitter::emit() {
-  slot = descriptor(0);
-  tokens = descriptor(1);
-  regions[0] = {descriptor(2), descriptor(3)};
-  regions[1] = {descriptor(5), descriptor(6)};
+  using F = abi::SeqsFields;
+  slot = descriptor(F::Slot);
+  tokens = descriptor(F::Tokens);
+  regions[0] = {descriptor(F::KSink), descriptor(F::KQuantized),
+                descriptor(F::KWindowHead)};
+  regions[1] = {descriptor(F::VSink), descriptor(F::VQuantized),
+                descriptor(F::VWindowHead)};
   Value begin = kb.mul(split, kb.i32(layout.splitTokens));
   Value end = kb.add(begin, kb.i32(layout.splitTokens));
   poolEnd = hasPool() ? kb.add(tokens, countPoolEntries()) : tokens;

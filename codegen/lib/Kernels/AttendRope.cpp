@@ -38,9 +38,9 @@ SmallVector<Value> AttendEmitter::rotatedKeyDots(unsigned region, Value t) {
     bool isSink = region == 0;
     Value token =
         isSink ? t : kb.sub(t, kb.add(regions[0].sink, regions[0].quantized));
-    row = fullPrecisionRow(kb, model,
-                           isSink ? keys.window.getSink() : keys.windowCapacity,
-                           slot, token, head);
+    row = isSink ? fullPrecisionRow(kb, model, keys.window.getSink(), slot,
+                                    token, head)
+                 : windowTokenRow(/*isKeys=*/true, token);
     base = isSink ? args.sink[0] : args.window[0];
     load = [&](Value c) {
       return kb.loadFloat(dtype, base, kb.add(row, c), /*invariant=*/true);

@@ -1,9 +1,11 @@
 //===- FlushKernel.cpp - quantize and pack flushed tokens -----------------===//
 //
-// Block (u, h) moves flush unit u of kv-head h from the staging buffer into
-// the pages. Each thread quantizes whole groups, so a group's parameters and
-// codes are computed by one thread in index order: the arithmetic, and the
-// bits, are those of the reference on every target.
+// Block (u, h) moves flush unit u of kv-head h into the pages. The tokens
+// are read where they are: the oldest from the sequence's window ring, the
+// rest from a linear input buffer (FlushSource). Each thread quantizes whole
+// groups, so a group's parameters and codes are computed by one thread in index
+// order: the arithmetic, and the bits, are those of the reference on every
+// target.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,24 +26,33 @@ namespace {
 /// The arguments of kvq/Support/KernelABI.h.
 struct FlushArgs {
   using A = abi::FlushArgs;
-  Value staging, pages, table, norms, saturated, destPos, numTokens;
-  explicit FlushArgs(const KernelEntry &e)
-      : staging(e.args[A::Staging]), pages(e.args[A::Pages]),
-        table(e.args[A::Table]), norms(e.args[A::Norms]),
-        saturated(e.args[A::Saturated]), destPos(e.args[A::DestPos]),
-        numTokens(e.args[A::NumTokens]) {}
+  Value pages, table, norms, saturated, destPos, numTokens;
+  FlushSource source;
+  FlushArgs(const KernelEntry &e, unsigned capacity)
+      : pages(e.args[A::Pages]), table(e.args[A::Table]),
+        norms(e.args[A::Norms]), saturated(e.args[A::Saturated]),
+        destPos(e.args[A::DestPos]),
+        numTokens(e.args[A::NumTokens]), source{e.args[A::Window],
+                                                e.args[A::Input],
+                                                e.args[A::WindowHead],
+                                                e.args[A::WindowTokens],
+                                                capacity} {}
 };
 
-/// Where one group of the flush unit lives: in the staging buffer (element
-/// `k` at `first + k * stride`) and in the pages (quantized position `qpos`,
-/// group index `n` of its slice).
+/// Where one group of the flush unit lives: in the flushed tokens (element
+/// `k` is channel `channel + k` of `token`, or for span = tokens channel
+/// `channel` of token `token + k`) and in the pages (quantized position
+/// `qpos`, group index `n` of its slice).
 struct GroupPlace {
-  Value first, stride, channel0, channelStride, qpos, n;
+  Value token, channel;
+  bool tokenStep = false;
+  /// span = channels: the token's buffer and the element offset of its row.
+  Value buffer, row;
+  Value qpos, n;
   /// Per-group clip table: the group's factor.
   Value clip;
   /// Channel reorder: the group's size, first position and first word in
-  /// the pages; element k is channel channelAt(start + k) of the staging
-  /// row at `first`.
+  /// the pages; element k is channel channelAt(start + k) of the token.
   Value size, start, word;
 };
 
@@ -53,8 +64,8 @@ public:
   FlushEmitter(KernelBuilder &kb, const KernelEntry &entry,
                const CacheLayout &layout, unsigned layer, bool isKeys)
       : kb(kb), layout(layout), tensor(layout.get(isKeys)),
-        slice(tensor.layers[layer]), args(entry), unit(entry.blockId[0]),
-        head(entry.blockId[1]),
+        slice(tensor.layers[layer]), args(entry, tensor.windowCapacity),
+        unit(entry.blockId[0]), head(entry.blockId[1]),
         tables(kb, layout, layer, isKeys, entry.blockId[1]) {}
 
   void emit();
@@ -65,6 +76,8 @@ private:
   /// Channel reorder: places group `g` of a token already placed as if
   /// groups had the nominal size.
   void placeReorderedGroup(GroupPlace &place, Value g);
+  /// Element `k` of a placed group (model dtype) and its channel.
+  std::pair<Value, Value> loadElement(const GroupPlace &place, Value k);
   void emitQuantized();
   void emitTokenBlockLanes(unsigned lanes);
   void emitChannelGroupLanes(unsigned lanes);
@@ -91,27 +104,23 @@ GroupPlace FlushEmitter::placeGroup(Value g) {
     // One token across `group` channels.
     token = kb.add(unitStart, kb.divU(g, kb.i32(slice.groupsPerToken)));
     channel = kb.mul(kb.remU(g, kb.i32(slice.groupsPerToken)), kb.i32(group));
-    place.stride = kb.i32(1);
-    place.channelStride = kb.i32(1);
     place.qpos = kb.add(args.destPos, token);
     Value pageToken = kb.remU(place.qpos, kb.i32(layout.pageTokens));
     place.n = kb.add(kb.mul(pageToken, kb.i32(slice.groupsPerToken)),
                      kb.remU(g, kb.i32(slice.groupsPerToken)));
+    std::tie(place.buffer, place.row) = args.source.row(kb, model, token, head);
   } else {
     // One channel across `group` tokens.
     token = kb.add(unitStart, kb.mul(kb.divU(g, kb.i32(dim)), kb.i32(group)));
     channel = kb.remU(g, kb.i32(dim));
-    place.stride = kb.i32(model.getKvHeads() * dim);
-    place.channelStride = kb.i32(0);
+    place.tokenStep = true;
     place.qpos = kb.add(args.destPos, token);
     Value block =
         kb.divU(kb.remU(place.qpos, kb.i32(layout.pageTokens)), kb.i32(group));
     place.n = kb.add(kb.mul(block, kb.i32(dim)), channel);
   }
-  place.first = kb.add(
-      fullPrecisionRow(kb, model, /*capacity=*/0, kb.i32(0), token, head),
-      channel);
-  place.channel0 = kb.add(kb.mul(head, kb.i32(dim)), channel);
+  place.token = token;
+  place.channel = channel;
   if (tables.hasClipTable())
     place.clip =
         tables.clipFactor(slice.quant.getSpan() == Span::Channels
@@ -123,15 +132,27 @@ GroupPlace FlushEmitter::placeGroup(Value g) {
 }
 
 void FlushEmitter::placeReorderedGroup(GroupPlace &place, Value g) {
-  // The token's row and channels, whatever `g * group` placed above.
-  Value offset = kb.mul(g, kb.i32(slice.quant.getGroup()));
-  place.first = kb.sub(place.first, offset);
-  place.channel0 = kb.sub(place.channel0, offset);
+  // Channels come from the table, whatever `g * group` placed above.
+  place.channel = kb.i32(0);
   place.size = tables.groupSize(g);
   place.start = tables.groupStart(g);
   Value pageToken = kb.remU(place.qpos, kb.i32(layout.pageTokens));
   place.word = kb.add(kb.mul(pageToken, kb.i32(slice.wordsPerToken)),
                       tables.groupWord(g));
+}
+
+std::pair<Value, Value> FlushEmitter::loadElement(const GroupPlace &place,
+                                                  Value k) {
+  Value channel = place.start ? tables.channelAt(kb.add(place.start, k))
+                              : (place.tokenStep ? place.channel
+                                                 : kb.add(place.channel, k));
+  Value buffer = place.buffer, row = place.row;
+  if (place.tokenStep)
+    std::tie(buffer, row) =
+        args.source.row(kb, layout.model, kb.add(place.token, k), head);
+  Value x = kb.loadFloat(layout.model.getDtype(), buffer, kb.add(row, channel),
+                         /*invariant=*/true);
+  return {x, channel};
 }
 
 /// Packs the `size` (i32) codes of one group, lowest bits first, into 32-bit
@@ -175,21 +196,17 @@ void FlushEmitter::emitQuantized() {
       quant.getSpan() == Span::Channels
           ? flush * slice.groupsPerToken
           : flush / quant.getGroup() * layout.model.getHeadDim();
-  Type dtype = layout.model.getDtype();
+  unsigned dim = layout.model.getHeadDim();
   kb.getTarget().parallelFor(kb, kb.i32(groupsPerUnit), [&](Value g) {
     GroupPlace place = placeGroup(g);
     auto element = [&](Value k) {
-      // Reordered: the k-th channel of the group's positions.
-      Value offset = place.start ? tables.channelAt(kb.add(place.start, k))
-                                 : kb.mul(k, place.stride);
-      Value x = kb.loadFloat(dtype, args.staging, kb.add(place.first, offset),
-                             /*invariant=*/true);
+      auto [x, channel] = loadElement(place, k);
       if (!quant.getKeyNorm())
         return x;
-      Value channel =
-          kb.add(place.channel0,
-                 place.start ? offset : kb.mul(k, place.channelStride));
-      return kb.fdiv(x, kb.loadF32(args.norms, channel, /*invariant=*/true));
+      Value norm =
+          kb.loadF32(args.norms, kb.add(kb.mul(head, kb.i32(dim)), channel),
+                     /*invariant=*/true);
+      return kb.fdiv(x, norm);
     };
     Quantizer quantizer(kb, quant);
     if (place.clip)
@@ -278,7 +295,7 @@ static Value packWordLanes(KernelBuilder &kb, ArrayRef<Value> codes,
 
 /// The CPU's vector form of a span=tokens flush: a vector's lanes are the
 /// groups of consecutive channels of one block, whose elements at one token
-/// are contiguous in the staging buffer. Every lane runs the scalar
+/// are contiguous in its row. Every lane runs the scalar
 /// quantizer's arithmetic (the same Quantizer, on vectors), so codes and
 /// parameters are bit-identical to the one-group-per-thread form.
 void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
@@ -288,71 +305,85 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
   unsigned flush = tensor.window.getFlush(), chunks = dim / lanes;
   unsigned words = slice.wordsPerGroup;
   Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
-  Value stride = kb.i32(model.getKvHeads() * dim);
   kb.getTarget().parallelFor(kb, kb.i32(flush / group * chunks), [&](Value i) {
     Value block = kb.divU(i, kb.i32(chunks));
     Value c0 = kb.mul(kb.remU(i, kb.i32(chunks)), kb.i32(lanes));
     Value token =
         kb.add(kb.mul(unit, kb.i32(flush)), kb.mul(block, kb.i32(group)));
-    Value first = kb.add(
-        fullPrecisionRow(kb, model, /*capacity=*/0, kb.i32(0), token, head),
-        c0);
     Value norms;
     if (quant.getKeyNorm())
       norms = kb.loadFloatVector(f32, args.norms,
                                  kb.add(kb.mul(head, kb.i32(dim)), c0), lanes,
                                  /*invariant=*/true);
-    auto element = [&](Value k) {
-      Value x = kb.loadFloatVector(dtype, args.staging,
-                                   kb.add(first, kb.mul(k, stride)), lanes,
-                                   /*invariant=*/true);
-      return norms ? kb.fdiv(x, norms) : x;
-    };
-    kb.setLanes(lanes);
-    Quantizer quantizer(kb, quant);
-    GroupParams params = quantizer.computeParams(group, element);
-    Value qpos = kb.add(args.destPos, token);
-    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                       args.table, qpos, head);
-    Value pageBlock =
-        kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
-    Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
-    if (!slice.sharesCodes()) {
-      SmallVector<Value> codes;
-      for (unsigned k = 0; k < group; ++k)
-        codes.push_back(quantizer.computeCode(params, element(kb.i32(k))));
-      // The word vectors concatenated, then interleaved: lane j's words go
-      // to group n0 + j.
-      Value all;
-      for (unsigned w = 0; w < words; ++w) {
-        Value word = packWord(kb, codes, quant.getBits(), w);
-        all = w == 0
+    // A block's tokens are consecutive rows of one buffer unless they cross
+    // the ring's end or its boundary with the input: then each token's row
+    // is looked up, else one address serves the block.
+    Value buffer0, row0;
+    std::tie(buffer0, row0) = args.source.row(kb, model, token, head);
+    Value stride = kb.i32(model.getKvHeads() * dim);
+    auto quantizeBlock = [&](bool contiguous) {
+      auto element = [&](Value k) {
+        Value buffer = buffer0, row = kb.add(row0, kb.mul(k, stride));
+        if (!contiguous)
+          std::tie(buffer, row) =
+              args.source.row(kb, model, kb.add(token, k), head);
+        Value x = kb.loadFloatVector(dtype, buffer, kb.add(row, c0), lanes,
+                                     /*invariant=*/true);
+        return norms ? kb.fdiv(x, norms) : x;
+      };
+      kb.setLanes(lanes);
+      Quantizer quantizer(kb, quant);
+      GroupParams params = quantizer.computeParams(group, element);
+      Value qpos = kb.add(args.destPos, token);
+      SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                         args.table, qpos, head);
+      Value pageBlock =
+          kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
+      Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+      if (!slice.sharesCodes()) {
+        SmallVector<Value> codes;
+        for (unsigned k = 0; k < group; ++k)
+          codes.push_back(quantizer.computeCode(params, element(kb.i32(k))));
+        // The word vectors concatenated, then interleaved: lane j's words go
+        // to group n0 + j.
+        Value all;
+        for (unsigned w = 0; w < words; ++w) {
+          Value word = packWord(kb, codes, quant.getBits(), w);
+          all =
+              w == 0
                   ? word
                   : vector::ShuffleOp::create(
                         kb.builder(), kb.getLoc(), all, word,
                         llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes)))
                         .getResult();
+        }
+        SmallVector<int64_t> interleave;
+        for (unsigned j = 0; j < lanes; ++j)
+          for (unsigned w = 0; w < words; ++w)
+            interleave.push_back(w * lanes + j);
+        if (words > 1)
+          all = kb.shuffle(all, interleave);
+        access.storeWord(n0, kb.i32(0), all);
       }
-      SmallVector<int64_t> interleave;
-      for (unsigned j = 0; j < lanes; ++j)
-        for (unsigned w = 0; w < words; ++w)
-          interleave.push_back(w * lanes + j);
-      if (words > 1)
-        all = kb.shuffle(all, interleave);
-      access.storeWord(n0, kb.i32(0), all);
-    }
-    access.storeScale(n0, quantizer.paramBits(params.scale));
-    access.storeZero(n0, quantizer.paramBits(params.zero));
-    // Saturated parameters are finite but not accurate: count the
-    // groups.
-    Value counts = arith::ExtUIOp::create(
-        kb.builder(), kb.getLoc(),
-        VectorType::get({lanes}, kb.builder().getI32Type()), params.saturated);
-    kb.setLanes(0);
-    Value saturated = vector::ReductionOp::create(
-        kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, counts);
-    kb.ifThen(kb.ult(kb.i32(0), saturated),
-              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), saturated); });
+      access.storeScale(n0, quantizer.paramBits(params.scale));
+      access.storeZero(n0, quantizer.paramBits(params.zero));
+      // Saturated parameters are finite but not accurate: count the
+      // groups.
+      Value counts = arith::ExtUIOp::create(
+          kb.builder(), kb.getLoc(),
+          VectorType::get({lanes}, kb.builder().getI32Type()),
+          params.saturated);
+      kb.setLanes(0);
+      Value saturated = vector::ReductionOp::create(
+          kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, counts);
+      kb.ifThen(kb.ult(kb.i32(0), saturated),
+                [&] { kb.atomicAddU32(args.saturated, kb.i64(0), saturated); });
+      return SmallVector<Value>();
+    };
+    kb.ifThenElse(
+        args.source.isContiguous(kb, token, group), {},
+        [&] { return quantizeBlock(/*contiguous=*/true); },
+        [&] { return quantizeBlock(/*contiguous=*/false); });
   });
 }
 
@@ -379,14 +410,17 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
     GroupPlace place = placeGroup(g);
     SmallVector<Value> xs;
     for (unsigned j = 0; j < chunks; ++j) {
-      Value x = kb.loadFloatVector(dtype, args.staging,
-                                   kb.add(place.first, kb.i32(j * lanes)),
-                                   lanes, /*invariant=*/true);
+      Value channel = kb.add(place.channel, kb.i32(j * lanes));
+      Value x = kb.loadFloatVector(dtype, place.buffer,
+                                   kb.add(place.row, channel), lanes,
+                                   /*invariant=*/true);
       if (quant.getKeyNorm())
-        x = kb.fdiv(x, kb.loadFloatVector(
-                           f32, args.norms,
-                           kb.add(place.channel0, kb.i32(j * lanes)), lanes,
-                           /*invariant=*/true));
+        x = kb.fdiv(x,
+                    kb.loadFloatVector(
+                        f32, args.norms,
+                        kb.add(kb.mul(head, kb.i32(layout.model.getHeadDim())),
+                               channel),
+                        lanes, /*invariant=*/true));
       xs.push_back(x);
     }
     auto reduce = [&](vector::CombiningKind kind,
@@ -460,8 +494,8 @@ void FlushEmitter::emitFullPrecision(unsigned lanes) {
     Value token =
         kb.add(kb.mul(unit, kb.i32(flush)), kb.divU(e, kb.i32(chunks)));
     Value channel = kb.mul(kb.remU(e, kb.i32(chunks)), kb.i32(lanes));
-    Value src = kb.add(
-        fullPrecisionRow(kb, layout.model, 0, kb.i32(0), token, head), channel);
+    auto [buffer, row] = args.source.row(kb, layout.model, token, head);
+    Value src = kb.add(row, channel);
     Value qpos = kb.add(args.destPos, token);
     SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                        args.table, qpos, head);
@@ -469,7 +503,7 @@ void FlushEmitter::emitFullPrecision(unsigned lanes) {
         kb.mul(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(dim)), channel);
     Value bytes = kb.i64(layout.dtypeBytes);
     Value value =
-        kb.load(bitsType, args.staging, kb.mul(kb.toI64(src), bytes), align);
+        kb.load(bitsType, buffer, kb.mul(kb.toI64(src), bytes), align);
     kb.store(value, access.getBase(), kb.mul(kb.toI64(dst), bytes), align);
   });
 }

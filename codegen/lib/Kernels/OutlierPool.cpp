@@ -1,8 +1,9 @@
 //===- OutlierPool.cpp - OTT outlier tracking -----------------------------===//
 //
 // The `track` kernel: block h runs OTT's tracking for kv-head h of one
-// sequence over the staged flush units of keys and values, before the flush
-// kernels quantize them (docs/Numerics.md, "Outlier tokens (OTT)"). Per
+// sequence over the flush units of keys and values, before the flush kernels
+// quantize them (read and written in place, as the flush reads them:
+// FlushSource) (docs/Numerics.md, "Outlier tokens (OTT)"). Per
 // unit, separated by block barriers:
 //   1. every candidate (pool slot or unit token) gets its key's L1 norm;
 //   2. every candidate counts the candidates ranked before it by (norm,
@@ -11,10 +12,10 @@
 //      extra pool (or tracking stops when they do not fit), entering tokens
 //      take the freed slots;
 //   4. entering tokens' rows are copied into their slots;
-//   5. per channel, entering tokens' staged rows become the mean of the
+//   5. per channel, entering tokens' rows become the mean of the
 //      unit's other tokens, which is what the flush kernels then quantize.
 // Keys and values leave the window together (the layout checks their
-// windows are equal), so one kernel sees both stagings.
+// windows are equal), so one kernel sees both, with one ring head.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,11 +54,15 @@ namespace {
 /// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
 struct TrackArgs {
   using A = abi::TrackArgs;
-  Value staging[2], pool[2], index, firstPos, numTokens;
-  explicit TrackArgs(const KernelEntry &e)
-      : staging{e.args[A::KStaging], e.args[A::VStaging]},
-        pool{e.args[A::KPool], e.args[A::VPool]}, index(e.args[A::PoolIndex]),
-        firstPos(e.args[A::FirstPos]), numTokens(e.args[A::NumTokens]) {}
+  Value pool[2], index, firstPos, numTokens;
+  FlushSource source[2];
+  TrackArgs(const KernelEntry &e, unsigned capacity)
+      : pool{e.args[A::KPool], e.args[A::VPool]}, index(e.args[A::PoolIndex]),
+        firstPos(e.args[A::FirstPos]), numTokens(e.args[A::NumTokens]),
+        source{{e.args[A::KWindow], e.args[A::KInput], e.args[A::WindowHead],
+                e.args[A::WindowTokens], capacity},
+               {e.args[A::VWindow], e.args[A::VInput], e.args[A::WindowHead],
+                e.args[A::WindowTokens], capacity}} {}
 };
 
 /// A dest slot for tokens that stay in their unit.
@@ -67,8 +72,9 @@ class TrackEmitter {
 public:
   TrackEmitter(KernelBuilder &kb, const KernelEntry &entry,
                const CacheLayout &layout)
-      : kb(kb), layout(layout), model(layout.model), args(entry),
-        head(entry.blockId[0]), capacity(layout.pool.getCapacity()),
+      : kb(kb), layout(layout), model(layout.model),
+        args(entry, layout.keys.windowCapacity), head(entry.blockId[0]),
+        capacity(layout.pool.getCapacity()),
         flush(layout.keys.window.getFlush()), dim(model.getHeadDim()) {}
 
   void emit();
@@ -83,10 +89,12 @@ private:
   void storeU32(Value value, Value ptr, Value index) {
     kb.store(value, ptr, kb.mul(kb.toI64(index), kb.i64(4)), 4);
   }
-  /// Element offsets of a staged token's row and of a pool entry's row.
-  Value stagedRow(Value token) {
-    return fullPrecisionRow(kb, model, 0, kb.i32(0), token, head);
+  /// Flushed token `token` of keys (x = 0) or values: its buffer and the
+  /// element offset of its row there. Keys and values share ring rows.
+  std::pair<Value, Value> flushed(unsigned x, Value token) {
+    return args.source[x].row(kb, model, token, head);
   }
+  /// The element offset of a pool entry's row.
   Value entryRow(Value entry) {
     return pool::entryRow(kb, layout, kb.i32(0), entry, head);
   }
@@ -158,8 +166,8 @@ void TrackEmitter::scoreCandidates(Value unitStart) {
         },
         [&]() -> SmallVector<Value> {
           Value token = kb.add(unitStart, kb.sub(i, kb.i32(capacity)));
-          return {keyMetric(args.staging[0], stagedRow(token)),
-                  kb.add(args.firstPos, token)};
+          auto [keys, row] = flushed(0, token);
+          return {keyMetric(keys, row), kb.add(args.firstPos, token)};
         });
     kb.storeF32(result[0], metrics, i);
     storeU32(result[1], positions, i);
@@ -272,9 +280,10 @@ void TrackEmitter::copyEntering(Value unitStart) {
     kb.ifThen(
         kb.bitAnd(tracked, kb.eq(kb.eq(slot, kb.i32(kStays)), kb.i1(false))),
         [&] {
-          Value row = stagedRow(kb.add(unitStart, t));
-          for (unsigned x = 0; x < 2; ++x)
-            copyElement(args.staging[x], row, args.pool[x], entryRow(slot), c);
+          for (unsigned x = 0; x < 2; ++x) {
+            auto [buffer, row] = flushed(x, kb.add(unitStart, t));
+            copyElement(buffer, row, args.pool[x], entryRow(slot), c);
+          }
         });
   });
 }
@@ -291,15 +300,18 @@ void TrackEmitter::replaceEntering(Value unitStart) {
     kb.ifThen(tracked, [&] {
       Value c = kb.remU(i, kb.i32(dim));
       Value isKeys = kb.ult(i, kb.i32(dim));
-      Value staging = kb.select(isKeys, args.staging[0], args.staging[1]);
-      auto element = [&](Value t) {
-        return kb.add(stagedRow(kb.add(unitStart, t)), c);
+      // Token t's buffer and the element offset of channel c in it.
+      auto element = [&](Value t) -> std::pair<Value, Value> {
+        auto [keys, row] = flushed(0, kb.add(unitStart, t));
+        Value values = flushed(1, kb.add(unitStart, t)).first;
+        return {kb.select(isKeys, keys, values), kb.add(row, c)};
       };
       Value sum =
           kb.forLoop(kb.i32(0), kb.i32(flush), kb.i32(1), {kb.f32(0)},
                      [&](Value t, ValueRange acc) -> SmallVector<Value> {
                        Value stays = kb.eq(kb.loadU32(dest, t), kb.i32(kStays));
-                       Value x = kb.loadFloat(dtype, staging, element(t));
+                       auto [buffer, offset] = element(t);
+                       Value x = kb.loadFloat(dtype, buffer, offset);
                        return {kb.select(stays, kb.fadd(acc[0], x), acc[0])};
                      })[0];
       Value mean = kb.select(kb.eq(staying, kb.i32(0)), kb.f32(0),
@@ -313,8 +325,9 @@ void TrackEmitter::replaceEntering(Value unitStart) {
         kb.ifThen(
             kb.eq(kb.eq(kb.loadU32(dest, t), kb.i32(kStays)), kb.i1(false)),
             [&] {
-              kb.store(bits, staging,
-                       kb.mul(kb.toI64(element(t)), kb.i64(bytes)), bytes);
+              auto [buffer, offset] = element(t);
+              kb.store(bits, buffer, kb.mul(kb.toI64(offset), kb.i64(bytes)),
+                       bytes);
             });
       });
     });

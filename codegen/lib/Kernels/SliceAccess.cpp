@@ -139,3 +139,38 @@ Value kvq::fullPrecisionRow(KernelBuilder &kb, ModelAttr model,
   Value slice = kb.add(kb.mul(row, kb.i32(model.getKvHeads())), head);
   return kb.mul(slice, kb.i32(model.getHeadDim()));
 }
+
+Value kvq::windowRow(KernelBuilder &kb, unsigned capacity, Value head,
+                     Value w) {
+  // head + w < 2 * capacity: one conditional subtraction, no division.
+  Value row = kb.add(head, w);
+  return kb.select(kb.ult(row, kb.i32(capacity)), row,
+                   kb.sub(row, kb.i32(capacity)));
+}
+
+Value kvq::windowElement(KernelBuilder &kb, ModelAttr model, unsigned capacity,
+                         Value slot, Value ringHead, Value w, Value head) {
+  return fullPrecisionRow(kb, model, capacity, slot,
+                          windowRow(kb, capacity, ringHead, w), head);
+}
+
+std::pair<Value, Value> FlushSource::row(KernelBuilder &kb, ModelAttr model,
+                                         Value token, Value head) const {
+  Value inRing = kb.ult(token, ringTokens);
+  // Tokens past the ring's give a ring row that is never used.
+  Value r = kb.select(inRing, windowRow(kb, capacity, ringHead, token),
+                      kb.sub(token, ringTokens));
+  return {kb.select(inRing, ring, input),
+          fullPrecisionRow(kb, model, /*capacity=*/0, kb.i32(0), r, head)};
+}
+
+Value FlushSource::isContiguous(KernelBuilder &kb, Value token,
+                                unsigned count) const {
+  Value last = kb.add(token, kb.i32(count - 1));
+  Value inInput = kb.eq(kb.ult(token, ringTokens), kb.i1(false));
+  Value lastRow =
+      kb.add(windowRow(kb, capacity, ringHead, token), kb.i32(count - 1));
+  Value inRing =
+      kb.bitAnd(kb.ult(last, ringTokens), kb.ult(lastRow, kb.i32(capacity)));
+  return kb.bitOr(inInput, inRing);
+}

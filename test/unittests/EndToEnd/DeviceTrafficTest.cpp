@@ -8,7 +8,8 @@
 // the new K/V, the query, the output and a few bytes of metadata per
 // sequence between host and device, and waits for the device only when the
 // caller asks (docs/KernelABI.md, "Host-device traffic"). The windows stay on
-// the device: flushes stage them with device-to-device copies. The
+// the device as rings that the flush kernels read in place: no window row is
+// copied, within the device or across it; only the new rows are written. The
 // device-pointer variants move metadata only, on the caller's stream, and
 // agree bit for bit with the host-pointer forms.
 //
@@ -20,6 +21,7 @@
 
 #include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Runtime/Runtime.h"
+#include "kvq/Support/KernelABI.h"
 
 #include "gtest/gtest.h"
 
@@ -31,6 +33,9 @@ using namespace kvq::runtime;
 namespace {
 
 constexpr unsigned kBatch = 3, kPrefill = 256;
+/// Bytes of one sequence's `seqs` descriptor row.
+constexpr size_t kSeqsRowBytes =
+    kvq::abi::SeqsFields::NumFields * sizeof(uint32_t);
 
 /// Records the stream each launch and copy was issued on.
 class StreamRecordingDriver : public ptx::InterpDriver {
@@ -164,19 +169,21 @@ TEST(DeviceTrafficTest, HostDecodeStepMovesOnlyTokensQueryAndOutput) {
   // Layer 0's key flush opened a page per sequence (pages hold every layer).
   EXPECT_EQ(NewPages, kBatch);
   // Per layer: K and V of one token and a query per sequence; once (both
-  // layers hold the same counts): the 32-byte descriptor rows; and the
-  // block-table entry of each new page.
+  // layers hold the same counts): the descriptor rows; and the block-table
+  // entry of each new page.
   size_t PerLayer = kBatch * (2 * F.Row + F.QRow);
-  EXPECT_EQ(T.BytesToDevice, 2 * PerLayer + kBatch * 8 * sizeof(uint32_t) +
+  EXPECT_EQ(T.BytesToDevice, 2 * PerLayer + kBatch * kSeqsRowBytes +
                                  NewPages * sizeof(uint32_t));
   // Back: the outputs, nothing of the windows.
   EXPECT_EQ(T.BytesToHost, 2 * OutBytes);
   EXPECT_EQ(T.Synchronizations, 0u);
   // Per layer: a key flush and a value flush per sequence, attend, combine.
   EXPECT_EQ(T.Launches, 2 * (2 * kBatch + 2));
-  // The windows were staged on the device: (128 + 1) key tokens and
-  // (129 + 1) value tokens in, 1 and 129 back, per sequence and layer.
-  EXPECT_EQ(T.BytesWithinDevice, 2 * kBatch * (128 + 1 + 129 + 129) * F.Row);
+  // The flushes read the windows in place and the new tokens went straight
+  // to their ring rows: no copy within the device (staging the windows cost
+  // 128 + 1 key and 129 + 129 value rows, in and back, per sequence and
+  // layer before the rings).
+  EXPECT_EQ(T.BytesWithinDevice, 0u);
 }
 
 /// Device buffers holding one step's K, V and Q, and room for the output.
@@ -219,6 +226,7 @@ std::vector<float> deviceStep(Fixture &F, const DeviceStep &S,
     TrafficCounters T = since(Before, F);
     Step.BytesToDevice += T.BytesToDevice;
     Step.BytesToHost += T.BytesToHost;
+    Step.BytesWithinDevice += T.BytesWithinDevice;
     Step.Synchronizations += T.Synchronizations;
     Step.Launches += T.Launches;
     EXPECT_TRUE(F.C->synchronize(Stream).ok());
@@ -263,8 +271,13 @@ TEST(DeviceTrafficTest, DeviceDecodeStepMovesOnlyMetadata) {
   // Only descriptors (once for both layers) and new block-table entries
   // cross, and nothing waits.
   EXPECT_EQ(Step.BytesToDevice,
-            kBatch * 8 * sizeof(uint32_t) + NewPages * sizeof(uint32_t));
+            kBatch * kSeqsRowBytes + NewPages * sizeof(uint32_t));
   EXPECT_EQ(Step.BytesToHost, 0u);
+  // Within the device, only the new K and V rows are copied, from the
+  // caller's tensors into their ring rows: no window row moves although
+  // both tensors flush (staging cost 128 + 1 + 1 key and 129 + 1 + 129
+  // value rows before the rings).
+  EXPECT_EQ(Step.BytesWithinDevice, 2 * kBatch * 2 * Dev.Row);
   EXPECT_EQ(Step.Synchronizations, 0u);
   EXPECT_EQ(Step.Launches, 2 * (2 * kBatch + 2));
   // Every launch and upload went to the caller's stream; afterwards the
@@ -360,7 +373,7 @@ TEST(DeviceTrafficTest, PlanServesEveryLayerAndStep) {
     }
     TrafficCounters T = since(Before, Dev);
     EXPECT_EQ(T.BytesToDevice, 2 * kBatch * (2 * Dev.Row + Dev.QRow) +
-                                   kBatch * 8 * sizeof(uint32_t) +
+                                   kBatch * kSeqsRowBytes +
                                    (pagesHeld(Dev) - PagesBefore) * 4);
     EXPECT_EQ(T.Synchronizations, 0u);
   }

@@ -777,6 +777,44 @@ TEST_P(EndToEndTest, InterpreterMatchesTheReference) {
   }
 }
 
+/// Windows are ring buffers (docs/KernelABI.md, "Window rings"): appends
+/// until every ring's head has wrapped at least three times, in steps of
+/// one token and of 37 (whose ring writes and flush reads straddle the
+/// wrap), match the reference bit for bit, and so does attention, on the
+/// CPU and on the PTX interpreter (37-token steps only there).
+TEST_P(EndToEndTest, WindowRingsWrapSeveralTimes) {
+  const SpecParam &P = GetParam();
+  for (bool Interpreter : {false, true}) {
+    std::string Error;
+    std::unique_ptr<Cache> C =
+        Interpreter ? interpreterCache(P, 2, 32, Error) : cpuCache(P, 2, 32);
+    ASSERT_TRUE(C) << Error;
+    std::string Where = Interpreter ? "interpreter" : "cpu";
+    unsigned Capacity = std::max(C->manifest().Keys.WindowCapacity,
+                                 C->manifest().Values.WindowCapacity);
+    Harness H(P, std::move(C), 500);
+    std::vector<unsigned> All = {H.addSequence(), H.addSequence()};
+    for (unsigned L = 0; L < kLayers; ++L)
+      H.append(L, All, {5, 140});
+    unsigned Appended = 0;
+    for (unsigned Step = 0; Appended < 3 * Capacity + 7; ++Step) {
+      unsigned N = Interpreter || Step % 5 == 4 ? 37 : 1;
+      for (unsigned L = 0; L < kLayers; ++L)
+        H.append(L, All, {N, N});
+      Appended += N;
+      if (Step % 64 == 63)
+        for (unsigned S : All)
+          H.checkState(S, Where + ", step " + std::to_string(Step));
+      if (::testing::Test::HasFailure())
+        return;
+    }
+    for (unsigned S : All)
+      H.checkState(S, Where + ", after the rings wrapped");
+    for (unsigned L = 0; L < kLayers; ++L)
+      H.checkAttention(L, All, Where + ", after the rings wrapped");
+  }
+}
+
 /// One batch whose sequences need different numbers of splits: splits past
 /// the end of a shorter sequence must contribute nothing (KernelABI.md:
 /// "A split past a sequence's end writes m = -inf, l = 0").

@@ -49,7 +49,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 2);
+  EXPECT_EQ(M.Version, 3);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -188,7 +188,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 3, runtime expects 2"),
+  EXPECT_NE(A.message().find("artifact version 4, runtime expects 3"),
             std::string::npos)
       << A.message();
 }
@@ -264,12 +264,14 @@ TEST(ManifestTest, NamesTheOffendingField) {
               Pools(J);
               J["tensors"]["values"]["recent"] = 5;
               J["tensors"]["values"]["window_capacity"] = 6;
-              J["kernels"].push_back({{"name", "kvq_mock_track"},
-                                      {"kind", "track"},
-                                      {"block", {32, 1, 1}},
-                                      {"shared_bytes", 0},
-                                      {"args", {"ptr", "ptr", "ptr", "ptr",
-                                                "ptr", "i32", "i32"}}});
+              J["kernels"].push_back(
+                  {{"name", "kvq_mock_track"},
+                   {"kind", "track"},
+                   {"block", {32, 1, 1}},
+                   {"shared_bytes", 0},
+                   {"args",
+                    {"ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32",
+                     "i32", "i32", "i32"}}});
               J["layers"][1]["track_kernel"] = "kvq_mock_track";
             }),
             "manifest: outlier pools need keys and values with the same "
@@ -410,7 +412,7 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 2");
+            "artifact version 4294967297, runtime expects 3");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Reference/FloatFormats.h"
+#include "kvq/Support/KernelABI.h"
 #include "kvq/Support/ManifestBinding.h"
 
 #include <algorithm>
@@ -43,17 +44,25 @@ template <typename T> T *ptrArg(void **Args, int I) {
 float f16(const uint16_t *P) { return kvq::ref::fromF16Bits(*P); }
 
 /// flush: one block per flush unit U and kv-head; token-major f16 slices.
-template <unsigned U>
+/// The first windowTokens tokens come from the window ring (Cap rows).
+template <unsigned U, unsigned Cap>
 void flush(void **Args, uint32_t Bx, uint32_t By, uint32_t Bz) {
-  auto *Staging = ptrArg<const uint16_t>(Args, 0);
-  auto *Pages = ptrArg<uint8_t>(Args, 1);
-  auto *Table = ptrArg<const uint32_t>(Args, 2);
-  int32_t Dest = arg<int32_t>(Args, 5);
+  using A = kvq::abi::FlushArgs;
+  auto *Window = ptrArg<const uint16_t>(Args, A::Window);
+  auto *Input = ptrArg<const uint16_t>(Args, A::Input);
+  auto *Pages = ptrArg<uint8_t>(Args, A::Pages);
+  auto *Table = ptrArg<const uint32_t>(Args, A::Table);
+  unsigned Head = arg<int32_t>(Args, A::WindowHead);
+  unsigned Ring = arg<int32_t>(Args, A::WindowTokens);
+  int32_t Dest = arg<int32_t>(Args, A::DestPos);
   for (unsigned T = Bx * U; T < (Bx + 1) * U; ++T) {
     unsigned Pos = unsigned(Dest) + T;
     uint8_t *Slice = Pages + size_t(Table[Pos / kP]) * kPageBytes +
                      By * kSliceBytes + (Pos % kP) * kD * 2;
-    std::memcpy(Slice, Staging + (size_t(T) * kHkv + By) * kD, kD * 2);
+    const uint16_t *Src = T < Ring
+                              ? Window + size_t((Head + T) % Cap) * kHkv * kD
+                              : Input + size_t(T - Ring) * kHkv * kD;
+    std::memcpy(Slice, Src + By * kD, kD * 2);
   }
 }
 
@@ -63,7 +72,7 @@ struct TensorView {
   const uint32_t *Table;
   const uint16_t *Sink;
   const uint16_t *Window;
-  unsigned SinkN, QuantN;
+  unsigned SinkN, QuantN, Head, Cap;
 
   const uint16_t *row(unsigned T, unsigned H) const {
     if (T < SinkN)
@@ -74,32 +83,42 @@ struct TensorView {
           Pages + size_t(Table[T / kP]) * kPageBytes + H * kSliceBytes +
           (T % kP) * kD * 2);
     T -= QuantN;
-    return Window + (size_t(T) * kHkv + H) * kD;
+    return Window + (size_t((Head + T) % Cap) * kHkv + H) * kD;
   }
 };
 
 /// attend: grid (numSplits, Hkv, B); partial [B][Hq][numSplits][D + 2].
 void attend(void **Args, uint32_t Split, uint32_t H, uint32_t B) {
-  auto *Q = ptrArg<const uint16_t>(Args, 0);
-  auto *Partial = ptrArg<float>(Args, 1);
-  auto *Seqs = ptrArg<const uint32_t>(Args, 2) + B * 8;
-  int32_t MaxPages = arg<int32_t>(Args, 12);
-  int32_t NumSplits = arg<int32_t>(Args, 13);
-  unsigned Slot = Seqs[0], Tokens = Seqs[1];
-  TensorView K{
-      ptrArg<const uint8_t>(Args, 3),
-      ptrArg<const uint32_t>(Args, 5) + size_t(Slot) * MaxPages,
-      ptrArg<const uint16_t>(Args, 7) + size_t(Slot) * kKeySink * kHkv * kD,
-      ptrArg<const uint16_t>(Args, 9) + size_t(Slot) * kKeyCap * kHkv * kD,
-      Seqs[2],
-      Seqs[3]};
-  TensorView V{
-      ptrArg<const uint8_t>(Args, 4),
-      ptrArg<const uint32_t>(Args, 6) + size_t(Slot) * MaxPages,
-      ptrArg<const uint16_t>(Args, 8) + size_t(Slot) * kValueSink * kHkv * kD,
-      ptrArg<const uint16_t>(Args, 10) + size_t(Slot) * kValueCap * kHkv * kD,
-      Seqs[5],
-      Seqs[6]};
+  auto *Q = ptrArg<const uint16_t>(Args, kvq::abi::AttendArgs::Q);
+  auto *Partial = ptrArg<float>(Args, kvq::abi::AttendArgs::Partial);
+  using A = kvq::abi::AttendArgs;
+  using F = kvq::abi::SeqsFields;
+  auto *Seqs = ptrArg<const uint32_t>(Args, A::Seqs) + B * F::NumFields;
+  int32_t MaxPages = arg<int32_t>(Args, A::MaxPagesPerSeq);
+  int32_t NumSplits = arg<int32_t>(Args, A::NumSplits);
+  unsigned Slot = Seqs[F::Slot], Tokens = Seqs[F::Tokens];
+  TensorView K{ptrArg<const uint8_t>(Args, A::KPages),
+               ptrArg<const uint32_t>(Args, A::KTables) +
+                   size_t(Slot) * MaxPages,
+               ptrArg<const uint16_t>(Args, A::KSink) +
+                   size_t(Slot) * kKeySink * kHkv * kD,
+               ptrArg<const uint16_t>(Args, A::KWindow) +
+                   size_t(Slot) * kKeyCap * kHkv * kD,
+               Seqs[F::KSink],
+               Seqs[F::KQuantized],
+               Seqs[F::KWindowHead],
+               kKeyCap};
+  TensorView V{ptrArg<const uint8_t>(Args, A::VPages),
+               ptrArg<const uint32_t>(Args, A::VTables) +
+                   size_t(Slot) * MaxPages,
+               ptrArg<const uint16_t>(Args, A::VSink) +
+                   size_t(Slot) * kValueSink * kHkv * kD,
+               ptrArg<const uint16_t>(Args, A::VWindow) +
+                   size_t(Slot) * kValueCap * kHkv * kD,
+               Seqs[F::VSink],
+               Seqs[F::VQuantized],
+               Seqs[F::VWindowHead],
+               kValueCap};
   unsigned Begin = Split * kSplit, End = std::min(Tokens, Begin + kSplit);
   for (unsigned Hq = H * (kHq / kHkv); Hq < (H + 1) * (kHq / kHkv); ++Hq) {
     const uint16_t *Qh = Q + (size_t(B) * kHq + Hq) * kD;
@@ -129,9 +148,10 @@ void attend(void **Args, uint32_t Split, uint32_t H, uint32_t B) {
 
 /// combine: grid (Hq, B).
 void combine(void **Args, uint32_t Hq, uint32_t B, uint32_t) {
-  auto *Partial = ptrArg<const float>(Args, 0);
-  auto *Out = ptrArg<float>(Args, 1) + (size_t(B) * kHq + Hq) * kD;
-  int32_t NumSplits = arg<int32_t>(Args, 3);
+  using A = kvq::abi::CombineArgs;
+  auto *Partial = ptrArg<const float>(Args, A::Partial);
+  auto *Out = ptrArg<float>(Args, A::Out) + (size_t(B) * kHq + Hq) * kD;
+  int32_t NumSplits = arg<int32_t>(Args, A::NumSplits);
   const float *P = Partial + (size_t(B) * kHq + Hq) * NumSplits * (kD + 2);
   float M = -std::numeric_limits<float>::infinity();
   for (int32_t S = 0; S < NumSplits; ++S)
@@ -161,19 +181,19 @@ KVQ_MOCK_EXPORT const uint64_t mock_fp16_manifest_hash = kvq::hashManifest(
 
 KVQ_MOCK_EXPORT void kvq_mock_flush_keys_0(void **A, uint32_t X, uint32_t Y,
                                            uint32_t Z) {
-  flush<kKeyFlush>(A, X, Y, Z);
+  flush<kKeyFlush, kKeyCap>(A, X, Y, Z);
 }
 KVQ_MOCK_EXPORT void kvq_mock_flush_keys_1(void **A, uint32_t X, uint32_t Y,
                                            uint32_t Z) {
-  flush<kKeyFlush>(A, X, Y, Z);
+  flush<kKeyFlush, kKeyCap>(A, X, Y, Z);
 }
 KVQ_MOCK_EXPORT void kvq_mock_flush_values_0(void **A, uint32_t X, uint32_t Y,
                                              uint32_t Z) {
-  flush<kValueFlush>(A, X, Y, Z);
+  flush<kValueFlush, kValueCap>(A, X, Y, Z);
 }
 KVQ_MOCK_EXPORT void kvq_mock_flush_values_1(void **A, uint32_t X, uint32_t Y,
                                              uint32_t Z) {
-  flush<kValueFlush>(A, X, Y, Z);
+  flush<kValueFlush, kValueCap>(A, X, Y, Z);
 }
 KVQ_MOCK_EXPORT void kvq_mock_attend_0(void **A, uint32_t X, uint32_t Y,
                                        uint32_t Z) {

@@ -75,6 +75,38 @@ mlir::Value fullPrecisionRow(KernelBuilder &kb, ModelAttr model,
                              unsigned capacity, mlir::Value slot,
                              mlir::Value token, mlir::Value head);
 
+/// The ring row of window token `w` (0: the oldest) of a window ring of
+/// `capacity` rows whose oldest token is at ring row `head`:
+/// (head + w) mod capacity, for head, w < capacity (docs/KernelABI.md,
+/// "Window rings").
+mlir::Value windowRow(KernelBuilder &kb, unsigned capacity, mlir::Value head,
+                      mlir::Value w);
+
+/// Element offset of (slot, window token w, head, channel 0) in a layer's
+/// window rings, `[slots][capacity][Hkv][D]`, whose oldest token is at ring
+/// row `ringHead`.
+mlir::Value windowElement(KernelBuilder &kb, ModelAttr model, unsigned capacity,
+                          mlir::Value slot, mlir::Value ringHead, mlir::Value w,
+                          mlir::Value head);
+
+/// The tokens a flush (and the track kernel before it) reads in place: the
+/// first `ringTokens` are the oldest of one sequence's window ring, the
+/// rest lie in order in the linear buffer `input`.
+struct FlushSource {
+  mlir::Value ring, input, ringHead, ringTokens;
+  unsigned capacity;
+
+  /// Flushed token `token` of kv-head `head`: its buffer and the element
+  /// offset of its channel 0 there.
+  std::pair<mlir::Value, mlir::Value> row(KernelBuilder &kb, ModelAttr model,
+                                          mlir::Value token,
+                                          mlir::Value head) const;
+  /// Whether flushed tokens [token, token + count) are consecutive rows of
+  /// one buffer: all in the input, or all in the ring without its wrap.
+  mlir::Value isContiguous(KernelBuilder &kb, mlir::Value token,
+                           unsigned count) const;
+};
+
 } // namespace kvq
 
 #endif // KVQ_CODEGEN_SLICEACCESS_H

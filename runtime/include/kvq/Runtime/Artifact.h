@@ -189,7 +189,7 @@ struct Manifest {
 
 /// Parses and checks manifest text. Errors name the offending field; a
 /// version other than kArtifactVersion fails with "artifact version N,
-/// runtime expects 2".
+/// runtime expects 3".
 Expected<Manifest> parseManifest(const std::string &Text);
 
 /// An opened artifact directory. Immutable once opened; share it between

@@ -30,27 +30,34 @@
   X(NumTokens, I32, "n, the tokens of src")
 
 #define KVQ_FLUSH_ARGS(X)                                                      \
-  X(Staging, InPtr, "[numTokens][Hkv][D] of T: the tokens to quantize")        \
+  X(Window, InPtr, "[C][Hkv][D] of T: the sequence's window ring")             \
+  X(Input, InPtr, "[numTokens - windowTokens][Hkv][D] of T: the other tokens") \
   X(Pages, Ptr, "the tensor's page pool plus the layer's offset")              \
   X(Table, InPtr, "[maxPagesPerSeq] u32: the sequence's block-table row")      \
   X(Norms, InPtr, "[Hkv][D] f32: the sequence's key norms (key_norm only)")    \
   X(Saturated, Ptr, "u32: the layer's saturated-group counter")                \
+  X(WindowHead, I32, "ring row of the window's oldest token")                  \
+  X(WindowTokens, I32, "tokens read from the ring, before those of input")     \
   X(DestPos, I32, "first quantized position written")                          \
   X(NumTokens, I32, "tokens to quantize, a multiple of the flush unit")
 
 #define KVQ_TRACK_ARGS(X)                                                      \
-  X(KStaging, Ptr, "[numTokens][Hkv][D] of T: the keys to quantize")           \
-  X(VStaging, Ptr, "[numTokens][Hkv][D] of T: the values to quantize")         \
+  X(KWindow, Ptr, "[C][Hkv][D] of T: the sequence's key window ring")          \
+  X(VWindow, Ptr, "[C][Hkv][D] of T: the sequence's value window ring")        \
+  X(KInput, Ptr, "[numTokens - windowTokens][Hkv][D] of T: the other keys")    \
+  X(VInput, Ptr, "[numTokens - windowTokens][Hkv][D] of T: the other values")  \
   X(KPool, Ptr, "[entries][Hkv][D] of T: the sequence's key pool entries")     \
   X(VPool, Ptr, "[entries][Hkv][D] of T: the sequence's value pool entries")   \
   X(PoolIndex, Ptr, "[Hkv][indexWords] u32: the sequence's pool indexes")      \
-  X(FirstPos, I32, "sequence position of the first staged token")              \
+  X(WindowHead, I32, "ring row of the windows' oldest token")                  \
+  X(WindowTokens, I32, "tokens read from the rings, before those of inputs")   \
+  X(FirstPos, I32, "sequence position of the first flushed token")             \
   X(NumTokens, I32, "tokens to quantize, a multiple of the flush unit")
 
 #define KVQ_ATTEND_ARGS(X)                                                     \
   X(Q, InPtr, "[B][Hq][D] of T: the queries")                                  \
   X(Partial, Ptr, "[B][Hq][numSplits][D + 2] f32: m, l, outputs per split")    \
-  X(Seqs, InPtr, "[B][8] u32: slot and token counts per sequence")             \
+  X(Seqs, InPtr, "[B][SeqsFields::NumFields] u32: per sequence, see below")    \
   X(KPages, InPtr, "the key page pool plus the layer's offset")                \
   X(VPages, InPtr, "the value page pool plus the layer's offset")              \
   X(KTables, InPtr, "[maxSeqs][maxPagesPerSeq] u32: key block tables")         \
@@ -64,14 +71,28 @@
   X(NumSplits, I32, "splits of splitTokens tokens per sequence")               \
   X(KPool, InPtr, "the layer's key pool entries (OTT layers only)")            \
   X(VPool, InPtr, "the layer's value pool entries (OTT layers only)")          \
-  X(PoolIndex, InPtr, "the layer's pool indexes (OTT layers only)")          \
+  X(PoolIndex, InPtr, "the layer's pool indexes (OTT layers only)")            \
   X(RotateQuery, I32, "1: rotate q to position tokens - 1 (pre_rope), else 0")
 
 #define KVQ_COMBINE_ARGS(X)                                                    \
   X(Partial, InPtr, "[B][Hq][numSplits][D + 2] f32: the attend kernel's")      \
   X(Out, Ptr, "[B][Hq][D] f32: the attention outputs")                         \
-  X(Seqs, InPtr, "[B][8] u32: as for attend")                                  \
+  X(Seqs, InPtr, "[B][SeqsFields::NumFields] u32: as for attend")              \
   X(NumSplits, I32, "splits per sequence")
+
+// The fields of one row of the attend and combine kernels' `seqs`
+// descriptor, in order: X(Id, Meaning). Counts are this layer's.
+#define KVQ_SEQS_FIELDS(X)                                                     \
+  X(Slot, "the sequence's slot")                                               \
+  X(Tokens, "its tokens (each tensor's sink + quantized + window)")            \
+  X(KSink, "key sink tokens")                                                  \
+  X(KQuantized, "quantized key tokens")                                        \
+  X(KWindow, "key window tokens")                                              \
+  X(VSink, "value sink tokens")                                                \
+  X(VQuantized, "quantized value tokens")                                      \
+  X(VWindow, "value window tokens")                                            \
+  X(KWindowHead, "ring row of the oldest key window token")                    \
+  X(VWindowHead, "ring row of the oldest value window token")
 
 // X(Id, Name, ArgsMacro)
 #define KVQ_KERNEL_KINDS(X)                                                    \
@@ -110,6 +131,14 @@ KVQ_KERNEL_KINDS(KVQ_ABI_ARGS_STRUCT)
 #undef KVQ_ABI_ARGS_STRUCT
 #undef KVQ_ABI_ARG_DESC
 #undef KVQ_ABI_ARG_INDEX
+
+/// `SeqsFields::Tokens` is the index of a field in a `seqs` row,
+/// `SeqsFields::NumFields` the row's length in u32 words.
+struct SeqsFields {
+#define KVQ_ABI_SEQS_FIELD(Id, Meaning) Id,
+  enum : unsigned { KVQ_SEQS_FIELDS(KVQ_ABI_SEQS_FIELD) NumFields };
+#undef KVQ_ABI_SEQS_FIELD
+};
 
 enum class KernelKind {
 #define KVQ_ABI_KIND_ID(Id, Name, ArgList) Id,
