@@ -469,10 +469,12 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
 }
 
 void AttendEmitter::sumTokenBlockValues(Range range) {
-  // A task sums a chunk of `lanes` channels (lanes) over the blocks; its
-  // workers take every workers-th block and add their sums. Per block the
+  // A block's share of a chunk of `lanes` channels (lanes): per block the
   // codes of the chunk's `lanes` groups are consecutive, so one load brings
   // them all; token k of lane j sits at bit j * 32 * words + k * bits.
+  // One thread walks the blocks in order, each block's chunks inner (the
+  // pages stream); on the GPU a chunk is a task whose workers take every
+  // workers-th block and add their sums.
   const SliceLayout &values = slice(false);
   QuantAttr quant = values.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
@@ -482,6 +484,54 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/false);
   loadBlockWeights(range, blocks);
+  auto blockShare = [&](Value b, Value c0, ValueRange acc) {
+    Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+    SliceAccess access = getBlockAccess(/*isKeys=*/false, first);
+    Value pageBlock = getPageBlock(first, group);
+    Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+    Value packed = loadGroupWords(access, n, lanes * words);
+    Value weights = f32Row(kb, blockWeights, kb.mul(b, kb.i32(heads * group)));
+    SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
+    for (unsigned k = 0; k < group; ++k) {
+      Value codes = unpackCodes(packed, bits, lanes, k * bits, 32 * words);
+      for (unsigned r = 0; r < heads; ++r) {
+        Value p = loadF32At(kb, weights, r * group + k);
+        dots[r] = kb.fadd(dots[r], kb.fmul(kb.splat(p, lanes), codes));
+      }
+    }
+    AffineTerms terms = loadBlockTerms(access, quantizer, first, c0, lanes);
+    SmallVector<Value> next;
+    for (unsigned r = 0; r < heads; ++r) {
+      Value weightSum = kb.loadF32(blockWeightSums,
+                                   kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
+      Value sum = kb.fadd(acc[r], kb.fmul(terms.slope, dots[r]));
+      next.push_back(
+          kb.fadd(sum, kb.fmul(terms.offset, kb.splat(weightSum, lanes))));
+    }
+    return next;
+  };
+  auto sumsAt = [&](Value c0) {
+    SmallVector<Value> sums;
+    for (unsigned r = 0; r < heads; ++r)
+      sums.push_back(
+          loadVectorF32(kb, valueSums, kb.add(kb.i32(r * dim), c0), lanes));
+    return sums;
+  };
+  auto store = [&](ValueRange sums, Value c0) {
+    for (unsigned r = 0; r < heads; ++r)
+      storeVectorF32(kb, sums[r], valueSums, kb.add(kb.i32(r * dim), c0));
+  };
+  if (target.getBlockThreads() == 1) {
+    kb.forEach(kb.i32(0), kb.i32(heads * dim),
+               [&](Value i) { kb.storeF32(kb.f32(0), valueSums, i); });
+    kb.forEach(kb.i32(0), blocks.count, [&](Value b) {
+      kb.forEach(kb.i32(0), kb.i32(chunks), [&](Value chunk) {
+        Value c0 = kb.mul(chunk, kb.i32(lanes));
+        store(blockShare(b, c0, sumsAt(c0)), c0);
+      });
+    });
+    return;
+  }
   unsigned workers = getWorkers(target, chunks, blocks.max);
   forEachWorker(chunks, workers, [&](Value chunk, Value worker) {
     Value c0 = kb.mul(chunk, kb.i32(lanes));
@@ -491,42 +541,11 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
     SmallVector<Value> init(heads, vectorF32(kb, lanes, 0));
     SmallVector<Value> sums = kb.forLoop(
         worker, kb.maxS(end, worker), kb.i32(workers), init,
-        [&](Value b, ValueRange acc) -> SmallVector<Value> {
-          Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
-          SliceAccess access = getBlockAccess(/*isKeys=*/false, first);
-          Value pageBlock = getPageBlock(first, group);
-          Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
-          Value packed = loadGroupWords(access, n, lanes * words);
-          Value weights =
-              f32Row(kb, blockWeights, kb.mul(b, kb.i32(heads * group)));
-          SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
-          for (unsigned k = 0; k < group; ++k) {
-            Value codes =
-                unpackCodes(packed, bits, lanes, k * bits, 32 * words);
-            for (unsigned r = 0; r < heads; ++r) {
-              Value p = loadF32At(kb, weights, r * group + k);
-              dots[r] = kb.fadd(dots[r], kb.fmul(kb.splat(p, lanes), codes));
-            }
-          }
-          AffineTerms terms =
-              loadBlockTerms(access, quantizer, first, c0, lanes);
-          SmallVector<Value> next;
-          for (unsigned r = 0; r < heads; ++r) {
-            Value weightSum = kb.loadF32(
-                blockWeightSums, kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
-            Value sum = kb.fadd(acc[r], kb.fmul(terms.slope, dots[r]));
-            next.push_back(kb.fadd(
-                sum, kb.fmul(terms.offset, kb.splat(weightSum, lanes))));
-          }
-          return next;
-        });
+        [&](Value b, ValueRange acc) { return blockShare(b, c0, acc); });
     sums = target.sumAcrossWorkers(kb, sums, workers);
     kb.ifThen(
         kb.bitAnd(kb.ult(chunk, kb.i32(chunks)), kb.eq(worker, kb.i32(0))),
-        [&] {
-          for (unsigned r = 0; r < heads; ++r)
-            storeVectorF32(kb, sums[r], valueSums, kb.add(kb.i32(r * dim), c0));
-        });
+        [&] { store(sums, c0); });
   });
 }
 
@@ -606,9 +625,20 @@ void AttendEmitter::scoreChannelGroups(Range range) {
       AffineTerms terms =
           quantizer.affine(access.loadScales(quantizer, n0, groups),
                            access.loadZeros(quantizer, n0, groups));
-      for (unsigned r = 0; r < heads; ++r)
-        biases.push_back(kb.reduceAdd(
-            kb.fmul(terms.offset, groupSumsOf(r, kb.i32(0), groups))));
+      // The offsets times the query's group sums start lanes [0, groups)
+      // of the dots where they fit, instead of a reduction of their own.
+      for (unsigned r = 0; r < heads; ++r) {
+        Value bias = kb.fmul(terms.offset, groupSumsOf(r, kb.i32(0), groups));
+        if (groups > lanes) {
+          biases.push_back(kb.reduceAdd(bias));
+          continue;
+        }
+        SmallVector<int64_t> mask;
+        for (unsigned lane = 0; lane < lanes; ++lane)
+          mask.push_back(lane < groups ? lane : groups);
+        dots[r] = vector::ShuffleOp::create(kb.builder(), kb.getLoc(), bias,
+                                            vectorF32(kb, groups, 0), mask);
+      }
       for (unsigned g = 0; g < groups; ++g)
         addGroup(access, n0, kb.i32(g),
                  broadcastLane(kb, terms.slope, g, lanes), dots);
@@ -636,7 +666,7 @@ void AttendEmitter::scoreChannelGroups(Range range) {
     }
     Value local = kb.sub(t, splitRange.begin);
     for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots)))
-      kb.storeF32(kb.fadd(score, biases[r]), scores,
+      kb.storeF32(biases.empty() ? score : kb.fadd(score, biases[r]), scores,
                   kb.add(kb.i32(r * layout.splitTokens), local));
     return {};
   };
