@@ -168,6 +168,13 @@ private:
                                            const TokenStep &step,
                                            Value worker = {},
                                            unsigned workers = 1);
+  /// forEachQuantizedToken over the keys of `range`, the tokens spread over
+  /// the block's threads.
+  void forEachTokenOfThreads(Range range, const TokenStep &step);
+  /// Stores each head's score for token t: the sum of the lanes of its
+  /// `dots`, plus its bias where `biases` is not empty.
+  void storeScores(Value t, llvm::ArrayRef<Value> dots,
+                   llvm::ArrayRef<Value> biases);
   /// The span=tokens blocks overlapping a range: the first block's index
   /// among the quantized positions, their count, and its bound per split.
   struct TokenBlocks {

@@ -664,16 +664,25 @@ void AttendEmitter::scoreChannelGroups(Range range) {
       dots.assign(sums.begin(), sums.begin() + heads);
       biases.assign(sums.begin() + heads, sums.end());
     }
-    Value local = kb.sub(t, splitRange.begin);
-    for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots)))
-      kb.storeF32(biases.empty() ? score : kb.fadd(score, biases[r]), scores,
-                  kb.add(kb.i32(r * layout.splitTokens), local));
+    storeScores(t, dots, biases);
     return {};
   };
+  forEachTokenOfThreads(range, scoreToken);
+}
+
+void AttendEmitter::storeScores(Value t, ArrayRef<Value> dots,
+                                ArrayRef<Value> biases) {
+  Value local = kb.sub(t, splitRange.begin);
+  for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots)))
+    kb.storeF32(biases.empty() ? score : kb.fadd(score, biases[r]), scores,
+                kb.add(kb.i32(r * layout.splitTokens), local));
+}
+
+void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step) {
+  KernelTarget &target = kb.getTarget();
   unsigned threads = target.getBlockThreads();
   target.parallelFor(kb, kb.i32(threads), [&](Value thread) {
-    forEachQuantizedToken(range, /*isKeys=*/true, {}, scoreToken, thread,
-                          threads);
+    forEachQuantizedToken(range, /*isKeys=*/true, {}, step, thread, threads);
   });
 }
 
@@ -849,16 +858,10 @@ void AttendEmitter::scoreFullPrecisionRows(Range range) {
                           return next;
                         });
     }
-    Value local = kb.sub(t, splitRange.begin);
-    for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots)))
-      kb.storeF32(score, scores, kb.add(kb.i32(r * layout.splitTokens), local));
+    storeScores(t, dots, {});
     return {};
   };
-  unsigned threads = target.getBlockThreads();
-  target.parallelFor(kb, kb.i32(threads), [&](Value thread) {
-    forEachQuantizedToken(range, /*isKeys=*/true, {}, scoreToken, thread,
-                          threads);
-  });
+  forEachTokenOfThreads(range, scoreToken);
 }
 
 void AttendEmitter::sumFullPrecisionValues(Range range) {
