@@ -1,8 +1,9 @@
-//===- AttendVectorCPU.cpp - quantized attend loops as vectors -----------===//
+//===- AttendVector.cpp - attend loops over pages as vectors --------------===//
 //
-// On the CPU the quantized regions are computed on explicit vectors of the
-// target's vector lanes, codes unpacked by kvq.unpack at compile-time bit
-// positions and each group's parameters folded once (Quantizer::affine):
+// The quantized region (and full-precision pages) of the attend kernel, on
+// explicit vectors of the target's vector lanes (16 f32 with AVX-512 on the
+// CPU, 8 registers of a thread on the GPU), codes unpacked by kvq.unpack and
+// each group's parameters folded once (Quantizer::affine):
 //   - span=tokens keys: tokens are lanes; a block's slopes are folded into
 //     the queries once, so a channel costs one unpack and one FMA per head;
 //   - span=channels keys: channels are lanes; codes are scaled by their
@@ -10,11 +11,16 @@
 //     reduced together;
 //   - span=channels values: channels are lanes; a token's weights p * slope
 //     are one vector per head, broadcast to a chunk by a permute, in passes
-//     over heads x groups sized to the register file;
+//     over heads x chunks sized to the register file;
 //   - span=tokens values: channels are lanes, the block's tokens unrolled;
-//     the slopes and offsets are applied once per block.
-// Quantized tokens are walked page by page. The GPU keeps its
-// thread-per-token and thread-per-channel loops (AttendKernel.cpp).
+//     the slopes and offsets are applied once per block;
+//   - full-precision pages: channels are lanes, as the span=channels forms
+//     without parameters.
+// Quantized tokens are walked page by page. The same program runs on both
+// targets (docs/Rationale.md, "One program on both targets"): a loop's
+// tasks are spread over the block's threads, and where they are fewer than
+// the threads, adjacent threads ("workers") split a task's reduction and add
+// their sums (KernelTarget::sumAcrossWorkers).
 //
 //===----------------------------------------------------------------------===//
 

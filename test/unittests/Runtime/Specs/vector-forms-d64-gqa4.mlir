@@ -1,7 +1,9 @@
 // Test-only: one layer per combination the CPU kernels' vector forms treat
 // differently (codes straddling words, 4+ words per group, hybrid lanes,
 // groups of 8 / 16 / 64, key norms). ShippedSpecsTests compares the CPU
-// backend with the PTX interpreter (scalar loops) bit for bit.
+// backend (16 lanes, one thread) with the PTX interpreter (the same forms
+// with 8 lanes a thread over 128 threads, and the GPU's per-group flush):
+// codes bit for bit, attention within tolerance.
 kvq.cache @vector_forms_d64_gqa4 model <layers = 4, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 64> {
     kvq.layer 0 : #kvq.quant<bits = 4, mode = asym, span = tokens, group = 32>
