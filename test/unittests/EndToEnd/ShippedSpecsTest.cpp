@@ -157,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "skvq-k2v2-g128", "skvq-k2v2-g128-prerope",
                       "skvq-reorder-small", "xquant-mistral-7b",
                       "xquant-llama2-7b", "xquant-llama2-7b-chat", "ott-2bit",
-                      "vector-forms"),
+                      "vector-forms", "one-lane"),
     [](const auto &Info) {
       std::string Name = Info.param;
       std::replace(Name.begin(), Name.end(), '-', '_');
