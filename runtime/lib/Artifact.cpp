@@ -437,6 +437,16 @@ void checkKernelRef(const Manifest &M, const std::string &Name,
         "kernel '" + Name + "' referenced as " + Kind + " has kind " + K->Kind);
 }
 
+/// A kernel the layer has exactly when `Present` (`Why` says when).
+void checkOptionalKernelRef(const Manifest &M, const std::string &Name,
+                            bool Present, abi::KernelKind Kind,
+                            const std::string &Where, const std::string &Why) {
+  check(Present != Name.empty(),
+        "'" + Where + "' must be set exactly when " + Why);
+  if (Present)
+    checkKernelRef(M, Name, kindName(Kind), Where);
+}
+
 void checkConsistency(const Manifest &M) {
   for (const KernelInfo &K : M.Kernels)
     check(K.Args == expectedArgs(K.Kind),
@@ -456,22 +466,13 @@ void checkConsistency(const Manifest &M) {
     std::string P = "layers[" + std::to_string(L) + "]";
     checkKernelRef(M, M.Layers[L].Attend, kindName(abi::KernelKind::Attend),
                    P + ".attend_kernel");
-    bool KeyNorm = M.Keys.Layers[L].Scheme.KeyNorm;
-    check(KeyNorm != M.Layers[L].KeyNorm.empty(),
-          "'" + P +
-              ".keynorm_kernel' must be set exactly when the layer's "
-              "keys use key_norm");
-    if (KeyNorm)
-      checkKernelRef(M, M.Layers[L].KeyNorm, kindName(abi::KernelKind::KeyNorm),
-                     P + ".keynorm_kernel");
-    bool Tracked = M.Pool.isTracked(unsigned(L));
-    check(Tracked != M.Layers[L].Track.empty(),
-          "'" + P +
-              ".track_kernel' must be set exactly when the layer has "
-              "outlier pools");
-    if (Tracked)
-      checkKernelRef(M, M.Layers[L].Track, kindName(abi::KernelKind::Track),
-                     P + ".track_kernel");
+    checkOptionalKernelRef(M, M.Layers[L].KeyNorm,
+                           M.Keys.Layers[L].Scheme.KeyNorm,
+                           abi::KernelKind::KeyNorm, P + ".keynorm_kernel",
+                           "the layer's keys use key_norm");
+    checkOptionalKernelRef(M, M.Layers[L].Track, M.Pool.isTracked(unsigned(L)),
+                           abi::KernelKind::Track, P + ".track_kernel",
+                           "the layer has outlier pools");
   }
   // Tracking takes a token out of keys and values at the same flush.
   check(!M.Pool.Capacity ||
