@@ -12,6 +12,7 @@ using namespace mlir;
 using namespace kvq;
 
 KernelTarget::~KernelTarget() = default;
+MatrixUnit::~MatrixUnit() = default;
 
 Value KernelBuilder::i1(bool value) {
   return arith::ConstantIntOp::create(b, loc, b.getI1Type(), value);

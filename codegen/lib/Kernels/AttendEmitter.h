@@ -50,6 +50,18 @@ struct Regions {
 
 using Range = IndexRange;
 
+/// Element `index` of an f32 buffer as a pointer, from which loads at
+/// constant element offsets (loadF32At) fold into the load's address: the
+/// heads' rows of a buffer cost one address per token, not one per head.
+inline Value f32Row(KernelBuilder &kb, Value buffer, Value index) {
+  return kb.gep(buffer, kb.mul(kb.toI64(index), kb.i64(4)));
+}
+
+inline Value loadF32At(KernelBuilder &kb, Value row, unsigned element) {
+  return kb.load(kb.builder().getF32Type(), row, kb.i64(int64_t(element) * 4),
+                 4);
+}
+
 /// The most query heads one pass over the tokens serves: each has a dot
 /// product and an output accumulator in registers.
 constexpr unsigned kMaxTileHeads = 8;
@@ -129,6 +141,17 @@ private:
                            const ValuePass &pass, Value unit, unsigned units,
                            Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
+  // The matrix forms (AttendMatrix.cpp), where the target has a matrix unit.
+  /// Whether span=channels values are summed on the matrix unit.
+  bool sumsValuesOnMatrix();
+  void sumChannelGroupValuesOnMatrix(Range range);
+  /// Whether span=tokens keys are scored on the matrix unit.
+  bool scoresKeysOnMatrix();
+  void scoreTokenBlocksOnMatrix(Range range);
+  /// Stores f32 `values` (a vector of a multiple of 4) from f32 element
+  /// `index` of `buffer` as the matrix unit's split halves: per 4 values,
+  /// two f16x2 words of their rounding, then two of the residuals.
+  void storeSplitHalves(Value values, Value buffer, Value index);
   /// Heads and chunks of `lanes` channels per pass of a value loop (chunks
   /// of a group: `groupChunks`), as many as keep accumulators in registers.
   std::pair<unsigned, unsigned> planValuePasses(unsigned chunks,
@@ -250,6 +273,8 @@ private:
   /// key slopes and their bias; the value weights and their sums; and the
   /// quantized values' share of the output.
   Value foldedQueries, blockBiases, blockWeights, blockWeightSums, valueSums;
+  /// Matrix forms: each warp's share of valueSums.
+  Value matrixPartials;
   SmallVector<Value> maxScore, sumExp;
   /// Set when the layer's keys are pre-RoPE.
   std::optional<RopeBuilder> rope;

@@ -135,7 +135,9 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
   if (region == 1 && !quantizedKeys.isQuantized())
     return scoreFullPrecisionRows(range);
   if (region == 1 && !quantizedKeys.hasReorder() && !rope)
-    return quantizedKeys.quant.getSpan() == Span::Tokens
+    return scoresKeysOnMatrix()
+               ? scoreTokenBlocksOnMatrix(range)
+           : quantizedKeys.quant.getSpan() == Span::Tokens
                ? scoreTokenBlocks(range)
                : scoreChannelGroups(range);
   Value count = kb.sub(range.end, range.begin);

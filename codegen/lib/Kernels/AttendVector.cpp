@@ -89,6 +89,10 @@ void AttendEmitter::allocateVectorBuffers() {
   // Reordered values keep the channel-per-lane form (variable groups).
   if (!values.hasReorder())
     valueSums = target.allocShared(kb, heads * dim * 4);
+  if (sumsValuesOnMatrix()) {
+    unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+    matrixPartials = target.allocShared(kb, warps * heads * dim * 4);
+  }
 }
 
 Value AttendEmitter::unpackCodes(Value words, unsigned bits, unsigned lanes,
@@ -116,18 +120,6 @@ Value AttendEmitter::loadGroupWords(SliceAccess &access, Value n,
   if (loaded == count)
     return words;
   return kb.shuffle(words, llvm::to_vector(llvm::seq<int64_t>(0, count)));
-}
-
-/// Element `index` of an f32 buffer as a pointer, from which loads at
-/// constant element offsets (loadF32At) fold into the load's address: the
-/// heads' rows of a buffer cost one address per token, not one per head.
-static Value f32Row(KernelBuilder &kb, Value buffer, Value index) {
-  return kb.gep(buffer, kb.mul(kb.toI64(index), kb.i64(4)));
-}
-
-static Value loadF32At(KernelBuilder &kb, Value row, unsigned element) {
-  return kb.load(kb.builder().getF32Type(), row, kb.i64(int64_t(element) * 4),
-                 4);
 }
 
 /// Lane `lane` of `vector` in every one of `lanes` lanes.
@@ -347,8 +339,10 @@ void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
                                      Quantizer &quantizer) {
   // Per block and head: the queries times the block's slopes, and their dot
   // with its offsets (the common bias of the block's tokens).
+  // The matrix form reads them as split halves (storeSplitHalves).
   unsigned group = slice(true).quant.getGroup();
   unsigned lanes = getLanes(kb.getTarget(), dim);
+  bool matrix = scoresKeysOnMatrix();
   kb.getTarget().parallelFor(kb, kb.i32(blocks.max * heads), [&](Value i) {
     Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
     kb.ifThen(kb.ult(b, blocks.count), [&] {
@@ -362,8 +356,11 @@ void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
                 loadBlockTerms(access, quantizer, first, c0, lanes);
             Value q = loadVectorF32(kb, normQueries,
                                     kb.add(kb.mul(r, kb.i32(dim)), c0), lanes);
-            storeVectorF32(kb, kb.fmul(q, terms.slope), foldedQueries,
-                           kb.add(row, c0));
+            Value folded = kb.fmul(q, terms.slope);
+            if (matrix)
+              storeSplitHalves(folded, foldedQueries, kb.add(row, c0));
+            else
+              storeVectorF32(kb, folded, foldedQueries, kb.add(row, c0));
             return {kb.fadd(acc[0], kb.fmul(q, terms.offset))};
           })[0];
       kb.storeF32(kb.reduceAdd(dots), blockBiases,
@@ -695,6 +692,8 @@ void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step) {
 void AttendEmitter::sumQuantizedValues(Range range) {
   if (!slice(false).isQuantized())
     sumFullPrecisionValues(range);
+  else if (sumsValuesOnMatrix())
+    sumChannelGroupValuesOnMatrix(range);
   else if (slice(false).quant.getSpan() == Span::Channels)
     sumChannelGroupValues(range);
   else

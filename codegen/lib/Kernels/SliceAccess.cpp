@@ -67,17 +67,19 @@ Value SliceAccess::paramOffset(uint64_t arrayOffset, Value n) {
                 kb.mul(kb.toI64(n), kb.i64(slice.paramBytes)));
 }
 
-Value SliceAccess::loadScale(Quantizer &quantizer, Value n) {
+Value SliceAccess::loadScale(Quantizer &quantizer, Value n, unsigned after) {
+  uint64_t offset = slice.scalesOffset + uint64_t(after) * slice.paramBytes;
   return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
-                                         paramOffset(slice.scalesOffset, n),
+                                         paramOffset(offset, n),
                                          slice.paramBytes, /*invariant=*/true));
 }
 
-Value SliceAccess::loadZero(Quantizer &quantizer, Value n) {
+Value SliceAccess::loadZero(Quantizer &quantizer, Value n, unsigned after) {
   if (slice.zerosOffset < 0)
     return kb.f32(0);
+  uint64_t offset = slice.zerosOffset + uint64_t(after) * slice.paramBytes;
   return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
-                                         paramOffset(slice.zerosOffset, n),
+                                         paramOffset(offset, n),
                                          slice.paramBytes, /*invariant=*/true));
 }
 

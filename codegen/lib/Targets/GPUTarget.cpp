@@ -13,7 +13,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -23,11 +25,88 @@ static constexpr unsigned kSharedSpace = 3;
 
 namespace {
 
+/// The compute capability of `chip` (sm_XX, sm_XXa), 0 if unreadable.
+static unsigned getComputeCapability(StringRef chip) {
+  unsigned capability = 0;
+  chip.consume_front("sm_");
+  chip = chip.take_while([](char c) { return llvm::isDigit(c); });
+  return chip.getAsInteger(10, capability) ? 0 : capability;
+}
+
+/// mma.sync m16n8k16 with f16 inputs and f32 sums, which every chip from
+/// sm_80 runs; its fragments are fed by prmt and lop3.
+class MmaUnit : public MatrixUnit {
+public:
+  SmallVector<Value, 4> multiplyAccumulate(KernelBuilder &kb, ValueRange a,
+                                           ValueRange b,
+                                           ValueRange c) override {
+    OpBuilder &builder = kb.builder();
+    Location loc = kb.getLoc();
+    Type f32 = builder.getF32Type();
+    auto halves = VectorType::get({2}, builder.getF16Type());
+    auto asHalves = [&](ValueRange words) {
+      SmallVector<Value> out;
+      for (Value word : words)
+        out.push_back(LLVM::BitcastOp::create(builder, loc, halves, word));
+      return out;
+    };
+    auto resultType = LLVM::LLVMStructType::getLiteral(
+        builder.getContext(), SmallVector<Type>(4, f32));
+    Value d = NVVM::MmaOp::create(
+        builder, loc, resultType, asHalves(a), asHalves(b), c,
+        ArrayRef<int64_t>{kM, kN, kK}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::f16,
+                                      NVVM::MMATypes::f16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value, 4> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(LLVM::ExtractValueOp::create(builder, loc, d, i));
+    return out;
+  }
+
+  Value permuteBytes(KernelBuilder &kb, Value lo, Value hi,
+                     Value selector) override {
+    return NVVM::PermuteOp::create(kb.builder(), kb.getLoc(),
+                                   kb.builder().getI32Type(), lo, hi, selector,
+                                   NVVM::PermuteMode::DEFAULT);
+  }
+
+  void syncWarp(KernelBuilder &kb) override {
+    NVVM::SyncWarpOp::create(kb.builder(), kb.getLoc(), kb.i32(-1));
+  }
+
+  /// LLVM selects `and` and `or` for this (ptxas fuses them later); one
+  /// lop3 keeps the PTX, which kvq models, at one instruction.
+  Value maskOr(KernelBuilder &kb, Value x, Value mask, Value bits) override {
+    OpBuilder &b = kb.builder();
+    // Constant masks are immediates, not registers set in every iteration.
+    bool constantOperands = matchPattern(mask, m_Constant()) &&
+                            matchPattern(bits, m_Constant());
+    auto dialect = LLVM::AsmDialectAttr::get(b.getContext(),
+                                             LLVM::AsmDialect::AD_ATT);
+    return LLVM::InlineAsmOp::create(
+               b, kb.getLoc(), b.getI32Type(), ValueRange{x, mask, bits},
+               b.getStringAttr("lop3.b32 $0, $1, $2, $3, 0xEA;"),
+               b.getStringAttr(constantOperands ? "=r,r,n,n" : "=r,r,r,r"), UnitAttr(), UnitAttr(),
+               LLVM::TailCallKindAttr::get(b.getContext(),
+                                           LLVM::TailCallKind::None),
+               dialect, ArrayAttr())
+        .getRes();
+  }
+};
+
 class GPUTarget : public KernelTarget {
 public:
   GPUTarget(gpu::GPUModuleOp module, TargetAttr target)
       : module(module), warpSize(target.getWarpSize()),
-        blockThreads(target.getBlockThreads()) {}
+        blockThreads(target.getBlockThreads()) {
+    unsigned oldest = ~0u;
+    for (const std::string &chip : target.getChipNames())
+      oldest = std::min(oldest, getComputeCapability(chip));
+    if (oldest >= 80 && warpSize == 32)
+      mma.emplace();
+  }
 
   KernelEntry createKernel(OpBuilder &b, Location loc, StringRef name,
                            ArrayRef<ArgKind> args) override {
@@ -149,6 +228,7 @@ public:
   unsigned getVectorRegisters() const override { return 8; }
   unsigned getBlockThreads() const override { return blockThreads; }
   unsigned getMaxWorkers() const override { return warpSize; }
+  MatrixUnit *getMatrixUnit() override { return mma ? &*mma : nullptr; }
 
   /// A butterfly of xor shuffles over the whole warp (every lane takes
   /// part; offsets below `workers` stay inside each group).
@@ -205,6 +285,7 @@ private:
   std::string kernelName;
   unsigned numShared = 0;
   Value threadId;
+  std::optional<MmaUnit> mma;
 };
 
 } // namespace

@@ -41,6 +41,32 @@ struct IndexRange {
   mlir::Value begin, end;
 };
 
+/// A warp's matrix multiply-accumulate and the bit operations that feed it
+/// f16 fragments: the GPU's mma.sync m16n8k16 (f16 inputs, f32 sums) from
+/// sm_80. Fragments are PTX's (`groupID` = lane / 4, `threadID_in_group` =
+/// lane % 4): A holds rows groupID and groupID + 8, B and C columns as the
+/// PTX ISA's "Matrix fragments for mma.m16n8k16" lays them out.
+class MatrixUnit {
+public:
+  static constexpr unsigned kM = 16, kN = 8, kK = 16;
+
+  virtual ~MatrixUnit();
+  /// D = A B + C: `a` four and `b` two f16x2 words (i32), `c` four f32.
+  virtual llvm::SmallVector<mlir::Value, 4>
+  multiplyAccumulate(KernelBuilder &kb, mlir::ValueRange a, mlir::ValueRange b,
+                     mlir::ValueRange c) = 0;
+  /// The bytes of {hi, lo} (lo: bytes 0-3, hi: 4-7) named by the four
+  /// nibbles of `selector`, byte 0 first (PTX prmt).
+  virtual mlir::Value permuteBytes(KernelBuilder &kb, mlir::Value lo,
+                                   mlir::Value hi, mlir::Value selector) = 0;
+  /// Waits until every lane of the warp gets here: after lanes took
+  /// different branches, the next multiply needs them all.
+  virtual void syncWarp(KernelBuilder &kb) = 0;
+  /// (x & mask) | bits, in one instruction (PTX lop3).
+  virtual mlir::Value maskOr(KernelBuilder &kb, mlir::Value x,
+                             mlir::Value mask, mlir::Value bits) = 0;
+};
+
 /// The target-specific half of kernel emission.
 class KernelTarget {
 public:
@@ -119,6 +145,9 @@ public:
   virtual llvm::SmallVector<mlir::Value>
   sumAcrossWorkers(KernelBuilder &kb, mlir::ValueRange values,
                    unsigned workers) = 0;
+  /// The warp's matrix unit, or null: kernels take their matrix forms where
+  /// the target has one.
+  virtual MatrixUnit *getMatrixUnit() { return nullptr; }
   /// The iterations for `tasks` tasks of `workers` workers each, padded so
   /// that no warp is left partly inside the loop.
   unsigned getWorkerIterations(unsigned tasks, unsigned workers) const {

@@ -39,9 +39,11 @@ public:
   /// slice's codes, and word `index` of them (variable group sizes).
   mlir::Value loadCodeAt(mlir::Value firstWord, mlir::Value k);
   void storeCodeWord(mlir::Value index, mlir::Value word);
-  /// Stored scale / zero-point of group `n`, as f32.
-  mlir::Value loadScale(Quantizer &quantizer, mlir::Value n);
-  mlir::Value loadZero(Quantizer &quantizer, mlir::Value n);
+  /// Stored scale / zero-point of group `n` + `after`, as f32 (a constant
+  /// `after` folds into the load's address).
+  mlir::Value loadScale(Quantizer &quantizer, mlir::Value n,
+                        unsigned after = 0);
+  mlir::Value loadZero(Quantizer &quantizer, mlir::Value n, unsigned after = 0);
   /// Stored scales / zero-points of groups [n, n + count) as a vector of
   /// f32: one vector load for float parameter dtypes.
   mlir::Value loadScales(Quantizer &quantizer, mlir::Value n, unsigned count);

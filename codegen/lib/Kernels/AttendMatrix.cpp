@@ -1,0 +1,467 @@
+//===- AttendMatrix.cpp - attend loops on the warp's matrix unit ----------===//
+//
+// Where the target has a matrix unit (MatrixUnit: mma.sync m16n8k16 on the
+// GPU), span=channels values are summed as a product of matrices: the
+// output of a 16-token step is V^T (channels x tokens) times P^T (tokens x
+// query heads), f16 operands and f32 sums, as FlashAttention's and
+// BitDecoding's kernels do. The heads of a kv-head share every dequantized
+// value, so an element costs its unpacking (a lop3, a subtraction, a
+// multiply per two elements) instead of one FMA per head.
+//
+// A step's fragments are built straight from the packed codes:
+//   - thread (groupID g, threadID_in_group t) of a warp owns the rows g and
+//     g + 8 of every 16-channel tile; its rows are the D/8 consecutive
+//     channels from g * D / 8, so their codes are D/8 * b bits of a token:
+//     one word for D = 128 at 2 bits, loaded once per token;
+//   - A's f16x2 words pair tokens (2t, 2t + 1): prmt puts byte j of the two
+//     tokens' words in the low byte of each half, lop3 keeps the code at
+//     position p of that byte and ORs in the exponent of 1024, so the half
+//     is 1024 + 2^(b p) c exactly; subtracting 1024 and multiplying by the
+//     token's group slope gives 2^(b p) c s. Tile i takes bytes 2(i / P)
+//     (row g) and 2(i / P) + 1 (row g + 8) at position i % P (P = 8 / b
+//     codes per byte), so each tile has one power 2^(b p), divided out of
+//     its f32 sums at the end;
+//   - B is the weights p of head g for the thread's tokens; the offsets
+//     (sum_t p_t z_t per group and head) are one more product, with the
+//     group's offsets as row g of A.
+// Warps take every warps-th step and add their sums through shared memory.
+// Dequantized values and weights are rounded to f16 (2^-11 relative) before
+// the f32 sums: the attention tolerance of numerics.md section 5 holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttendEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvq;
+using namespace kvq::attend;
+
+/// Tokens of one matrix step (the k of m16n8k16).
+static constexpr unsigned kStepTokens = MatrixUnit::kK;
+
+bool AttendEmitter::sumsValuesOnMatrix() {
+  const SliceLayout &values = slice(false);
+  if (!kb.getTarget().getMatrixUnit() || !values.isQuantized() ||
+      values.quant.getSpan() != Span::Channels || values.hasReorder())
+    return false;
+  unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
+  unsigned rowChannels = dim / 8, rowBytes = rowChannels * bits / 8;
+  // Whole tiles, a thread's channels inside one group and on whole byte
+  // pairs of one word (or whole words), groups packed without padding, and
+  // steps inside one page.
+  return 8 % bits == 0 && dim % MatrixUnit::kM == 0 &&
+         group % rowChannels == 0 && rowBytes % 2 == 0 &&
+         (rowBytes <= 4 ? 4 % rowBytes == 0 : rowBytes % 4 == 0) &&
+         values.wordsPerGroup * 32 == group * bits &&
+         layout.pageTokens % kStepTokens == 0 && heads <= MatrixUnit::kN;
+}
+
+/// An f16x2 word as two halves, and back (arith casts keep shapes).
+static Value halvesOf(KernelBuilder &kb, Value word) {
+  OpBuilder &b = kb.builder();
+  return LLVM::BitcastOp::create(b, kb.getLoc(),
+                                 VectorType::get({2}, b.getF16Type()), word);
+}
+
+static Value wordOf(KernelBuilder &kb, Value halves) {
+  OpBuilder &b = kb.builder();
+  return LLVM::BitcastOp::create(b, kb.getLoc(), b.getI32Type(), halves);
+}
+
+/// An f16x2 word (i32) of two f32 values, rounded to nearest.
+static Value packHalves(KernelBuilder &kb, Value lo, Value hi) {
+  OpBuilder &b = kb.builder();
+  Value pair = vector::FromElementsOp::create(
+      b, kb.getLoc(), VectorType::get({2}, b.getF32Type()), {lo, hi});
+  Value halves = arith::TruncFOp::create(
+      b, kb.getLoc(), VectorType::get({2}, b.getF16Type()), pair);
+  return wordOf(kb, halves);
+}
+
+static Value splatHalves(KernelBuilder &kb, double value) {
+  OpBuilder &b = kb.builder();
+  auto type = VectorType::get({2}, b.getF16Type());
+  return arith::ConstantOp::create(
+      b, kb.getLoc(), type,
+      DenseElementsAttr::get(type, b.getF16FloatAttr(value).getValue()));
+}
+
+void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
+  const SliceLayout &values = slice(false);
+  QuantAttr quant = values.quant;
+  KernelTarget &target = kb.getTarget();
+  MatrixUnit &unit = *target.getMatrixUnit();
+  unsigned bits = quant.getBits(), group = quant.getGroup();
+  unsigned rowChannels = dim / 8, rowBytes = rowChannels * bits / 8;
+  unsigned rowWords = std::max(1u, rowBytes / 4);
+  unsigned perByte = 8 / bits, tiles = dim / MatrixUnit::kM;
+  unsigned tokenBytes = dim * bits / 8, groups = values.groupsPerToken;
+  unsigned warpSize = target.getMaxWorkers();
+  unsigned warps = target.getBlockThreads() / warpSize;
+  Quantizer quantizer(kb, quant);
+  Value sink = regions[1].sink;
+  Value first =
+      kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(kStepTokens)),
+             kb.i32(kStepTokens));
+  Value last = kb.maxS(kb.sub(range.end, sink), first);
+  Value steps = kb.divU(kb.add(kb.sub(last, first), kb.i32(kStepTokens - 1)),
+                        kb.i32(kStepTokens));
+  Value codeMagic = kb.i32(0x64006400);
+  Value thousand = splatHalves(kb, 1024.0);
+  // The thread's tokens of a step: k-columns 2t + {0, 1, 8, 9}.
+  const unsigned columns[4] = {0, 1, 8, 9};
+
+  target.parallelFor(kb, kb.i32(target.getBlockThreads()), [&](Value thread) {
+    Value warp = kb.divU(thread, kb.i32(warpSize));
+    Value lane = kb.remU(thread, kb.i32(warpSize));
+    Value g = kb.divU(lane, kb.i32(4)), t = kb.remU(lane, kb.i32(4));
+    Value rowByte = kb.mul(g, kb.i32(rowBytes));
+    Value groupIndex = kb.divU(kb.mul(g, kb.i32(rowChannels)), kb.i32(group));
+    // B's column g is head g; columns past the tile's heads are never
+    // stored, so they read the last head's weights instead of past them.
+    Value headOfB = kb.select(kb.ult(g, kb.i32(heads)), g, kb.i32(heads - 1));
+    Value column0 = kb.mul(t, kb.i32(2));
+    // One step: the thread's codes, slopes, offsets and weights of its four
+    // tokens, whose addresses differ by constants. Steps that straddle the
+    // range (`partial`, warp-uniform) give tokens outside it slope, offset
+    // and weight 0, so that no stale page data reaches the sums.
+    auto emitStep = [&](Value q0, ValueRange acc,
+                        bool partial) -> SmallVector<Value> {
+      SliceAccess access(kb, tensor(false), values, layout.pageTokens,
+                         args.pages[1], tableRow(false), q0, head);
+      Value pageToken = kb.add(kb.remU(q0, kb.i32(layout.pageTokens)), column0);
+      Value token = kb.add(kb.add(q0, column0), sink);
+      // The thread's code bytes of its first token, from a word boundary.
+      Value byte = kb.add(kb.mul(pageToken, kb.i32(tokenBytes)), rowByte);
+      Value codes = kb.gep(access.getCodesBase(),
+                           kb.toI64(kb.bitAnd(byte, kb.i32(~3))));
+      Value shift = kb.mul(kb.bitAnd(byte, kb.i32(3)), kb.i32(8));
+      Value n = kb.add(kb.mul(pageToken, kb.i32(groups)), groupIndex);
+      Value weightRow =
+          partial ? Value()
+                  : f32Row(kb, scores,
+                           kb.add(kb.mul(headOfB, kb.i32(layout.splitTokens)),
+                                  kb.sub(token, splitRange.begin)));
+      SmallVector<SmallVector<Value, 4>, 4> words;
+      SmallVector<Value, 4> slopes, offsets, weights;
+      for (unsigned column : columns) {
+        SmallVector<Value, 4> tokenWords;
+        for (unsigned w = 0; w < rowWords; ++w) {
+          Value word =
+              kb.load(kb.builder().getI32Type(), codes,
+                      kb.i64(int64_t(column) * tokenBytes + 4 * w), 4,
+                      /*invariant=*/true);
+          tokenWords.push_back(rowBytes < 4 ? kb.shrU(word, shift) : word);
+        }
+        words.push_back(tokenWords);
+        AffineTerms terms =
+            quantizer.affine(access.loadScale(quantizer, n, column * groups),
+                             access.loadZero(quantizer, n, column * groups));
+        Value slope = terms.slope, offset = terms.offset, weight;
+        if (partial) {
+          Value columnToken = kb.add(token, kb.i32(column));
+          Value valid = kb.ult(kb.sub(columnToken, range.begin),
+                               kb.sub(range.end, range.begin));
+          Value local = kb.select(
+              valid, kb.sub(columnToken, splitRange.begin), kb.i32(0));
+          weight = kb.loadF32(
+              scores,
+              kb.add(kb.mul(headOfB, kb.i32(layout.splitTokens)), local));
+          slope = kb.select(valid, slope, kb.f32(0));
+          offset = kb.select(valid, offset, kb.f32(0));
+          weight = kb.select(valid, weight, kb.f32(0));
+        } else {
+          weight = loadF32At(kb, weightRow, column);
+        }
+        slopes.push_back(slope);
+        offsets.push_back(offset);
+        weights.push_back(weight);
+      }
+      Value b[2] = {packHalves(kb, weights[0], weights[1]),
+                    packHalves(kb, weights[2], weights[3])};
+      // The slopes of pairs (2t, 2t + 1) and (2t + 8, 2t + 9) divided by
+      // the power 2^(b p) of each position p (exact, or subnormal: an
+      // absolute error below 2^-24).
+      SmallVector<Value> slope[2];
+      for (unsigned pair = 0; pair < 2; ++pair) {
+        Value pairSlope = halvesOf(
+            kb, packHalves(kb, slopes[2 * pair], slopes[2 * pair + 1]));
+        for (unsigned pos = 0; pos < perByte; ++pos)
+          slope[pair].push_back(
+              pos == 0 ? pairSlope
+                       : kb.fmul(pairSlope,
+                                 splatHalves(kb, std::ldexp(1.0, -int(bits * pos)))));
+      }
+      // Byte `index` of the thread's codes of a pair's two tokens, in the
+      // low byte of each half.
+      SmallVector<Value> bytes[2];
+      for (unsigned pair = 0; pair < 2; ++pair)
+        for (unsigned index = 0; index < rowBytes; ++index) {
+          unsigned inWord = index % 4;
+          bytes[pair].push_back(unit.permuteBytes(
+              kb, words[2 * pair][index / 4], words[2 * pair + 1][index / 4],
+              kb.i32(inWord | (4 + inWord) << 8)));
+        }
+      auto fragment = [&](unsigned pair, unsigned index, unsigned pos) {
+        uint32_t mask = ((1u << bits) - 1) << (bits * pos);
+        Value half = halvesOf(
+            kb, unit.maskOr(kb, bytes[pair][index],
+                            kb.i32(int32_t(mask | mask << 16)), codeMagic));
+        return wordOf(kb, kb.fmul(kb.fsub(half, thousand), slope[pair][pos]));
+      };
+      SmallVector<Value> next;
+      for (unsigned i = 0; i < tiles; ++i) {
+        unsigned pos = i % perByte, index = 2 * (i / perByte);
+        Value a[4] = {fragment(0, index, pos), fragment(0, index + 1, pos),
+                      fragment(1, index, pos), fragment(1, index + 1, pos)};
+        llvm::append_range(
+            next, unit.multiplyAccumulate(kb, a, b, acc.slice(4 * i, 4)));
+      }
+      Value zero = kb.i32(0);
+      Value a[4] = {packHalves(kb, offsets[0], offsets[1]), zero,
+                    packHalves(kb, offsets[2], offsets[3]), zero};
+      llvm::append_range(
+          next, unit.multiplyAccumulate(kb, a, b, acc.slice(4 * tiles, 4)));
+      return next;
+    };
+    SmallVector<Type> types((tiles + 1) * 4, kb.builder().getF32Type());
+    SmallVector<Value> init((tiles + 1) * 4, kb.f32(0));
+    SmallVector<Value> sums = kb.forLoop(
+        warp, kb.maxS(steps, warp), kb.i32(warps), init,
+        [&](Value step, ValueRange acc) -> SmallVector<Value> {
+          Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
+          Value begin = kb.add(q0, sink);
+          Value inside =
+              kb.bitAnd(kb.eq(kb.ult(begin, range.begin), kb.i1(false)),
+                        kb.eq(kb.ult(range.end, kb.add(begin,
+                                                       kb.i32(kStepTokens))),
+                              kb.i1(false)));
+          return kb.ifThenElse(
+              inside, types, [&] { return emitStep(q0, acc, false); },
+              [&] { return emitStep(q0, acc, true); });
+        });
+    // Rows g and g + 8 of tile i are the channels of bytes 2(i / P) and
+    // 2(i / P) + 1 at position i % P; columns 2t and 2t + 1 are heads.
+    Value rowChannel0 = kb.mul(g, kb.i32(rowChannels));
+    for (unsigned column = 0; column < 2; ++column) {
+      Value h = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
+      kb.ifThen(kb.ult(h, kb.i32(heads)), [&] {
+        Value offset = sums[4 * tiles + column];
+        Value row = kb.mul(kb.add(kb.mul(warp, kb.i32(heads)), h), kb.i32(dim));
+        for (unsigned i = 0; i < tiles; ++i) {
+          unsigned pos = i % perByte, index = 2 * (i / perByte);
+          for (unsigned half = 0; half < 2; ++half) {
+            Value sum = sums[4 * i + 2 * half + column];
+            unsigned channel = (index + half) * perByte + pos;
+            kb.storeF32(kb.fadd(sum, offset), matrixPartials,
+                        kb.add(row, kb.add(rowChannel0, kb.i32(channel))));
+          }
+        }
+      });
+    }
+  });
+  target.parallelFor(kb, kb.i32(heads * dim), [&](Value i) {
+    Value sum = kb.loadF32(matrixPartials, i);
+    for (unsigned w = 1; w < warps; ++w)
+      sum = kb.fadd(sum,
+                    kb.loadF32(matrixPartials, kb.add(i, kb.i32(w * heads * dim))));
+    kb.storeF32(sum, valueSums, i);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// span = tokens keys
+//===----------------------------------------------------------------------===//
+
+void AttendEmitter::storeSplitHalves(Value values, Value buffer, Value index) {
+  // Per 4 values (a 16-byte slot): f16 pairs of the first two and the last
+  // two, then the same of what rounding left of each.
+  OpBuilder &b = kb.builder();
+  unsigned count = cast<VectorType>(values.getType()).getNumElements();
+  assert(count % 4 == 0 && "whole slots of 4 values");
+  auto element = [&](Value vector, int64_t i) -> Value {
+    return vector::ExtractOp::create(b, kb.getLoc(), vector,
+                                     ArrayRef<int64_t>{i});
+  };
+  auto residual = [&](Value x, Value word, int64_t i) {
+    Value rounded = arith::ExtFOp::create(b, kb.getLoc(), b.getF32Type(),
+                                          element(halvesOf(kb, word), i));
+    return kb.fsub(x, rounded);
+  };
+  for (unsigned slot = 0; slot < count; slot += 4) {
+    Value x[4];
+    for (unsigned i = 0; i < 4; ++i)
+      x[i] = element(values, slot + i);
+    Value high[2] = {packHalves(kb, x[0], x[1]), packHalves(kb, x[2], x[3])};
+    SmallVector<Value> words(high, high + 2);
+    for (unsigned pair = 0; pair < 2; ++pair)
+      words.push_back(
+          packHalves(kb, residual(x[2 * pair], high[pair], 0),
+                     residual(x[2 * pair + 1], high[pair], 1)));
+    Value packed = vector::FromElementsOp::create(
+        b, kb.getLoc(), VectorType::get({4}, b.getI32Type()), words);
+    kb.store(packed, buffer,
+             kb.mul(kb.toI64(kb.add(index, kb.i32(slot))), kb.i64(4)), 16);
+  }
+}
+
+bool AttendEmitter::scoresKeysOnMatrix() {
+  const SliceLayout &keys = slice(true);
+  if (!kb.getTarget().getMatrixUnit() || !keys.isQuantized() ||
+      keys.quant.getSpan() != Span::Tokens || keys.hasReorder() || rope)
+    return false;
+  unsigned bits = keys.quant.getBits(), group = keys.quant.getGroup();
+  // A tile's 16 tokens are whole bytes of one word of each channel, rows g
+  // and g + 8 in one byte: 1 or 2 bits.
+  return bits <= 2 && group % MatrixUnit::kM == 0 &&
+         keys.wordsPerGroup * 32 == group * bits &&
+         dim % MatrixUnit::kK == 0 && heads <= MatrixUnit::kN;
+}
+
+void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
+  // Scores of a block's tokens: K (tokens x channels) times the block's
+  // folded queries Q' (channels x heads), whose slopes make A the bare
+  // codes. Q' is two f16 matrices, its rounding and the residual
+  // (storeSplitHalves), so the products keep f32's precision: Q' in one
+  // f16 moved scores by up to 2^-12 of their terms, over the attention
+  // tolerance. Thread (g, t) takes channels 4t .. 4t + 3 of each 16-channel
+  // step (k-columns 2t, 2t + 1, 2t + 8, 2t + 9), whose code words are
+  // consecutive (128-bit loads), and the tokens of rows g and g + 8 of each
+  // 16-token tile from one byte of each word: byte g / (P / 2), positions
+  // g % (P / 2) and g % (P / 2) + P / 2 (P = 8 / b). The codes arrive as
+  // 2^(b p) c; each row's sums are divided by its power. The block's bias
+  // (the offsets' dot product) is added as the scores are stored.
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  KernelTarget &target = kb.getTarget();
+  MatrixUnit &unit = *target.getMatrixUnit();
+  unsigned bits = quant.getBits(), group = quant.getGroup();
+  unsigned perByte = 8 / bits, half = perByte / 2;
+  unsigned tiles = group / MatrixUnit::kM, wordsPerGroup = keys.wordsPerGroup;
+  unsigned warpSize = target.getMaxWorkers();
+  unsigned warps = target.getBlockThreads() / warpSize;
+  Quantizer quantizer(kb, quant);
+  TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/true);
+  foldBlockQueries(blocks, quantizer);
+  Value codeMagic = kb.i32(0x64006400);
+  Value thousand = splatHalves(kb, 1024.0);
+
+  target.parallelFor(kb, kb.i32(target.getBlockThreads()), [&](Value thread) {
+    Value warp = kb.divU(thread, kb.i32(warpSize));
+    Value lane = kb.remU(thread, kb.i32(warpSize));
+    Value g = kb.divU(lane, kb.i32(4)), t = kb.remU(lane, kb.i32(4));
+    Value headOfB = kb.select(kb.ult(g, kb.i32(heads)), g, kb.i32(heads - 1));
+    Value byte = kb.divU(g, kb.i32(half));
+    // Row g + 8h: position g % (P / 2) + h P / 2 of the byte.
+    Value pos[2], masks[2], unscale[2], rowToken[2];
+    for (unsigned h = 0; h < 2; ++h) {
+      pos[h] = kb.add(kb.remU(g, kb.i32(half)), kb.i32(h * half));
+      Value shift = kb.mul(pos[h], kb.i32(bits));
+      Value mask = kb.shl(kb.i32((1u << bits) - 1), shift);
+      masks[h] = kb.bitOr(mask, kb.shl(mask, kb.i32(16)));
+      // 2^-(b p) as the bits of an f32.
+      unscale[h] = kb.bitcast(kb.builder().getF32Type(),
+                              kb.shl(kb.sub(kb.i32(127), shift), kb.i32(23)));
+      rowToken[h] = kb.add(kb.mul(byte, kb.i32(perByte)), pos[h]);
+    }
+    auto scoreBlock = [&](Value b) {
+      Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+      SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
+      Value n0 = kb.add(kb.mul(getPageBlock(first, group), kb.i32(dim)),
+                        kb.mul(t, kb.i32(4)));
+      Value queryRow = f32Row(
+          kb, foldedQueries,
+          kb.add(kb.mul(kb.add(kb.mul(b, kb.i32(heads)), headOfB),
+                        kb.i32(dim)),
+                 kb.mul(t, kb.i32(4))));
+      SmallVector<Value> init(tiles * 4, kb.f32(0));
+      SmallVector<Value> sums = kb.forLoop(
+          kb.i32(0), kb.i32(dim), kb.i32(MatrixUnit::kK), init,
+          [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+            // Channels c0 + 4t .. + 3: their code words, and their folded
+            // queries as B.
+            Value firstWord =
+                kb.mul(kb.add(n0, c0), kb.i32(wordsPerGroup));
+            SmallVector<Value> words;
+            for (unsigned w = 0; w < 4 * wordsPerGroup; w += 4)
+              llvm::append_range(
+                  words, kb.loadWords4(access.getCodesBase(),
+                                       kb.mul(kb.toI64(kb.add(
+                                                  firstWord, kb.i32(w))),
+                                              kb.i64(4))));
+            // The channels' folded queries, high halves and residuals.
+            Value q = kb.load(VectorType::get({4}, kb.builder().getI32Type()),
+                              kb.gep(queryRow, kb.mul(kb.toI64(c0), kb.i64(4))),
+                              kb.i64(0), 16);
+            auto word = [&](int64_t i) -> Value {
+              return vector::ExtractOp::create(kb.builder(), kb.getLoc(), q,
+                                               ArrayRef<int64_t>{i});
+            };
+            Value bHigh[2] = {word(0), word(1)}, bLow[2] = {word(2), word(3)};
+            SmallVector<Value> next;
+            for (unsigned tile = 0; tile < tiles; ++tile) {
+              unsigned bit = tile * MatrixUnit::kM * bits;
+              unsigned word = bit / 32, byte0 = bit % 32 / 8;
+              Value selector = kb.add(
+                  kb.add(byte, kb.i32(byte0)),
+                  kb.shl(kb.add(byte, kb.i32(4 + byte0)), kb.i32(8)));
+              auto channelPair = [&](unsigned c) {
+                return unit.permuteBytes(kb, words[c * wordsPerGroup + word],
+                                         words[(c + 1) * wordsPerGroup + word],
+                                         selector);
+              };
+              auto codes = [&](Value pair, unsigned h) {
+                Value halves =
+                    halvesOf(kb, unit.maskOr(kb, pair, masks[h], codeMagic));
+                return wordOf(kb, kb.fsub(halves, thousand));
+              };
+              Value low = channelPair(0), high = channelPair(2);
+              Value a[4] = {codes(low, 0), codes(low, 1), codes(high, 0),
+                            codes(high, 1)};
+              SmallVector<Value, 4> rounded = unit.multiplyAccumulate(
+                  kb, a, bHigh, acc.slice(4 * tile, 4));
+              llvm::append_range(next,
+                                 unit.multiplyAccumulate(kb, a, bLow, rounded));
+            }
+            return next;
+          });
+      // C's rows g and g + 8 are tokens, its columns 2t and 2t + 1 heads.
+      Value blockStart = kb.add(regions[0].sink, first);
+      for (unsigned column = 0; column < 2; ++column) {
+        Value r = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
+        kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
+          Value bias = kb.loadF32(blockBiases,
+                                  kb.add(kb.mul(b, kb.i32(heads)), r));
+          for (unsigned tile = 0; tile < tiles; ++tile)
+            for (unsigned h = 0; h < 2; ++h) {
+              Value token = kb.add(
+                  blockStart,
+                  kb.add(kb.i32(tile * MatrixUnit::kM), rowToken[h]));
+              Value inRange = kb.ult(kb.sub(token, range.begin),
+                                     kb.sub(range.end, range.begin));
+              Value score = kb.fadd(
+                  kb.fmul(sums[4 * tile + 2 * h + column], unscale[h]), bias);
+              kb.ifThen(inRange, [&] {
+                kb.storeF32(score, scores,
+                            kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+                                   kb.sub(token, splitRange.begin)));
+              });
+            }
+        });
+      }
+      // Lanes of heads past the tile's skipped the stores.
+      unit.syncWarp(kb);
+    };
+    kb.forLoop(warp, kb.maxS(blocks.count, warp), kb.i32(warps), {},
+               [&](Value b, ValueRange) -> SmallVector<Value> {
+                 scoreBlock(b);
+                 return {};
+               });
+  });
+}
