@@ -61,9 +61,10 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU: return
 
 // On the GPU the same programs spread over 128 threads with barriers,
-// shared memory and warp-shuffle reductions; the quantized loops are the
-// same vector forms with 8 lanes a thread, chunks of 8 codes shifted out of
-// one word, workers' sums added by xor shuffles.
+// shared memory and warp-shuffle reductions. Every chip is sm_80+, so the
+// quantized loops take their matrix forms: codes moved into f16 halves by
+// prmt and lop3, multiplied by mma.sync (keys: twice, the folded queries'
+// rounding and residual), the warp reconverged after the keys' stores.
 // GPU: gpu.module @kivi_kernels
 // GPU-DAG: llvm.mlir.global internal @kivi_attend_0_shared0() {addr_space = 3 : i32, alignment = 16 : i64}
 // GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg2: !llvm.ptr<1>,
@@ -71,9 +72,16 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // GPU: gpu.thread_id x
 // GPU: gpu.barrier
 // GPU-LABEL: gpu.func @kivi_attend_0(
-// GPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<1xi32> -> vector<8xi32>
-// GPU: gpu.shuffle xor
+// GPU: nvvm.prmt <default>
+// GPU: llvm.inline_asm {{.*}}"lop3.b32 $0, $1, $2, $3, 0xEA;"
+// GPU: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// GPU-NEXT: llvm.extractvalue
+// GPU: nvvm.mma.sync
+// GPU: nvvm.bar.warp.sync
 // GPU: llvm.call_intrinsic "llvm.exp2"
-// GPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<1xi32> -> vector<8xi32>
+// GPU: nvvm.prmt <default>
+// GPU: nvvm.mma.sync
+// GPU-NOT: kvq.unpack
+// GPU: gpu.return
 
 // EXPANDED-NOT: kvq.dequantize
