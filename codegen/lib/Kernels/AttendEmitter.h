@@ -62,6 +62,19 @@ inline Value loadF32At(KernelBuilder &kb, Value row, unsigned element) {
                  4);
 }
 
+/// The largest power of two of workers for `tasks` tasks such that they fit
+/// in one round of the block's threads, at most the target's, and dividing
+/// `divides` (the iterations the workers share).
+inline unsigned getWorkers(const KernelTarget &target, unsigned tasks,
+                           unsigned divides) {
+  unsigned workers = 1;
+  while (workers * 2 <= target.getMaxWorkers() &&
+         tasks * workers * 2 <= target.getBlockThreads() &&
+         divides % (workers * 2) == 0)
+    workers *= 2;
+  return workers;
+}
+
 /// The most query heads one pass over the tokens serves: each has a dot
 /// product and an output accumulator in registers.
 constexpr unsigned kMaxTileHeads = 8;

@@ -167,17 +167,59 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
 void AttendEmitter::softmax() {
   KernelTarget &target = kb.getTarget();
   Value count = kb.sub(splitRange.end, splitRange.begin);
-  for (unsigned r = 0; r < heads; ++r) {
-    Value row = kb.gep(scores, kb.i64(int64_t(r) * layout.splitTokens * 4));
-    Value m = target.reduce(kb, ReduceKind::Max, row, count);
-    // A split of masked tokens only (OTT) has m = -inf: its weights are 0.
-    Value shift =
-        hasPool() ? kb.select(kb.feq(m, kb.f32(-INFINITY)), kb.f32(0), m) : m;
-    target.parallelFor(kb, count, [&](Value i) {
-      kb.storeF32(kb.exp2(kb.fsub(kb.loadF32(row, i), shift)), row, i);
+  // A split of masked tokens only (OTT) has max -inf: its weights are 0.
+  auto shiftOf = [&](Value m) {
+    return hasPool() ? kb.select(kb.feq(m, kb.f32(-INFINITY)), kb.f32(0), m)
+                     : m;
+  };
+  auto rowOf = [&](Value r) {
+    return kb.gep(scores, kb.mul(kb.toI64(r), kb.i64(layout.splitTokens * 4)));
+  };
+  if (target.getBlockThreads() == 1) {
+    for (unsigned r = 0; r < heads; ++r) {
+      Value row = rowOf(kb.i32(r));
+      Value m = target.reduce(kb, ReduceKind::Max, row, count);
+      Value shift = shiftOf(m);
+      target.parallelFor(kb, count, [&](Value i) {
+        kb.storeF32(kb.exp2(kb.fsub(kb.loadF32(row, i), shift)), row, i);
+      });
+      maxScore.push_back(m);
+      sumExp.push_back(target.reduce(kb, ReduceKind::Sum, row, count));
+    }
+    return;
+  }
+  // A block: each head is a task of a warp's workers, which take every
+  // workers-th token and combine their maxima and sums by shuffles, all
+  // heads at once instead of a block-wide reduction each.
+  unsigned workers = getWorkers(target, heads, layout.splitTokens);
+  Value stats = target.allocShared(kb, heads * 2 * 4);
+  forEachWorker(heads, workers, [&](Value r, Value worker) {
+    Value valid = kb.ult(r, kb.i32(heads));
+    Value row = rowOf(kb.select(valid, r, kb.i32(0)));
+    Value end = kb.select(valid, count, kb.i32(0));
+    Value step = kb.i32(workers);
+    Value m = kb.forLoop(worker, end, step, {kb.f32(-INFINITY)},
+                         [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                           return {kb.fmax(acc[0], kb.loadF32(row, i))};
+                         })[0];
+    m = target.reduceAcrossWorkers(kb, ReduceKind::Max, m, workers)[0];
+    Value shift = shiftOf(m);
+    Value sum = kb.forLoop(worker, end, step, {kb.f32(0)},
+                           [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                             Value p =
+                                 kb.exp2(kb.fsub(kb.loadF32(row, i), shift));
+                             kb.storeF32(p, row, i);
+                             return {kb.fadd(acc[0], p)};
+                           })[0];
+    sum = target.sumAcrossWorkers(kb, sum, workers)[0];
+    kb.ifThen(kb.bitAnd(valid, kb.eq(worker, kb.i32(0))), [&] {
+      kb.storeF32(m, stats, kb.mul(r, kb.i32(2)));
+      kb.storeF32(sum, stats, kb.add(kb.mul(r, kb.i32(2)), kb.i32(1)));
     });
-    maxScore.push_back(m);
-    sumExp.push_back(target.reduce(kb, ReduceKind::Sum, row, count));
+  });
+  for (unsigned r = 0; r < heads; ++r) {
+    maxScore.push_back(kb.loadF32(stats, kb.i32(2 * r)));
+    sumExp.push_back(kb.loadF32(stats, kb.i32(2 * r + 1)));
   }
 }
 

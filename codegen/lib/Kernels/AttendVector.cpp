@@ -181,19 +181,6 @@ static SmallVector<Value> reduceEach(KernelBuilder &kb,
 // Spreading the loops over a block's threads
 //===----------------------------------------------------------------------===//
 
-/// The largest power of two of workers for `tasks` tasks such that they fit
-/// in one round of the block's threads, at most the target's, and dividing
-/// `divides` (the iterations the workers share).
-static unsigned getWorkers(const KernelTarget &target, unsigned tasks,
-                           unsigned divides) {
-  unsigned workers = 1;
-  while (workers * 2 <= target.getMaxWorkers() &&
-         tasks * workers * 2 <= target.getBlockThreads() &&
-         divides % (workers * 2) == 0)
-    workers *= 2;
-  return workers;
-}
-
 void AttendEmitter::forEachWorker(unsigned tasks, unsigned workers,
                                   function_ref<void(Value, Value)> body) {
   KernelTarget &target = kb.getTarget();
@@ -331,41 +318,53 @@ AffineTerms AttendEmitter::loadBlockTerms(SliceAccess &access,
                                           Value c0, unsigned lanes) {
   Value pageBlock = getPageBlock(first, access.getQuant().getGroup());
   Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
-  return quantizer.affine(access.loadScales(quantizer, n, lanes),
-                          access.loadZeros(quantizer, n, lanes));
+  // n is a multiple of `lanes`: whole aligned vectors.
+  return quantizer.affine(access.loadScales(quantizer, n, lanes, true),
+                          access.loadZeros(quantizer, n, lanes, true));
 }
 
 void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
                                      Quantizer &quantizer) {
   // Per block and head: the queries times the block's slopes, and their dot
-  // with its offsets (the common bias of the block's tokens).
-  // The matrix form reads them as split halves (storeSplitHalves).
+  // with its offsets (the common bias of the block's tokens). Workers split
+  // the channels and add their dots. The matrix form reads the products as
+  // split halves (storeSplitHalves).
+  KernelTarget &target = kb.getTarget();
   unsigned group = slice(true).quant.getGroup();
-  unsigned lanes = getLanes(kb.getTarget(), dim);
+  unsigned lanes = getLanes(target, dim);
+  unsigned tasks = blocks.max * heads;
+  unsigned workers = getWorkers(target, tasks, dim / lanes);
   bool matrix = scoresKeysOnMatrix();
-  kb.getTarget().parallelFor(kb, kb.i32(blocks.max * heads), [&](Value i) {
+  forEachWorker(tasks, workers, [&](Value i, Value worker) {
     Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
-    kb.ifThen(kb.ult(b, blocks.count), [&] {
-      Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
-      SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
-      Value row = kb.mul(kb.add(kb.mul(b, kb.i32(heads)), r), kb.i32(dim));
-      Value dots = kb.forLoop(
-          kb.i32(0), kb.i32(dim), kb.i32(lanes), {vectorF32(kb, lanes, 0)},
-          [&](Value c0, ValueRange acc) -> SmallVector<Value> {
-            AffineTerms terms =
-                loadBlockTerms(access, quantizer, first, c0, lanes);
-            Value q = loadVectorF32(kb, normQueries,
-                                    kb.add(kb.mul(r, kb.i32(dim)), c0), lanes);
-            Value folded = kb.fmul(q, terms.slope);
-            if (matrix)
-              storeSplitHalves(folded, foldedQueries, kb.add(row, c0));
-            else
-              storeVectorF32(kb, folded, foldedQueries, kb.add(row, c0));
-            return {kb.fadd(acc[0], kb.fmul(q, terms.offset))};
-          })[0];
-      kb.storeF32(kb.reduceAdd(dots), blockBiases,
-                  kb.add(kb.mul(b, kb.i32(heads)), r));
-    });
+    Value valid = kb.ult(b, blocks.count);
+    Value dot = kb.ifThenElse(
+        valid, {kb.builder().getF32Type()},
+        [&]() -> SmallVector<Value> {
+          Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+          SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
+          Value row = kb.mul(i, kb.i32(dim));
+          Value dots = kb.forLoop(
+              kb.mul(worker, kb.i32(lanes)), kb.i32(dim),
+              kb.i32(lanes * workers), {vectorF32(kb, lanes, 0)},
+              [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+                AffineTerms terms =
+                    loadBlockTerms(access, quantizer, first, c0, lanes);
+                Value q = loadVectorF32(
+                    kb, normQueries, kb.add(kb.mul(r, kb.i32(dim)), c0), lanes);
+                Value folded = kb.fmul(q, terms.slope);
+                if (matrix)
+                  storeSplitHalves(folded, foldedQueries, kb.add(row, c0));
+                else
+                  storeVectorF32(kb, folded, foldedQueries, kb.add(row, c0));
+                return {kb.fadd(acc[0], kb.fmul(q, terms.offset))};
+              })[0];
+          return {kb.reduceAdd(dots)};
+        },
+        [&]() -> SmallVector<Value> { return {kb.f32(0)}; })[0];
+    dot = target.sumAcrossWorkers(kb, dot, workers)[0];
+    kb.ifThen(kb.bitAnd(valid, kb.eq(worker, kb.i32(0))),
+              [&] { kb.storeF32(dot, blockBiases, i); });
   });
 }
 

@@ -84,13 +84,18 @@ Value SliceAccess::loadZero(Quantizer &quantizer, Value n, unsigned after) {
 }
 
 Value SliceAccess::loadParams(Quantizer &quantizer, uint64_t arrayOffset,
-                              Value n, unsigned count) {
+                              Value n, unsigned count, bool alignedN) {
   OpBuilder &b = kb.builder();
   Type type = slice.quant.getParamType();
   auto f32s = VectorType::get({count}, b.getF32Type());
   if (isa<Float16Type, BFloat16Type, Float32Type>(type)) {
+    // Parameter arrays start on kLayoutAlignment bytes.
+    uint64_t bytes = uint64_t(count) * slice.paramBytes;
+    unsigned align = alignedN && llvm::isPowerOf2_64(bytes)
+                         ? unsigned(std::min(bytes, kLayoutAlignment))
+                         : slice.paramBytes;
     Value params = kb.load(VectorType::get({count}, type), base,
-                           paramOffset(arrayOffset, n), slice.paramBytes,
+                           paramOffset(arrayOffset, n), align,
                            /*invariant=*/true);
     if (type.isF32())
       return params;
@@ -106,14 +111,16 @@ Value SliceAccess::loadParams(Quantizer &quantizer, uint64_t arrayOffset,
   return vector::FromElementsOp::create(b, kb.getLoc(), f32s, params);
 }
 
-Value SliceAccess::loadScales(Quantizer &quantizer, Value n, unsigned count) {
-  return loadParams(quantizer, slice.scalesOffset, n, count);
+Value SliceAccess::loadScales(Quantizer &quantizer, Value n, unsigned count,
+                              bool alignedN) {
+  return loadParams(quantizer, slice.scalesOffset, n, count, alignedN);
 }
 
-Value SliceAccess::loadZeros(Quantizer &quantizer, Value n, unsigned count) {
+Value SliceAccess::loadZeros(Quantizer &quantizer, Value n, unsigned count,
+                             bool alignedN) {
   if (slice.zerosOffset < 0)
     return kb.splat(kb.f32(0), count);
-  return loadParams(quantizer, slice.zerosOffset, n, count);
+  return loadParams(quantizer, slice.zerosOffset, n, count, alignedN);
 }
 
 void SliceAccess::storeScale(Value n, Value bits) {

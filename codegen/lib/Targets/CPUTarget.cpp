@@ -151,8 +151,9 @@ public:
 
   unsigned getBlockThreads() const override { return 1; }
   unsigned getMaxWorkers() const override { return 1; }
-  SmallVector<Value> sumAcrossWorkers(KernelBuilder &, ValueRange values,
-                                      unsigned workers) override {
+  SmallVector<Value> reduceAcrossWorkers(KernelBuilder &, ReduceKind,
+                                         ValueRange values,
+                                         unsigned workers) override {
     assert(workers == 1 && "a CPU block has one worker");
     return SmallVector<Value>(values.begin(), values.end());
   }

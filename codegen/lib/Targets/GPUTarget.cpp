@@ -232,13 +232,17 @@ public:
 
   /// A butterfly of xor shuffles over the whole warp (every lane takes
   /// part; offsets below `workers` stay inside each group).
-  SmallVector<Value> sumAcrossWorkers(KernelBuilder &kb, ValueRange values,
-                                      unsigned workers) override {
-    SmallVector<Value> sums(values.begin(), values.end());
+  SmallVector<Value> reduceAcrossWorkers(KernelBuilder &kb, ReduceKind kind,
+                                         ValueRange values,
+                                         unsigned workers) override {
+    SmallVector<Value> results(values.begin(), values.end());
     for (unsigned offset = workers / 2; offset > 0; offset /= 2)
-      for (Value &sum : sums)
-        sum = kb.fadd(sum, shuffleXor(kb, sum, offset));
-    return sums;
+      for (Value &result : results) {
+        Value other = shuffleXor(kb, result, offset);
+        result = kind == ReduceKind::Sum ? kb.fadd(result, other)
+                                         : kb.fmax(result, other);
+      }
+    return results;
   }
 
   /// `ex2.approx.f32`: 2 ulp (PTX ISA), plenty for softmax weights.

@@ -137,14 +137,19 @@ public:
   /// The most adjacent parallelFor iterations `sumAcrossWorkers` combines:
   /// a warp on the GPU, 1 on the CPU.
   virtual unsigned getMaxWorkers() const = 0;
-  /// Sums each of `values` (f32 scalars or vectors) over every aligned group
-  /// of `workers` (a power of two, at most getMaxWorkers()) adjacent
-  /// iterations of the enclosing parallelFor; every member gets the sums.
-  /// Every iteration of a warp must reach it: callers pad their iteration
-  /// count with getWorkerIterations.
+  /// Combines (sum or max) each of `values` (f32 scalars or vectors) over
+  /// every aligned group of `workers` (a power of two, at most
+  /// getMaxWorkers()) adjacent iterations of the enclosing parallelFor;
+  /// every member gets the results. Every iteration of a warp must reach
+  /// it: callers pad their iteration count with getWorkerIterations.
   virtual llvm::SmallVector<mlir::Value>
+  reduceAcrossWorkers(KernelBuilder &kb, ReduceKind kind,
+                      mlir::ValueRange values, unsigned workers) = 0;
+  llvm::SmallVector<mlir::Value>
   sumAcrossWorkers(KernelBuilder &kb, mlir::ValueRange values,
-                   unsigned workers) = 0;
+                   unsigned workers) {
+    return reduceAcrossWorkers(kb, ReduceKind::Sum, values, workers);
+  }
   /// The warp's matrix unit, or null: kernels take their matrix forms where
   /// the target has one.
   virtual MatrixUnit *getMatrixUnit() { return nullptr; }

@@ -45,9 +45,12 @@ public:
                         unsigned after = 0);
   mlir::Value loadZero(Quantizer &quantizer, mlir::Value n, unsigned after = 0);
   /// Stored scales / zero-points of groups [n, n + count) as a vector of
-  /// f32: one vector load for float parameter dtypes.
-  mlir::Value loadScales(Quantizer &quantizer, mlir::Value n, unsigned count);
-  mlir::Value loadZeros(Quantizer &quantizer, mlir::Value n, unsigned count);
+  /// f32: one vector load for float parameter dtypes, aligned to its size
+  /// (up to kLayoutAlignment) when `alignedN` says n is a multiple of count.
+  mlir::Value loadScales(Quantizer &quantizer, mlir::Value n, unsigned count,
+                         bool alignedN = false);
+  mlir::Value loadZeros(Quantizer &quantizer, mlir::Value n, unsigned count,
+                        bool alignedN = false);
   /// Stores raw parameter bits of group `n`.
   void storeScale(mlir::Value n, mlir::Value bits);
   void storeZero(mlir::Value n, mlir::Value bits);
@@ -56,7 +59,7 @@ private:
   mlir::Value loadWord(mlir::Value index);
   mlir::Value paramOffset(uint64_t arrayOffset, mlir::Value n);
   mlir::Value loadParams(Quantizer &quantizer, uint64_t arrayOffset,
-                         mlir::Value n, unsigned count);
+                         mlir::Value n, unsigned count, bool alignedN);
 
   KernelBuilder &kb;
   const SliceLayout &slice;
