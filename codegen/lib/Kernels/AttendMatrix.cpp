@@ -432,27 +432,53 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
             return next;
           });
       // C's rows g and g + 8 are tokens, its columns 2t and 2t + 1 heads.
+      // A block inside the range (warp-uniform) stores every score at
+      // constant offsets from one address; one straddling it checks each.
       Value blockStart = kb.add(regions[0].sink, first);
+      Value inside = kb.bitAnd(
+          kb.eq(kb.ult(blockStart, range.begin), kb.i1(false)),
+          kb.eq(kb.ult(range.end, kb.add(blockStart, kb.i32(group))),
+                kb.i1(false)));
       for (unsigned column = 0; column < 2; ++column) {
         Value r = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
         kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
           Value bias = kb.loadF32(blockBiases,
                                   kb.add(kb.mul(b, kb.i32(heads)), r));
-          for (unsigned tile = 0; tile < tiles; ++tile)
-            for (unsigned h = 0; h < 2; ++h) {
-              Value token = kb.add(
-                  blockStart,
-                  kb.add(kb.i32(tile * MatrixUnit::kM), rowToken[h]));
-              Value inRange = kb.ult(kb.sub(token, range.begin),
-                                     kb.sub(range.end, range.begin));
-              Value score = kb.fadd(
-                  kb.fmul(sums[4 * tile + 2 * h + column], unscale[h]), bias);
-              kb.ifThen(inRange, [&] {
-                kb.storeF32(score, scores,
-                            kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
-                                   kb.sub(token, splitRange.begin)));
+          auto scoreAt = [&](unsigned tile, unsigned h) {
+            return kb.fadd(
+                kb.fmul(sums[4 * tile + 2 * h + column], unscale[h]), bias);
+          };
+          Value row0 = kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+                              kb.sub(kb.add(blockStart, rowToken[0]),
+                                     splitRange.begin));
+          kb.ifThenElse(
+              inside, {},
+              [&]() -> SmallVector<Value> {
+                Value row = f32Row(kb, scores, row0);
+                for (unsigned tile = 0; tile < tiles; ++tile)
+                  for (unsigned h = 0; h < 2; ++h)
+                    kb.store(scoreAt(tile, h), row,
+                             kb.i64(4 * int64_t(tile * MatrixUnit::kM +
+                                                h * half)),
+                             4);
+                return {};
+              },
+              [&]() -> SmallVector<Value> {
+                for (unsigned tile = 0; tile < tiles; ++tile)
+                  for (unsigned h = 0; h < 2; ++h) {
+                    unsigned offset = tile * MatrixUnit::kM + h * half;
+                    Value token = kb.add(kb.add(blockStart, rowToken[0]),
+                                         kb.i32(offset));
+                    Value score = scoreAt(tile, h);
+                    kb.ifThen(kb.ult(kb.sub(token, range.begin),
+                                     kb.sub(range.end, range.begin)),
+                              [&] {
+                                kb.storeF32(score, scores,
+                                            kb.add(row0, kb.i32(offset)));
+                              });
+                  }
+                return {};
               });
-            }
         });
       }
       // Lanes of heads past the tile's skipped the stores.
