@@ -326,45 +326,56 @@ AffineTerms AttendEmitter::loadBlockTerms(SliceAccess &access,
 void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
                                      Quantizer &quantizer) {
   // Per block and head: the queries times the block's slopes, and their dot
-  // with its offsets (the common bias of the block's tokens). Workers split
-  // the channels and add their dots. The matrix form reads the products as
-  // split halves (storeSplitHalves).
+  // with its offsets (the common bias of the block's tokens). A chunk's
+  // parameters are loaded once for every head; workers split a block's
+  // chunks and add their dots. The matrix form reads the products as split
+  // halves (storeSplitHalves).
   KernelTarget &target = kb.getTarget();
   unsigned group = slice(true).quant.getGroup();
   unsigned lanes = getLanes(target, dim);
-  unsigned tasks = blocks.max * heads;
-  unsigned workers = getWorkers(target, tasks, dim / lanes);
+  unsigned workers = getWorkers(target, blocks.max, dim / lanes);
   bool matrix = scoresKeysOnMatrix();
-  forEachWorker(tasks, workers, [&](Value i, Value worker) {
-    Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
+  Type f32 = kb.builder().getF32Type();
+  forEachWorker(blocks.max, workers, [&](Value b, Value worker) {
     Value valid = kb.ult(b, blocks.count);
-    Value dot = kb.ifThenElse(
-        valid, {kb.builder().getF32Type()},
+    SmallVector<Value> dots = kb.ifThenElse(
+        valid, SmallVector<Type>(heads, f32),
         [&]() -> SmallVector<Value> {
           Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
           SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
-          Value row = kb.mul(i, kb.i32(dim));
-          Value dots = kb.forLoop(
+          Value rows = kb.mul(b, kb.i32(heads * dim));
+          SmallVector<Value> init(heads, vectorF32(kb, lanes, 0));
+          SmallVector<Value> sums = kb.forLoop(
               kb.mul(worker, kb.i32(lanes)), kb.i32(dim),
-              kb.i32(lanes * workers), {vectorF32(kb, lanes, 0)},
+              kb.i32(lanes * workers), init,
               [&](Value c0, ValueRange acc) -> SmallVector<Value> {
                 AffineTerms terms =
                     loadBlockTerms(access, quantizer, first, c0, lanes);
-                Value q = loadVectorF32(
-                    kb, normQueries, kb.add(kb.mul(r, kb.i32(dim)), c0), lanes);
-                Value folded = kb.fmul(q, terms.slope);
-                if (matrix)
-                  storeSplitHalves(folded, foldedQueries, kb.add(row, c0));
-                else
-                  storeVectorF32(kb, folded, foldedQueries, kb.add(row, c0));
-                return {kb.fadd(acc[0], kb.fmul(q, terms.offset))};
-              })[0];
-          return {kb.reduceAdd(dots)};
+                SmallVector<Value> next;
+                for (unsigned r = 0; r < heads; ++r) {
+                  Value q = loadVectorF32(kb, normQueries,
+                                          kb.add(kb.i32(r * dim), c0), lanes);
+                  Value folded = kb.fmul(q, terms.slope);
+                  Value at = kb.add(rows, kb.add(kb.i32(r * dim), c0));
+                  if (matrix)
+                    storeSplitHalves(folded, foldedQueries, at);
+                  else
+                    storeVectorF32(kb, folded, foldedQueries, at);
+                  next.push_back(kb.fadd(acc[r], kb.fmul(q, terms.offset)));
+                }
+                return next;
+              });
+          return reduceEach(kb, sums);
         },
-        [&]() -> SmallVector<Value> { return {kb.f32(0)}; })[0];
-    dot = target.sumAcrossWorkers(kb, dot, workers)[0];
-    kb.ifThen(kb.bitAnd(valid, kb.eq(worker, kb.i32(0))),
-              [&] { kb.storeF32(dot, blockBiases, i); });
+        [&]() -> SmallVector<Value> {
+          return SmallVector<Value>(heads, kb.f32(0));
+        });
+    dots = target.sumAcrossWorkers(kb, dots, workers);
+    kb.ifThen(kb.bitAnd(valid, kb.eq(worker, kb.i32(0))), [&] {
+      for (unsigned r = 0; r < heads; ++r)
+        kb.storeF32(dots[r], blockBiases,
+                    kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
+    });
   });
 }
 
