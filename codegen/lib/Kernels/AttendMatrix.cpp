@@ -92,6 +92,36 @@ static Value splatHalves(KernelBuilder &kb, double value) {
       DenseElementsAttr::get(type, b.getF16FloatAttr(value).getValue()));
 }
 
+namespace {
+/// A thread of the block as the fragments see it: its warp, and its
+/// groupID g and threadID_in_group t in the warp.
+struct FragmentThread {
+  Value warp, g, t;
+};
+} // namespace
+
+/// Runs `body` once on every thread of the block, then waits for them all.
+static void forEachFragmentThread(
+    KernelBuilder &kb, function_ref<void(const FragmentThread &)> body) {
+  KernelTarget &target = kb.getTarget();
+  unsigned warpSize = target.getMaxWorkers();
+  target.parallelFor(kb, kb.i32(target.getBlockThreads()), [&](Value thread) {
+    Value lane = kb.remU(thread, kb.i32(warpSize));
+    body({kb.divU(thread, kb.i32(warpSize)), kb.divU(lane, kb.i32(4)),
+          kb.remU(lane, kb.i32(4))});
+  });
+}
+
+/// The codes under `mask` (one b-bit position p of the low byte of each
+/// half of `bytes`) as the f16 pair 2^(b p) c: ORed into the exponent of
+/// 1024 and 1024 subtracted, both exact.
+static Value codeHalves(KernelBuilder &kb, MatrixUnit &unit, Value bytes,
+                        Value mask) {
+  Value biased = halvesOf(
+      kb, unit.maskOr(kb, bytes, mask, kb.i32(0x64006400)));
+  return kb.fsub(biased, splatHalves(kb, 1024.0));
+}
+
 void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   const SliceLayout &values = slice(false);
   QuantAttr quant = values.quant;
@@ -102,8 +132,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   unsigned rowWords = std::max(1u, rowBytes / 4);
   unsigned perByte = 8 / bits, tiles = dim / MatrixUnit::kM;
   unsigned tokenBytes = dim * bits / 8, groups = values.groupsPerToken;
-  unsigned warpSize = target.getMaxWorkers();
-  unsigned warps = target.getBlockThreads() / warpSize;
+  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
   Quantizer quantizer(kb, quant);
   Value sink = regions[1].sink;
   Value first =
@@ -112,15 +141,11 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   Value last = kb.maxS(kb.sub(range.end, sink), first);
   Value steps = kb.divU(kb.add(kb.sub(last, first), kb.i32(kStepTokens - 1)),
                         kb.i32(kStepTokens));
-  Value codeMagic = kb.i32(0x64006400);
-  Value thousand = splatHalves(kb, 1024.0);
   // The thread's tokens of a step: k-columns 2t + {0, 1, 8, 9}.
   const unsigned columns[4] = {0, 1, 8, 9};
 
-  target.parallelFor(kb, kb.i32(target.getBlockThreads()), [&](Value thread) {
-    Value warp = kb.divU(thread, kb.i32(warpSize));
-    Value lane = kb.remU(thread, kb.i32(warpSize));
-    Value g = kb.divU(lane, kb.i32(4)), t = kb.remU(lane, kb.i32(4));
+  forEachFragmentThread(kb, [&](const FragmentThread &thread) {
+    Value warp = thread.warp, g = thread.g, t = thread.t;
     Value rowByte = kb.mul(g, kb.i32(rowBytes));
     Value groupIndex = kb.divU(kb.mul(g, kb.i32(rowChannels)), kb.i32(group));
     // B's column g is head g; columns past the tile's heads are never
@@ -210,10 +235,9 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
         }
       auto fragment = [&](unsigned pair, unsigned index, unsigned pos) {
         uint32_t mask = ((1u << bits) - 1) << (bits * pos);
-        Value half = halvesOf(
-            kb, unit.maskOr(kb, bytes[pair][index],
-                            kb.i32(int32_t(mask | mask << 16)), codeMagic));
-        return wordOf(kb, kb.fmul(kb.fsub(half, thousand), slope[pair][pos]));
+        Value codes = codeHalves(kb, unit, bytes[pair][index],
+                                 kb.i32(int32_t(mask | mask << 16)));
+        return wordOf(kb, kb.fmul(codes, slope[pair][pos]));
       };
       SmallVector<Value> next;
       for (unsigned i = 0; i < tiles; ++i) {
@@ -344,18 +368,13 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
   unsigned bits = quant.getBits(), group = quant.getGroup();
   unsigned perByte = 8 / bits, half = perByte / 2;
   unsigned tiles = group / MatrixUnit::kM, wordsPerGroup = keys.wordsPerGroup;
-  unsigned warpSize = target.getMaxWorkers();
-  unsigned warps = target.getBlockThreads() / warpSize;
+  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/true);
   foldBlockQueries(blocks, quantizer);
-  Value codeMagic = kb.i32(0x64006400);
-  Value thousand = splatHalves(kb, 1024.0);
 
-  target.parallelFor(kb, kb.i32(target.getBlockThreads()), [&](Value thread) {
-    Value warp = kb.divU(thread, kb.i32(warpSize));
-    Value lane = kb.remU(thread, kb.i32(warpSize));
-    Value g = kb.divU(lane, kb.i32(4)), t = kb.remU(lane, kb.i32(4));
+  forEachFragmentThread(kb, [&](const FragmentThread &thread) {
+    Value warp = thread.warp, g = thread.g, t = thread.t;
     Value headOfB = kb.select(kb.ult(g, kb.i32(heads)), g, kb.i32(heads - 1));
     Value byte = kb.divU(g, kb.i32(half));
     // Row g + 8h: position g % (P / 2) + h P / 2 of the byte.
@@ -417,9 +436,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
                                          selector);
               };
               auto codes = [&](Value pair, unsigned h) {
-                Value halves =
-                    halvesOf(kb, unit.maskOr(kb, pair, masks[h], codeMagic));
-                return wordOf(kb, kb.fsub(halves, thousand));
+                return wordOf(kb, codeHalves(kb, unit, pair, masks[h]));
               };
               Value low = channelPair(0), high = channelPair(2);
               Value a[4] = {codes(low, 0), codes(low, 1), codes(high, 0),
