@@ -29,7 +29,14 @@ namespace {
 /// kernel name.
 class RecordingDriver : public ptx::InterpDriver {
 public:
-  RecordingDriver() { setCountDistinctSectors(true); }
+  explicit RecordingDriver(bool CountLines) {
+    setCountDistinctSectors(true);
+    setCountLines(CountLines);
+  }
+  Expected<ModuleHandle> loadModule(const std::string &Text) override {
+    Ptx = Text;
+    return InterpDriver::loadModule(Text);
+  }
   Expected<KernelHandle> getKernel(ModuleHandle Module,
                                    const std::string &Name) override {
     Expected<KernelHandle> Handle = InterpDriver::getKernel(Module, Name);
@@ -48,6 +55,8 @@ public:
 
   bool Recording = false;
   std::vector<LaunchModel> Launches;
+  /// The module's text, whose lines WarpInstructionsByLine counts.
+  std::string Ptx;
 
 private:
   std::map<uint64_t, std::string> Names;
@@ -92,17 +101,65 @@ void printRow(const std::string &Label, const std::string &Kernel,
               std::max(Issue, Bytes), instructionMix(C).c_str());
 }
 
+/// The `Count` basic blocks of `C`'s kernel with the most warp
+/// instructions: a block starts at a label or an entry of the PTX text.
+void printHottestBlocks(const ptx::Counters &C, const std::string &Ptx,
+                        unsigned Count) {
+  std::vector<std::string> Lines(1);
+  for (size_t Begin = 0; Begin <= Ptx.size();) {
+    size_t End = std::min(Ptx.find('\n', Begin), Ptx.size());
+    Lines.push_back(Ptx.substr(Begin, End - Begin));
+    Begin = End + 1;
+  }
+  struct Block {
+    size_t Line = 0;
+    uint64_t Instructions = 0, Visits = 0;
+  };
+  std::map<size_t, Block> Blocks;
+  size_t Start = 0;
+  for (size_t Line = 1; Line < Lines.size(); ++Line) {
+    const std::string &Text = Lines[Line];
+    if (Text.rfind("$L__", 0) == 0 || Text.find(".entry ") != std::string::npos)
+      Start = Line;
+    uint64_t N = Line < C.WarpInstructionsByLine.size()
+                     ? C.WarpInstructionsByLine[Line]
+                     : 0;
+    if (!N)
+      continue;
+    Block &B = Blocks[Start];
+    B.Line = Start;
+    B.Instructions += N;
+    B.Visits = std::max(B.Visits, N);
+  }
+  std::vector<Block> Sorted;
+  for (auto &[Line, B] : Blocks)
+    Sorted.push_back(B);
+  std::sort(Sorted.begin(), Sorted.end(), [](const Block &X, const Block &Y) {
+    return X.Instructions > Y.Instructions;
+  });
+  for (unsigned I = 0; I < Count && I < Sorted.size(); ++I) {
+    const Block &B = Sorted[I];
+    std::string Head = Lines[B.Line].substr(0, 48);
+    Head.erase(0, Head.find_first_not_of(" \t"));
+    std::printf("%-22s %-10s %5.1f%% of warp instructions: PTX line %zu "
+                "(%s), %.0f per visit\n",
+                "", "", 100.0 * B.Instructions / C.WarpInstructions, B.Line,
+                Head.c_str(), double(B.Instructions) / double(B.Visits));
+  }
+}
+
 } // namespace
 
 Expected<GpuModelResult>
 kvq::bench::modelAttend(std::shared_ptr<const Artifact> A, Cache &Source,
                         const std::vector<SequenceId> &Seqs,
                         const std::vector<uint8_t> &Queries,
-                        double MinimumBytes, double Elements) {
+                        double MinimumBytes, double Elements,
+                        bool CountLines) {
   Expected<std::vector<uint8_t>> State = Source.serialize(Seqs);
   if (!State.ok())
     return State.status();
-  auto Owned = std::make_unique<RecordingDriver>();
+  auto Owned = std::make_unique<RecordingDriver>(CountLines);
   RecordingDriver *Driver = Owned.get();
   Expected<std::unique_ptr<Backend>> B =
       createDeviceBackend(*A, std::move(Owned), "sm_80");
@@ -124,6 +181,7 @@ kvq::bench::modelAttend(std::shared_ptr<const Artifact> A, Cache &Source,
     return Called;
   GpuModelResult Result;
   Result.Launches = std::move(Driver->Launches);
+  Result.Ptx = std::move(Driver->Ptx);
   // "kivi_2bit_attend_0" -> "attend_0".
   std::string Prefix = A->manifest().Name + "_";
   for (LaunchModel &L : Result.Launches)
@@ -150,13 +208,16 @@ void kvq::bench::printGpuModelHeader(const GpuMachine &M) {
 }
 
 void kvq::bench::printGpuModel(const std::string &Label,
-                               const GpuModelResult &R, const GpuMachine &M) {
+                               const GpuModelResult &R, unsigned ProfileBlocks,
+                               const GpuMachine &M) {
   ptx::Counters Total;
   double TotalModel = 0, MostWarps = 0;
   for (const LaunchModel &L : R.Launches) {
     double Warps = threads(L.Grid) * ((threads(L.Block) + 31) / 32);
     MostWarps = std::max(MostWarps, Warps);
     printRow(Label, L.Kernel, L.Counters, Warps, R, M);
+    if (ProfileBlocks)
+      printHottestBlocks(L.Counters, R.Ptx, ProfileBlocks);
     Total.WarpInstructions += L.Counters.WarpInstructions;
     Total.ThreadInstructions += L.Counters.ThreadInstructions;
     Total.GlobalDistinctSectors += L.Counters.GlobalDistinctSectors;

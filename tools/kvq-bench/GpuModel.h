@@ -43,18 +43,23 @@ struct GpuModelResult {
   /// Cached elements attended: tokens x kv-heads x head_dim x 2, summed
   /// over the batch.
   double Elements = 0;
+  /// The PTX the launches ran (their counters' lines).
+  std::string Ptx;
 };
 
 /// Copies `Seqs` of `Source` (a CPU cache of the same artifact) into a cache
-/// on the PTX interpreter and runs one attention call of layer 0 there.
+/// on the PTX interpreter and runs one attention call of layer 0 there,
+/// counting instructions per PTX line if `CountLines`.
 runtime::Expected<GpuModelResult> modelAttend(
     std::shared_ptr<const runtime::Artifact> Artifact, runtime::Cache &Source,
     const std::vector<runtime::SequenceId> &Seqs,
-    const std::vector<uint8_t> &Queries, double MinimumBytes, double Elements);
+    const std::vector<uint8_t> &Queries, double MinimumBytes, double Elements,
+    bool CountLines = false);
 
-/// One table row per launch and one for the call, for `Label`.
+/// One table row per launch and one for the call, for `Label`; under each
+/// launch, its `ProfileBlocks` hottest basic blocks (counted lines).
 void printGpuModel(const std::string &Label, const GpuModelResult &Result,
-                   const GpuMachine &Machine = {});
+                   unsigned ProfileBlocks = 0, const GpuMachine &Machine = {});
 /// The table's header and the model's definition.
 void printGpuModelHeader(const GpuMachine &Machine = {});
 

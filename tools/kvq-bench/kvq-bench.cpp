@@ -18,10 +18,11 @@
 //
 //   kvq-bench [--contexts N,...] [--batches N,...] [--threads N]
 //             [--repeat N] [--steps N] [--evict-mib N] [--probe-mib N]
-//             [--gpu-model] BASELINE_ARTIFACT SPEC_ARTIFACT...
+//             [--gpu-model [--profile N]] BASELINE_ARTIFACT SPEC_ARTIFACT...
 //
 // --gpu-model replaces the CPU timings by a model of the attention kernels
-// on an H100, counted on the PTX interpreter (GpuModel.h).
+// on an H100, counted on the PTX interpreter (GpuModel.h); --profile N
+// lists each kernel's N basic blocks with the most warp instructions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +62,8 @@ struct Options {
   size_t probeBytes = size_t(1) << 30;
   /// Model the GPU kernels on the interpreter instead of timing the CPU.
   bool gpuModel = false;
+  /// Hottest PTX blocks listed per kernel of the model (0: none).
+  unsigned profileBlocks = 0;
   std::vector<std::string> artifacts;
 };
 
@@ -114,10 +117,12 @@ Options parseOptions(int argc, char **argv) {
       options.probeBytes = size_t(std::stoul(value())) << 20;
     } else if (arg == "--gpu-model") {
       options.gpuModel = true;
+    } else if (arg == "--profile") {
+      options.profileBlocks = std::stoul(value());
     } else if (arg == "--help" || arg == "-h") {
       std::printf("usage: kvq-bench [--contexts N,...] [--batches N,...] "
                   "[--threads N] [--repeat N] [--steps N] [--evict-mib N] "
-                  "[--probe-mib N] [--gpu-model] "
+                  "[--probe-mib N] [--gpu-model [--profile N]] "
                   "BASELINE_ARTIFACT SPEC_ARTIFACT...\n");
       std::exit(0);
     } else {
@@ -130,6 +135,8 @@ Options parseOptions(int argc, char **argv) {
          "batches, threads and repeats (--help)");
   if (options.contexts.front() == 0 || options.batches.front() == 0)
     fail("contexts and batches must be positive");
+  if (options.profileBlocks && !options.gpuModel)
+    fail("--profile needs --gpu-model");
   return options;
 }
 
@@ -384,11 +391,12 @@ void runGpuModel(std::shared_ptr<const Artifact> artifact,
           const std::vector<uint8_t> &q, unsigned context) {
         double elements = 2.0 * context * batch * model.KvHeads * model.HeadDim;
         auto result = take(kvq::bench::modelAttend(
-            artifact, cache, seqs, q, attendBytes(cache), elements));
+            artifact, cache, seqs, q, attendBytes(cache), elements,
+            options.profileBlocks > 0));
         kvq::bench::printGpuModel(artifact->manifest().Name + " " +
                                       std::to_string(batch) + "/" +
                                       std::to_string(context),
-                                  result);
+                                  result, options.profileBlocks);
       });
 }
 

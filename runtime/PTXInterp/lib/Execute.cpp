@@ -391,6 +391,11 @@ bool BlockRunner::runWarp(Warp &W) {
     }
     K.ThreadInstructions += popcount(Exec);
     ++K.WarpInstructionsByClass[static_cast<int>(I.Class)];
+    if (C.CountLines) {
+      if (I.Line >= K.WarpInstructionsByLine.size())
+        K.WarpInstructionsByLine.resize(I.Line + 1);
+      ++K.WarpInstructionsByLine[I.Line];
+    }
     Outcome O = Exec ? execute(W, I, Pc, Active, Exec) : Outcome::Next;
     if (O == Outcome::Error)
       return false;

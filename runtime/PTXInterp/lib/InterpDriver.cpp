@@ -85,6 +85,7 @@ Status InterpDriver::launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
   Config.DynamicSharedBytes = DynamicSharedBytes;
   Config.MaxWarpInstructions = InstructionLimit;
   Config.CountDistinctSectors = CountDistinctSectors;
+  Config.CountLines = CountLines;
   if (!K.Fn->Params.empty() && !Args)
     return Status::error(ErrorCode::Backend,
                          "kernel '" + K.Fn->Name + "' needs arguments");

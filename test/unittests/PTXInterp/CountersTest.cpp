@@ -2,6 +2,9 @@
 
 #include "TestUtil.h"
 
+#include <algorithm>
+#include <numeric>
+
 using namespace kvq::ptx;
 using namespace kvq::ptx::test;
 
@@ -44,6 +47,38 @@ TEST_F(CountersTest, DistinctSectorsOfALaunch) {
     // bytes: 4 x (1 + 4) sector requests, of which 1 + 16 are distinct.
     EXPECT_EQ(C.GlobalSectors, 20u);
     EXPECT_EQ(C.GlobalDistinctSectors, Counted ? 17u : 0u);
+  }
+}
+
+TEST_F(CountersTest, InstructionsByLine) {
+  loadCorpus("transpose.ptx");
+  std::string Text = readCorpus("transpose.ptx");
+  // The line of strided_copy's only global load.
+  size_t At = Text.find("ld.global.f32 \t%f1, [%rd6];",
+                        Text.find(".entry strided_copy("));
+  ASSERT_NE(At, std::string::npos);
+  uint32_t LoadLine = 1 + std::count(Text.begin(), Text.begin() + At, '\n');
+  for (bool Counted : {false, true}) {
+    Driver.setCountLines(Counted);
+    uint64_t In = zeros(4), Out = zeros(4 * 64 * 4);
+    Args A;
+    A.add(In).add(Out).add(0);
+    Status S =
+        Driver.launch(kernel("strided_copy"), dim(4), dim(64), 0, A.get());
+    ASSERT_TRUE(S.ok()) << S.message();
+    const Counters &C = Driver.lastCounters();
+    if (!Counted) {
+      EXPECT_TRUE(C.WarpInstructionsByLine.empty());
+      continue;
+    }
+    // Straight-line code: every line once per warp (4 blocks x 2 warps),
+    // and the lines add up to the launch.
+    ASSERT_GT(C.WarpInstructionsByLine.size(), LoadLine);
+    EXPECT_EQ(C.WarpInstructionsByLine[LoadLine], 8u);
+    EXPECT_EQ(C.WarpInstructionsByLine[LoadLine - 1], 8u);
+    EXPECT_EQ(std::accumulate(C.WarpInstructionsByLine.begin(),
+                              C.WarpInstructionsByLine.end(), uint64_t(0)),
+              C.WarpInstructions);
   }
 }
 

@@ -38,6 +38,8 @@ public:
   void setInstructionLimit(uint64_t Limit) { InstructionLimit = Limit; }
   /// Count distinct global sectors per launch (Counters).
   void setCountDistinctSectors(bool On) { CountDistinctSectors = On; }
+  /// Count warp instructions per PTX line (Counters::WarpInstructionsByLine).
+  void setCountLines(bool On) { CountLines = On; }
   /// The decoded module behind a handle (for inspection in tests).
   const Module *module(runtime::ModuleHandle Handle) const;
 
@@ -52,6 +54,7 @@ private:
   Counters Last;
   uint64_t InstructionLimit = 1ull << 31;
   bool CountDistinctSectors = false;
+  bool CountLines = false;
 };
 
 } // namespace kvq::ptx

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace kvq::ptx {
 
@@ -67,6 +68,10 @@ struct Counters {
   uint64_t SharedBankConflicts = 0;
   uint64_t AtomicWarpAccesses = 0;
   uint64_t Barriers = 0;
+  /// Warp instructions by line of the module's PTX text (index: line, from
+  /// 1), counted only with LaunchConfig::CountLines: where a kernel's
+  /// instructions go, block by block (`kvq-bench --gpu-model --profile`).
+  std::vector<uint64_t> WarpInstructionsByLine;
   double Seconds = 0;
 
   /// Requested bytes / (sectors * 32); 1.0 for perfectly coalesced access.
@@ -91,6 +96,8 @@ struct LaunchConfig {
   uint64_t MaxWarpInstructions = 1ull << 31;
   /// Fill Counters::GlobalDistinctSectors.
   bool CountDistinctSectors = false;
+  /// Fill Counters::WarpInstructionsByLine.
+  bool CountLines = false;
 };
 
 /// Packs cuLaunchKernel-style argument pointers into a parameter buffer.
