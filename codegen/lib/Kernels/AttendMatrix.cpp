@@ -399,55 +399,52 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
           kb.add(kb.mul(kb.add(kb.mul(b, kb.i32(heads)), headOfB),
                         kb.i32(dim)),
                  kb.mul(t, kb.i32(4))));
-      SmallVector<Value> init(tiles * 4, kb.f32(0));
-      SmallVector<Value> sums = kb.forLoop(
-          kb.i32(0), kb.i32(dim), kb.i32(MatrixUnit::kK), init,
-          [&](Value c0, ValueRange acc) -> SmallVector<Value> {
-            // Channels c0 + 4t .. + 3: their code words, and their folded
-            // queries as B.
-            Value firstWord =
-                kb.mul(kb.add(n0, c0), kb.i32(wordsPerGroup));
-            SmallVector<Value> words;
-            for (unsigned w = 0; w < 4 * wordsPerGroup; w += 4)
-              llvm::append_range(
-                  words, kb.loadWords4(access.getCodesBase(),
-                                       kb.mul(kb.toI64(kb.add(
-                                                  firstWord, kb.i32(w))),
-                                              kb.i64(4))));
-            // The channels' folded queries, high halves and residuals.
-            Value q = kb.load(VectorType::get({4}, kb.builder().getI32Type()),
-                              kb.gep(queryRow, kb.mul(kb.toI64(c0), kb.i64(4))),
-                              kb.i64(0), 16);
-            auto word = [&](int64_t i) -> Value {
-              return vector::ExtractOp::create(kb.builder(), kb.getLoc(), q,
-                                               ArrayRef<int64_t>{i});
-            };
-            Value bHigh[2] = {word(0), word(1)}, bLow[2] = {word(2), word(3)};
-            SmallVector<Value> next;
-            for (unsigned tile = 0; tile < tiles; ++tile) {
-              unsigned bit = tile * MatrixUnit::kM * bits;
-              unsigned word = bit / 32, byte0 = bit % 32 / 8;
-              Value selector = kb.add(
-                  kb.add(byte, kb.i32(byte0)),
-                  kb.shl(kb.add(byte, kb.i32(4 + byte0)), kb.i32(8)));
-              auto channelPair = [&](unsigned c) {
-                return unit.permuteBytes(kb, words[c * wordsPerGroup + word],
-                                         words[(c + 1) * wordsPerGroup + word],
-                                         selector);
-              };
-              auto codes = [&](Value pair, unsigned h) {
-                return wordOf(kb, codeHalves(kb, unit, pair, masks[h]));
-              };
-              Value low = channelPair(0), high = channelPair(2);
-              Value a[4] = {codes(low, 0), codes(low, 1), codes(high, 0),
-                            codes(high, 1)};
-              SmallVector<Value, 4> rounded = unit.multiplyAccumulate(
-                  kb, a, bHigh, acc.slice(4 * tile, 4));
-              llvm::append_range(next,
-                                 unit.multiplyAccumulate(kb, a, bLow, rounded));
-            }
-            return next;
-          });
+      // The steps are unrolled: their loads are constant offsets from the
+      // block's first code word and folded query of the thread.
+      Value codeRow = kb.gep(
+          access.getCodesBase(),
+          kb.mul(kb.toI64(kb.mul(n0, kb.i32(wordsPerGroup))), kb.i64(4)));
+      SmallVector<Value> sums(tiles * 4, kb.f32(0));
+      for (unsigned c0 = 0; c0 < dim; c0 += MatrixUnit::kK) {
+        // Channels c0 + 4t .. + 3: their code words, and their folded
+        // queries as B (high halves and residuals).
+        SmallVector<Value> words;
+        for (unsigned w = 0; w < 4 * wordsPerGroup; w += 4)
+          llvm::append_range(
+              words, kb.loadWords4(codeRow,
+                                   kb.i64(4 * int64_t(c0 * wordsPerGroup + w))));
+        Value q = kb.load(VectorType::get({4}, kb.builder().getI32Type()),
+                          queryRow, kb.i64(4 * int64_t(c0)), 16);
+        auto word = [&](int64_t i) -> Value {
+          return vector::ExtractOp::create(kb.builder(), kb.getLoc(), q,
+                                           ArrayRef<int64_t>{i});
+        };
+        Value bHigh[2] = {word(0), word(1)}, bLow[2] = {word(2), word(3)};
+        for (unsigned tile = 0; tile < tiles; ++tile) {
+          unsigned bit = tile * MatrixUnit::kM * bits;
+          unsigned word = bit / 32, byte0 = bit % 32 / 8;
+          Value selector =
+              kb.add(kb.add(byte, kb.i32(byte0)),
+                     kb.shl(kb.add(byte, kb.i32(4 + byte0)), kb.i32(8)));
+          auto channelPair = [&](unsigned c) {
+            return unit.permuteBytes(kb, words[c * wordsPerGroup + word],
+                                     words[(c + 1) * wordsPerGroup + word],
+                                     selector);
+          };
+          auto codes = [&](Value pair, unsigned h) {
+            return wordOf(kb, codeHalves(kb, unit, pair, masks[h]));
+          };
+          Value low = channelPair(0), high = channelPair(2);
+          Value a[4] = {codes(low, 0), codes(low, 1), codes(high, 0),
+                        codes(high, 1)};
+          ArrayRef<Value> acc(sums);
+          SmallVector<Value, 4> rounded =
+              unit.multiplyAccumulate(kb, a, bHigh, acc.slice(4 * tile, 4));
+          SmallVector<Value, 4> exact =
+              unit.multiplyAccumulate(kb, a, bLow, rounded);
+          std::copy(exact.begin(), exact.end(), sums.begin() + 4 * tile);
+        }
+      }
       // C's rows g and g + 8 are tokens, its columns 2t and 2t + 1 heads.
       // A block inside the range (warp-uniform) stores every score at
       // constant offsets from one address; one straddling it checks each.
