@@ -305,31 +305,28 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
 
 void AttendEmitter::storeSplitHalves(Value values, Value buffer, Value index) {
   // Per 4 values (a 16-byte slot): f16 pairs of the first two and the last
-  // two, then the same of what rounding left of each.
+  // two, then the same of what rounding left of each. The residual is an
+  // exact f32 subtraction, kept apart from the product before it.
   OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
   unsigned count = cast<VectorType>(values.getType()).getNumElements();
   assert(count % 4 == 0 && "whole slots of 4 values");
-  auto element = [&](Value vector, int64_t i) -> Value {
-    return vector::ExtractOp::create(b, kb.getLoc(), vector,
-                                     ArrayRef<int64_t>{i});
-  };
-  auto residual = [&](Value x, Value word, int64_t i) {
-    Value rounded = arith::ExtFOp::create(b, kb.getLoc(), b.getF32Type(),
-                                          element(halvesOf(kb, word), i));
-    return kb.fsub(x, rounded);
-  };
+  auto halves = VectorType::get({count}, b.getF16Type());
+  auto words = VectorType::get({count / 2}, b.getI32Type());
+  Value high = arith::TruncFOp::create(b, loc, halves, values);
+  bool reassociate = kb.getReassociate();
+  kb.setReassociate(false);
+  Value rest = kb.fsub(values, arith::ExtFOp::create(b, loc, values.getType(),
+                                                     high));
+  kb.setReassociate(reassociate);
+  Value low = arith::TruncFOp::create(b, loc, halves, rest);
+  Value highWords = LLVM::BitcastOp::create(b, loc, words, high);
+  Value lowWords = LLVM::BitcastOp::create(b, loc, words, low);
   for (unsigned slot = 0; slot < count; slot += 4) {
-    Value x[4];
-    for (unsigned i = 0; i < 4; ++i)
-      x[i] = element(values, slot + i);
-    Value high[2] = {packHalves(kb, x[0], x[1]), packHalves(kb, x[2], x[3])};
-    SmallVector<Value> words(high, high + 2);
-    for (unsigned pair = 0; pair < 2; ++pair)
-      words.push_back(
-          packHalves(kb, residual(x[2 * pair], high[pair], 0),
-                     residual(x[2 * pair + 1], high[pair], 1)));
-    Value packed = vector::FromElementsOp::create(
-        b, kb.getLoc(), VectorType::get({4}, b.getI32Type()), words);
+    SmallVector<int64_t> mask = {slot / 2, slot / 2 + 1, count / 2 + slot / 2,
+                                 count / 2 + slot / 2 + 1};
+    Value packed =
+        vector::ShuffleOp::create(b, loc, highWords, lowWords, mask);
     kb.store(packed, buffer,
              kb.mul(kb.toI64(kb.add(index, kb.i32(slot))), kb.i64(4)), 16);
   }
