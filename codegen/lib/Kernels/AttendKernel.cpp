@@ -23,6 +23,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttendEmitter.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "ChannelTables.h"
 
 #include <algorithm>
@@ -189,28 +191,61 @@ void AttendEmitter::softmax() {
     return;
   }
   // A block: each head is a task of a warp's workers, which take every
-  // workers-th token and combine their maxima and sums by shuffles, all
-  // heads at once instead of a block-wide reduction each.
+  // workers-th group of 4 tokens (one 128-bit access), then the tail one by
+  // one, and combine their maxima and sums by shuffles, all heads at once
+  // instead of a block-wide reduction each.
   unsigned workers = getWorkers(target, heads, layout.splitTokens);
+  unsigned width = layout.splitTokens % 4 == 0 ? 4 : 1;
   Value stats = target.allocShared(kb, heads * 2 * 4);
+  Type f32 = kb.builder().getF32Type();
+  auto lanesOf = [&](Value v) {
+    SmallVector<Value> lanes;
+    for (unsigned j = 0; j < width; ++j)
+      lanes.push_back(vector::ExtractOp::create(kb.builder(), kb.getLoc(), v,
+                                                ArrayRef<int64_t>{j}));
+    return lanes;
+  };
   forEachWorker(heads, workers, [&](Value r, Value worker) {
     Value valid = kb.ult(r, kb.i32(heads));
     Value row = rowOf(kb.select(valid, r, kb.i32(0)));
     Value end = kb.select(valid, count, kb.i32(0));
+    Value groups = kb.divU(end, kb.i32(width));
+    Value tail = kb.mul(groups, kb.i32(width));
     Value step = kb.i32(workers);
-    Value m = kb.forLoop(worker, end, step, {kb.f32(-INFINITY)},
-                         [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                           return {kb.fmax(acc[0], kb.loadF32(row, i))};
+    auto groupAt = [&](Value g) {
+      return kb.mul(kb.toI64(g), kb.i64(4 * width));
+    };
+    auto vectorType = VectorType::get({width}, f32);
+    // Maxima: the groups, then the tail.
+    Value m = kb.forLoop(worker, groups, step, {kb.f32(-INFINITY)},
+                         [&](Value g, ValueRange acc) -> SmallVector<Value> {
+                           Value m = acc[0];
+                           for (Value x : lanesOf(kb.load(vectorType, row,
+                                                          groupAt(g), 16)))
+                             m = kb.fmax(m, x);
+                           return {m};
                          })[0];
+    m = kb.forLoop(kb.add(tail, worker), end, step, {m},
+                   [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                     return {kb.fmax(acc[0], kb.loadF32(row, i))};
+                   })[0];
     m = target.reduceAcrossWorkers(kb, ReduceKind::Max, m, workers)[0];
     Value shift = shiftOf(m);
-    Value sum = kb.forLoop(worker, end, step, {kb.f32(0)},
-                           [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                             Value p =
-                                 kb.exp2(kb.fsub(kb.loadF32(row, i), shift));
-                             kb.storeF32(p, row, i);
-                             return {kb.fadd(acc[0], p)};
-                           })[0];
+    // Weights 2^(s - shift), stored in place, and their sum.
+    Value sum = kb.forLoop(
+        worker, groups, step, {kb.splat(kb.f32(0), width)},
+        [&](Value g, ValueRange acc) -> SmallVector<Value> {
+          Value p = kb.exp2(kb.fsub(kb.load(vectorType, row, groupAt(g), 16),
+                                    kb.splat(shift, width)));
+          kb.store(p, row, groupAt(g), 16);
+          return {kb.fadd(acc[0], p)};
+        })[0];
+    sum = kb.forLoop(kb.add(tail, worker), end, step, {kb.reduceAdd(sum)},
+                     [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                       Value p = kb.exp2(kb.fsub(kb.loadF32(row, i), shift));
+                       kb.storeF32(p, row, i);
+                       return {kb.fadd(acc[0], p)};
+                     })[0];
     sum = target.sumAcrossWorkers(kb, sum, workers)[0];
     kb.ifThen(kb.bitAnd(valid, kb.eq(worker, kb.i32(0))), [&] {
       kb.storeF32(m, stats, kb.mul(r, kb.i32(2)));
