@@ -290,12 +290,15 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
       });
     }
   });
-  target.parallelFor(kb, kb.i32(heads * dim), [&](Value i) {
-    Value sum = kb.loadF32(matrixPartials, i);
+  // The warps' shares added 4 floats (16 bytes) at a time.
+  auto quad = VectorType::get({4}, kb.builder().getF32Type());
+  target.parallelFor(kb, kb.i32(heads * dim / 4), [&](Value i) {
+    Value first = f32Row(kb, matrixPartials, kb.mul(i, kb.i32(4)));
+    Value sum = kb.load(quad, first, kb.i64(0), 16);
     for (unsigned w = 1; w < warps; ++w)
-      sum = kb.fadd(sum,
-                    kb.loadF32(matrixPartials, kb.add(i, kb.i32(w * heads * dim))));
-    kb.storeF32(sum, valueSums, i);
+      sum = kb.fadd(sum, kb.load(quad, first,
+                                 kb.i64(int64_t(w) * heads * dim * 4), 16));
+    kb.store(sum, valueSums, kb.mul(kb.toI64(i), kb.i64(16)), 16);
   });
 }
 
