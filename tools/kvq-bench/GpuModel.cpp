@@ -154,8 +154,7 @@ Expected<GpuModelResult>
 kvq::bench::modelAttend(std::shared_ptr<const Artifact> A, Cache &Source,
                         const std::vector<SequenceId> &Seqs,
                         const std::vector<uint8_t> &Queries,
-                        double MinimumBytes, double Elements,
-                        bool CountLines) {
+                        double MinimumBytes, double Elements, bool CountLines) {
   Expected<std::vector<uint8_t>> State = Source.serialize(Seqs);
   if (!State.ok())
     return State.status();

@@ -50,11 +50,12 @@ struct GpuModelResult {
 /// Copies `Seqs` of `Source` (a CPU cache of the same artifact) into a cache
 /// on the PTX interpreter and runs one attention call of layer 0 there,
 /// counting instructions per PTX line if `CountLines`.
-runtime::Expected<GpuModelResult> modelAttend(
-    std::shared_ptr<const runtime::Artifact> Artifact, runtime::Cache &Source,
-    const std::vector<runtime::SequenceId> &Seqs,
-    const std::vector<uint8_t> &Queries, double MinimumBytes, double Elements,
-    bool CountLines = false);
+runtime::Expected<GpuModelResult>
+modelAttend(std::shared_ptr<const runtime::Artifact> Artifact,
+            runtime::Cache &Source,
+            const std::vector<runtime::SequenceId> &Seqs,
+            const std::vector<uint8_t> &Queries, double MinimumBytes,
+            double Elements, bool CountLines = false);
 
 /// One table row per launch and one for the call, for `Label`; under each
 /// launch, its `ProfileBlocks` hottest basic blocks (counted lines).

@@ -390,9 +390,9 @@ void runGpuModel(std::shared_ptr<const Artifact> artifact,
       [&](Cache &cache, const std::vector<SequenceId> &seqs,
           const std::vector<uint8_t> &q, unsigned context) {
         double elements = 2.0 * context * batch * model.KvHeads * model.HeadDim;
-        auto result = take(kvq::bench::modelAttend(
-            artifact, cache, seqs, q, attendBytes(cache), elements,
-            options.profileBlocks > 0));
+        auto result = take(kvq::bench::modelAttend(artifact, cache, seqs, q,
+                                                   attendBytes(cache), elements,
+                                                   options.profileBlocks > 0));
         kvq::bench::printGpuModel(artifact->manifest().Name + " " +
                                       std::to_string(batch) + "/" +
                                       std::to_string(context),

@@ -24,8 +24,8 @@
 
 #include "AttendEmitter.h"
 
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "ChannelTables.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <algorithm>
 #include <cmath>
@@ -137,8 +137,7 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
   if (region == 1 && !quantizedKeys.isQuantized())
     return scoreFullPrecisionRows(range);
   if (region == 1 && !quantizedKeys.hasReorder() && !rope)
-    return scoresKeysOnMatrix()
-               ? scoreTokenBlocksOnMatrix(range)
+    return scoresKeysOnMatrix() ? scoreTokenBlocksOnMatrix(range)
            : quantizedKeys.quant.getSpan() == Span::Tokens
                ? scoreTokenBlocks(range)
                : scoreChannelGroups(range);
@@ -217,14 +216,14 @@ void AttendEmitter::softmax() {
     };
     auto vectorType = VectorType::get({width}, f32);
     // Maxima: the groups, then the tail.
-    Value m = kb.forLoop(worker, groups, step, {kb.f32(-INFINITY)},
-                         [&](Value g, ValueRange acc) -> SmallVector<Value> {
-                           Value m = acc[0];
-                           for (Value x : lanesOf(kb.load(vectorType, row,
-                                                          groupAt(g), 16)))
-                             m = kb.fmax(m, x);
-                           return {m};
-                         })[0];
+    Value m = kb.forLoop(
+        worker, groups, step, {kb.f32(-INFINITY)},
+        [&](Value g, ValueRange acc) -> SmallVector<Value> {
+          Value m = acc[0];
+          for (Value x : lanesOf(kb.load(vectorType, row, groupAt(g), 16)))
+            m = kb.fmax(m, x);
+          return {m};
+        })[0];
     m = kb.forLoop(kb.add(tail, worker), end, step, {m},
                    [&](Value i, ValueRange acc) -> SmallVector<Value> {
                      return {kb.fmax(acc[0], kb.loadF32(row, i))};

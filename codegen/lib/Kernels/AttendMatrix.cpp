@@ -1,14 +1,14 @@
 //===- AttendMatrix.cpp - attend loops on the warp's matrix unit ----------===//
 //
 // Where the target has a matrix unit (MatrixUnit: mma.sync m16n8k16 on the
-// GPU), span=channels values are summed as a product of matrices: the
-// output of a 16-token step is V^T (channels x tokens) times P^T (tokens x
-// query heads), f16 operands and f32 sums, as FlashAttention's and
-// BitDecoding's kernels do. The heads of a kv-head share every dequantized
-// value, so an element costs its unpacking (a lop3, a subtraction, a
-// multiply per two elements) instead of one FMA per head.
+// GPU), two loops of the attend kernel are products of matrices with f16
+// operands and f32 sums, as FlashAttention's and BitDecoding's kernels do:
+// the query heads of a kv-head are B's columns, so a cached element costs
+// its unpacking once instead of one FMA per head (docs/Rationale.md,
+// "Matrix forms").
 //
-// A step's fragments are built straight from the packed codes:
+// span=channels values: a 16-token step adds V^T (channels x tokens) times
+// P^T (tokens x heads). Its fragments are built straight from the codes:
 //   - thread (groupID g, threadID_in_group t) of a warp owns the rows g and
 //     g + 8 of every 16-channel tile; its rows are the D/8 consecutive
 //     channels from g * D / 8, so their codes are D/8 * b bits of a token:
@@ -17,16 +17,18 @@
 //     tokens' words in the low byte of each half, lop3 keeps the code at
 //     position p of that byte and ORs in the exponent of 1024, so the half
 //     is 1024 + 2^(b p) c exactly; subtracting 1024 and multiplying by the
-//     token's group slope gives 2^(b p) c s. Tile i takes bytes 2(i / P)
+//     token's group slope / 2^(b p) gives c s. Tile i takes bytes 2(i / P)
 //     (row g) and 2(i / P) + 1 (row g + 8) at position i % P (P = 8 / b
-//     codes per byte), so each tile has one power 2^(b p), divided out of
-//     its f32 sums at the end;
+//     codes per byte), so each tile has one power 2^(b p);
 //   - B is the weights p of head g for the thread's tokens; the offsets
 //     (sum_t p_t z_t per group and head) are one more product, with the
 //     group's offsets as row g of A.
 // Warps take every warps-th step and add their sums through shared memory.
 // Dequantized values and weights are rounded to f16 (2^-11 relative) before
 // the f32 sums: the attention tolerance of numerics.md section 5 holds.
+//
+// span=tokens keys: a block's scores are K (tokens x channels) times its
+// folded queries (scoreTokenBlocksOnMatrix).
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +103,9 @@ struct FragmentThread {
 } // namespace
 
 /// Runs `body` once on every thread of the block, then waits for them all.
-static void forEachFragmentThread(
-    KernelBuilder &kb, function_ref<void(const FragmentThread &)> body) {
+static void
+forEachFragmentThread(KernelBuilder &kb,
+                      function_ref<void(const FragmentThread &)> body) {
   KernelTarget &target = kb.getTarget();
   unsigned warpSize = target.getMaxWorkers();
   target.parallelFor(kb, kb.i32(target.getBlockThreads()), [&](Value thread) {
@@ -117,8 +120,7 @@ static void forEachFragmentThread(
 /// 1024 and 1024 subtracted, both exact.
 static Value codeHalves(KernelBuilder &kb, MatrixUnit &unit, Value bytes,
                         Value mask) {
-  Value biased = halvesOf(
-      kb, unit.maskOr(kb, bytes, mask, kb.i32(0x64006400)));
+  Value biased = halvesOf(kb, unit.maskOr(kb, bytes, mask, kb.i32(0x64006400)));
   return kb.fsub(biased, splatHalves(kb, 1024.0));
 }
 
@@ -135,9 +137,8 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
   Quantizer quantizer(kb, quant);
   Value sink = regions[1].sink;
-  Value first =
-      kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(kStepTokens)),
-             kb.i32(kStepTokens));
+  Value first = kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(kStepTokens)),
+                       kb.i32(kStepTokens));
   Value last = kb.maxS(kb.sub(range.end, sink), first);
   Value steps = kb.divU(kb.add(kb.sub(last, first), kb.i32(kStepTokens - 1)),
                         kb.i32(kStepTokens));
@@ -164,8 +165,8 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
       Value token = kb.add(kb.add(q0, column0), sink);
       // The thread's code bytes of its first token, from a word boundary.
       Value byte = kb.add(kb.mul(pageToken, kb.i32(tokenBytes)), rowByte);
-      Value codes = kb.gep(access.getCodesBase(),
-                           kb.toI64(kb.bitAnd(byte, kb.i32(~3))));
+      Value codes =
+          kb.gep(access.getCodesBase(), kb.toI64(kb.bitAnd(byte, kb.i32(~3))));
       Value shift = kb.mul(kb.bitAnd(byte, kb.i32(3)), kb.i32(8));
       Value n = kb.add(kb.mul(pageToken, kb.i32(groups)), groupIndex);
       Value weightRow =
@@ -178,10 +179,9 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
       for (unsigned column : columns) {
         SmallVector<Value, 4> tokenWords;
         for (unsigned w = 0; w < rowWords; ++w) {
-          Value word =
-              kb.load(kb.builder().getI32Type(), codes,
-                      kb.i64(int64_t(column) * tokenBytes + 4 * w), 4,
-                      /*invariant=*/true);
+          Value word = kb.load(kb.builder().getI32Type(), codes,
+                               kb.i64(int64_t(column) * tokenBytes + 4 * w), 4,
+                               /*invariant=*/true);
           tokenWords.push_back(rowBytes < 4 ? kb.shrU(word, shift) : word);
         }
         words.push_back(tokenWords);
@@ -193,8 +193,8 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
           Value columnToken = kb.add(token, kb.i32(column));
           Value valid = kb.ult(kb.sub(columnToken, range.begin),
                                kb.sub(range.end, range.begin));
-          Value local = kb.select(
-              valid, kb.sub(columnToken, splitRange.begin), kb.i32(0));
+          Value local = kb.select(valid, kb.sub(columnToken, splitRange.begin),
+                                  kb.i32(0));
           weight = kb.loadF32(
               scores,
               kb.add(kb.mul(headOfB, kb.i32(layout.splitTokens)), local));
@@ -221,7 +221,8 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
           slope[pair].push_back(
               pos == 0 ? pairSlope
                        : kb.fmul(pairSlope,
-                                 splatHalves(kb, std::ldexp(1.0, -int(bits * pos)))));
+                                 splatHalves(
+                                     kb, std::ldexp(1.0, -int(bits * pos)))));
       }
       // Byte `index` of the thread's codes of a pair's two tokens, in the
       // low byte of each half.
@@ -261,11 +262,10 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
         [&](Value step, ValueRange acc) -> SmallVector<Value> {
           Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
           Value begin = kb.add(q0, sink);
-          Value inside =
-              kb.bitAnd(kb.eq(kb.ult(begin, range.begin), kb.i1(false)),
-                        kb.eq(kb.ult(range.end, kb.add(begin,
-                                                       kb.i32(kStepTokens))),
-                              kb.i1(false)));
+          Value inside = kb.bitAnd(
+              kb.eq(kb.ult(begin, range.begin), kb.i1(false)),
+              kb.eq(kb.ult(range.end, kb.add(begin, kb.i32(kStepTokens))),
+                    kb.i1(false)));
           return kb.ifThenElse(
               inside, types, [&] { return emitStep(q0, acc, false); },
               [&] { return emitStep(q0, acc, true); });
@@ -296,8 +296,8 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
     Value first = f32Row(kb, matrixPartials, kb.mul(i, kb.i32(4)));
     Value sum = kb.load(quad, first, kb.i64(0), 16);
     for (unsigned w = 1; w < warps; ++w)
-      sum = kb.fadd(sum, kb.load(quad, first,
-                                 kb.i64(int64_t(w) * heads * dim * 4), 16));
+      sum = kb.fadd(
+          sum, kb.load(quad, first, kb.i64(int64_t(w) * heads * dim * 4), 16));
     kb.store(sum, valueSums, kb.mul(kb.toI64(i), kb.i64(16)), 16);
   });
 }
@@ -319,8 +319,8 @@ void AttendEmitter::storeSplitHalves(Value values, Value buffer, Value index) {
   Value high = arith::TruncFOp::create(b, loc, halves, values);
   bool reassociate = kb.getReassociate();
   kb.setReassociate(false);
-  Value rest = kb.fsub(values, arith::ExtFOp::create(b, loc, values.getType(),
-                                                     high));
+  Value rest =
+      kb.fsub(values, arith::ExtFOp::create(b, loc, values.getType(), high));
   kb.setReassociate(reassociate);
   Value low = arith::TruncFOp::create(b, loc, halves, rest);
   Value highWords = LLVM::BitcastOp::create(b, loc, words, high);
@@ -328,8 +328,7 @@ void AttendEmitter::storeSplitHalves(Value values, Value buffer, Value index) {
   for (unsigned slot = 0; slot < count; slot += 4) {
     SmallVector<int64_t> mask = {slot / 2, slot / 2 + 1, count / 2 + slot / 2,
                                  count / 2 + slot / 2 + 1};
-    Value packed =
-        vector::ShuffleOp::create(b, loc, highWords, lowWords, mask);
+    Value packed = vector::ShuffleOp::create(b, loc, highWords, lowWords, mask);
     kb.store(packed, buffer,
              kb.mul(kb.toI64(kb.add(index, kb.i32(slot))), kb.i64(4)), 16);
   }
@@ -344,8 +343,8 @@ bool AttendEmitter::scoresKeysOnMatrix() {
   // A tile's 16 tokens are whole bytes of one word of each channel, rows g
   // and g + 8 in one byte: 1 or 2 bits.
   return bits <= 2 && group % MatrixUnit::kM == 0 &&
-         keys.wordsPerGroup * 32 == group * bits &&
-         dim % MatrixUnit::kK == 0 && heads <= MatrixUnit::kN;
+         keys.wordsPerGroup * 32 == group * bits && dim % MatrixUnit::kK == 0 &&
+         heads <= MatrixUnit::kN;
 }
 
 void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
@@ -396,8 +395,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
                         kb.mul(t, kb.i32(4)));
       Value queryRow = f32Row(
           kb, foldedQueries,
-          kb.add(kb.mul(kb.add(kb.mul(b, kb.i32(heads)), headOfB),
-                        kb.i32(dim)),
+          kb.add(kb.mul(kb.add(kb.mul(b, kb.i32(heads)), headOfB), kb.i32(dim)),
                  kb.mul(t, kb.i32(4))));
       // The steps are unrolled: their loads are constant offsets from the
       // block's first code word and folded query of the thread.
@@ -411,8 +409,8 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
         SmallVector<Value> words;
         for (unsigned w = 0; w < 4 * wordsPerGroup; w += 4)
           llvm::append_range(
-              words, kb.loadWords4(codeRow,
-                                   kb.i64(4 * int64_t(c0 * wordsPerGroup + w))));
+              words, kb.loadWords4(
+                         codeRow, kb.i64(4 * int64_t(c0 * wordsPerGroup + w))));
         Value q = kb.load(VectorType::get({4}, kb.builder().getI32Type()),
                           queryRow, kb.i64(4 * int64_t(c0)), 16);
         auto word = [&](int64_t i) -> Value {
@@ -449,40 +447,40 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
       // A block inside the range (warp-uniform) stores every score at
       // constant offsets from one address; one straddling it checks each.
       Value blockStart = kb.add(regions[0].sink, first);
-      Value inside = kb.bitAnd(
-          kb.eq(kb.ult(blockStart, range.begin), kb.i1(false)),
-          kb.eq(kb.ult(range.end, kb.add(blockStart, kb.i32(group))),
-                kb.i1(false)));
+      Value inside =
+          kb.bitAnd(kb.eq(kb.ult(blockStart, range.begin), kb.i1(false)),
+                    kb.eq(kb.ult(range.end, kb.add(blockStart, kb.i32(group))),
+                          kb.i1(false)));
       for (unsigned column = 0; column < 2; ++column) {
         Value r = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
         kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
-          Value bias = kb.loadF32(blockBiases,
-                                  kb.add(kb.mul(b, kb.i32(heads)), r));
+          Value bias =
+              kb.loadF32(blockBiases, kb.add(kb.mul(b, kb.i32(heads)), r));
           auto scoreAt = [&](unsigned tile, unsigned h) {
-            return kb.fadd(
-                kb.fmul(sums[4 * tile + 2 * h + column], unscale[h]), bias);
+            return kb.fadd(kb.fmul(sums[4 * tile + 2 * h + column], unscale[h]),
+                           bias);
           };
-          Value row0 = kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
-                              kb.sub(kb.add(blockStart, rowToken[0]),
-                                     splitRange.begin));
+          Value row0 =
+              kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+                     kb.sub(kb.add(blockStart, rowToken[0]), splitRange.begin));
           kb.ifThenElse(
               inside, {},
               [&]() -> SmallVector<Value> {
                 Value row = f32Row(kb, scores, row0);
                 for (unsigned tile = 0; tile < tiles; ++tile)
                   for (unsigned h = 0; h < 2; ++h)
-                    kb.store(scoreAt(tile, h), row,
-                             kb.i64(4 * int64_t(tile * MatrixUnit::kM +
-                                                h * half)),
-                             4);
+                    kb.store(
+                        scoreAt(tile, h), row,
+                        kb.i64(4 * int64_t(tile * MatrixUnit::kM + h * half)),
+                        4);
                 return {};
               },
               [&]() -> SmallVector<Value> {
                 for (unsigned tile = 0; tile < tiles; ++tile)
                   for (unsigned h = 0; h < 2; ++h) {
                     unsigned offset = tile * MatrixUnit::kM + h * half;
-                    Value token = kb.add(kb.add(blockStart, rowToken[0]),
-                                         kb.i32(offset));
+                    Value token =
+                        kb.add(kb.add(blockStart, rowToken[0]), kb.i32(offset));
                     Value score = scoreAt(tile, h);
                     kb.ifThen(kb.ult(kb.sub(token, range.begin),
                                      kb.sub(range.end, range.begin)),

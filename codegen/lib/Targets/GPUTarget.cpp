@@ -55,8 +55,7 @@ public:
     Value d = NVVM::MmaOp::create(
         builder, loc, resultType, asHalves(a), asHalves(b), c,
         ArrayRef<int64_t>{kM, kN, kK}, std::nullopt, std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::f16,
-                                      NVVM::MMATypes::f16},
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::f16, NVVM::MMATypes::f16},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     SmallVector<Value, 4> out;
@@ -81,14 +80,15 @@ public:
   Value maskOr(KernelBuilder &kb, Value x, Value mask, Value bits) override {
     OpBuilder &b = kb.builder();
     // Constant masks are immediates, not registers set in every iteration.
-    bool constantOperands = matchPattern(mask, m_Constant()) &&
-                            matchPattern(bits, m_Constant());
-    auto dialect = LLVM::AsmDialectAttr::get(b.getContext(),
-                                             LLVM::AsmDialect::AD_ATT);
+    bool constantOperands =
+        matchPattern(mask, m_Constant()) && matchPattern(bits, m_Constant());
+    auto dialect =
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT);
     return LLVM::InlineAsmOp::create(
                b, kb.getLoc(), b.getI32Type(), ValueRange{x, mask, bits},
                b.getStringAttr("lop3.b32 $0, $1, $2, $3, 0xEA;"),
-               b.getStringAttr(constantOperands ? "=r,r,n,n" : "=r,r,r,r"), UnitAttr(), UnitAttr(),
+               b.getStringAttr(constantOperands ? "=r,r,n,n" : "=r,r,r,r"),
+               UnitAttr(), UnitAttr(),
                LLVM::TailCallKindAttr::get(b.getContext(),
                                            LLVM::TailCallKind::None),
                dialect, ArrayAttr())

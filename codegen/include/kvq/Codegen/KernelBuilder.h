@@ -63,8 +63,8 @@ public:
   /// different branches, the next multiply needs them all.
   virtual void syncWarp(KernelBuilder &kb) = 0;
   /// (x & mask) | bits, in one instruction (PTX lop3).
-  virtual mlir::Value maskOr(KernelBuilder &kb, mlir::Value x,
-                             mlir::Value mask, mlir::Value bits) = 0;
+  virtual mlir::Value maskOr(KernelBuilder &kb, mlir::Value x, mlir::Value mask,
+                             mlir::Value bits) = 0;
 };
 
 /// The target-specific half of kernel emission.
@@ -145,9 +145,9 @@ public:
   virtual llvm::SmallVector<mlir::Value>
   reduceAcrossWorkers(KernelBuilder &kb, ReduceKind kind,
                       mlir::ValueRange values, unsigned workers) = 0;
-  llvm::SmallVector<mlir::Value>
-  sumAcrossWorkers(KernelBuilder &kb, mlir::ValueRange values,
-                   unsigned workers) {
+  llvm::SmallVector<mlir::Value> sumAcrossWorkers(KernelBuilder &kb,
+                                                  mlir::ValueRange values,
+                                                  unsigned workers) {
     return reduceAcrossWorkers(kb, ReduceKind::Sum, values, workers);
   }
   /// The warp's matrix unit, or null: kernels take their matrix forms where
