@@ -10,7 +10,20 @@ using namespace kvq::ptx::test;
 
 namespace {
 
-class CountersTest : public DeviceFixture {};
+class CountersTest : public DeviceFixture {
+protected:
+  /// Runs transpose.ptx's strided_copy with stride 0 (every thread reads
+  /// in[0]) on `Blocks` blocks of `Threads` threads; its counters.
+  const Counters &launchBroadcastCopy(unsigned Blocks, unsigned Threads) {
+    uint64_t In = zeros(4), Out = zeros(Blocks * Threads * 4);
+    Args A;
+    A.add(In).add(Out).add(0);
+    Status S = Driver.launch(kernel("strided_copy"), dim(Blocks), dim(Threads),
+                             0, A.get());
+    EXPECT_TRUE(S.ok()) << S.message();
+    return Driver.lastCounters();
+  }
+};
 
 TEST_F(CountersTest, CoalescedVersusStridedSectors) {
   loadCorpus("transpose.ptx");
@@ -36,13 +49,7 @@ TEST_F(CountersTest, DistinctSectorsOfALaunch) {
   loadCorpus("transpose.ptx");
   for (bool Counted : {false, true}) {
     Driver.setCountDistinctSectors(Counted);
-    uint64_t In = zeros(4), Out = zeros(4 * 32 * 4);
-    Args A;
-    A.add(In).add(Out).add(0);
-    Status S =
-        Driver.launch(kernel("strided_copy"), dim(4), dim(32), 0, A.get());
-    ASSERT_TRUE(S.ok()) << S.message();
-    const Counters &C = Driver.lastCounters();
+    const Counters &C = launchBroadcastCopy(4, 32);
     // Four warps each read in[0] (one sector) and store 128 contiguous
     // bytes: 4 x (1 + 4) sector requests, of which 1 + 16 are distinct.
     EXPECT_EQ(C.GlobalSectors, 20u);
@@ -60,13 +67,7 @@ TEST_F(CountersTest, InstructionsByLine) {
   uint32_t LoadLine = 1 + std::count(Text.begin(), Text.begin() + At, '\n');
   for (bool Counted : {false, true}) {
     Driver.setCountLines(Counted);
-    uint64_t In = zeros(4), Out = zeros(4 * 64 * 4);
-    Args A;
-    A.add(In).add(Out).add(0);
-    Status S =
-        Driver.launch(kernel("strided_copy"), dim(4), dim(64), 0, A.get());
-    ASSERT_TRUE(S.ok()) << S.message();
-    const Counters &C = Driver.lastCounters();
+    const Counters &C = launchBroadcastCopy(4, 64);
     if (!Counted) {
       EXPECT_TRUE(C.WarpInstructionsByLine.empty());
       continue;
