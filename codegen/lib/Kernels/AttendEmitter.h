@@ -121,6 +121,16 @@ private:
     Value end = kb.maxS(kb.select(kb.ult(hi, range.end), hi, range.end), begin);
     return {begin, end};
   }
+  /// Whether token `t` lies in `range` (one unsigned comparison).
+  Value contains(Range range, Value t) {
+    return kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
+  }
+  /// Whether tokens [begin, begin + count) all lie in `range`.
+  Value covers(Range range, Value begin, unsigned count) {
+    Value before = kb.ult(begin, range.begin);
+    Value after = kb.ult(range.end, kb.add(begin, kb.i32(count)));
+    return kb.eq(kb.bitOr(before, after), kb.i1(false));
+  }
   Value tableRow(bool isKeys) {
     Value offset = kb.mul(kb.toI64(kb.mul(slot, args.maxPages)), kb.i64(4));
     return kb.gep(args.tables[isKeys ? 0 : 1], offset);

@@ -95,23 +95,27 @@ static Value splatHalves(KernelBuilder &kb, double value) {
 }
 
 namespace {
-/// A thread of the block as the fragments see it: its warp, and its
-/// groupID g and threadID_in_group t in the warp.
+/// A thread of the block as the fragments see it: its warp, its groupID g
+/// and threadID_in_group t in the warp, and the head of B's column g (g, or
+/// the last head for columns past the tile's heads: never stored, they read
+/// that head's data instead of past it).
 struct FragmentThread {
-  Value warp, g, t;
+  Value warp, g, t, headOfB;
 };
 } // namespace
 
-/// Runs `body` once on every thread of the block, then waits for them all.
+/// Runs `body` once on every thread of the block (for a tile of `heads`
+/// heads), then waits for them all.
 static void
-forEachFragmentThread(KernelBuilder &kb,
+forEachFragmentThread(KernelBuilder &kb, unsigned heads,
                       function_ref<void(const FragmentThread &)> body) {
   KernelTarget &target = kb.getTarget();
   unsigned warpSize = target.getMaxWorkers();
   target.parallelFor(kb, kb.i32(target.getBlockThreads()), [&](Value thread) {
     Value lane = kb.remU(thread, kb.i32(warpSize));
-    body({kb.divU(thread, kb.i32(warpSize)), kb.divU(lane, kb.i32(4)),
-          kb.remU(lane, kb.i32(4))});
+    Value g = kb.divU(lane, kb.i32(4));
+    body({kb.divU(thread, kb.i32(warpSize)), g, kb.remU(lane, kb.i32(4)),
+          kb.select(kb.ult(g, kb.i32(heads)), g, kb.i32(heads - 1))});
   });
 }
 
@@ -145,13 +149,11 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   // The thread's tokens of a step: k-columns 2t + {0, 1, 8, 9}.
   const unsigned columns[4] = {0, 1, 8, 9};
 
-  forEachFragmentThread(kb, [&](const FragmentThread &thread) {
+  forEachFragmentThread(kb, heads, [&](const FragmentThread &thread) {
     Value warp = thread.warp, g = thread.g, t = thread.t;
+    Value headOfB = thread.headOfB;
     Value rowByte = kb.mul(g, kb.i32(rowBytes));
     Value groupIndex = kb.divU(kb.mul(g, kb.i32(rowChannels)), kb.i32(group));
-    // B's column g is head g; columns past the tile's heads are never
-    // stored, so they read the last head's weights instead of past them.
-    Value headOfB = kb.select(kb.ult(g, kb.i32(heads)), g, kb.i32(heads - 1));
     Value column0 = kb.mul(t, kb.i32(2));
     // One step: the thread's codes, slopes, offsets and weights of its four
     // tokens, whose addresses differ by constants. Steps that straddle the
@@ -191,8 +193,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
         Value slope = terms.slope, offset = terms.offset, weight;
         if (partial) {
           Value columnToken = kb.add(token, kb.i32(column));
-          Value valid = kb.ult(kb.sub(columnToken, range.begin),
-                               kb.sub(range.end, range.begin));
+          Value valid = contains(range, columnToken);
           Value local = kb.select(valid, kb.sub(columnToken, splitRange.begin),
                                   kb.i32(0));
           weight = kb.loadF32(
@@ -261,11 +262,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
         warp, kb.maxS(steps, warp), kb.i32(warps), init,
         [&](Value step, ValueRange acc) -> SmallVector<Value> {
           Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
-          Value begin = kb.add(q0, sink);
-          Value inside = kb.bitAnd(
-              kb.eq(kb.ult(begin, range.begin), kb.i1(false)),
-              kb.eq(kb.ult(range.end, kb.add(begin, kb.i32(kStepTokens))),
-                    kb.i1(false)));
+          Value inside = covers(range, kb.add(q0, sink), kStepTokens);
           return kb.ifThenElse(
               inside, types, [&] { return emitStep(q0, acc, false); },
               [&] { return emitStep(q0, acc, true); });
@@ -372,21 +369,22 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/true);
   foldBlockQueries(blocks, quantizer);
 
-  forEachFragmentThread(kb, [&](const FragmentThread &thread) {
+  forEachFragmentThread(kb, heads, [&](const FragmentThread &thread) {
     Value warp = thread.warp, g = thread.g, t = thread.t;
-    Value headOfB = kb.select(kb.ult(g, kb.i32(heads)), g, kb.i32(heads - 1));
+    Value headOfB = thread.headOfB;
     Value byte = kb.divU(g, kb.i32(half));
-    // Row g + 8h: position g % (P / 2) + h P / 2 of the byte.
-    Value pos[2], masks[2], unscale[2], rowToken[2];
+    // Row g + 8h: position g % (P / 2) + h P / 2 of the byte, the token
+    // h P / 2 after row g's.
+    Value pos0 = kb.remU(g, kb.i32(half));
+    Value rowToken = kb.add(kb.mul(byte, kb.i32(perByte)), pos0);
+    Value masks[2], unscale[2];
     for (unsigned h = 0; h < 2; ++h) {
-      pos[h] = kb.add(kb.remU(g, kb.i32(half)), kb.i32(h * half));
-      Value shift = kb.mul(pos[h], kb.i32(bits));
+      Value shift = kb.mul(kb.add(pos0, kb.i32(h * half)), kb.i32(bits));
       Value mask = kb.shl(kb.i32((1u << bits) - 1), shift);
       masks[h] = kb.bitOr(mask, kb.shl(mask, kb.i32(16)));
       // 2^-(b p) as the bits of an f32.
       unscale[h] = kb.bitcast(kb.builder().getF32Type(),
                               kb.shl(kb.sub(kb.i32(127), shift), kb.i32(23)));
-      rowToken[h] = kb.add(kb.mul(byte, kb.i32(perByte)), pos[h]);
     }
     auto scoreBlock = [&](Value b) {
       Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
@@ -447,10 +445,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
       // A block inside the range (warp-uniform) stores every score at
       // constant offsets from one address; one straddling it checks each.
       Value blockStart = kb.add(regions[0].sink, first);
-      Value inside =
-          kb.bitAnd(kb.eq(kb.ult(blockStart, range.begin), kb.i1(false)),
-                    kb.eq(kb.ult(range.end, kb.add(blockStart, kb.i32(group))),
-                          kb.i1(false)));
+      Value inside = covers(range, blockStart, group);
       for (unsigned column = 0; column < 2; ++column) {
         Value r = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
         kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
@@ -462,7 +457,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
           };
           Value row0 =
               kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
-                     kb.sub(kb.add(blockStart, rowToken[0]), splitRange.begin));
+                     kb.sub(kb.add(blockStart, rowToken), splitRange.begin));
           kb.ifThenElse(
               inside, {},
               [&]() -> SmallVector<Value> {
@@ -480,14 +475,11 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
                   for (unsigned h = 0; h < 2; ++h) {
                     unsigned offset = tile * MatrixUnit::kM + h * half;
                     Value token =
-                        kb.add(kb.add(blockStart, rowToken[0]), kb.i32(offset));
+                        kb.add(kb.add(blockStart, rowToken), kb.i32(offset));
                     Value score = scoreAt(tile, h);
-                    kb.ifThen(kb.ult(kb.sub(token, range.begin),
-                                     kb.sub(range.end, range.begin)),
-                              [&] {
-                                kb.storeF32(score, scores,
-                                            kb.add(row0, kb.i32(offset)));
-                              });
+                    kb.ifThen(contains(range, token), [&] {
+                      kb.storeF32(score, scores, kb.add(row0, kb.i32(offset)));
+                    });
                   }
                 return {};
               });

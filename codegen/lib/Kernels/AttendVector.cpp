@@ -575,8 +575,7 @@ void AttendEmitter::loadBlockWeights(Range range, const TokenBlocks &blocks) {
         kb.i32(0), kb.i32(group), kb.i32(1), {kb.f32(0)},
         [&](Value k, ValueRange acc) -> SmallVector<Value> {
           Value t = kb.add(blockStart, k);
-          Value inRange =
-              kb.ult(kb.sub(t, range.begin), kb.sub(range.end, range.begin));
+          Value inRange = contains(range, t);
           Value local =
               kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
           Value p = kb.loadF32(

@@ -23,8 +23,6 @@ using namespace kvq;
 static constexpr unsigned kGlobalSpace = 1;
 static constexpr unsigned kSharedSpace = 3;
 
-namespace {
-
 /// The compute capability of `chip` (sm_XX, sm_XXa), 0 if unreadable.
 static unsigned getComputeCapability(StringRef chip) {
   unsigned capability = 0;
@@ -32,6 +30,8 @@ static unsigned getComputeCapability(StringRef chip) {
   chip = chip.take_while([](char c) { return llvm::isDigit(c); });
   return chip.getAsInteger(10, capability) ? 0 : capability;
 }
+
+namespace {
 
 /// mma.sync m16n8k16 with f16 inputs and f32 sums, which every chip from
 /// sm_80 runs; its fragments are fed by prmt and lop3.
