@@ -228,10 +228,12 @@ SmallVector<Value, 8> KernelBuilder::loadFloats16B(Type elementType, Value ptr,
 }
 
 Value KernelBuilder::loadFloatVector(Type elementType, Value ptr, Value index,
-                                     unsigned lanes, bool invariant) {
+                                     unsigned lanes, bool invariant,
+                                     unsigned align) {
   unsigned bytes = elementType.getIntOrFloatBitWidth() / 8;
-  Value vector = load(VectorType::get({lanes}, elementType), ptr,
-                      mul(toI64(index), i64(bytes)), bytes, invariant);
+  Value vector =
+      load(VectorType::get({lanes}, elementType), ptr,
+           mul(toI64(index), i64(bytes)), align ? align : bytes, invariant);
   if (elementType.isF32())
     return vector;
   return arith::ExtFOp::create(b, loc, VectorType::get({lanes}, b.getF32Type()),

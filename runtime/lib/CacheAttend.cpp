@@ -67,6 +67,10 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   if (!Q || !Out)
     return Status::error(ErrorCode::InvalidArgument,
                          "attend: null query or output");
+  // The kernels read a query row 4 channels at a time.
+  if (Where != Memory::Host && reinterpret_cast<uintptr_t>(Q) % 16)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "attend: a device query must be 16-byte aligned");
   const ModelShape &M = manifest().Model;
   size_t QElems = Seqs.size() * M.Heads * M.HeadDim;
   // A device query is not read back to be scanned (see validateItem).

@@ -256,36 +256,60 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
           next, unit.multiplyAccumulate(kb, a, b, acc.slice(4 * tiles, 4)));
       return next;
     };
-    SmallVector<Type> types((tiles + 1) * 4, kb.builder().getF32Type());
-    SmallVector<Value> init((tiles + 1) * 4, kb.f32(0));
-    SmallVector<Value> sums = kb.forLoop(
-        warp, kb.maxS(steps, warp), kb.i32(warps), init,
-        [&](Value step, ValueRange acc) -> SmallVector<Value> {
-          Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
-          Value inside = covers(range, kb.add(q0, sink), kStepTokens);
-          return kb.ifThenElse(
-              inside, types, [&] { return emitStep(q0, acc, false); },
-              [&] { return emitStep(q0, acc, true); });
-        });
     // Rows g and g + 8 of tile i are the channels of bytes 2(i / P) and
     // 2(i / P) + 1 at position i % P; columns 2t and 2t + 1 are heads.
     Value rowChannel0 = kb.mul(g, kb.i32(rowChannels));
-    for (unsigned column = 0; column < 2; ++column) {
-      Value h = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
-      kb.ifThen(kb.ult(h, kb.i32(heads)), [&] {
-        Value offset = sums[4 * tiles + column];
-        Value row = kb.mul(kb.add(kb.mul(warp, kb.i32(heads)), h), kb.i32(dim));
-        for (unsigned i = 0; i < tiles; ++i) {
-          unsigned pos = i % perByte, index = 2 * (i / perByte);
-          for (unsigned half = 0; half < 2; ++half) {
-            Value sum = sums[4 * i + 2 * half + column];
-            unsigned channel = (index + half) * perByte + pos;
-            kb.storeF32(kb.fadd(sum, offset), matrixPartials,
-                        kb.add(row, kb.add(rowChannel0, kb.i32(channel))));
+    auto storeShare = [&](ArrayRef<Value> sums) {
+      for (unsigned column = 0; column < 2; ++column) {
+        Value h = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
+        kb.ifThen(kb.ult(h, kb.i32(heads)), [&] {
+          Value offset = sums[4 * tiles + column];
+          SmallVector<Value> byChannel(rowChannels);
+          for (unsigned i = 0; i < tiles; ++i) {
+            unsigned pos = i % perByte, index = 2 * (i / perByte);
+            for (unsigned half = 0; half < 2; ++half)
+              byChannel[(index + half) * perByte + pos] =
+                  kb.fadd(sums[4 * i + 2 * half + column], offset);
           }
-        }
-      });
-    }
+          // The thread's channels are consecutive: stored 16 (or 8) bytes
+          // at a time.
+          Value first =
+              f32Row(kb, matrixPartials,
+                     kb.add(kb.mul(kb.add(kb.mul(warp, kb.i32(heads)), h),
+                                   kb.i32(dim)),
+                            rowChannel0));
+          unsigned width = rowChannels % 4 == 0 ? 4 : 2;
+          auto type = VectorType::get({width}, kb.builder().getF32Type());
+          for (unsigned c = 0; c < rowChannels; c += width)
+            kb.store(vector::FromElementsOp::create(
+                         kb.builder(), kb.getLoc(), type,
+                         ArrayRef(byChannel).slice(c, width)),
+                     first, kb.i64(4 * int64_t(c)), 4 * width);
+        });
+      }
+    };
+    SmallVector<Type> types((tiles + 1) * 4, kb.builder().getF32Type());
+    SmallVector<Value> zeros((tiles + 1) * 4, kb.f32(0));
+    // A warp without steps stores zeros as its share; the others' loops
+    // run at least once (no sums carried past an empty loop).
+    kb.ifThenElse(
+        kb.ult(warp, steps), {},
+        [&]() -> SmallVector<Value> {
+          storeShare(kb.forLoop(
+              warp, steps, kb.i32(warps), zeros,
+              [&](Value step, ValueRange acc) -> SmallVector<Value> {
+                Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
+                Value inside = covers(range, kb.add(q0, sink), kStepTokens);
+                return kb.ifThenElse(
+                    inside, types, [&] { return emitStep(q0, acc, false); },
+                    [&] { return emitStep(q0, acc, true); });
+              }));
+          return {};
+        },
+        [&]() -> SmallVector<Value> {
+          storeShare(zeros);
+          return {};
+        });
   });
   // The warps' shares added 4 floats (16 bytes) at a time.
   auto quad = VectorType::get({4}, kb.builder().getF32Type());

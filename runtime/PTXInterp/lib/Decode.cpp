@@ -797,7 +797,9 @@ bool InstructionDecoder::parseOperand(const std::vector<Token> &T,
       }
       if (T[K].K == Token::Number) {
         Immediate Imm;
-        if (!parseImmediate(T[K].Text, Imm) || Imm.K != Immediate::Int)
+        // Integers and f32 bit patterns (0f...): LLVM stores constants so.
+        if (!parseImmediate(T[K].Text, Imm) ||
+            (Imm.K != Immediate::Int && Imm.K != Immediate::F32Bits))
           return malformed("bad vector element '" + T[K].Text + "'");
         Op.ImmMask |= 1 << Op.VecCount;
         Op.Elems[Op.VecCount++] = static_cast<int32_t>(Imm.Bits);

@@ -339,6 +339,10 @@ TEST(DeviceTrafficTest, BadDeviceBatchChangesNothing) {
             ErrorCode::InvalidArgument);
   EXPECT_EQ(F.C->attendDevice(0, F.Seqs, 0, S.Out).code(),
             ErrorCode::InvalidArgument);
+  St = F.C->attendDevice(0, F.Seqs, S.Q + 8, S.Out);
+  EXPECT_EQ(St.code(), ErrorCode::InvalidArgument);
+  EXPECT_NE(St.message().find("16-byte aligned"), std::string::npos)
+      << St.message();
   TrafficCounters T = since(Before, F);
   EXPECT_EQ(T.BytesToDevice + T.BytesToHost + T.BytesWithinDevice + T.Launches,
             0u);

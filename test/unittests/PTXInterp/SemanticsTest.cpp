@@ -589,6 +589,21 @@ TEST_F(SemanticsTest, LocalAndGenericMemory) {
         randomInputs(), [](uint32_t A, uint32_t B, uint32_t) { return A + B; });
 }
 
+TEST_F(SemanticsTest, VectorStoresOfImmediates) {
+  // LLVM stores constant vectors with immediate elements, f32 bit patterns
+  // among them: {a, 0f3F800000, 7, 0f80000000} read back as words.
+  check("  .shared .align 16 .b8 sh[512];\n"
+        "  mov.u64 %rd5, sh;\n  mul.wide.u32 %rd6, %r10, 16;\n"
+        "  add.s64 %rd7, %rd5, %rd6;\n"
+        "  st.shared.v4.b32 [%rd7], {%r1, 0f3F800000, 7, 0f80000000};\n"
+        "  ld.shared.v4.b32 {%r5, %r6, %r7, %r8}, [%rd7];\n"
+        "  add.s32 %r9, %r5, %r6;\n  add.s32 %r9, %r9, %r7;\n"
+        "  xor.b32 %r4, %r9, %r8;",
+        randomInputs(), [](uint32_t A, uint32_t, uint32_t) {
+          return (A + 0x3f800000u + 7u) ^ 0x80000000u;
+        });
+}
+
 TEST_F(SemanticsTest, BarrierReductionCountsPredicates) {
   auto In = randomInputs();
   uint32_t Count = 0;

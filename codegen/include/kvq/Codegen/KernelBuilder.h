@@ -283,10 +283,11 @@ public:
   llvm::SmallVector<mlir::Value, 8>
   loadFloats16B(mlir::Type elementType, mlir::Value ptr, mlir::Value index);
   /// Loads `lanes` consecutive f16/bf16/f32 elements from element `index`
-  /// as a vector of f32 (one vector load, aligned to one element).
+  /// as a vector of f32 (one vector load, aligned to `align` bytes: one
+  /// element unless given).
   mlir::Value loadFloatVector(mlir::Type elementType, mlir::Value ptr,
                               mlir::Value index, unsigned lanes,
-                              bool invariant = false);
+                              bool invariant = false, unsigned align = 0);
   /// Loads 4 consecutive i32 words with one 128-bit load (16-byte aligned).
   llvm::SmallVector<mlir::Value, 4> loadWords4(mlir::Value ptr,
                                                mlir::Value byteOffset);

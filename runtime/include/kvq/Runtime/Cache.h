@@ -295,9 +295,9 @@ public:
   Status appendDevice(unsigned Layer,
                       const std::vector<DeviceAppendItem> &Batch,
                       StreamHandle Stream = nullptr);
-  /// As attend with Q ([Seqs.size()][Hq][D], model dtype) and Out (same
-  /// shape, f32) in device memory, issued on Stream without waiting. Q is not
-  /// scanned for non-finite values.
+  /// As attend with Q ([Seqs.size()][Hq][D], model dtype, 16-byte aligned)
+  /// and Out (same shape, f32) in device memory, issued on Stream without
+  /// waiting. Q is not scanned for non-finite values.
   Status attendDevice(unsigned Layer, const std::vector<SequenceId> &Seqs,
                       DevicePtr Q, DevicePtr Out, StreamHandle Stream = nullptr,
                       QueryRope Query = QueryRope::Rotated);
