@@ -27,6 +27,7 @@
 #include "AttendEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -126,6 +127,20 @@ Value AttendEmitter::loadGroupWords(SliceAccess &access, Value n,
 static Value broadcastLane(KernelBuilder &kb, Value vector, unsigned lane,
                            unsigned lanes) {
   return kb.shuffle(vector, SmallVector<int64_t>(lanes, lane));
+}
+
+/// acc + the dot product of f32 vectors x and y, one FMA per lane.
+static Value dotChain(KernelBuilder &kb, Value x, Value y, Value acc) {
+  OpBuilder &b = kb.builder();
+  unsigned lanes = cast<VectorType>(x.getType()).getNumElements();
+  for (unsigned lane = 0; lane < lanes; ++lane) {
+    auto at = [&](Value v) {
+      return vector::ExtractOp::create(b, kb.getLoc(), v,
+                                       ArrayRef<int64_t>{lane});
+    };
+    acc = LLVM::FMAOp::create(b, kb.getLoc(), at(x), at(y), acc);
+  }
+  return acc;
 }
 
 /// Sums the lanes of each of `vectors` (all of one width). For a power of
@@ -335,6 +350,9 @@ void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
   unsigned lanes = getLanes(target, dim);
   unsigned workers = getWorkers(target, blocks.max, dim / lanes);
   bool matrix = scoresKeysOnMatrix();
+  // Where each worker sees one chunk of channels (the GPU), its dots are
+  // chains of FMAs: no lanes summed after one product each.
+  bool oneChunk = lanes * workers >= dim;
   Type f32 = kb.builder().getF32Type();
   forEachWorker(blocks.max, workers, [&](Value b, Value worker) {
     Value valid = kb.ult(b, blocks.count);
@@ -344,7 +362,8 @@ void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
           Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
           SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
           Value rows = kb.mul(b, kb.i32(heads * dim));
-          SmallVector<Value> init(heads, vectorF32(kb, lanes, 0));
+          SmallVector<Value> init(heads, oneChunk ? kb.f32(0)
+                                                  : vectorF32(kb, lanes, 0));
           SmallVector<Value> sums = kb.forLoop(
               kb.mul(worker, kb.i32(lanes)), kb.i32(dim),
               kb.i32(lanes * workers), init,
@@ -361,11 +380,13 @@ void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
                     storeSplitHalves(folded, foldedQueries, at);
                   else
                     storeVectorF32(kb, folded, foldedQueries, at);
-                  next.push_back(kb.fadd(acc[r], kb.fmul(q, terms.offset)));
+                  next.push_back(
+                      oneChunk ? dotChain(kb, q, terms.offset, acc[r])
+                               : kb.fadd(acc[r], kb.fmul(q, terms.offset)));
                 }
                 return next;
               });
-          return reduceEach(kb, sums);
+          return oneChunk ? sums : reduceEach(kb, sums);
         },
         [&]() -> SmallVector<Value> {
           return SmallVector<Value>(heads, kb.f32(0));
