@@ -171,6 +171,12 @@ private:
   /// Whether span=tokens keys are scored on the matrix unit.
   bool scoresKeysOnMatrix();
   void scoreTokenBlocksOnMatrix(Range range);
+  /// Whether span=channels keys of 3 bits are scored on the matrix unit.
+  bool scoresChannelKeysOnMatrix();
+  void scoreChannelGroupsOnMatrix(Range range);
+  /// Stores `count` f32 values of `from` at `to` as split halves, each 8 in
+  /// the order of a thread's 3-bit field (AttendMatrix.cpp).
+  void storeFieldOrdered(Value from, Value to, unsigned count);
   /// Stores f32 `values` (a vector of a multiple of 4) from f32 element
   /// `index` of `buffer` as the matrix unit's split halves: per 4 values,
   /// two f16x2 words of their rounding, then two of the residuals.
@@ -296,8 +302,9 @@ private:
   /// key slopes and their bias; the value weights and their sums; and the
   /// quantized values' share of the output.
   Value foldedQueries, blockBiases, blockWeights, blockWeightSums, valueSums;
-  /// Matrix forms: each warp's share of valueSums.
-  Value matrixPartials;
+  /// Matrix forms: each warp's share of valueSums; span=channels keys'
+  /// queries as split halves in field order.
+  Value matrixPartials, matrixQueries;
   SmallVector<Value> maxScore, sumExp;
   /// Set when the layer's keys are pre-RoPE.
   std::optional<RopeBuilder> rope;

@@ -519,3 +519,252 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
                });
   });
 }
+
+//===----------------------------------------------------------------------===//
+// 3-bit codes: a thread's fragments from one 24-bit field
+//===----------------------------------------------------------------------===//
+//
+// 32 codes of 3 bits are 3 words. Thread t of a fragment's group of 4 takes
+// codes 8t .. 8t + 7 of them: 24 bits from byte 3t, gathered by one prmt
+// from the two words they touch. Its four f16x2 words of two k-steps pair
+// codes (j, j + 4), whose bits lie 12 apart: with the field shifted left by
+// 4 (j = 0, 1) or right by 2 (j = 2, 3), code j sits at bit 4 or 7 and code
+// j + 4 at bit 16 or 19, so one lop3 masks both and ORs in the exponent of
+// 1024, and one fma scales each half by its 2^-p and subtracts 1024 2^-p:
+// the exact code. The k-columns follow the pairs (k-step s holds codes
+// 2s, 2s + 4 in columns 2t, 2t + 1 and 2s + 1, 2s + 5 in 2t + 8, 2t + 9),
+// and B is stored in that order (kFieldOrder).
+
+namespace {
+/// One f16x2 word of a thread's field: shift (left if positive), mask, and
+/// the fma taking each half from 1024 + 2^p c to c.
+struct FieldWord {
+  int shift;
+  uint32_t mask;
+  double scaleLo, scaleHi;
+};
+} // namespace
+
+/// Words of k-steps 0 and 1: codes (0, 4), (1, 5), (2, 6), (3, 7).
+static const FieldWord kFieldWords[4] = {{4, 0x00070070, 1.0 / 16, 1.0},
+                                         {4, 0x00380380, 1.0 / 128, 1.0 / 8},
+                                         {-2, 0x00070070, 1.0 / 16, 1.0},
+                                         {-2, 0x00380380, 1.0 / 128, 1.0 / 8}};
+/// The field's codes in k-column order: B's element order.
+static const int64_t kFieldOrder[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+static Value halvesConstant(KernelBuilder &kb, double lo, double hi) {
+  OpBuilder &b = kb.builder();
+  auto type = VectorType::get({2}, b.getF16Type());
+  SmallVector<APFloat> values = {b.getF16FloatAttr(lo).getValue(),
+                                 b.getF16FloatAttr(hi).getValue()};
+  return arith::ConstantOp::create(b, kb.getLoc(), type,
+                                   DenseElementsAttr::get(type, values));
+}
+
+/// The four A words (k-steps 0 and 1) of a thread's 24-bit field.
+static SmallVector<Value, 4> fieldWords(KernelBuilder &kb, MatrixUnit &unit,
+                                        Value field) {
+  SmallVector<Value, 4> words;
+  for (const FieldWord &w : kFieldWords) {
+    Value shifted = w.shift > 0 ? kb.shl(field, kb.i32(w.shift))
+                                : kb.shrU(field, kb.i32(-w.shift));
+    Value biased =
+        halvesOf(kb, unit.maskOr(kb, shifted, kb.i32(int32_t(w.mask)),
+                                 kb.i32(0x64006400)));
+    Value code = LLVM::FMAOp::create(
+        kb.builder(), kb.getLoc(), biased,
+        halvesConstant(kb, w.scaleLo, w.scaleHi),
+        halvesConstant(kb, -1024 * w.scaleLo, -1024 * w.scaleHi));
+    words.push_back(wordOf(kb, code));
+  }
+  return words;
+}
+
+namespace {
+/// Where thread t's field lies in each 3-word chunk: words `word0` and
+/// `word0 + 1` of it, bytes `selector` of that pair (prmt).
+struct FieldPlace {
+  Value word0, selector;
+};
+} // namespace
+
+static FieldPlace getFieldPlace(KernelBuilder &kb, Value t) {
+  // Bytes 3t .. 3t + 2 of the chunk: in words 0-1 for t < 2, else 1-2.
+  Value upper = kb.ult(kb.i32(1), t);
+  Value word0 = kb.select(upper, kb.i32(1), kb.i32(0));
+  Value first = kb.sub(kb.mul(t, kb.i32(3)), kb.mul(word0, kb.i32(4)));
+  Value selector =
+      kb.add(kb.add(first, kb.shl(kb.add(first, kb.i32(1)), kb.i32(4))),
+             kb.shl(kb.add(first, kb.i32(2)), kb.i32(8)));
+  return {word0, selector};
+}
+
+/// Whether `quant` packs 3-bit codes as fields of 32 (3 words per 32).
+static bool hasFieldCodes(const SliceLayout &slice) {
+  QuantAttr quant = slice.quant;
+  return quant.getBits() == 3 && quant.getGroup() % 32 == 0 &&
+         slice.wordsPerGroup * 32 == quant.getGroup() * 3;
+}
+
+/// Stores f32 values [index, index + 8 n) of `from` (in chunks of 8 in
+/// kFieldOrder) as split halves at `to`.
+void AttendEmitter::storeFieldOrdered(Value from, Value to, unsigned count) {
+  auto octet = VectorType::get({8}, kb.builder().getF32Type());
+  kb.getTarget().parallelFor(kb, kb.i32(count / 8), [&](Value i) {
+    Value first = kb.mul(i, kb.i32(8));
+    Value values = kb.load(octet, f32Row(kb, from, first), kb.i64(0), 16);
+    storeSplitHalves(kb.shuffle(values, kFieldOrder), to, first);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// span = channels keys of 3 bits
+//===----------------------------------------------------------------------===//
+
+bool AttendEmitter::scoresChannelKeysOnMatrix() {
+  const SliceLayout &keys = slice(true);
+  if (!kb.getTarget().getMatrixUnit() || !keys.isQuantized() ||
+      keys.quant.getSpan() != Span::Channels || keys.hasReorder() || rope)
+    return false;
+  return hasFieldCodes(keys) && layout.pageTokens % MatrixUnit::kM == 0 &&
+         heads <= MatrixUnit::kN;
+}
+
+void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
+  // A 16-token tile's scores, group by group: the group's products of the
+  // bare codes (rows: tokens) with the query (split halves in kFieldOrder),
+  // scaled by each token's slope, plus its offset times the query's group
+  // sum. Tokens outside the range compute rows that are not stored.
+  const SliceLayout &keys = slice(true);
+  QuantAttr quant = keys.quant;
+  KernelTarget &target = kb.getTarget();
+  MatrixUnit &unit = *target.getMatrixUnit();
+  unsigned group = quant.getGroup(), groups = keys.groupsPerToken;
+  unsigned tokenBytes = groups * keys.wordsPerGroup * 4;
+  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  Quantizer quantizer(kb, quant);
+  storeFieldOrdered(normQueries, matrixQueries, heads * dim);
+  Value sink = regions[0].sink;
+  Value first =
+      kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(16)), kb.i32(16));
+  Value last = kb.maxS(kb.sub(range.end, sink), first);
+  Value tiles = kb.divU(kb.add(kb.sub(last, first), kb.i32(15)), kb.i32(16));
+
+  forEachFragmentThread(kb, heads, [&](const FragmentThread &thread) {
+    Value g = thread.g, t = thread.t;
+    FieldPlace place = getFieldPlace(kb, t);
+    // The query's group sums of the thread's two columns (heads).
+    SmallVector<Value> groupSum[2];
+    for (unsigned column = 0; column < 2; ++column) {
+      Value h = kb.minU(kb.add(kb.mul(t, kb.i32(2)), kb.i32(column)),
+                        kb.i32(heads - 1));
+      for (unsigned gi = 0; gi < groups; ++gi)
+        groupSum[column].push_back(kb.loadF32(
+            groupSums, kb.add(kb.mul(h, kb.i32(groups)), kb.i32(gi))));
+    }
+    Value queryRow = f32Row(
+        kb, matrixQueries,
+        kb.add(kb.mul(thread.headOfB, kb.i32(dim)), kb.mul(t, kb.i32(8))));
+    auto scoreTile = [&](Value tile) {
+      Value q0 = kb.add(first, kb.mul(tile, kb.i32(16)));
+      SliceAccess access(kb, tensor(true), keys, layout.pageTokens,
+                         args.pages[0], tableRow(true), q0, head);
+      Value pageToken = kb.add(kb.remU(q0, kb.i32(layout.pageTokens)), g);
+      // Rows g and g + 8: their code rows and parameters.
+      Value codeRow[2], slope[2], offset[2];
+      for (unsigned h = 0; h < 2; ++h) {
+        Value row = kb.add(pageToken, kb.i32(8 * h));
+        codeRow[h] = kb.gep(access.getCodesBase(),
+                            kb.toI64(kb.add(kb.mul(row, kb.i32(tokenBytes)),
+                                            kb.mul(place.word0, kb.i32(4)))));
+        Value n = kb.mul(row, kb.i32(groups));
+        AffineTerms terms =
+            quantizer.affine(access.loadScales(quantizer, n, groups, true),
+                             access.loadZeros(quantizer, n, groups, true));
+        slope[h] = terms.slope;
+        offset[h] = terms.offset;
+      }
+      auto lane = [&](Value v, unsigned i) -> Value {
+        if (!isa<VectorType>(v.getType()))
+          return v;
+        return vector::ExtractOp::create(kb.builder(), kb.getLoc(), v,
+                                         ArrayRef<int64_t>{int64_t(i)});
+      };
+      SmallVector<Value> scoresOf(4, kb.f32(0));
+      Value zero = kb.f32(0);
+      for (unsigned gi = 0; gi < groups; ++gi) {
+        SmallVector<Value> sums(4, zero);
+        for (unsigned c = 0; c < group / 32; ++c) {
+          unsigned chunk = gi * group / 32 + c;
+          SmallVector<Value, 4> words[2];
+          for (unsigned h = 0; h < 2; ++h) {
+            auto load = [&](unsigned w) {
+              return kb.load(kb.builder().getI32Type(), codeRow[h],
+                             kb.i64(4 * int64_t(3 * chunk + w)), 4,
+                             /*invariant=*/true);
+            };
+            Value field =
+                unit.permuteBytes(kb, load(0), load(1), place.selector);
+            words[h] = fieldWords(kb, unit, field);
+          }
+          for (unsigned s = 0; s < 2; ++s) {
+            Value b =
+                kb.load(VectorType::get({4}, kb.builder().getI32Type()),
+                        queryRow, kb.i64(4 * int64_t(32 * chunk + 4 * s)), 16);
+            auto word = [&](int64_t i) -> Value {
+              return vector::ExtractOp::create(kb.builder(), kb.getLoc(), b,
+                                               ArrayRef<int64_t>{i});
+            };
+            Value a[4] = {words[0][2 * s], words[1][2 * s], words[0][2 * s + 1],
+                          words[1][2 * s + 1]};
+            Value bHigh[2] = {word(0), word(1)}, bLow[2] = {word(2), word(3)};
+            SmallVector<Value, 4> rounded =
+                unit.multiplyAccumulate(kb, a, bHigh, sums);
+            SmallVector<Value, 4> exact =
+                unit.multiplyAccumulate(kb, a, bLow, rounded);
+            sums.assign(exact.begin(), exact.end());
+          }
+        }
+        // C element e: row g + 8 (e / 2), column 2t + e % 2.
+        for (unsigned e = 0; e < 4; ++e) {
+          unsigned h = e / 2, column = e % 2;
+          Value bias = kb.fmul(lane(offset[h], gi), groupSum[column][gi]);
+          scoresOf[e] = kb.fadd(
+              scoresOf[e], kb.fadd(kb.fmul(lane(slope[h], gi), sums[e]), bias));
+        }
+      }
+      Value token = kb.add(kb.add(q0, g), sink);
+      Value inside = covers(range, kb.add(q0, sink), 16);
+      for (unsigned column = 0; column < 2; ++column) {
+        Value r = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
+        kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
+          Value row0 = kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+                              kb.sub(token, splitRange.begin));
+          for (unsigned h = 0; h < 2; ++h) {
+            Value score = scoresOf[2 * h + column];
+            Value at = kb.add(row0, kb.i32(8 * h));
+            kb.ifThenElse(
+                inside, {},
+                [&]() -> SmallVector<Value> {
+                  kb.storeF32(score, scores, at);
+                  return {};
+                },
+                [&]() -> SmallVector<Value> {
+                  kb.ifThen(contains(range, kb.add(token, kb.i32(8 * h))),
+                            [&] { kb.storeF32(score, scores, at); });
+                  return {};
+                });
+          }
+        });
+      }
+      // Lanes of heads past the tile's skipped the stores.
+      unit.syncWarp(kb);
+    };
+    kb.forLoop(thread.warp, kb.maxS(tiles, thread.warp), kb.i32(warps), {},
+               [&](Value tile, ValueRange) -> SmallVector<Value> {
+                 scoreTile(tile);
+                 return {};
+               });
+  });
+}

@@ -90,6 +90,8 @@ void AttendEmitter::allocateVectorBuffers() {
   // Reordered values keep the channel-per-lane form (variable groups).
   if (!values.hasReorder())
     valueSums = target.allocShared(kb, heads * dim * 4);
+  if (scoresChannelKeysOnMatrix())
+    matrixQueries = target.allocShared(kb, heads * dim * 4);
   if (sumsValuesOnMatrix()) {
     unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
     matrixPartials = target.allocShared(kb, warps * heads * dim * 4);
