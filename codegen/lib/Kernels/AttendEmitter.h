@@ -88,6 +88,14 @@ inline unsigned getTileHeads(unsigned ratio) {
   return heads;
 }
 
+/// A thread of the block as the matrix unit's fragments see it: its warp,
+/// its groupID g and threadID_in_group t in the warp, and the head of B's
+/// column g (g, or the last head for columns past the tile's heads: never
+/// stored, they read that head's data instead of past it).
+struct FragmentThread {
+  Value warp, g, t, headOfB;
+};
+
 class AttendEmitter {
 public:
   AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
@@ -171,6 +179,17 @@ private:
   /// Whether span=tokens keys are scored on the matrix unit.
   bool scoresKeysOnMatrix();
   void scoreTokenBlocksOnMatrix(Range range);
+  /// Whether span=tokens values of 3 bits are summed on the matrix unit.
+  bool sumsBlockValuesOnMatrix();
+  void sumTokenBlockValuesOnMatrix(Range range);
+  /// Stores a warp's share of valueSums (matrixPartials) for C's columns
+  /// 2t and 2t + 1: the thread's `rowChannels` channels from `rowChannel0`,
+  /// channel c of column j being valueAt(c, j).
+  void storeMatrixShare(
+      const FragmentThread &thread, Value rowChannel0, unsigned rowChannels,
+      llvm::function_ref<Value(unsigned channel, unsigned column)> valueAt);
+  /// valueSums: the sum of the warps' shares.
+  void addMatrixShares();
   /// Whether span=channels keys of 3 bits are scored on the matrix unit.
   bool scoresChannelKeysOnMatrix();
   void scoreChannelGroupsOnMatrix(Range range);
@@ -248,6 +267,8 @@ private:
   void foldBlockQueries(const TokenBlocks &blocks, Quantizer &quantizer);
   /// blockWeights and blockWeightSums of every value block.
   void loadBlockWeights(Range range, const TokenBlocks &blocks);
+  /// The matrix form's: matrixWeights and blockWeightSums.
+  void loadBlockWeightsOnMatrix(Range range, const TokenBlocks &blocks);
   /// The tile's dots with reordered key `index` of the quantized region
   /// (the other quantized and full-precision pages have vector forms).
   SmallVector<Value> reorderedKeyDots(Value index);
@@ -305,6 +326,9 @@ private:
   /// Matrix forms: each warp's share of valueSums; span=channels keys'
   /// queries as split halves in field order.
   Value matrixPartials, matrixQueries;
+  /// span=tokens values on the matrix unit: each block's weights as f16 in
+  /// field order.
+  Value matrixWeights;
   SmallVector<Value> maxScore, sumExp;
   /// Set when the layer's keys are pre-RoPE.
   std::optional<RopeBuilder> rope;

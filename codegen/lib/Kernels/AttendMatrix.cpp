@@ -94,16 +94,6 @@ static Value splatHalves(KernelBuilder &kb, double value) {
       DenseElementsAttr::get(type, b.getF16FloatAttr(value).getValue()));
 }
 
-namespace {
-/// A thread of the block as the fragments see it: its warp, its groupID g
-/// and threadID_in_group t in the warp, and the head of B's column g (g, or
-/// the last head for columns past the tile's heads: never stored, they read
-/// that head's data instead of past it).
-struct FragmentThread {
-  Value warp, g, t, headOfB;
-};
-} // namespace
-
 /// Runs `body` once on every thread of the block (for a tile of `heads`
 /// heads), then waits for them all.
 static void
@@ -126,6 +116,48 @@ static Value codeHalves(KernelBuilder &kb, MatrixUnit &unit, Value bytes,
                         Value mask) {
   Value biased = halvesOf(kb, unit.maskOr(kb, bytes, mask, kb.i32(0x64006400)));
   return kb.fsub(biased, splatHalves(kb, 1024.0));
+}
+
+void AttendEmitter::storeMatrixShare(
+    const FragmentThread &thread, Value rowChannel0, unsigned rowChannels,
+    function_ref<Value(unsigned channel, unsigned column)> valueAt) {
+  // Columns 2t and 2t + 1 of C are heads; the thread's channels are
+  // consecutive, stored 16 (or 8) bytes at a time.
+  unsigned width = rowChannels % 4 == 0 ? 4 : 2;
+  auto type = VectorType::get({width}, kb.builder().getF32Type());
+  for (unsigned column = 0; column < 2; ++column) {
+    Value h = kb.add(kb.mul(thread.t, kb.i32(2)), kb.i32(column));
+    kb.ifThen(kb.ult(h, kb.i32(heads)), [&] {
+      Value first =
+          f32Row(kb, matrixPartials,
+                 kb.add(kb.mul(kb.add(kb.mul(thread.warp, kb.i32(heads)), h),
+                               kb.i32(dim)),
+                        rowChannel0));
+      for (unsigned c = 0; c < rowChannels; c += width) {
+        SmallVector<Value> lanes;
+        for (unsigned k = 0; k < width; ++k)
+          lanes.push_back(valueAt(c + k, column));
+        kb.store(vector::FromElementsOp::create(kb.builder(), kb.getLoc(), type,
+                                                lanes),
+                 first, kb.i64(4 * int64_t(c)), 4 * width);
+      }
+    });
+  }
+}
+
+void AttendEmitter::addMatrixShares() {
+  // The warps' shares added 4 floats (16 bytes) at a time.
+  KernelTarget &target = kb.getTarget();
+  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  auto quad = VectorType::get({4}, kb.builder().getF32Type());
+  target.parallelFor(kb, kb.i32(heads * dim / 4), [&](Value i) {
+    Value first = f32Row(kb, matrixPartials, kb.mul(i, kb.i32(4)));
+    Value sum = kb.load(quad, first, kb.i64(0), 16);
+    for (unsigned w = 1; w < warps; ++w)
+      sum = kb.fadd(
+          sum, kb.load(quad, first, kb.i64(int64_t(w) * heads * dim * 4), 16));
+    kb.store(sum, valueSums, kb.mul(kb.toI64(i), kb.i64(16)), 16);
+  });
 }
 
 void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
@@ -260,33 +292,14 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
     // 2(i / P) + 1 at position i % P; columns 2t and 2t + 1 are heads.
     Value rowChannel0 = kb.mul(g, kb.i32(rowChannels));
     auto storeShare = [&](ArrayRef<Value> sums) {
-      for (unsigned column = 0; column < 2; ++column) {
-        Value h = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
-        kb.ifThen(kb.ult(h, kb.i32(heads)), [&] {
-          Value offset = sums[4 * tiles + column];
-          SmallVector<Value> byChannel(rowChannels);
-          for (unsigned i = 0; i < tiles; ++i) {
-            unsigned pos = i % perByte, index = 2 * (i / perByte);
-            for (unsigned half = 0; half < 2; ++half)
-              byChannel[(index + half) * perByte + pos] =
-                  kb.fadd(sums[4 * i + 2 * half + column], offset);
-          }
-          // The thread's channels are consecutive: stored 16 (or 8) bytes
-          // at a time.
-          Value first =
-              f32Row(kb, matrixPartials,
-                     kb.add(kb.mul(kb.add(kb.mul(warp, kb.i32(heads)), h),
-                                   kb.i32(dim)),
-                            rowChannel0));
-          unsigned width = rowChannels % 4 == 0 ? 4 : 2;
-          auto type = VectorType::get({width}, kb.builder().getF32Type());
-          for (unsigned c = 0; c < rowChannels; c += width)
-            kb.store(vector::FromElementsOp::create(
-                         kb.builder(), kb.getLoc(), type,
-                         ArrayRef(byChannel).slice(c, width)),
-                     first, kb.i64(4 * int64_t(c)), 4 * width);
-        });
-      }
+      storeMatrixShare(thread, rowChannel0, rowChannels,
+                       [&](unsigned channel, unsigned column) {
+                         unsigned pos = channel % perByte;
+                         unsigned index = channel / perByte;
+                         unsigned i = index / 2 * perByte + pos;
+                         return kb.fadd(sums[4 * i + 2 * (index % 2) + column],
+                                        sums[4 * tiles + column]);
+                       });
     };
     SmallVector<Type> types((tiles + 1) * 4, kb.builder().getF32Type());
     SmallVector<Value> zeros((tiles + 1) * 4, kb.f32(0));
@@ -311,16 +324,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
           return {};
         });
   });
-  // The warps' shares added 4 floats (16 bytes) at a time.
-  auto quad = VectorType::get({4}, kb.builder().getF32Type());
-  target.parallelFor(kb, kb.i32(heads * dim / 4), [&](Value i) {
-    Value first = f32Row(kb, matrixPartials, kb.mul(i, kb.i32(4)));
-    Value sum = kb.load(quad, first, kb.i64(0), 16);
-    for (unsigned w = 1; w < warps; ++w)
-      sum = kb.fadd(
-          sum, kb.load(quad, first, kb.i64(int64_t(w) * heads * dim * 4), 16));
-    kb.store(sum, valueSums, kb.mul(kb.toI64(i), kb.i64(16)), 16);
-  });
+  addMatrixShares();
 }
 
 //===----------------------------------------------------------------------===//
@@ -767,4 +771,186 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
                  return {};
                });
   });
+}
+
+//===----------------------------------------------------------------------===//
+// span = tokens values of 3 bits
+//===----------------------------------------------------------------------===//
+
+bool AttendEmitter::sumsBlockValuesOnMatrix() {
+  const SliceLayout &values = slice(false);
+  if (!kb.getTarget().getMatrixUnit() || !values.isQuantized() ||
+      values.quant.getSpan() != Span::Tokens || values.hasReorder())
+    return false;
+  // A block's weights are summed by group / 8 workers.
+  unsigned group = values.quant.getGroup();
+  return hasFieldCodes(values) && llvm::isPowerOf2_32(group) &&
+         group / 8 <= kb.getTarget().getMaxWorkers() &&
+         dim % MatrixUnit::kM == 0 && heads <= MatrixUnit::kN;
+}
+
+void AttendEmitter::loadBlockWeightsOnMatrix(Range range,
+                                             const TokenBlocks &blocks) {
+  // Per block and head: the weights, 0 outside `range`, rounded to f16 in
+  // field order (8 tokens per task), and the sum of the rounded weights,
+  // so that the offsets weigh exactly what the products did.
+  unsigned group = slice(false).quant.getGroup(), workers = group / 8;
+  Type f16 = kb.builder().getF16Type(), f32 = kb.builder().getF32Type();
+  forEachWorker(blocks.max * heads, workers, [&](Value task, Value worker) {
+    Value valid = kb.ult(task, kb.i32(blocks.max * heads));
+    Value b = kb.divU(task, kb.i32(heads)), r = kb.remU(task, kb.i32(heads));
+    Value first = kb.add(
+        kb.add(regions[1].sink, kb.mul(kb.add(blocks.first, b), kb.i32(group))),
+        kb.mul(worker, kb.i32(8)));
+    SmallVector<Value> weights;
+    for (unsigned k = 0; k < 8; ++k) {
+      Value t = kb.add(first, kb.i32(k));
+      Value inRange = kb.bitAnd(valid, contains(range, t));
+      Value local = kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
+      Value p = kb.loadF32(scores, kb.add(kb.mul(kb.minU(r, kb.i32(heads - 1)),
+                                                 kb.i32(layout.splitTokens)),
+                                          local));
+      weights.push_back(kb.select(inRange, p, kb.f32(0)));
+    }
+    OpBuilder &builder = kb.builder();
+    Value ordered = kb.shuffle(
+        vector::FromElementsOp::create(builder, kb.getLoc(),
+                                       VectorType::get({8}, f32), weights),
+        kFieldOrder);
+    Value halves = arith::TruncFOp::create(builder, kb.getLoc(),
+                                           VectorType::get({8}, f16), ordered);
+    Value sum = kb.reduceAdd(arith::ExtFOp::create(
+        builder, kb.getLoc(), VectorType::get({8}, f32), halves));
+    sum = kb.getTarget().sumAcrossWorkers(kb, {sum}, workers)[0];
+    kb.ifThen(valid, [&] {
+      kb.store(halves, matrixWeights,
+               kb.mul(kb.toI64(kb.add(kb.mul(task, kb.i32(group)),
+                                      kb.mul(worker, kb.i32(8)))),
+                      kb.i64(2)),
+               16);
+      kb.ifThen(kb.eq(worker, kb.i32(0)),
+                [&] { kb.storeF32(sum, blockWeightSums, task); });
+    });
+  });
+}
+
+void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
+  // A block adds, per 16-channel tile, V^T (channels x the block's tokens,
+  // bare codes) times its weights (tokens x heads, f16 in field order),
+  // scaled by each channel's slope, plus its offset times the heads' weight
+  // sums. Row g + 8h of tile i is channel g D / 8 + 2i + h: a thread's
+  // channels are consecutive, so are their parameters. Warps take every
+  // warps-th block and add their sums through shared memory.
+  const SliceLayout &values = slice(false);
+  QuantAttr quant = values.quant;
+  KernelTarget &target = kb.getTarget();
+  MatrixUnit &unit = *target.getMatrixUnit();
+  unsigned group = quant.getGroup(), wordsPerGroup = values.wordsPerGroup;
+  unsigned rowChannels = dim / 8, tiles = dim / MatrixUnit::kM;
+  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  Quantizer quantizer(kb, quant);
+  TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/false);
+  loadBlockWeightsOnMatrix(range, blocks);
+  auto quad = VectorType::get({4}, kb.builder().getI32Type());
+
+  forEachFragmentThread(kb, heads, [&](const FragmentThread &thread) {
+    Value g = thread.g, t = thread.t;
+    FieldPlace place = getFieldPlace(kb, t);
+    Value rowChannel0 = kb.mul(g, kb.i32(rowChannels));
+    auto addBlock = [&](Value b, ValueRange acc) -> SmallVector<Value> {
+      Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+      SliceAccess access = getBlockAccess(/*isKeys=*/false, first);
+      Value n0 =
+          kb.add(kb.mul(getPageBlock(first, group), kb.i32(dim)), rowChannel0);
+      AffineTerms terms =
+          quantizer.affine(access.loadScales(quantizer, n0, rowChannels, true),
+                           access.loadZeros(quantizer, n0, rowChannels, true));
+      auto lane = [&](Value v, unsigned i) -> Value {
+        return vector::ExtractOp::create(kb.builder(), kb.getLoc(), v,
+                                         ArrayRef<int64_t>{int64_t(i)});
+      };
+      Value codeRow =
+          kb.gep(access.getCodesBase(),
+                 kb.mul(kb.toI64(kb.add(kb.mul(n0, kb.i32(wordsPerGroup)),
+                                        place.word0)),
+                        kb.i64(4)));
+      Value weightRow =
+          kb.gep(matrixWeights,
+                 kb.mul(kb.toI64(kb.add(kb.mul(kb.add(kb.mul(b, kb.i32(heads)),
+                                                      thread.headOfB),
+                                               kb.i32(group)),
+                                        kb.mul(t, kb.i32(8)))),
+                        kb.i64(2)));
+      SmallVector<Value> weightSum;
+      for (unsigned column = 0; column < 2; ++column) {
+        Value h = kb.minU(kb.add(kb.mul(t, kb.i32(2)), kb.i32(column)),
+                          kb.i32(heads - 1));
+        weightSum.push_back(
+            kb.loadF32(blockWeightSums, kb.add(kb.mul(b, kb.i32(heads)), h)));
+      }
+      SmallVector<Value> bWords[2];
+      for (unsigned chunk = 0; chunk < group / 32; ++chunk) {
+        Value w = kb.load(quad, weightRow, kb.i64(64 * int64_t(chunk)), 16);
+        for (unsigned s = 0; s < 2; ++s)
+          for (unsigned i = 0; i < 2; ++i)
+            bWords[s].push_back(lane(w, 2 * s + i));
+      }
+      SmallVector<Value> next;
+      for (unsigned i = 0; i < tiles; ++i) {
+        SmallVector<Value> sums(4, kb.f32(0));
+        for (unsigned chunk = 0; chunk < group / 32; ++chunk) {
+          SmallVector<Value, 4> words[2];
+          for (unsigned h = 0; h < 2; ++h) {
+            int64_t word = int64_t(2 * i + h) * wordsPerGroup + 3 * chunk;
+            auto load = [&](int64_t w) {
+              return kb.load(kb.builder().getI32Type(), codeRow,
+                             kb.i64(4 * (word + w)), 4, /*invariant=*/true);
+            };
+            words[h] = fieldWords(
+                kb, unit,
+                unit.permuteBytes(kb, load(0), load(1), place.selector));
+          }
+          for (unsigned s = 0; s < 2; ++s) {
+            Value a[4] = {words[0][2 * s], words[1][2 * s], words[0][2 * s + 1],
+                          words[1][2 * s + 1]};
+            Value bFrag[2] = {bWords[s][2 * chunk], bWords[s][2 * chunk + 1]};
+            SmallVector<Value, 4> product =
+                unit.multiplyAccumulate(kb, a, bFrag, sums);
+            sums.assign(product.begin(), product.end());
+          }
+        }
+        // C element e: row g + 8 (e / 2) (channel 2i + e / 2), column
+        // 2t + e % 2.
+        for (unsigned e = 0; e < 4; ++e) {
+          unsigned channel = 2 * i + e / 2;
+          Value bias = kb.fmul(lane(terms.offset, channel), weightSum[e % 2]);
+          next.push_back(kb.fadd(
+              acc[4 * i + e],
+              kb.fadd(kb.fmul(lane(terms.slope, channel), sums[e]), bias)));
+        }
+      }
+      return next;
+    };
+    auto storeShare = [&](ArrayRef<Value> sums) {
+      storeMatrixShare(
+          thread, rowChannel0, rowChannels,
+          [&](unsigned channel, unsigned column) {
+            return sums[4 * (channel / 2) + 2 * (channel % 2) + column];
+          });
+    };
+    SmallVector<Value> zeros(tiles * 4, kb.f32(0));
+    // A warp without blocks stores zeros as its share.
+    kb.ifThenElse(
+        kb.ult(thread.warp, blocks.count), {},
+        [&]() -> SmallVector<Value> {
+          storeShare(kb.forLoop(thread.warp, blocks.count, kb.i32(warps), zeros,
+                                addBlock));
+          return {};
+        },
+        [&]() -> SmallVector<Value> {
+          storeShare(zeros);
+          return {};
+        });
+  });
+  addMatrixShares();
 }

@@ -83,8 +83,11 @@ void AttendEmitter::allocateVectorBuffers() {
   }
   if (spansTokens(values)) {
     unsigned blocks = getMaxTokenBlocks(false);
-    blockWeights =
-        target.allocShared(kb, blocks * heads * values.quant.getGroup() * 4);
+    unsigned weights = blocks * heads * values.quant.getGroup();
+    if (sumsBlockValuesOnMatrix())
+      matrixWeights = target.allocShared(kb, weights * 2);
+    else
+      blockWeights = target.allocShared(kb, weights * 4);
     blockWeightSums = target.allocShared(kb, blocks * heads * 4);
   }
   // Reordered values keep the channel-per-lane form (variable groups).
@@ -92,7 +95,7 @@ void AttendEmitter::allocateVectorBuffers() {
     valueSums = target.allocShared(kb, heads * dim * 4);
   if (scoresChannelKeysOnMatrix())
     matrixQueries = target.allocShared(kb, heads * dim * 4);
-  if (sumsValuesOnMatrix()) {
+  if (sumsValuesOnMatrix() || sumsBlockValuesOnMatrix()) {
     unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
     matrixPartials = target.allocShared(kb, warps * heads * dim * 4);
   }
@@ -726,6 +729,8 @@ void AttendEmitter::sumQuantizedValues(Range range) {
     sumFullPrecisionValues(range);
   else if (sumsValuesOnMatrix())
     sumChannelGroupValuesOnMatrix(range);
+  else if (sumsBlockValuesOnMatrix())
+    sumTokenBlockValuesOnMatrix(range);
   else if (slice(false).quant.getSpan() == Span::Channels)
     sumChannelGroupValues(range);
   else
