@@ -206,9 +206,11 @@ private:
                                                 unsigned groupChunks);
   // Full-precision pages (fp16 caches and layers).
   void scoreFullPrecisionRows(Range range);
-  void sumFullPrecisionValues(Range range);
+  /// valueSums from the full-precision rows of `range` in region 1
+  /// (pages), or plus those of region 0 (sinks) or 2 (the window).
+  void sumFullPrecisionValues(Range range, unsigned region);
   /// `lanes` channels of a full-precision page row from `element`, as f32.
-  Value loadRowChunk(SliceAccess &access, Value element, unsigned lanes);
+  Value loadRowChunk(Value base, Value element, unsigned lanes);
   /// Runs `body(task, worker)` for `tasks` tasks of `workers` adjacent
   /// workers (KernelTarget::sumAcrossWorkers) over the block's threads.
   /// Padded tasks (task >= tasks) run too and must do nothing.

@@ -353,10 +353,14 @@ void AttendEmitter::accumulateValues() {
       {ranges[0], sink}, {ranges[1], quantized}, {ranges[2], window}};
   if (hasPool())
     steps.push_back({clip(splitRange, tokens, poolEnd), pool});
-  // The CPU sums the quantized region in its vector form first.
+  // The vector forms sum the sinks, the pages and the window first.
   if (valueSums) {
     sumQuantizedValues(ranges[1]);
-    steps.erase(steps.begin() + 1);
+    // Most splits have no sink or window tokens (a block-uniform test).
+    for (unsigned region : {0u, 2u})
+      kb.ifThen(kb.ult(ranges[region].begin, ranges[region].end),
+                [&] { sumFullPrecisionValues(ranges[region], region); });
+    steps.erase(steps.begin(), steps.begin() + 3);
   }
   unsigned stride = dim + 2;
   kb.getTarget().accumulate(

@@ -726,7 +726,7 @@ void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step) {
 
 void AttendEmitter::sumQuantizedValues(Range range) {
   if (!slice(false).isQuantized())
-    sumFullPrecisionValues(range);
+    sumFullPrecisionValues(range, 1);
   else if (sumsValuesOnMatrix())
     sumChannelGroupValuesOnMatrix(range);
   else if (sumsBlockValuesOnMatrix())
@@ -856,12 +856,11 @@ void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
 // Full-precision pages (fp16 caches and layers)
 //===----------------------------------------------------------------------===//
 
-Value AttendEmitter::loadRowChunk(SliceAccess &access, Value element,
-                                  unsigned lanes) {
+Value AttendEmitter::loadRowChunk(Value base, Value element, unsigned lanes) {
   // Chunks start on `lanes` elements of a row, and rows on 16 bytes.
   Type dtype = model.getDtype();
   unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
-  Value chunk = kb.load(VectorType::get({lanes}, dtype), access.getBase(),
+  Value chunk = kb.load(VectorType::get({lanes}, dtype), base,
                         kb.mul(kb.toI64(element), kb.i64(bytes)),
                         std::min(16u, lanes * bytes), /*invariant=*/true);
   if (dtype.isF32())
@@ -879,7 +878,7 @@ void AttendEmitter::scoreFullPrecisionRows(Range range) {
   bool unroll = heads * dim <= lanes * target.getVectorRegisters();
   auto addChunk = [&](SliceAccess &access, Value row, Value c0,
                       SmallVector<Value> &dots) {
-    Value keys = loadRowChunk(access, kb.add(row, c0), lanes);
+    Value keys = loadRowChunk(access.getBase(), kb.add(row, c0), lanes);
     for (unsigned r = 0; r < heads; ++r) {
       Value q = loadVectorF32(kb, queries, kb.add(kb.i32(r * dim), c0), lanes);
       dots[r] = kb.fadd(dots[r], kb.fmul(q, keys));
@@ -906,14 +905,44 @@ void AttendEmitter::scoreFullPrecisionRows(Range range) {
   forEachTokenOfThreads(range, scoreToken);
 }
 
-void AttendEmitter::sumFullPrecisionValues(Range range) {
+void AttendEmitter::sumFullPrecisionValues(Range range, unsigned region) {
   // As span=channels values with slope 1 and offset 0: a pass of heads x
-  // chunks of channels, the tokens split among workers.
+  // chunks of channels, the tokens split among workers. Region 1's rows are
+  // pages and set valueSums; the sinks' (0) and the window's (2) are rows
+  // of their buffers and add to it.
   KernelTarget &target = kb.getTarget();
   unsigned lanes = getLanes(target, dim), chunks = dim / lanes;
   auto [passHeads, passChunks] = planValuePasses(chunks, chunks);
   unsigned units = chunks / passChunks;
   unsigned workers = getWorkers(target, units, layout.pageTokens);
+  // step(base, element of the row's channel 0, t, sums) for each token.
+  using RowStep =
+      function_ref<SmallVector<Value>(Value, Value, Value, ValueRange)>;
+  auto forEachRow = [&](Range tokens, ValueRange init, Value worker,
+                        RowStep step) -> SmallVector<Value> {
+    if (region == 1)
+      return forEachQuantizedToken(
+          tokens, /*isKeys=*/false, init,
+          [&](SliceAccess &access, Value pageToken, Value t, ValueRange acc) {
+            return step(access.getBase(), kb.mul(pageToken, kb.i32(dim)), t,
+                        acc);
+          },
+          worker, workers);
+    Value quantEnd = kb.add(regions[1].sink, regions[1].quantized);
+    Value first = kb.add(tokens.begin, worker);
+    return kb.forLoop(
+        first, kb.maxS(tokens.end, first), kb.i32(workers), init,
+        [&](Value t, ValueRange acc) -> SmallVector<Value> {
+          if (region == 0)
+            return step(args.sink[1],
+                        fullPrecisionRow(kb, model,
+                                         tensor(false).window.getSink(), slot,
+                                         t, head),
+                        t, acc);
+          return step(args.window[1],
+                      windowTokenRow(false, kb.sub(t, quantEnd)), t, acc);
+        });
+  };
   for (unsigned h0 = 0; h0 < heads; h0 += passHeads) {
     unsigned count = std::min(passHeads, heads - h0);
     forEachUnit(units, workers, [&](Value unit, Value worker) {
@@ -921,17 +950,17 @@ void AttendEmitter::sumFullPrecisionValues(Range range) {
       Range tokens = {range.begin, kb.select(kb.ult(unit, kb.i32(units)),
                                              range.end, range.begin)};
       SmallVector<Value> init(count * passChunks, vectorF32(kb, lanes, 0));
-      SmallVector<Value> sums = forEachQuantizedToken(
-          tokens, /*isKeys=*/false, init,
-          [&](SliceAccess &access, Value pageToken, Value t,
+      SmallVector<Value> sums = forEachRow(
+          tokens, init, worker,
+          [&](Value base, Value row, Value t,
               ValueRange acc) -> SmallVector<Value> {
             Value probabilities =
                 f32Row(kb, scores, kb.sub(t, splitRange.begin));
-            Value row = kb.add(kb.mul(pageToken, kb.i32(dim)), c0);
+            row = kb.add(row, c0);
             SmallVector<Value> next(acc.begin(), acc.end());
             for (unsigned k = 0; k < passChunks; ++k) {
               Value v =
-                  loadRowChunk(access, kb.add(row, kb.i32(k * lanes)), lanes);
+                  loadRowChunk(base, kb.add(row, kb.i32(k * lanes)), lanes);
               for (unsigned r = 0; r < count; ++r) {
                 Value p =
                     loadF32At(kb, probabilities, (h0 + r) * layout.splitTokens);
@@ -940,16 +969,19 @@ void AttendEmitter::sumFullPrecisionValues(Range range) {
               }
             }
             return next;
-          },
-          worker, workers);
+          });
       sums = target.sumAcrossWorkers(kb, sums, workers);
       kb.ifThen(
           kb.bitAnd(kb.ult(unit, kb.i32(units)), kb.eq(worker, kb.i32(0))),
           [&] {
             for (unsigned r = 0; r < count; ++r)
-              for (unsigned k = 0; k < passChunks; ++k)
-                storeVectorF32(kb, sums[r * passChunks + k], valueSums,
-                               kb.add(kb.i32((h0 + r) * dim + k * lanes), c0));
+              for (unsigned k = 0; k < passChunks; ++k) {
+                Value at = kb.add(kb.i32((h0 + r) * dim + k * lanes), c0);
+                Value sum = sums[r * passChunks + k];
+                if (region != 1)
+                  sum = kb.fadd(sum, loadVectorF32(kb, valueSums, at, lanes));
+                storeVectorF32(kb, sum, valueSums, at);
+              }
           });
     });
   }
