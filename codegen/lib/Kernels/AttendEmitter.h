@@ -173,6 +173,10 @@ private:
                            Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
   // The matrix forms (AttendMatrix.cpp), where the target has a matrix unit.
+  /// What every matrix form needs of the keys' or values' slice: a matrix
+  /// unit, codes of `span`, no reorder (keys: no pre-RoPE), a tile of heads
+  /// within B's columns.
+  bool mayUseMatrix(bool isKeys, Span span);
   /// Whether span=channels values are summed on the matrix unit.
   bool sumsValuesOnMatrix();
   void sumChannelGroupValuesOnMatrix(Range range);

@@ -47,10 +47,23 @@ using namespace kvq::attend;
 /// Tokens of one matrix step (the k of m16n8k16).
 static constexpr unsigned kStepTokens = MatrixUnit::kK;
 
+bool AttendEmitter::mayUseMatrix(bool isKeys, Span span) {
+  // Pre-RoPE keys are rotated per token, reordered slices have groups of
+  // variable size: both keep the vector forms.
+  const SliceLayout &s = slice(isKeys);
+  return kb.getTarget().getMatrixUnit() && s.isQuantized() &&
+         s.quant.getSpan() == span && !s.hasReorder() && !(isKeys && rope) &&
+         heads <= MatrixUnit::kN;
+}
+
+/// The warps of a block.
+static unsigned getWarps(const KernelTarget &target) {
+  return target.getBlockThreads() / target.getMaxWorkers();
+}
+
 bool AttendEmitter::sumsValuesOnMatrix() {
   const SliceLayout &values = slice(false);
-  if (!kb.getTarget().getMatrixUnit() || !values.isQuantized() ||
-      values.quant.getSpan() != Span::Channels || values.hasReorder())
+  if (!mayUseMatrix(/*isKeys=*/false, Span::Channels))
     return false;
   unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
   unsigned rowChannels = dim / 8, rowBytes = rowChannels * bits / 8;
@@ -61,7 +74,7 @@ bool AttendEmitter::sumsValuesOnMatrix() {
          group % rowChannels == 0 && rowBytes % 2 == 0 &&
          (rowBytes <= 4 ? 4 % rowBytes == 0 : rowBytes % 4 == 0) &&
          values.wordsPerGroup * 32 == group * bits &&
-         layout.pageTokens % kStepTokens == 0 && heads <= MatrixUnit::kN;
+         layout.pageTokens % kStepTokens == 0;
 }
 
 /// An f16x2 word as two halves, and back (arith casts keep shapes).
@@ -148,7 +161,7 @@ void AttendEmitter::storeMatrixShare(
 void AttendEmitter::addMatrixShares() {
   // The warps' shares added 4 floats (16 bytes) at a time.
   KernelTarget &target = kb.getTarget();
-  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  unsigned warps = getWarps(target);
   auto quad = VectorType::get({4}, kb.builder().getF32Type());
   target.parallelFor(kb, kb.i32(heads * dim / 4), [&](Value i) {
     Value first = f32Row(kb, matrixPartials, kb.mul(i, kb.i32(4)));
@@ -170,7 +183,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   unsigned rowWords = std::max(1u, rowBytes / 4);
   unsigned perByte = 8 / bits, tiles = dim / MatrixUnit::kM;
   unsigned tokenBytes = dim * bits / 8, groups = values.groupsPerToken;
-  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   Value sink = regions[1].sink;
   Value first = kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(kStepTokens)),
@@ -361,15 +374,13 @@ void AttendEmitter::storeSplitHalves(Value values, Value buffer, Value index) {
 
 bool AttendEmitter::scoresKeysOnMatrix() {
   const SliceLayout &keys = slice(true);
-  if (!kb.getTarget().getMatrixUnit() || !keys.isQuantized() ||
-      keys.quant.getSpan() != Span::Tokens || keys.hasReorder() || rope)
+  if (!mayUseMatrix(/*isKeys=*/true, Span::Tokens))
     return false;
   unsigned bits = keys.quant.getBits(), group = keys.quant.getGroup();
   // A tile's 16 tokens are whole bytes of one word of each channel, rows g
   // and g + 8 in one byte: 1 or 2 bits.
   return bits <= 2 && group % MatrixUnit::kM == 0 &&
-         keys.wordsPerGroup * 32 == group * bits && dim % MatrixUnit::kK == 0 &&
-         heads <= MatrixUnit::kN;
+         keys.wordsPerGroup * 32 == group * bits && dim % MatrixUnit::kK == 0;
 }
 
 void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
@@ -392,7 +403,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
   unsigned bits = quant.getBits(), group = quant.getGroup();
   unsigned perByte = 8 / bits, half = perByte / 2;
   unsigned tiles = group / MatrixUnit::kM, wordsPerGroup = keys.wordsPerGroup;
-  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/true);
   foldBlockQueries(blocks, quantizer);
@@ -628,11 +639,9 @@ void AttendEmitter::storeFieldOrdered(Value from, Value to, unsigned count) {
 
 bool AttendEmitter::scoresChannelKeysOnMatrix() {
   const SliceLayout &keys = slice(true);
-  if (!kb.getTarget().getMatrixUnit() || !keys.isQuantized() ||
-      keys.quant.getSpan() != Span::Channels || keys.hasReorder() || rope)
+  if (!mayUseMatrix(/*isKeys=*/true, Span::Channels))
     return false;
-  return hasFieldCodes(keys) && layout.pageTokens % MatrixUnit::kM == 0 &&
-         heads <= MatrixUnit::kN;
+  return hasFieldCodes(keys) && layout.pageTokens % MatrixUnit::kM == 0;
 }
 
 void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
@@ -646,7 +655,7 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
   MatrixUnit &unit = *target.getMatrixUnit();
   unsigned group = quant.getGroup(), groups = keys.groupsPerToken;
   unsigned tokenBytes = groups * keys.wordsPerGroup * 4;
-  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   storeFieldOrdered(normQueries, matrixQueries, heads * dim);
   Value sink = regions[0].sink;
@@ -779,14 +788,13 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
 
 bool AttendEmitter::sumsBlockValuesOnMatrix() {
   const SliceLayout &values = slice(false);
-  if (!kb.getTarget().getMatrixUnit() || !values.isQuantized() ||
-      values.quant.getSpan() != Span::Tokens || values.hasReorder())
+  if (!mayUseMatrix(/*isKeys=*/false, Span::Tokens))
     return false;
   // A block's weights are summed by group / 8 workers.
   unsigned group = values.quant.getGroup();
   return hasFieldCodes(values) && llvm::isPowerOf2_32(group) &&
          group / 8 <= kb.getTarget().getMaxWorkers() &&
-         dim % MatrixUnit::kM == 0 && heads <= MatrixUnit::kN;
+         dim % MatrixUnit::kM == 0;
 }
 
 void AttendEmitter::loadBlockWeightsOnMatrix(Range range,
@@ -847,7 +855,7 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
   MatrixUnit &unit = *target.getMatrixUnit();
   unsigned group = quant.getGroup(), wordsPerGroup = values.wordsPerGroup;
   unsigned rowChannels = dim / 8, tiles = dim / MatrixUnit::kM;
-  unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+  unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/false);
   loadBlockWeightsOnMatrix(range, blocks);
