@@ -363,6 +363,13 @@ void AttendEmitter::accumulateValues() {
     steps.erase(steps.begin(), steps.begin() + 3);
   }
   unsigned stride = dim + 2;
+  // The outputs are stored normalised (getPartialOutputType); an empty
+  // split (l = 0) stores zeros.
+  Type outputType = getPartialOutputType(layout, kb.builder().getContext());
+  SmallVector<Value> inverseSum;
+  for (unsigned r = 0; r < heads; ++r)
+    inverseSum.push_back(kb.select(kb.flt(kb.f32(0), sumExp[r]),
+                                   kb.fdiv(kb.f32(1), sumExp[r]), kb.f32(0)));
   kb.getTarget().accumulate(
       kb, kb.i32(dim), dim, heads, /*unroll=*/4, steps,
       [&](Value c, ValueRange sums) {
@@ -375,8 +382,13 @@ void AttendEmitter::accumulateValues() {
           Value row = kb.add(kb.mul(batch, kb.i32(model.getHeads())), hq);
           Value first = kb.mul(kb.add(kb.mul(row, args.numSplits), split),
                                kb.i32(stride));
-          kb.storeF32(acc[r], args.partial,
-                      kb.add(first, kb.add(c, kb.i32(2))));
+          Value output = kb.fmul(acc[r], inverseSum[r]);
+          if (!outputType.isF32())
+            output = arith::TruncFOp::create(kb.builder(), kb.getLoc(),
+                                             outputType, output);
+          unsigned bytes = outputType.getIntOrFloatBitWidth() / 8;
+          kb.store(output, getPartialOutputs(kb, layout, args.partial, first),
+                   kb.mul(kb.toI64(c), kb.i64(bytes)), bytes);
           kb.ifThen(kb.eq(c, kb.i32(0)), [&] {
             kb.storeF32(maxScore[r], args.partial, first);
             kb.storeF32(sumExp[r], args.partial, kb.add(first, kb.i32(1)));

@@ -1,7 +1,8 @@
 //===- CombineKernel.cpp - merge flash-decoding splits --------------------===//
 //
 // Block (hq, b) merges the per-split partial softmax results of query head
-// hq of sequence b: o = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
+// hq of sequence b: o = sum_s w_s o_s / sum_s w_s with w_s = 2^(m_s - M) l_s
+// and o_s the split's normalised outputs.
 // Scores are kept in log2 units by the attend kernel; empty splits (l = 0)
 // contribute nothing, and a sequence with no tokens attends to zeros.
 //
@@ -13,6 +14,17 @@
 
 using namespace mlir;
 using namespace kvq;
+
+Type kvq::getPartialOutputType(const CacheLayout &layout, MLIRContext *ctx) {
+  Type dtype = layout.model.getDtype();
+  return dtype.isF16() ? dtype : Float32Type::get(ctx);
+}
+
+Value kvq::getPartialOutputs(KernelBuilder &kb, const CacheLayout &layout,
+                             Value partial, Value row) {
+  // Row `row` in f32 slots of D + 2; its outputs from slot 2.
+  return kb.gep(partial, kb.mul(kb.toI64(kb.add(row, kb.i32(2))), kb.i64(4)));
+}
 
 void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
                             const CacheLayout &layout) {
@@ -42,14 +54,16 @@ void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
   // (LLVM hoists it out of the lane loop); a GPU thread computes it once per
   // split for its channel. Both lanes' sums carry the denominator, so that
   // no second pass recomputes the weights.
+  Type outputType = getPartialOutputType(layout, kb.builder().getContext());
   auto step = [&](Value s, Value c, ValueRange sums) -> SmallVector<Value> {
     Value l = field(s, kb.i32(1));
-    Value weight =
-        kb.select(kb.flt(kb.f32(0), l),
-                  kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), kb.f32(0));
-    Value value = field(s, kb.add(c, kb.i32(2)));
-    return {kb.fadd(sums[0], kb.fmul(weight, l)),
-            kb.fadd(sums[1], kb.fmul(weight, value))};
+    Value weight = kb.select(
+        kb.flt(kb.f32(0), l),
+        kb.fmul(kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), l), kb.f32(0));
+    Value outputs = getPartialOutputs(kb, layout, partial,
+                                      kb.add(first, kb.mul(s, kb.i32(stride))));
+    Value value = kb.loadFloat(outputType, outputs, c, /*invariant=*/true);
+    return {kb.fadd(sums[0], weight), kb.fadd(sums[1], kb.fmul(weight, value))};
   };
   std::pair<IndexRange, KernelTarget::AccumulateStep> steps[] = {
       {{kb.i32(0), numSplits}, step}};

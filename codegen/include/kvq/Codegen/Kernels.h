@@ -66,6 +66,16 @@ unsigned getLanes(const KernelTarget &target, unsigned count);
 /// reduce across lanes, which NVPTX would lower to libdevice calls.
 unsigned getAppendLanes(const KernelTarget &target, unsigned count);
 
+/// A split's row of the attend kernel's `partial` output ([D + 2] f32
+/// slots): m and l as f32, then the D outputs normalised by l, from byte 8,
+/// in `getPartialOutputType`: f16 for f16 models (a convex combination of
+/// f16 values fits f16; FlashInfer keeps its split outputs in the output
+/// dtype too), else f32. Returns the address of the outputs of row `row`.
+mlir::Type getPartialOutputType(const CacheLayout &layout,
+                                mlir::MLIRContext *ctx);
+mlir::Value getPartialOutputs(KernelBuilder &kb, const CacheLayout &layout,
+                              mlir::Value partial, mlir::Value row);
+
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
                 KernelTarget &target, mlir::OpBuilder &b, mlir::Location loc);

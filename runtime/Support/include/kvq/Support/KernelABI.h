@@ -56,7 +56,7 @@
 
 #define KVQ_ATTEND_ARGS(X)                                                     \
   X(Q, InPtr, "[B][Hq][D] of T: the queries")                                  \
-  X(Partial, Ptr, "[B][Hq][numSplits][D + 2] f32: m, l, outputs per split")    \
+  X(Partial, Ptr, "[B][Hq][numSplits][D + 2] f32 slots: m, l, outputs / l")   \
   X(Seqs, InPtr, "[B][SeqsFields::NumFields] u32: per sequence, see below")    \
   X(KPages, InPtr, "the key page pool plus the layer's offset")                \
   X(VPages, InPtr, "the value page pool plus the layer's offset")              \
