@@ -387,7 +387,7 @@ void AttendEmitter::accumulateValues() {
             output = arith::TruncFOp::create(kb.builder(), kb.getLoc(),
                                              outputType, output);
           unsigned bytes = outputType.getIntOrFloatBitWidth() / 8;
-          kb.store(output, getPartialOutputs(kb, layout, args.partial, first),
+          kb.store(output, getPartialOutputs(kb, args.partial, first),
                    kb.mul(kb.toI64(c), kb.i64(bytes)), bytes);
           kb.ifThen(kb.eq(c, kb.i32(0)), [&] {
             kb.storeF32(maxScore[r], args.partial, first);

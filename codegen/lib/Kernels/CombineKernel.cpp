@@ -20,8 +20,7 @@ Type kvq::getPartialOutputType(const CacheLayout &layout, MLIRContext *ctx) {
   return dtype.isF16() ? dtype : Float32Type::get(ctx);
 }
 
-Value kvq::getPartialOutputs(KernelBuilder &kb, const CacheLayout &layout,
-                             Value partial, Value row) {
+Value kvq::getPartialOutputs(KernelBuilder &kb, Value partial, Value row) {
   // Row `row` in f32 slots of D + 2; its outputs from slot 2.
   return kb.gep(partial, kb.mul(kb.toI64(kb.add(row, kb.i32(2))), kb.i64(4)));
 }
@@ -60,7 +59,7 @@ void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
     Value weight = kb.select(
         kb.flt(kb.f32(0), l),
         kb.fmul(kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), l), kb.f32(0));
-    Value outputs = getPartialOutputs(kb, layout, partial,
+    Value outputs = getPartialOutputs(kb, partial,
                                       kb.add(first, kb.mul(s, kb.i32(stride))));
     Value value = kb.loadFloat(outputType, outputs, c, /*invariant=*/true);
     return {kb.fadd(sums[0], weight), kb.fadd(sums[1], kb.fmul(weight, value))};

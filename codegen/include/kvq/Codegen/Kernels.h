@@ -70,11 +70,12 @@ unsigned getAppendLanes(const KernelTarget &target, unsigned count);
 /// slots): m and l as f32, then the D outputs normalised by l, from byte 8,
 /// in `getPartialOutputType`: f16 for f16 models (a convex combination of
 /// f16 values fits f16; FlashInfer keeps its split outputs in the output
-/// dtype too), else f32. Returns the address of the outputs of row `row`.
+/// dtype too), else f32. getPartialOutputs: the address of the outputs of
+/// the row whose first f32 slot is `row`.
 mlir::Type getPartialOutputType(const CacheLayout &layout,
                                 mlir::MLIRContext *ctx);
-mlir::Value getPartialOutputs(KernelBuilder &kb, const CacheLayout &layout,
-                              mlir::Value partial, mlir::Value row);
+mlir::Value getPartialOutputs(KernelBuilder &kb, mlir::Value partial,
+                              mlir::Value row);
 
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
