@@ -13,6 +13,8 @@
 
 #include "Rope.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -60,6 +62,19 @@ inline Value f32Row(KernelBuilder &kb, Value buffer, Value index) {
 inline Value loadF32At(KernelBuilder &kb, Value row, unsigned element) {
   return kb.load(kb.builder().getF32Type(), row, kb.i64(int64_t(element) * 4),
                  4);
+}
+
+/// Lane `i` of vector `v`; `v` itself for a scalar (a count of 1).
+inline Value laneOf(KernelBuilder &kb, Value v, int64_t i) {
+  if (!mlir::isa<mlir::VectorType>(v.getType()))
+    return v;
+  return mlir::vector::ExtractOp::create(kb.builder(), kb.getLoc(), v,
+                                         llvm::ArrayRef<int64_t>{i});
+}
+
+/// The warps of a block (its threads over the widest group of workers).
+inline unsigned getWarps(const KernelTarget &target) {
+  return target.getBlockThreads() / target.getMaxWorkers();
 }
 
 /// The largest power of two of workers for `tasks` tasks such that they fit

@@ -46,6 +46,8 @@ using namespace kvq::attend;
 
 /// Tokens of one matrix step (the k of m16n8k16).
 static constexpr unsigned kStepTokens = MatrixUnit::kK;
+/// Tokens of one tile whose rows are tokens (the m of m16n8k16).
+static constexpr unsigned kTileTokens = MatrixUnit::kM;
 
 bool AttendEmitter::mayUseMatrix(bool isKeys, Span span) {
   // Pre-RoPE keys are rotated per token, reordered slices have groups of
@@ -54,11 +56,6 @@ bool AttendEmitter::mayUseMatrix(bool isKeys, Span span) {
   return kb.getTarget().getMatrixUnit() && s.isQuantized() &&
          s.quant.getSpan() == span && !s.hasReorder() && !(isKeys && rope) &&
          heads <= MatrixUnit::kN;
-}
-
-/// The warps of a block.
-static unsigned getWarps(const KernelTarget &target) {
-  return target.getBlockThreads() / target.getMaxWorkers();
 }
 
 bool AttendEmitter::sumsValuesOnMatrix() {
@@ -99,12 +96,23 @@ static Value packHalves(KernelBuilder &kb, Value lo, Value hi) {
   return wordOf(kb, halves);
 }
 
-static Value splatHalves(KernelBuilder &kb, double value) {
+/// The f16x2 constant (lo, hi).
+static Value halvesConstant(KernelBuilder &kb, double lo, double hi) {
   OpBuilder &b = kb.builder();
   auto type = VectorType::get({2}, b.getF16Type());
-  return arith::ConstantOp::create(
-      b, kb.getLoc(), type,
-      DenseElementsAttr::get(type, b.getF16FloatAttr(value).getValue()));
+  SmallVector<APFloat> values = {b.getF16FloatAttr(lo).getValue(),
+                                 b.getF16FloatAttr(hi).getValue()};
+  return arith::ConstantOp::create(b, kb.getLoc(), type,
+                                   DenseElementsAttr::get(type, values));
+}
+
+static Value splatHalves(KernelBuilder &kb, double value) {
+  return halvesConstant(kb, value, value);
+}
+
+/// C's column `column` of thread (g, t): head 2t + column of the tile.
+static Value headOfC(KernelBuilder &kb, Value t, unsigned column) {
+  return kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
 }
 
 /// Runs `body` once on every thread of the block (for a tile of `heads`
@@ -122,13 +130,40 @@ forEachFragmentThread(KernelBuilder &kb, unsigned heads,
   });
 }
 
+/// The bits of `x` under `mask` ORed into the exponent of 1024 in each
+/// half: the f16 pair 1024 + the masked bits as an integer, exactly.
+static Value biasedHalves(KernelBuilder &kb, MatrixUnit &unit, Value x,
+                          Value mask) {
+  return halvesOf(kb, unit.maskOr(kb, x, mask, kb.i32(0x64006400)));
+}
+
 /// The codes under `mask` (one b-bit position p of the low byte of each
-/// half of `bytes`) as the f16 pair 2^(b p) c: ORed into the exponent of
-/// 1024 and 1024 subtracted, both exact.
+/// half of `bytes`) as the f16 pair 2^(b p) c: biasedHalves less 1024,
+/// exact.
 static Value codeHalves(KernelBuilder &kb, MatrixUnit &unit, Value bytes,
                         Value mask) {
-  Value biased = halvesOf(kb, unit.maskOr(kb, bytes, mask, kb.i32(0x64006400)));
-  return kb.fsub(biased, splatHalves(kb, 1024.0));
+  return kb.fsub(biasedHalves(kb, unit, bytes, mask), splatHalves(kb, 1024.0));
+}
+
+/// Runs `step` for thread's warp over iterations warp, warp + warps, ...
+/// below `count`, the sums starting at `zeros`, and stores them with
+/// `store`; a warp with no iteration stores `zeros`, so that no zeros are
+/// carried past a loop that might not run.
+static void sumWarpShare(KernelBuilder &kb, const FragmentThread &thread,
+                         Value count, ArrayRef<Value> zeros,
+                         const KernelBuilder::LoopBody &step,
+                         function_ref<void(ArrayRef<Value>)> store) {
+  unsigned warps = getWarps(kb.getTarget());
+  kb.ifThenElse(
+      kb.ult(thread.warp, count), {},
+      [&]() -> SmallVector<Value> {
+        store(kb.forLoop(thread.warp, count, kb.i32(warps), zeros, step));
+        return {};
+      },
+      [&]() -> SmallVector<Value> {
+        store(zeros);
+        return {};
+      });
 }
 
 void AttendEmitter::storeMatrixShare(
@@ -139,7 +174,7 @@ void AttendEmitter::storeMatrixShare(
   unsigned width = rowChannels % 4 == 0 ? 4 : 2;
   auto type = VectorType::get({width}, kb.builder().getF32Type());
   for (unsigned column = 0; column < 2; ++column) {
-    Value h = kb.add(kb.mul(thread.t, kb.i32(2)), kb.i32(column));
+    Value h = headOfC(kb, thread.t, column);
     kb.ifThen(kb.ult(h, kb.i32(heads)), [&] {
       Value first =
           f32Row(kb, matrixPartials,
@@ -183,7 +218,6 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   unsigned rowWords = std::max(1u, rowBytes / 4);
   unsigned perByte = 8 / bits, tiles = dim / MatrixUnit::kM;
   unsigned tokenBytes = dim * bits / 8, groups = values.groupsPerToken;
-  unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   Value sink = regions[1].sink;
   Value first = kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(kStepTokens)),
@@ -195,7 +229,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   const unsigned columns[4] = {0, 1, 8, 9};
 
   forEachFragmentThread(kb, heads, [&](const FragmentThread &thread) {
-    Value warp = thread.warp, g = thread.g, t = thread.t;
+    Value g = thread.g, t = thread.t;
     Value headOfB = thread.headOfB;
     Value rowByte = kb.mul(g, kb.i32(rowBytes));
     Value groupIndex = kb.divU(kb.mul(g, kb.i32(rowChannels)), kb.i32(group));
@@ -316,26 +350,16 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
     };
     SmallVector<Type> types((tiles + 1) * 4, kb.builder().getF32Type());
     SmallVector<Value> zeros((tiles + 1) * 4, kb.f32(0));
-    // A warp without steps stores zeros as its share; the others' loops
-    // run at least once (no sums carried past an empty loop).
-    kb.ifThenElse(
-        kb.ult(warp, steps), {},
-        [&]() -> SmallVector<Value> {
-          storeShare(kb.forLoop(
-              warp, steps, kb.i32(warps), zeros,
-              [&](Value step, ValueRange acc) -> SmallVector<Value> {
-                Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
-                Value inside = covers(range, kb.add(q0, sink), kStepTokens);
-                return kb.ifThenElse(
-                    inside, types, [&] { return emitStep(q0, acc, false); },
-                    [&] { return emitStep(q0, acc, true); });
-              }));
-          return {};
+    sumWarpShare(
+        kb, thread, steps, zeros,
+        [&](Value step, ValueRange acc) -> SmallVector<Value> {
+          Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
+          Value inside = covers(range, kb.add(q0, sink), kStepTokens);
+          return kb.ifThenElse(
+              inside, types, [&] { return emitStep(q0, acc, false); },
+              [&] { return emitStep(q0, acc, true); });
         },
-        [&]() -> SmallVector<Value> {
-          storeShare(zeros);
-          return {};
-        });
+        storeShare);
   });
   addMatrixShares();
 }
@@ -370,6 +394,30 @@ void AttendEmitter::storeSplitHalves(Value values, Value buffer, Value index) {
     kb.store(packed, buffer,
              kb.mul(kb.toI64(kb.add(index, kb.i32(slot))), kb.i64(4)), 16);
   }
+}
+
+namespace {
+/// B as split halves: the f16x2 words of the rounding and of the residual.
+struct SplitB {
+  Value high[2], low[2];
+};
+} // namespace
+
+/// The 16-byte slot of split halves (storeSplitHalves) at `byteOffset`
+/// from `row`.
+static SplitB loadSplitB(KernelBuilder &kb, Value row, int64_t byteOffset) {
+  Value slot = kb.load(VectorType::get({4}, kb.builder().getI32Type()), row,
+                       kb.i64(byteOffset), 16);
+  return {{laneOf(kb, slot, 0), laneOf(kb, slot, 1)},
+          {laneOf(kb, slot, 2), laneOf(kb, slot, 3)}};
+}
+
+/// acc + A B with B in split halves: two products, the rounding first.
+static SmallVector<Value, 4> multiplySplit(KernelBuilder &kb, MatrixUnit &unit,
+                                           ValueRange a, const SplitB &b,
+                                           ValueRange acc) {
+  SmallVector<Value, 4> rounded = unit.multiplyAccumulate(kb, a, b.high, acc);
+  return unit.multiplyAccumulate(kb, a, b.low, rounded);
 }
 
 bool AttendEmitter::scoresKeysOnMatrix() {
@@ -448,13 +496,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
           llvm::append_range(
               words, kb.loadWords4(
                          codeRow, kb.i64(4 * int64_t(c0 * wordsPerGroup + w))));
-        Value q = kb.load(VectorType::get({4}, kb.builder().getI32Type()),
-                          queryRow, kb.i64(4 * int64_t(c0)), 16);
-        auto word = [&](int64_t i) -> Value {
-          return vector::ExtractOp::create(kb.builder(), kb.getLoc(), q,
-                                           ArrayRef<int64_t>{i});
-        };
-        Value bHigh[2] = {word(0), word(1)}, bLow[2] = {word(2), word(3)};
+        SplitB q = loadSplitB(kb, queryRow, 4 * int64_t(c0));
         for (unsigned tile = 0; tile < tiles; ++tile) {
           unsigned bit = tile * MatrixUnit::kM * bits;
           unsigned word = bit / 32, byte0 = bit % 32 / 8;
@@ -472,11 +514,8 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
           Value low = channelPair(0), high = channelPair(2);
           Value a[4] = {codes(low, 0), codes(low, 1), codes(high, 0),
                         codes(high, 1)};
-          ArrayRef<Value> acc(sums);
-          SmallVector<Value, 4> rounded =
-              unit.multiplyAccumulate(kb, a, bHigh, acc.slice(4 * tile, 4));
-          SmallVector<Value, 4> exact =
-              unit.multiplyAccumulate(kb, a, bLow, rounded);
+          SmallVector<Value, 4> exact = multiplySplit(
+              kb, unit, a, q, ArrayRef<Value>(sums).slice(4 * tile, 4));
           std::copy(exact.begin(), exact.end(), sums.begin() + 4 * tile);
         }
       }
@@ -486,7 +525,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
       Value blockStart = kb.add(regions[0].sink, first);
       Value inside = covers(range, blockStart, group);
       for (unsigned column = 0; column < 2; ++column) {
-        Value r = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
+        Value r = headOfC(kb, t, column);
         kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
           Value bias =
               kb.loadF32(blockBiases, kb.add(kb.mul(b, kb.i32(heads)), r));
@@ -568,15 +607,6 @@ static const FieldWord kFieldWords[4] = {{4, 0x00070070, 1.0 / 16, 1.0},
 /// The field's codes in k-column order: B's element order.
 static const int64_t kFieldOrder[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
-static Value halvesConstant(KernelBuilder &kb, double lo, double hi) {
-  OpBuilder &b = kb.builder();
-  auto type = VectorType::get({2}, b.getF16Type());
-  SmallVector<APFloat> values = {b.getF16FloatAttr(lo).getValue(),
-                                 b.getF16FloatAttr(hi).getValue()};
-  return arith::ConstantOp::create(b, kb.getLoc(), type,
-                                   DenseElementsAttr::get(type, values));
-}
-
 /// The four A words (k-steps 0 and 1) of a thread's 24-bit field.
 static SmallVector<Value, 4> fieldWords(KernelBuilder &kb, MatrixUnit &unit,
                                         Value field) {
@@ -584,9 +614,7 @@ static SmallVector<Value, 4> fieldWords(KernelBuilder &kb, MatrixUnit &unit,
   for (const FieldWord &w : kFieldWords) {
     Value shifted = w.shift > 0 ? kb.shl(field, kb.i32(w.shift))
                                 : kb.shrU(field, kb.i32(-w.shift));
-    Value biased =
-        halvesOf(kb, unit.maskOr(kb, shifted, kb.i32(int32_t(w.mask)),
-                                 kb.i32(0x64006400)));
+    Value biased = biasedHalves(kb, unit, shifted, kb.i32(int32_t(w.mask)));
     Value code = LLVM::FMAOp::create(
         kb.builder(), kb.getLoc(), biased,
         halvesConstant(kb, w.scaleLo, w.scaleHi),
@@ -594,6 +622,19 @@ static SmallVector<Value, 4> fieldWords(KernelBuilder &kb, MatrixUnit &unit,
     words.push_back(wordOf(kb, code));
   }
   return words;
+}
+
+/// fieldWords of the field at words `word` and `word + 1` of `row`, bytes
+/// `selector` of them.
+static SmallVector<Value, 4> loadFieldWords(KernelBuilder &kb, MatrixUnit &unit,
+                                            Value row, int64_t word,
+                                            Value selector) {
+  auto load = [&](int64_t w) {
+    return kb.load(kb.builder().getI32Type(), row, kb.i64(4 * (word + w)), 4,
+                   /*invariant=*/true);
+  };
+  return fieldWords(kb, unit,
+                    unit.permuteBytes(kb, load(0), load(1), selector));
 }
 
 namespace {
@@ -622,8 +663,8 @@ static bool hasFieldCodes(const SliceLayout &slice) {
          slice.wordsPerGroup * 32 == quant.getGroup() * 3;
 }
 
-/// Stores f32 values [index, index + 8 n) of `from` (in chunks of 8 in
-/// kFieldOrder) as split halves at `to`.
+/// Stores the `count` f32 values of `from`, each 8 in kFieldOrder, as
+/// split halves at `to` (the same indices).
 void AttendEmitter::storeFieldOrdered(Value from, Value to, unsigned count) {
   auto octet = VectorType::get({8}, kb.builder().getF32Type());
   kb.getTarget().parallelFor(kb, kb.i32(count / 8), [&](Value i) {
@@ -659,10 +700,11 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
   Quantizer quantizer(kb, quant);
   storeFieldOrdered(normQueries, matrixQueries, heads * dim);
   Value sink = regions[0].sink;
-  Value first =
-      kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(16)), kb.i32(16));
+  Value first = kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(kTileTokens)),
+                       kb.i32(kTileTokens));
   Value last = kb.maxS(kb.sub(range.end, sink), first);
-  Value tiles = kb.divU(kb.add(kb.sub(last, first), kb.i32(15)), kb.i32(16));
+  Value tiles = kb.divU(kb.add(kb.sub(last, first), kb.i32(kTileTokens - 1)),
+                        kb.i32(kTileTokens));
 
   forEachFragmentThread(kb, heads, [&](const FragmentThread &thread) {
     Value g = thread.g, t = thread.t;
@@ -670,8 +712,7 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
     // The query's group sums of the thread's two columns (heads).
     SmallVector<Value> groupSum[2];
     for (unsigned column = 0; column < 2; ++column) {
-      Value h = kb.minU(kb.add(kb.mul(t, kb.i32(2)), kb.i32(column)),
-                        kb.i32(heads - 1));
+      Value h = kb.minU(headOfC(kb, t, column), kb.i32(heads - 1));
       for (unsigned gi = 0; gi < groups; ++gi)
         groupSum[column].push_back(kb.loadF32(
             groupSums, kb.add(kb.mul(h, kb.i32(groups)), kb.i32(gi))));
@@ -680,7 +721,7 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
         kb, matrixQueries,
         kb.add(kb.mul(thread.headOfB, kb.i32(dim)), kb.mul(t, kb.i32(8))));
     auto scoreTile = [&](Value tile) {
-      Value q0 = kb.add(first, kb.mul(tile, kb.i32(16)));
+      Value q0 = kb.add(first, kb.mul(tile, kb.i32(kTileTokens)));
       SliceAccess access(kb, tensor(true), keys, layout.pageTokens,
                          args.pages[0], tableRow(true), q0, head);
       Value pageToken = kb.add(kb.remU(q0, kb.i32(layout.pageTokens)), g);
@@ -698,12 +739,6 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
         slope[h] = terms.slope;
         offset[h] = terms.offset;
       }
-      auto lane = [&](Value v, unsigned i) -> Value {
-        if (!isa<VectorType>(v.getType()))
-          return v;
-        return vector::ExtractOp::create(kb.builder(), kb.getLoc(), v,
-                                         ArrayRef<int64_t>{int64_t(i)});
-      };
       SmallVector<Value> scoresOf(4, kb.f32(0));
       Value zero = kb.f32(0);
       for (unsigned gi = 0; gi < groups; ++gi) {
@@ -711,46 +746,31 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
         for (unsigned c = 0; c < group / 32; ++c) {
           unsigned chunk = gi * group / 32 + c;
           SmallVector<Value, 4> words[2];
-          for (unsigned h = 0; h < 2; ++h) {
-            auto load = [&](unsigned w) {
-              return kb.load(kb.builder().getI32Type(), codeRow[h],
-                             kb.i64(4 * int64_t(3 * chunk + w)), 4,
-                             /*invariant=*/true);
-            };
-            Value field =
-                unit.permuteBytes(kb, load(0), load(1), place.selector);
-            words[h] = fieldWords(kb, unit, field);
-          }
+          for (unsigned h = 0; h < 2; ++h)
+            words[h] =
+                loadFieldWords(kb, unit, codeRow[h], 3 * chunk, place.selector);
           for (unsigned s = 0; s < 2; ++s) {
-            Value b =
-                kb.load(VectorType::get({4}, kb.builder().getI32Type()),
-                        queryRow, kb.i64(4 * int64_t(32 * chunk + 4 * s)), 16);
-            auto word = [&](int64_t i) -> Value {
-              return vector::ExtractOp::create(kb.builder(), kb.getLoc(), b,
-                                               ArrayRef<int64_t>{i});
-            };
             Value a[4] = {words[0][2 * s], words[1][2 * s], words[0][2 * s + 1],
                           words[1][2 * s + 1]};
-            Value bHigh[2] = {word(0), word(1)}, bLow[2] = {word(2), word(3)};
-            SmallVector<Value, 4> rounded =
-                unit.multiplyAccumulate(kb, a, bHigh, sums);
-            SmallVector<Value, 4> exact =
-                unit.multiplyAccumulate(kb, a, bLow, rounded);
+            SplitB q =
+                loadSplitB(kb, queryRow, 4 * int64_t(32 * chunk + 4 * s));
+            SmallVector<Value, 4> exact = multiplySplit(kb, unit, a, q, sums);
             sums.assign(exact.begin(), exact.end());
           }
         }
         // C element e: row g + 8 (e / 2), column 2t + e % 2.
         for (unsigned e = 0; e < 4; ++e) {
           unsigned h = e / 2, column = e % 2;
-          Value bias = kb.fmul(lane(offset[h], gi), groupSum[column][gi]);
+          Value bias = kb.fmul(laneOf(kb, offset[h], gi), groupSum[column][gi]);
           scoresOf[e] = kb.fadd(
-              scoresOf[e], kb.fadd(kb.fmul(lane(slope[h], gi), sums[e]), bias));
+              scoresOf[e],
+              kb.fadd(kb.fmul(laneOf(kb, slope[h], gi), sums[e]), bias));
         }
       }
       Value token = kb.add(kb.add(q0, g), sink);
-      Value inside = covers(range, kb.add(q0, sink), 16);
+      Value inside = covers(range, kb.add(q0, sink), kTileTokens);
       for (unsigned column = 0; column < 2; ++column) {
-        Value r = kb.add(kb.mul(t, kb.i32(2)), kb.i32(column));
+        Value r = headOfC(kb, t, column);
         kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
           Value row0 = kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
                               kb.sub(token, splitRange.begin));
@@ -815,9 +835,8 @@ void AttendEmitter::loadBlockWeightsOnMatrix(Range range,
       Value t = kb.add(first, kb.i32(k));
       Value inRange = kb.bitAnd(valid, contains(range, t));
       Value local = kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
-      Value p = kb.loadF32(scores, kb.add(kb.mul(kb.minU(r, kb.i32(heads - 1)),
-                                                 kb.i32(layout.splitTokens)),
-                                          local));
+      Value p = kb.loadF32(
+          scores, kb.add(kb.mul(r, kb.i32(layout.splitTokens)), local));
       weights.push_back(kb.select(inRange, p, kb.f32(0)));
     }
     OpBuilder &builder = kb.builder();
@@ -855,7 +874,6 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
   MatrixUnit &unit = *target.getMatrixUnit();
   unsigned group = quant.getGroup(), wordsPerGroup = values.wordsPerGroup;
   unsigned rowChannels = dim / 8, tiles = dim / MatrixUnit::kM;
-  unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/false);
   loadBlockWeightsOnMatrix(range, blocks);
@@ -873,10 +891,6 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
       AffineTerms terms =
           quantizer.affine(access.loadScales(quantizer, n0, rowChannels, true),
                            access.loadZeros(quantizer, n0, rowChannels, true));
-      auto lane = [&](Value v, unsigned i) -> Value {
-        return vector::ExtractOp::create(kb.builder(), kb.getLoc(), v,
-                                         ArrayRef<int64_t>{int64_t(i)});
-      };
       Value codeRow =
           kb.gep(access.getCodesBase(),
                  kb.mul(kb.toI64(kb.add(kb.mul(n0, kb.i32(wordsPerGroup)),
@@ -891,8 +905,7 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
                         kb.i64(2)));
       SmallVector<Value> weightSum;
       for (unsigned column = 0; column < 2; ++column) {
-        Value h = kb.minU(kb.add(kb.mul(t, kb.i32(2)), kb.i32(column)),
-                          kb.i32(heads - 1));
+        Value h = kb.minU(headOfC(kb, t, column), kb.i32(heads - 1));
         weightSum.push_back(
             kb.loadF32(blockWeightSums, kb.add(kb.mul(b, kb.i32(heads)), h)));
       }
@@ -901,23 +914,17 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
         Value w = kb.load(quad, weightRow, kb.i64(64 * int64_t(chunk)), 16);
         for (unsigned s = 0; s < 2; ++s)
           for (unsigned i = 0; i < 2; ++i)
-            bWords[s].push_back(lane(w, 2 * s + i));
+            bWords[s].push_back(laneOf(kb, w, 2 * s + i));
       }
       SmallVector<Value> next;
       for (unsigned i = 0; i < tiles; ++i) {
         SmallVector<Value> sums(4, kb.f32(0));
         for (unsigned chunk = 0; chunk < group / 32; ++chunk) {
           SmallVector<Value, 4> words[2];
-          for (unsigned h = 0; h < 2; ++h) {
-            int64_t word = int64_t(2 * i + h) * wordsPerGroup + 3 * chunk;
-            auto load = [&](int64_t w) {
-              return kb.load(kb.builder().getI32Type(), codeRow,
-                             kb.i64(4 * (word + w)), 4, /*invariant=*/true);
-            };
-            words[h] = fieldWords(
-                kb, unit,
-                unit.permuteBytes(kb, load(0), load(1), place.selector));
-          }
+          for (unsigned h = 0; h < 2; ++h)
+            words[h] = loadFieldWords(
+                kb, unit, codeRow,
+                int64_t(2 * i + h) * wordsPerGroup + 3 * chunk, place.selector);
           for (unsigned s = 0; s < 2; ++s) {
             Value a[4] = {words[0][2 * s], words[1][2 * s], words[0][2 * s + 1],
                           words[1][2 * s + 1]};
@@ -931,10 +938,12 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
         // 2t + e % 2.
         for (unsigned e = 0; e < 4; ++e) {
           unsigned channel = 2 * i + e / 2;
-          Value bias = kb.fmul(lane(terms.offset, channel), weightSum[e % 2]);
+          Value bias =
+              kb.fmul(laneOf(kb, terms.offset, channel), weightSum[e % 2]);
           next.push_back(kb.fadd(
               acc[4 * i + e],
-              kb.fadd(kb.fmul(lane(terms.slope, channel), sums[e]), bias)));
+              kb.fadd(kb.fmul(laneOf(kb, terms.slope, channel), sums[e]),
+                      bias)));
         }
       }
       return next;
@@ -947,18 +956,7 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
           });
     };
     SmallVector<Value> zeros(tiles * 4, kb.f32(0));
-    // A warp without blocks stores zeros as its share.
-    kb.ifThenElse(
-        kb.ult(thread.warp, blocks.count), {},
-        [&]() -> SmallVector<Value> {
-          storeShare(kb.forLoop(thread.warp, blocks.count, kb.i32(warps), zeros,
-                                addBlock));
-          return {};
-        },
-        [&]() -> SmallVector<Value> {
-          storeShare(zeros);
-          return {};
-        });
+    sumWarpShare(kb, thread, blocks.count, zeros, addBlock, storeShare);
   });
   addMatrixShares();
 }

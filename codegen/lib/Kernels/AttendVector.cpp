@@ -96,7 +96,7 @@ void AttendEmitter::allocateVectorBuffers() {
   if (scoresChannelKeysOnMatrix())
     matrixQueries = target.allocShared(kb, heads * dim * 4);
   if (sumsValuesOnMatrix() || sumsBlockValuesOnMatrix()) {
-    unsigned warps = target.getBlockThreads() / target.getMaxWorkers();
+    unsigned warps = getWarps(target);
     matrixPartials = target.allocShared(kb, warps * heads * dim * 4);
   }
 }
@@ -136,15 +136,10 @@ static Value broadcastLane(KernelBuilder &kb, Value vector, unsigned lane,
 
 /// acc + the dot product of f32 vectors x and y, one FMA per lane.
 static Value dotChain(KernelBuilder &kb, Value x, Value y, Value acc) {
-  OpBuilder &b = kb.builder();
   unsigned lanes = cast<VectorType>(x.getType()).getNumElements();
-  for (unsigned lane = 0; lane < lanes; ++lane) {
-    auto at = [&](Value v) {
-      return vector::ExtractOp::create(b, kb.getLoc(), v,
-                                       ArrayRef<int64_t>{lane});
-    };
-    acc = LLVM::FMAOp::create(b, kb.getLoc(), at(x), at(y), acc);
-  }
+  for (unsigned lane = 0; lane < lanes; ++lane)
+    acc = LLVM::FMAOp::create(kb.builder(), kb.getLoc(), laneOf(kb, x, lane),
+                              laneOf(kb, y, lane), acc);
   return acc;
 }
 
