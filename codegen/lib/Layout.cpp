@@ -3,6 +3,7 @@
 #include "kvq/Codegen/Layout.h"
 
 #include "llvm/Support/MathExtras.h"
+#include <numeric>
 
 using namespace mlir;
 using namespace kvq;
@@ -194,6 +195,19 @@ TargetAttr kvq::getCacheTarget(CacheOp cache) {
   return TargetAttr::getDefault(cache.getContext());
 }
 
+/// The step of the split sizes the runtime may plan: 16 tokens (a matrix
+/// tile) and a whole number of every token-spanning group, so that each
+/// split starts on a group and the kernels' block buffers hold no partial
+/// block; all of split_tokens where no such step divides it.
+static unsigned computeSplitGranule(const CacheLayout &layout) {
+  uint64_t granule = 16;
+  for (const TensorLayout *tensor : {&layout.keys, &layout.values})
+    for (const SliceLayout &slice : tensor->layers)
+      if (slice.isQuantized() && slice.quant.getSpan() == Span::Tokens)
+        granule = std::lcm<uint64_t>(granule, slice.quant.getGroup());
+  return layout.splitTokens % granule ? layout.splitTokens : unsigned(granule);
+}
+
 FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
   if (failed(cache.verifyTablesPresent()))
     return failure();
@@ -214,6 +228,7 @@ FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
   if (failed(pool))
     return failure();
   layout.pool = *pool;
+  layout.splitGranule = computeSplitGranule(layout);
   return layout;
 }
 
@@ -244,7 +259,8 @@ static TensorLayoutAttr getTensorAttr(const TensorLayout &tensor,
 
 LayoutAttr kvq::getLayoutAttr(const CacheLayout &layout, MLIRContext *ctx) {
   return LayoutAttr::get(ctx, layout.pageTokens, layout.splitTokens,
-                         layout.dtypeBytes, getTensorAttr(layout.keys, ctx),
+                         layout.splitGranule, layout.dtypeBytes,
+                         getTensorAttr(layout.keys, ctx),
                          getTensorAttr(layout.values, ctx), layout.pool);
 }
 
@@ -321,6 +337,7 @@ FailureOr<CacheLayout> kvq::getCacheLayout(CacheOp cache) {
   layout.model = cache.getModel();
   layout.pageTokens = attr.getPageTokens();
   layout.splitTokens = attr.getSplitTokens();
+  layout.splitGranule = attr.getSplitGranule();
   layout.dtypeBytes = attr.getDtypeBytes();
   if (layout.pageTokens != cache.getPage())
     return cache.emitOpError("kvq.layout is for another page size");

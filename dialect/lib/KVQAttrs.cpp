@@ -626,10 +626,13 @@ PoolLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  unsigned pageTokens, unsigned splitTokens,
-                                 unsigned dtypeBytes, TensorLayoutAttr keys,
-                                 TensorLayoutAttr values, PoolLayoutAttr pool) {
+                                 unsigned splitGranule, unsigned dtypeBytes,
+                                 TensorLayoutAttr keys, TensorLayoutAttr values,
+                                 PoolLayoutAttr pool) {
   if (!pageTokens || !splitTokens)
     return emitError() << "page_tokens and split_tokens must be positive";
+  if (!splitGranule || splitTokens % splitGranule)
+    return emitError() << "split_granule must divide split_tokens";
   if (dtypeBytes != 2 && dtypeBytes != 4)
     return emitError() << "dtype_bytes must be 2 or 4";
   if (keys.getSlices().size() != values.getSlices().size())
@@ -683,7 +686,7 @@ TargetAttr TargetAttr::getDefault(MLIRContext *ctx, StringRef hostCpu,
       names.push_back(StringAttr::get(ctx, chip));
   return TargetAttr::get(ctx, hostCpu, ArrayAttr::get(ctx, names),
                          /*warpSize=*/32, /*blockThreads=*/128,
-                         /*splitTokens=*/256, vectorLanes);
+                         /*splitTokens=*/512, vectorLanes);
 }
 
 SmallVector<std::string> TargetAttr::getChipNames() const {

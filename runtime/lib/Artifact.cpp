@@ -495,8 +495,11 @@ Manifest parseTopLevel(const Json &J) {
   M.Model = parseModel(field(J, key::Model, ""));
   M.PageTokens = unsigned(getBounded(J, key::PageTokens, "", kMaxTokens));
   M.SplitTokens = unsigned(getBounded(J, key::SplitTokens, "", kMaxTokens));
+  M.SplitGranule = unsigned(getBounded(J, key::SplitGranule, "", kMaxTokens));
   check(M.PageTokens > 0 && M.SplitTokens > 0,
         "page_tokens and split_tokens must be positive");
+  check(M.SplitGranule > 0 && M.SplitTokens % M.SplitGranule == 0,
+        "split_granule must divide split_tokens");
   const Json &Bits = field(J, key::Bits, "");
   M.CodeBits = getNumber(Bits, key::CodeBits, "bits");
   M.StorageBits = getNumber(Bits, key::StorageBits, "bits");

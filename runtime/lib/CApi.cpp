@@ -472,13 +472,13 @@ kvq_status kvq_cache_synchronize(kvq_cache *C, kvq_stream Stream) {
 
 kvq_status kvq_cache_plan_attend(kvq_cache *C, const kvq_sequence *Seqs,
                                  size_t N, uint32_t MaxTokens,
-                                 kvq_attend_plan **Out) {
+                                 uint32_t SplitTokens, kvq_attend_plan **Out) {
   return guarded("kvq_cache_plan_attend", [&] {
     if (!C || !Out || (N && !Seqs))
       return fail(KVQ_ERROR_INVALID_ARGUMENT,
                   "kvq_cache_plan_attend: null argument");
-    Expected<AttendPlan> P =
-        C->C->planAttend(std::vector<SequenceId>(Seqs, Seqs + N), MaxTokens);
+    Expected<AttendPlan> P = C->C->planAttend(
+        std::vector<SequenceId>(Seqs, Seqs + N), MaxTokens, SplitTokens);
     if (!P.ok())
       return fail(P.status());
     *Out = new kvq_attend_plan{std::move(*P)};

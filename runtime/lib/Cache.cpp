@@ -41,9 +41,8 @@ Cache::Impl::~Impl() {
   for (DevicePtr P :
        {Sink[0], Sink[1], Window[0], Window[1], OwnsPagePool[0] ? Pages[0] : 0,
         OwnsPagePool[1] ? Pages[1] : 0, Tables[0], Tables[1], Norms,
-        PoolEntries[0], PoolEntries[1], PoolIndex, Saturated,
-        Staging[0].Ptr, Staging[1].Ptr, QBuf.Ptr, Partial.Ptr, SeqsBuf.Ptr,
-        OutBuf.Ptr})
+        PoolEntries[0], PoolEntries[1], PoolIndex, Saturated, Staging[0].Ptr,
+        Staging[1].Ptr, QBuf.Ptr, Partial.Ptr, SeqsBuf.Ptr, OutBuf.Ptr})
     if (P)
       (void)B->free(P);
 }
@@ -410,7 +409,7 @@ Status Cache::appendF32(unsigned Layer,
 Status Cache::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                      const void *Q, float *Out, QueryRope Query) {
   return withoutExceptions([&] {
-    return P->attend(Layer, Seqs, Q, Out, Impl::Memory::Host, 0, Query);
+    return P->attend(Layer, Seqs, Q, Out, Impl::Memory::Host, {}, Query);
   });
 }
 
@@ -442,7 +441,7 @@ Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
   if (Q)
     convertFromF32(M.Type, Q, N, Raw.data());
   return P->attend(Layer, Seqs, Q ? Raw.data() : nullptr, Out,
-                   Impl::Memory::Host, 0, Query);
+                   Impl::Memory::Host, {}, Query);
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,9 +7,9 @@
 // One query per sequence of the batch. The runtime builds the `seqs`
 // descriptor ([B][abi::SeqsFields::NumFields] u32: slot, tokens, the
 // sink/quantized/window counts of keys and values, and their window rings'
-// heads), splits the longest context into ceil(T / splitTokens)
-// pieces (flash-decoding), launches the layer's `attend` kernel over
-// (numSplits, Hkv, B) and the cache's `combine` kernel over (Hq, B), and
+// heads), splits the longest context into pieces (flash-decoding; their
+// size planned per batch, see planSplits), launches the layer's `attend` kernel
+// over (numSplits, Hkv, B) and the cache's `combine` kernel over (Hq, B), and
 // copies the fp32 outputs back (host outputs only: device queries and
 // outputs are read and written where they are, and nothing waits). In
 // layers with OTT pools, a sequence's pool entries follow its tokens, so
@@ -28,6 +28,12 @@ using namespace kvq::runtime;
 namespace abi = kvq::abi;
 
 namespace {
+
+/// The shortest split planSplits chooses by itself (see planSplits).
+constexpr uint64_t kMinSplitTokens = 64;
+
+uint64_t ceilDiv(uint64_t A, uint64_t B) { return (A + B - 1) / B; }
+uint64_t roundUp(uint64_t A, uint64_t B) { return ceilDiv(A, B) * B; }
 
 using SeqsRow = std::array<uint32_t, abi::SeqsFields::NumFields>;
 
@@ -53,7 +59,7 @@ SeqsRow descriptor(const SequenceState &S, unsigned Layer) {
 
 Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                            const void *Q, float *Out, Memory Where,
-                           uint32_t PlannedSplits, QueryRope Query) {
+                           SplitPlan Planned, QueryRope Query) {
   if (Status S = checkLayer(Layer); !S.ok())
     return S;
   bool Rotate = Query == QueryRope::Unrotated;
@@ -93,24 +99,28 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
     Desc.insert(Desc.end(), Row.begin(), Row.end());
     MaxTokens = std::max(MaxTokens, Row[abi::SeqsFields::Tokens]);
   }
-  uint32_t Split = manifest().SplitTokens;
   // OTT pool entries follow a sequence's tokens (at most Entries of them).
   const PoolLayout &Pool = manifest().Pool;
   if (Pool.isTracked(Layer))
     MaxTokens += Pool.Entries;
-  uint32_t NumSplits = std::max<uint32_t>(1, (MaxTokens + Split - 1) / Split);
-  if (PlannedSplits) {
-    // Splits past a sequence's end are empty: a plan may have more.
-    if (NumSplits > PlannedSplits)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "attend plan covers " +
-                               std::to_string(uint64_t(PlannedSplits) * Split) +
-                               " tokens; a sequence of the batch holds " +
-                               std::to_string(MaxTokens) + " in layer " +
-                               std::to_string(Layer) + ": plan again");
-    NumSplits = PlannedSplits;
-  }
   unsigned Batch = unsigned(Seqs.size());
+  SplitPlan Splits = Planned;
+  if (!Splits.Count) {
+    Expected<SplitPlan> P = planSplits(MaxTokens, Batch);
+    if (!P.ok())
+      return P.status();
+    Splits = *P;
+  } else if (uint64_t(Splits.Count) * Splits.Tokens < MaxTokens) {
+    // Splits past a sequence's end are empty: a plan may have more.
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        "attend plan covers " +
+            std::to_string(uint64_t(Splits.Count) * Splits.Tokens) +
+            " tokens; a sequence of the batch holds " +
+            std::to_string(MaxTokens) + " in layer " + std::to_string(Layer) +
+            ": plan again");
+  }
+  uint32_t NumSplits = Splits.Count;
 
   size_t QBytes = QElems * elemBytes();
   size_t PartialBytes =
@@ -159,6 +169,7 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   Attend.set(A::Norms, normsAddr(Layer, 0));
   Attend.set(A::MaxPagesPerSeq, int32_t(MaxPagesPerSeq));
   Attend.set(A::NumSplits, int32_t(NumSplits));
+  Attend.set(A::SplitTokens, int32_t(Splits.Tokens));
   // Layers without pools get a pointer their kernel never reads.
   bool Tracked = Pool.isTracked(Layer);
   Attend.set(A::KPool,
@@ -184,6 +195,61 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   // copyToHost waits for the kernels (stream order); a device output is
   // left to the caller's stream.
   return OnHost ? B->copyToHost(Out, *OutDev, OutBytes) : Status::success();
+}
+
+Expected<unsigned> Cache::Impl::residentAttendBlocks() {
+  if (ResidentAttendBlocks)
+    return ResidentAttendBlocks;
+  unsigned Fewest = ~0u;
+  for (const LayerKernels &L : manifest().Layers) {
+    const KernelInfo *K = manifest().kernel(L.Attend);
+    if (!K)
+      return Status::error(ErrorCode::Artifact,
+                           "kernel '" + L.Attend +
+                               "' missing from the manifest");
+    Expected<unsigned> N =
+        B->residentBlocks(L.Attend, K->Block, K->SharedBytes);
+    if (!N.ok())
+      return N.status();
+    Fewest = std::min(Fewest, std::max(1u, *N));
+  }
+  ResidentAttendBlocks = Fewest;
+  return Fewest;
+}
+
+Expected<SplitPlan> Cache::Impl::planSplits(uint64_t Longest, size_t Batch,
+                                            uint32_t Pinned) {
+  const Manifest &M = manifest();
+  uint64_t Granule = M.SplitGranule, Capacity = M.SplitTokens;
+  uint64_t Tokens = Pinned;
+  if (Pinned && (Pinned % Granule || Pinned > Capacity))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "attend plan: a split of " + std::to_string(Pinned) +
+                             " tokens; splits are multiples of " +
+                             std::to_string(Granule) + " up to " +
+                             std::to_string(Capacity) +
+                             " (the manifest's "
+                             "split_granule and split_tokens)");
+  if (!Pinned) {
+    // FlashInfer's split-kv planning: as many splits per (sequence, kv-head)
+    // as keep every resident block busy, each at least kMinSplitTokens (a
+    // split's fixed work: query, softmax, partial outputs) and at most the
+    // kernels' capacity (long splits amortise that work).
+    Expected<unsigned> Resident = residentAttendBlocks();
+    if (!Resident.ok())
+      return Resident.status();
+    uint64_t Slots =
+        std::max<uint64_t>(1, *Resident / (uint64_t(M.Model.KvHeads) * Batch));
+    uint64_t Floor = std::min(Capacity, roundUp(kMinSplitTokens, Granule));
+    Tokens =
+        std::clamp(roundUp(ceilDiv(Longest, Slots), Granule), Floor, Capacity);
+  }
+  uint64_t Count = std::max<uint64_t>(1, ceilDiv(Longest, Tokens));
+  if (Count * Tokens > 0x7fffffff)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "attend plan: " + std::to_string(Longest) +
+                             " tokens exceed 2^31");
+  return SplitPlan{uint32_t(Tokens), uint32_t(Count)};
 }
 
 Status Cache::Impl::reserveAttend(size_t Batch, uint32_t NumSplits) {

@@ -61,7 +61,7 @@ Status Cache::attendDevice(unsigned Layer, const std::vector<SequenceId> &Seqs,
     StreamScope Scope(backend(), Stream);
     return P->attend(Layer, Seqs, asPointer(Q),
                      reinterpret_cast<float *>(uintptr_t(Out)),
-                     Impl::Memory::Device, 0, Query);
+                     Impl::Memory::Device, {}, Query);
   });
 }
 
@@ -71,7 +71,8 @@ Status Cache::synchronize(StreamHandle Stream) {
 }
 
 Expected<AttendPlan> Cache::planAttend(const std::vector<SequenceId> &Seqs,
-                                       unsigned MaxTokens) {
+                                       unsigned MaxTokens,
+                                       unsigned SplitTokens) {
   try {
     uint64_t Longest = MaxTokens;
     for (SequenceId Id : Seqs) {
@@ -81,20 +82,17 @@ Expected<AttendPlan> Cache::planAttend(const std::vector<SequenceId> &Seqs,
       for (const SliceCounts &Counts : (*S)->Layers)
         Longest = std::max<uint64_t>(Longest, Counts.Keys.total());
     }
-    uint64_t Split = manifest().SplitTokens;
     // OTT pool entries follow a sequence's tokens in the layers with pools.
     uint64_t Entries = manifest().Pool.Entries;
-    uint64_t NumSplits =
-        std::max<uint64_t>(1, (Longest + Entries + Split - 1) / Split);
-    if (NumSplits * Split > 0x7fffffff)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "attend plan: " + std::to_string(Longest) +
-                               " tokens exceed 2^31");
-    if (Status St = P->reserveAttend(Seqs.size(), uint32_t(NumSplits));
-        !St.ok())
+    Expected<SplitPlan> Splits =
+        P->planSplits(Longest + Entries, Seqs.size(), SplitTokens);
+    if (!Splits.ok())
+      return Splits.status();
+    if (Status St = P->reserveAttend(Seqs.size(), Splits->Count); !St.ok())
       return St;
-    return AttendPlan{Seqs, unsigned(NumSplits * Split - Entries),
-                      unsigned(NumSplits)};
+    return AttendPlan{
+        Seqs, unsigned(uint64_t(Splits->Count) * Splits->Tokens - Entries),
+        *Splits};
   } catch (const std::bad_alloc &) {
     return Status::error(ErrorCode::OutOfMemory, "out of host memory");
   }
@@ -103,8 +101,8 @@ Expected<AttendPlan> Cache::planAttend(const std::vector<SequenceId> &Seqs,
 Status Cache::attend(unsigned Layer, const AttendPlan &Plan, const void *Q,
                      float *Out, QueryRope Query) {
   return withoutExceptions([&] {
-    return P->attend(Layer, Plan.Seqs, Q, Out, Impl::Memory::Host,
-                     Plan.NumSplits, Query);
+    return P->attend(Layer, Plan.Seqs, Q, Out, Impl::Memory::Host, Plan.Splits,
+                     Query);
   });
 }
 
@@ -115,6 +113,6 @@ Status Cache::attendDevice(unsigned Layer, const AttendPlan &Plan, DevicePtr Q,
     StreamScope Scope(backend(), Stream);
     return P->attend(Layer, Plan.Seqs, asPointer(Q),
                      reinterpret_cast<float *>(uintptr_t(Out)),
-                     Impl::Memory::Device, Plan.NumSplits, Query);
+                     Impl::Memory::Device, Plan.Splits, Query);
   });
 }

@@ -210,11 +210,19 @@ public:
                        Memory Inputs);
   Status checkSharingOrder(const SequenceState &S, unsigned Layer,
                            const AppendItem &I) const;
-  /// PlannedSplits: the split count of an AttendPlan (0: this batch's own).
+  /// Planned: the splits of an AttendPlan (none: planned for this batch).
   Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
-                const void *Q, float *Out, Memory Where,
-                uint32_t PlannedSplits = 0,
+                const void *Q, float *Out, Memory Where, SplitPlan Planned = {},
                 QueryRope Query = QueryRope::Rotated);
+  /// The splits of Batch sequences of up to Longest tokens (OTT pool
+  /// entries included): Pinned tokens each where non-zero (a multiple of
+  /// the manifest's split_granule, at most its split_tokens), else as many
+  /// as keep the device's resident blocks busy (see CacheAttend.cpp).
+  Expected<SplitPlan> planSplits(uint64_t Longest, size_t Batch,
+                                 uint32_t Pinned = 0);
+  /// The fewest blocks of any layer's attend kernel the backend runs at
+  /// once (asked once).
+  Expected<unsigned> residentAttendBlocks();
   /// Reserves every scratch buffer an attend of Batch sequences over
   /// NumSplits splits uses.
   Status reserveAttend(size_t Batch, uint32_t NumSplits);
@@ -252,6 +260,7 @@ public:
   ScratchBuffer QBuf, Partial, SeqsBuf, OutBuf;
   /// The descriptor rows SeqsBuf holds, and where it was then (empty when
   /// unknown).
+  unsigned ResidentAttendBlocks = 0;
   std::vector<uint32_t> SeqsOnDevice;
   DevicePtr SeqsOnDeviceAt = 0;
 

@@ -76,6 +76,15 @@ public:
     return Driver->synchronize();
   }
 
+  Expected<unsigned> residentBlocks(const std::string &Name, Dim3 Block,
+                                    unsigned SharedBytes) override {
+    auto It = Kernels.find(Name);
+    if (It == Kernels.end())
+      return Status::error(ErrorCode::Backend,
+                           "device backend: unknown kernel '" + Name + "'");
+    return Driver->residentBlocks(It->second, Block, SharedBytes);
+  }
+
 private:
   std::unique_ptr<DeviceDriver> Driver;
   std::unordered_map<std::string, KernelHandle> Kernels;

@@ -10,7 +10,7 @@
 // KIVI-2bit: 32 layers x 32 kv-heads of 2-bit asym codes, f16 scales and
 // zero-points; 512 groups of 2 words per slice.
 // KIVI: kvq.cache @kivi_2bit model
-// KIVI-SAME: attributes {kvq.layout = #kvq.layout<page_tokens = 128, split_tokens = 256, dtype_bytes = 2,
+// KIVI-SAME: attributes {kvq.layout = #kvq.layout<page_tokens = 128, split_tokens = 512, split_granule = 32, dtype_bytes = 2,
 // KIVI-SAME: keys = <window_capacity = 128, page_bytes = 6291456, slices = [
 // KIVI-SAME: #kvq.slice_layout<offset = 0, slice_bytes = 6144, words_per_group = 2, groups_per_page = 512, param_bytes = 2, codes_bytes = 4096, scales_offset = 4096, zeros_offset = 5120>,
 // KIVI-SAME: #kvq.slice_layout<offset = 196608, slice_bytes = 6144,

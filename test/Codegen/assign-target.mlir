@@ -4,13 +4,13 @@
 // lanes with AVX2 (x86-64-v3), 4 with SSE (x86-64-v2), 16 (the default,
 // not printed) with AVX-512.
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=x86-64-v3 chips=sm_90" | FileCheck %s
-// CHECK: kvq.cache @defaults {{.*}}kvq.target = #kvq.target<host_cpu = "x86-64-v3", chips = ["sm_90"], warp_size = 32, block_threads = 128, split_tokens = 256, vector_lanes = 8>
+// CHECK: kvq.cache @defaults {{.*}}kvq.target = #kvq.target<host_cpu = "x86-64-v3", chips = ["sm_90"], warp_size = 32, block_threads = 128, split_tokens = 512, vector_lanes = 8>
 // CHECK: kvq.cache @custom {{.*}}kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 256, split_tokens = 128>
 
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=x86-64-v2" | FileCheck %s --check-prefix=SSE
-// SSE: kvq.cache @defaults {{.*}}split_tokens = 256, vector_lanes = 4>
+// SSE: kvq.cache @defaults {{.*}}split_tokens = 512, vector_lanes = 4>
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=skylake-avx512" | FileCheck %s --check-prefix=AVX512
-// AVX512: kvq.cache @defaults {{.*}}host_cpu = "skylake-avx512"{{.*}}split_tokens = 256>
+// AVX512: kvq.cache @defaults {{.*}}host_cpu = "skylake-avx512"{{.*}}split_tokens = 512>
 // An unknown CPU is an error of the pass.
 // RUN: not kvq-opt %s --kvq-assign-target="host-cpu=no-such-cpu" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: unknown host CPU 'no-such-cpu'
@@ -25,7 +25,7 @@
 // RUN: FileCheck %s --check-prefix=DEFAULTS < %t/defaults/manifest.json
 // DEFAULTS: "block": [
 // DEFAULTS-NEXT: 128,
-// DEFAULTS: "split_tokens": 256,
+// DEFAULTS: "split_tokens": 512,
 // RUN: ls %t/custom | FileCheck %s --check-prefix=CHIPS
 // CHIPS-NOT: sm_90
 // CHIPS: kernels.sm_80.ptx

@@ -30,16 +30,16 @@ using mlir::ValueRange;
 struct AttendArgs {
   using A = abi::AttendArgs;
   Value q, partial, seqs, pages[2], tables[2], sink[2], window[2], norms;
-  Value maxPages, numSplits, pool[2], poolIndex, rotateQuery;
+  Value maxPages, numSplits, splitTokens, pool[2], poolIndex, rotateQuery;
   explicit AttendArgs(const KernelEntry &e)
       : q(e.args[A::Q]), partial(e.args[A::Partial]),
         seqs(e.args[A::Seqs]), pages{e.args[A::KPages], e.args[A::VPages]},
         tables{e.args[A::KTables], e.args[A::VTables]}, sink{e.args[A::KSink],
                                                              e.args[A::VSink]},
         window{e.args[A::KWindow], e.args[A::VWindow]}, norms(e.args[A::Norms]),
-        maxPages(e.args[A::MaxPagesPerSeq]),
-        numSplits(e.args[A::NumSplits]), pool{e.args[A::KPool],
-                                              e.args[A::VPool]},
+        maxPages(e.args[A::MaxPagesPerSeq]), numSplits(e.args[A::NumSplits]),
+        splitTokens(e.args[A::SplitTokens]), pool{e.args[A::KPool],
+                                                  e.args[A::VPool]},
         poolIndex(e.args[A::PoolIndex]), rotateQuery(e.args[A::RotateQuery]) {}
 };
 

@@ -405,8 +405,10 @@ void AttendEmitter::emit() {
                 descriptor(F::KWindowHead)};
   regions[1] = {descriptor(F::VSink), descriptor(F::VQuantized),
                 descriptor(F::VWindowHead)};
-  Value begin = kb.mul(split, kb.i32(layout.splitTokens));
-  Value end = kb.add(begin, kb.i32(layout.splitTokens));
+  // The planned split size: at most layout.splitTokens (the buffers'
+  // capacity), a multiple of layout.splitGranule.
+  Value begin = kb.mul(split, args.splitTokens);
+  Value end = kb.add(begin, args.splitTokens);
   poolEnd = hasPool() ? kb.add(tokens, countPoolEntries()) : tokens;
   // A split past the sequence's end is empty: [begin, begin).
   splitRange = clip({begin, end}, kb.i32(0), poolEnd);

@@ -76,9 +76,11 @@ void AttendEmitter::allocateVectorBuffers() {
   auto spansTokens = [](const SliceLayout &s) {
     return s.isQuantized() && s.quant.getSpan() == Span::Tokens;
   };
+  unsigned foldedBytes = 0;
   if (spansTokens(keys)) {
     unsigned blocks = getMaxTokenBlocks(true);
-    foldedQueries = target.allocShared(kb, blocks * heads * dim * 4);
+    foldedBytes = blocks * heads * dim * 4;
+    foldedQueries = target.allocShared(kb, foldedBytes);
     blockBiases = target.allocShared(kb, blocks * heads * 4);
   }
   if (spansTokens(values)) {
@@ -96,8 +98,12 @@ void AttendEmitter::allocateVectorBuffers() {
   if (scoresChannelKeysOnMatrix())
     matrixQueries = target.allocShared(kb, heads * dim * 4);
   if (sumsValuesOnMatrix() || sumsBlockValuesOnMatrix()) {
-    unsigned warps = getWarps(target);
-    matrixPartials = target.allocShared(kb, warps * heads * dim * 4);
+    // The warps' shares are stored after the last score is read: they
+    // take the folded queries' place where it is large enough (KIVI's keys
+    // at 512-token splits would pass the 48 KB of static shared memory).
+    unsigned bytes = getWarps(target) * heads * dim * 4;
+    matrixPartials =
+        foldedBytes >= bytes ? foldedQueries : target.allocShared(kb, bytes);
   }
 }
 
@@ -299,12 +305,13 @@ AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
 //===----------------------------------------------------------------------===//
 
 unsigned AttendEmitter::getMaxTokenBlocks(bool isKeys) {
-  // A split's quantized tokens start on a block when the split size and
-  // the sink are whole blocks (a sink region is full before anything is
-  // quantized); otherwise they may touch one block more.
+  // A split's quantized tokens start on a block when the split sizes the
+  // runtime may plan (multiples of the granule) and the sink are whole
+  // blocks (a sink region is full before anything is quantized); otherwise
+  // they may touch one block more.
   unsigned group = slice(isKeys).quant.getGroup();
   unsigned sink = tensor(isKeys).window.getSink();
-  bool aligned = layout.splitTokens % group == 0 && sink % group == 0;
+  bool aligned = layout.splitGranule % group == 0 && sink % group == 0;
   return (layout.splitTokens + group - 1) / group + (aligned ? 0 : 1);
 }
 

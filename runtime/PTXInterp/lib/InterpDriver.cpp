@@ -2,6 +2,7 @@
 
 #include "kvq/PTXInterp/InterpDriver.h"
 
+#include <algorithm>
 #include <vector>
 
 using namespace kvq::ptx;
@@ -72,6 +73,18 @@ Status InterpDriver::copyWithin(DevicePtr Dst, DevicePtr Src, size_t Bytes) {
 
 Status InterpDriver::memset(DevicePtr Dst, uint8_t Value, size_t Bytes) {
   return Memory.fill(Dst, Value, Bytes);
+}
+
+Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel, Dim3 Block,
+                                                unsigned) {
+  if (Kernel.Id == 0 || Kernel.Id > Kernels.size())
+    return Status::error(ErrorCode::Backend, "invalid kernel handle");
+  const ModeledDevice &D = Device;
+  unsigned Threads = std::max(1u, Block.X * Block.Y * Block.Z);
+  unsigned PerSM = std::min(
+      {D.BlocksPerMultiprocessor, D.ThreadsPerMultiprocessor / Threads,
+       D.RegistersPerMultiprocessor / (Threads * D.RegistersPerThread)});
+  return std::max(1u, D.Multiprocessors * PerSM);
 }
 
 Status InterpDriver::launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,

@@ -243,11 +243,13 @@ kvq_status kvq_cache_synchronize(kvq_cache *cache, kvq_stream stream);
 
 /** Plans attention over `sequences` for contexts of up to `max_tokens`
  *  tokens (at least the longest they hold now); the plan serves every layer
- *  and step until a sequence outgrows it. */
+ *  and step until a sequence outgrows it. `split_tokens` pins the split
+ *  size (a multiple of the manifest's split_granule, at most its
+ *  split_tokens); 0 lets the runtime choose it for the batch and device. */
 kvq_status kvq_cache_plan_attend(kvq_cache *cache,
                                  const kvq_sequence *sequences,
                                  size_t num_sequences, uint32_t max_tokens,
-                                 kvq_attend_plan **out);
+                                 uint32_t split_tokens, kvq_attend_plan **out);
 void kvq_attend_plan_destroy(kvq_attend_plan *plan);
 /** As kvq_cache_attend / kvq_cache_attend_device over the plan's batch. */
 kvq_status kvq_cache_attend_planned(kvq_cache *cache, uint32_t layer,

@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <vector>
 
 using namespace kvq::runtime;
@@ -49,6 +50,9 @@ struct CudaApi {
                            void **);
   CUresult (*CtxSynchronize)();
   CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int,
+                                                        size_t);
   CUresult (*GetErrorString)(CUresult, const char **);
 };
 
@@ -140,6 +144,25 @@ public:
       return check(Api.StreamSynchronize(Stream), "cuStreamSynchronize");
     return check(Api.CtxSynchronize(), "cuCtxSynchronize");
   }
+  Expected<unsigned> residentBlocks(KernelHandle Kernel, Dim3 Block,
+                                    unsigned DynamicSharedBytes) override {
+    if (Kernel.Id == 0 || Kernel.Id > Functions.size())
+      return Status::error(ErrorCode::Backend, "invalid kernel handle");
+    // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT is 16 (cuda.h).
+    int SMs = 0, PerSM = 0;
+    if (Status S = check(Api.DeviceGetAttribute(&SMs, 16, Device),
+                         "cuDeviceGetAttribute");
+        !S.ok())
+      return S;
+    if (Status S =
+            check(Api.OccupancyMaxActiveBlocksPerMultiprocessor(
+                      &PerSM, Functions[Kernel.Id - 1],
+                      int(Block.X * Block.Y * Block.Z), DynamicSharedBytes),
+                  "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        !S.ok())
+      return S;
+    return unsigned(std::max(1, SMs * PerSM));
+  }
 
 private:
   void *Library;
@@ -200,7 +223,10 @@ kvq::runtime::createCudaDriver(int DeviceOrdinal) {
       resolve(Lib, "cuMemsetD8Async", Api.MemsetD8Async) &&
       resolve(Lib, "cuLaunchKernel", Api.LaunchKernel) &&
       resolve(Lib, "cuCtxSynchronize", Api.CtxSynchronize) &&
-      resolve(Lib, "cuStreamSynchronize", Api.StreamSynchronize);
+      resolve(Lib, "cuStreamSynchronize", Api.StreamSynchronize) &&
+      resolve(Lib, "cuDeviceGetAttribute", Api.DeviceGetAttribute) &&
+      resolve(Lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+              Api.OccupancyMaxActiveBlocksPerMultiprocessor);
   resolve(Lib, "cuGetErrorString", Api.GetErrorString);
   if (!Ok) {
     dlclose(Lib);

@@ -68,6 +68,10 @@ public:
     return Inner->launch(Name, Grid, Block, Shared, Args);
   }
   Status synchronize() override { return Inner->synchronize(); }
+  Expected<unsigned> residentBlocks(const std::string &Name, Dim3 Block,
+                                    unsigned SharedBytes) override {
+    return Inner->residentBlocks(Name, Block, SharedBytes);
+  }
 
 private:
   std::unique_ptr<Backend> Inner;

@@ -355,11 +355,13 @@ TEST(DeviceTrafficTest, PlanServesEveryLayerAndStep) {
   Fixture Host = makeCache(/*Interpreter=*/true);
   prefill(Dev);
   prefill(Host);
-  unsigned Split = Dev.C->manifest().SplitTokens;
   Expected<AttendPlan> Plan = Dev.C->planAttend(Dev.Seqs, kPrefill + 2);
   ASSERT_TRUE(Plan.ok()) << Plan.message();
-  EXPECT_EQ(Plan->NumSplits, (kPrefill + 2 + Split - 1) / Split);
-  EXPECT_EQ(Plan->MaxTokens, Plan->NumSplits * Split);
+  unsigned Split = Plan->Splits.Tokens;
+  EXPECT_EQ(Split % Dev.C->manifest().SplitGranule, 0u);
+  EXPECT_LE(Split, Dev.C->manifest().SplitTokens);
+  EXPECT_EQ(Plan->Splits.Count, (kPrefill + 2 + Split - 1) / Split);
+  EXPECT_EQ(Plan->MaxTokens, Plan->Splits.Count * Split);
   const ModelShape &M = Dev.C->manifest().Model;
   size_t OutFloats = kBatch * size_t(M.Heads) * M.HeadDim;
   for (unsigned Step = 0; Step < 2; ++Step) {
@@ -371,7 +373,10 @@ TEST(DeviceTrafficTest, PlanServesEveryLayerAndStep) {
       appendHost(Host, L, D, 1);
       std::vector<float> Out(OutFloats), Want(OutFloats);
       ASSERT_TRUE(Dev.C->attend(L, *Plan, D.Q.data(), Out.data()).ok());
-      ASSERT_TRUE(Host.C->attend(L, Host.Seqs, D.Q.data(), Want.data()).ok());
+      // A plan of this step's own, with the same split size.
+      Expected<AttendPlan> Own = Host.C->planAttend(Host.Seqs, 0, Split);
+      ASSERT_TRUE(Own.ok()) << Own.message();
+      ASSERT_TRUE(Host.C->attend(L, *Own, D.Q.data(), Want.data()).ok());
       // The plan's extra splits are empty: the same outputs, bit for bit.
       EXPECT_EQ(Out, Want) << "step " << Step << ", layer " << L;
     }

@@ -105,7 +105,7 @@ void PrintTo(const SpecParam &P, std::ostream *OS) { *OS << P.Name; }
 constexpr unsigned kLayers = 2;
 constexpr unsigned kPageTokens = 128;
 /// The compiler's split size (manifest split_tokens, checked).
-constexpr unsigned kSplitTokens = 256;
+constexpr unsigned kSplitTokens = 512;
 
 ref::QuantScheme quant(int Bits, ref::Mode Mode, ref::Span Span, int Group = 32,
                        ref::ParamType Params = ref::ParamType::F16,
@@ -185,6 +185,13 @@ void checkManifest(const Manifest &M, const SpecParam &P,
   EXPECT_NEAR(M.Model.Scale, 1.0 / std::sqrt(double(P.HeadDim)), 1e-12);
   EXPECT_EQ(M.PageTokens, kPageTokens);
   EXPECT_EQ(M.SplitTokens, kSplitTokens);
+  // Planned splits start on a matrix tile and on every token group.
+  EXPECT_EQ(M.SplitTokens % M.SplitGranule, 0u);
+  EXPECT_EQ(M.SplitGranule % 16, 0u);
+  for (const TensorLayout *T : {&M.Keys, &M.Values})
+    for (const LayerLayout &L : T->Layers)
+      if (L.Scheme.Quantized && L.Scheme.SpanTokens)
+        EXPECT_EQ(M.SplitGranule % L.Scheme.Group, 0u) << L.Scheme.Group;
   EXPECT_EQ(M.Pool.Capacity, unsigned(C.pool.capacity));
   EXPECT_EQ(M.Pool.Extra, unsigned(C.pool.extra));
   if (C.pool.capacity) {
@@ -554,7 +561,8 @@ public:
   void checkAttention(unsigned Layer, const std::vector<unsigned> &Index,
                       const std::string &Context,
                       std::vector<float> Queries = {},
-                      QueryRope Rope = QueryRope::Rotated) {
+                      QueryRope Rope = QueryRope::Rotated,
+                      unsigned SplitTokens = 0) {
     size_t QRow = size_t(P.Heads) * P.HeadDim;
     std::vector<float> Q =
         Queries.empty()
@@ -566,7 +574,12 @@ public:
     for (unsigned I : Index)
       Ids.push_back(Seqs[I].Id);
     std::vector<float> Out(Q.size(), NAN);
-    Status St = C->attend(Layer, Ids, QBits.data(), Out.data(), Rope);
+    // SplitTokens: through a plan pinning the split size.
+    Expected<AttendPlan> Plan = C->planAttend(Ids, 0, SplitTokens);
+    ASSERT_TRUE(Plan.ok()) << Plan.message();
+    Status St = SplitTokens
+                    ? C->attend(Layer, *Plan, QBits.data(), Out.data(), Rope)
+                    : C->attend(Layer, Ids, QBits.data(), Out.data(), Rope);
     ASSERT_TRUE(St.ok()) << St.message();
     unsigned R = P.Heads / P.KvHeads;
     double Scale = 1.0 / std::sqrt(double(P.HeadDim));
@@ -667,8 +680,12 @@ TEST_P(EndToEndTest, PrefillAndDecodeMatchTheReference) {
   auto Attend = [&](const std::string &Context) {
     for (unsigned L = 0; L < kLayers; ++L) {
       std::map<unsigned, std::vector<unsigned>> BySplits;
+      unsigned Granule = H.C->manifest().SplitGranule;
       for (unsigned S : All) {
         H.checkAttention(L, {S}, Context + ", alone");
+        // The shortest splits a plan may pin: many splits to combine.
+        H.checkAttention(L, {S}, Context + ", alone, splits of the granule", {},
+                         QueryRope::Rotated, Granule);
         unsigned Tokens = unsigned(H.Seqs[S].Slices[0].numTokens());
         BySplits[(Tokens + kSplitTokens - 1) / kSplitTokens].push_back(S);
       }

@@ -82,7 +82,8 @@ TEST(ManifestBindingTest, EditedFieldsAreRefusedByBothBackends) {
                       replace(M, "\"head_dim\": 64", "\"head_dim\": 128");
                     },
                     +[](std::string &M) {
-                      replace(M, "\"split_tokens\": ", "\"split_tokens\": 1");
+                      replace(M, "\"split_tokens\": 512",
+                              "\"split_tokens\": 1024");
                     },
                     +[](std::string &M) {
                       replace(M, "\"dtype\": \"f16\"", "\"dtype\": \"bf16\"");

@@ -112,7 +112,7 @@ TEST(CApiTest, ArtifactErrors) {
   EXPECT_EQ(kvq_artifact_open((kInputs + "/wrong-version").c_str(), &A),
             KVQ_ERROR_ARTIFACT);
   EXPECT_NE(std::string(kvq_last_error())
-                .find("artifact version 4, runtime expects 3"),
+                .find("artifact version 5, runtime expects 4"),
             std::string::npos);
   EXPECT_EQ(A, nullptr);
   EXPECT_EQ(kvq_artifact_open(nullptr, &A), KVQ_ERROR_INVALID_ARGUMENT);
@@ -307,7 +307,7 @@ TEST(CApiTest, DeviceCallsAndPlansMatchHostCalls) {
   EXPECT_EQ(Out, Want);
 
   kvq_attend_plan *Plan = nullptr;
-  ASSERT_EQ(kvq_cache_plan_attend(Dev.C, &Dev.S, 1, 20, &Plan), KVQ_OK);
+  ASSERT_EQ(kvq_cache_plan_attend(Dev.C, &Dev.S, 1, 20, 0, &Plan), KVQ_OK);
   EXPECT_EQ(kvq_cache_attend_planned(Dev.C, 0, Plan, Q.data(), bytes(Q) - 2,
                                      Planned.data(), bytes(Planned)),
             KVQ_ERROR_INVALID_ARGUMENT);
@@ -323,7 +323,7 @@ TEST(CApiTest, DeviceCallsAndPlansMatchHostCalls) {
   EXPECT_EQ(Planned, Want);
   kvq_attend_plan_destroy(Plan);
   kvq_sequence Unknown = Dev.S + 5;
-  EXPECT_EQ(kvq_cache_plan_attend(Dev.C, &Unknown, 1, 0, &Plan),
+  EXPECT_EQ(kvq_cache_plan_attend(Dev.C, &Unknown, 1, 0, 0, &Plan),
             KVQ_ERROR_INVALID_ARGUMENT);
 }
 

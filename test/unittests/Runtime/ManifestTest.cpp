@@ -49,7 +49,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 3);
+  EXPECT_EQ(M.Version, 4);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -59,6 +59,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_DOUBLE_EQ(M.Model.Scale, 0.35355339059327373);
   EXPECT_EQ(M.PageTokens, 4u);
   EXPECT_EQ(M.SplitTokens, 5u);
+  EXPECT_EQ(M.SplitGranule, 5u);
   EXPECT_EQ(M.Keys.Sink, 2u);
   EXPECT_EQ(M.Keys.Recent, 3u);
   EXPECT_EQ(M.Keys.Flush, 2u);
@@ -72,7 +73,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_EQ(M.Layers[1].Attend, "kvq_mock_attend_1");
   EXPECT_EQ(M.CombineKernel, "kvq_mock_combine");
   ASSERT_NE(M.kernel("kvq_mock_attend_0"), nullptr);
-  EXPECT_EQ(M.kernel("kvq_mock_attend_0")->Args.size(), 18u);
+  EXPECT_EQ(M.kernel("kvq_mock_attend_0")->Args.size(), 19u);
   EXPECT_EQ(M.Pool.Capacity, 0u);
   EXPECT_FALSE(M.Pool.isTracked(1));
   EXPECT_EQ(M.kernel("nope"), nullptr);
@@ -188,7 +189,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 4, runtime expects 3"),
+  EXPECT_NE(A.message().find("artifact version 5, runtime expects 4"),
             std::string::npos)
       << A.message();
 }
@@ -241,8 +242,11 @@ TEST(ManifestTest, NamesTheOffendingField) {
   // OTT pools: consistent sizes, a track kernel exactly on tracked layers,
   // and one window for keys and values.
   auto Pools = [](Json &J) {
-    J["pool"] = {{"capacity", 3}, {"extra", 2},      {"first_layer", 1},
-                 {"entries", 5},  {"index_words", 9}};
+    J["pool"] = {{"capacity", 3},
+                 {"extra", 2},
+                 {"first_layer", 1},
+                 {"entries", 5},
+                 {"index_words", 9}};
     J["tensors"]["values"] = J["tensors"]["keys"];
   };
   EXPECT_EQ(errorAfter([&](Json &J) {
@@ -412,7 +416,7 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 3");
+            "artifact version 4294967297, runtime expects 4");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -25,7 +25,7 @@
 
 namespace {
 
-constexpr unsigned kHq = 4, kHkv = 2, kD = 8, kP = 4, kSplit = 5;
+constexpr unsigned kHq = 4, kHkv = 2, kD = 8, kP = 4;
 constexpr unsigned kPageBytes = 256, kSliceBytes = 64;
 constexpr unsigned kKeySink = 2, kKeyCap = 4, kKeyFlush = 2;
 constexpr unsigned kValueSink = 2, kValueCap = 4, kValueFlush = 4;
@@ -119,7 +119,9 @@ void attend(void **Args, uint32_t Split, uint32_t H, uint32_t B) {
                Seqs[F::VQuantized],
                Seqs[F::VWindowHead],
                kValueCap};
-  unsigned Begin = Split * kSplit, End = std::min(Tokens, Begin + kSplit);
+  unsigned SplitTokens = arg<int32_t>(Args, A::SplitTokens);
+  unsigned Begin = Split * SplitTokens,
+           End = std::min(Tokens, Begin + SplitTokens);
   for (unsigned Hq = H * (kHq / kHkv); Hq < (H + 1) * (kHq / kHkv); ++Hq) {
     const uint16_t *Qh = Q + (size_t(B) * kHq + Hq) * kD;
     float *Out =

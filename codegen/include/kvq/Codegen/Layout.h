@@ -78,8 +78,12 @@ struct TensorLayout {
 struct CacheLayout {
   ModelAttr model;
   unsigned pageTokens = 0;
-  /// Tokens one block of the attention kernel covers (flash-decoding split).
+  /// The most tokens one block of the attention kernel covers (the
+  /// flash-decoding split the runtime plans per batch, up to this).
   unsigned splitTokens = 0;
+  /// The step of planned split sizes: divides splitTokens; a whole number
+  /// of every token-spanning group where one fits (see computeSplitGranule).
+  unsigned splitGranule = 0;
   unsigned dtypeBytes = 0;
   TensorLayout keys, values;
   /// OTT outlier pools (null without them).

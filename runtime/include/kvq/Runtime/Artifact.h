@@ -160,7 +160,10 @@ struct Manifest {
   std::string Name;
   ModelShape Model;
   unsigned PageTokens = 0;
+  /// The most tokens of one attention split, and the step of planned
+  /// split sizes (it divides SplitTokens).
   unsigned SplitTokens = 0;
+  unsigned SplitGranule = 0;
   double CodeBits = 0.0;
   double StorageBits = 0.0;
   TensorLayout Keys;

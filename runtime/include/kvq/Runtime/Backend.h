@@ -68,6 +68,11 @@ public:
                         unsigned SharedBytes, void **Args) = 0;
   /// Waits for every launch on the current stream to finish.
   virtual Status synchronize() = 0;
+  /// How many blocks of kernel Name the backend runs at once: the CPU
+  /// backend's threads; a device's multiprocessors times the blocks of Name
+  /// each holds (DeviceDriver::residentBlocks).
+  virtual Expected<unsigned> residentBlocks(const std::string &Name, Dim3 Block,
+                                            unsigned SharedBytes) = 0;
 
 protected:
   TrafficCounters Counters;

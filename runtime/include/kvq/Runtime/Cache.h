@@ -134,12 +134,19 @@ struct DeviceAppendItem {
 /// every step until a sequence of the batch holds more than MaxTokens
 /// tokens; each run only refreshes the 32-byte descriptor rows, and only
 /// when their counts changed.
+/// The flash-decoding splits of a batch: each sequence's tokens are cut
+/// into Count pieces of Tokens (docs/KernelABI.md, "Splits").
+struct SplitPlan {
+  uint32_t Tokens = 0;
+  uint32_t Count = 0;
+};
+
 struct AttendPlan {
   std::vector<SequenceId> Seqs;
-  /// The longest context the plan covers (a multiple of split_tokens, less
-  /// the OTT pool entries of the layers with pools).
+  /// The longest context the plan covers (Splits.Count x Splits.Tokens,
+  /// less the OTT pool entries of the layers with pools).
   unsigned MaxTokens = 0;
-  unsigned NumSplits = 0;
+  SplitPlan Splits;
 };
 
 /// Tokens per region of one tensor of one (sequence, layer).
@@ -322,9 +329,13 @@ public:
 
   /// Plans attention over Seqs for contexts of up to MaxTokens tokens (at
   /// least the longest the batch holds now, in any layer) and reserves its
-  /// scratch, so that running it allocates nothing.
+  /// scratch, so that running it allocates nothing. The split size is
+  /// chosen for the batch and the device unless SplitTokens pins it (a
+  /// multiple of the manifest's split_granule, at most its split_tokens):
+  /// a pinned size makes a sequence's result independent of its batch.
   Expected<AttendPlan> planAttend(const std::vector<SequenceId> &Seqs,
-                                  unsigned MaxTokens = 0);
+                                  unsigned MaxTokens = 0,
+                                  unsigned SplitTokens = 0);
   /// attend / attendDevice over Plan's batch. A sequence longer than the
   /// plan covers, or one removed since, is an error; nothing runs.
   Status attend(unsigned Layer, const AttendPlan &Plan, const void *Q,

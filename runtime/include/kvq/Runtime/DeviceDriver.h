@@ -140,6 +140,12 @@ public:
                         unsigned DynamicSharedBytes, void **Args) = 0;
   /// Waits for all work issued on the current stream to finish.
   virtual Status synchronize() = 0;
+
+  /// How many blocks of Kernel (Block threads, DynamicSharedBytes) the
+  /// device runs at once: its multiprocessors times the blocks each holds.
+  /// Attention plans its splits to fill them.
+  virtual Expected<unsigned> residentBlocks(KernelHandle Kernel, Dim3 Block,
+                                            unsigned DynamicSharedBytes) = 0;
 };
 
 /// Opens the CUDA driver (libcuda.so.1, loaded at run time) on device

@@ -2,7 +2,7 @@
 // instead of kvq's default 128. The end-to-end tests run it on the PTX
 // interpreter, so the warp and block sizes the GPU kernels read from
 // #kvq.target are checked against the reference, not only assembled.
-kvq.cache @kivi2_d128_gqa4_block256 model <layers = 2, heads = 8, kv_heads = 2, head_dim = 128, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"], warp_size = 32, block_threads = 256, split_tokens = 256>} {
+kvq.cache @kivi2_d128_gqa4_block256 model <layers = 2, heads = 8, kv_heads = 2, head_dim = 128, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"], warp_size = 32, block_threads = 256, split_tokens = 512>} {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
   }

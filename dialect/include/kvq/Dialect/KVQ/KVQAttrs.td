@@ -415,18 +415,23 @@ def KVQ_LayoutAttr : KVQ_Attr<"Layout", "layout"> {
   let description = [{
     Computed once by `kvq-assign-layout` and attached to each `kvq.cache` as
     `kvq.layout`; the kernels and the manifest read it. `page_tokens` tokens
-    per page, `split_tokens` per attention block (flash-decoding split),
-    `dtype_bytes` per full-precision element, and the OTT pools (`pool`,
-    a `#kvq.pool_layout`) when the cache has them.
+    per page, `split_tokens` at most per attention block (flash-decoding
+    split: the capacity of a block's score buffer), `split_granule` the step
+    of the split sizes the runtime may plan (it divides `split_tokens` and
+    is a whole number of every token-spanning group, so a split starts on
+    a group), `dtype_bytes` per full-precision element, and the OTT pools
+    (`pool`, a `#kvq.pool_layout`) when the cache has them.
 
     ```mlir
-    #kvq.layout<page_tokens = 128, split_tokens = 256, dtype_bytes = 2,
+    #kvq.layout<page_tokens = 128, split_tokens = 512, split_granule = 32,
+                dtype_bytes = 2,
                 keys = #kvq.tensor_layout<...>, values = #kvq.tensor_layout<...>>
     ```
   }];
   let parameters = (ins
     "unsigned":$page_tokens,
     "unsigned":$split_tokens,
+    "unsigned":$split_granule,
     "unsigned":$dtype_bytes,
     "TensorLayoutAttr":$keys,
     "TensorLayoutAttr":$values,
@@ -446,15 +451,16 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     layout (split size), the GPU kernels (warp size, block threads), the host
     code (CPU) and the manifest read it, so each fact has one definition.
     `host_cpu` is `native` or an LLVM CPU name; `chips` the GPUs PTX is
-    emitted for; `split_tokens` the tokens one attention block covers
-    (flash-decoding split); `vector_lanes` the f32 lanes of the host CPU's
+    emitted for; `split_tokens` the most tokens one attention block covers
+    (flash-decoding split; the runtime plans each batch's split size up to
+    it); `vector_lanes` the f32 lanes of the host CPU's
     vector registers, which the CPU kernels' vector forms compute on (16
     with AVX-512, 8 with AVX; kvq-assign-target reads them off the CPU,
     16 where a spec states a target without them).
 
     ```mlir
     #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"],
-                warp_size = 32, block_threads = 128, split_tokens = 256,
+                warp_size = 32, block_threads = 128, split_tokens = 512,
                 vector_lanes = 16>
     ```
   }];
@@ -471,7 +477,7 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     /// The name of the attribute on a kvq.cache.
     static ::llvm::StringRef getAttrName() { return "kvq.target"; }
     /// kvq's defaults (kDefaultChips, 32-thread warps, 128-thread blocks,
-    /// 256-token splits) for `hostCpu` and `chips` (the default chips if
+    /// 512-token splits) for `hostCpu` and `chips` (the default chips if
     /// empty).
     static TargetAttr getDefault(::mlir::MLIRContext *ctx,
                                  ::llvm::StringRef hostCpu = "native",

@@ -14,6 +14,19 @@
 
 namespace kvq::ptx {
 
+/// The GPU the interpreter stands for where the runtime asks how many
+/// blocks fit at once (residentBlocks): an H100 SXM. The interpreter does
+/// not know a kernel's registers (ptxas chooses them), so it assumes
+/// RegistersPerThread, at least what kvq's kernels use (`ptxas -v`: 90 to
+/// 125 on sm_80 and sm_90).
+struct ModeledDevice {
+  unsigned Multiprocessors = 132;
+  unsigned ThreadsPerMultiprocessor = 2048;
+  unsigned BlocksPerMultiprocessor = 32;
+  unsigned RegistersPerMultiprocessor = 65536;
+  unsigned RegistersPerThread = 128;
+};
+
 class InterpDriver : public runtime::DeviceDriver {
 public:
   std::string name() const override { return "ptx-interpreter"; }
@@ -31,6 +44,11 @@ public:
   Status launch(runtime::KernelHandle Kernel, Dim3 Grid, Dim3 Block,
                 unsigned DynamicSharedBytes, void **Args) override;
   Status synchronize() override { return Status::success(); }
+  /// The blocks of Block threads the modeled device holds at once.
+  Expected<unsigned> residentBlocks(runtime::KernelHandle Kernel, Dim3 Block,
+                                    unsigned DynamicSharedBytes) override;
+  void setModeledDevice(const ModeledDevice &D) { Device = D; }
+  const ModeledDevice &modeledDevice() const { return Device; }
 
   /// Counters of the most recent launch (successful or not).
   const Counters &lastCounters() const { return Last; }
@@ -52,6 +70,7 @@ private:
   std::vector<std::unique_ptr<Module>> Modules;
   std::vector<KernelRef> Kernels;
   Counters Last;
+  ModeledDevice Device;
   uint64_t InstructionLimit = 1ull << 31;
   bool CountDistinctSectors = false;
   bool CountLines = false;

@@ -56,7 +56,7 @@
 
 #define KVQ_ATTEND_ARGS(X)                                                     \
   X(Q, InPtr, "[B][Hq][D] of T: the queries")                                  \
-  X(Partial, Ptr, "[B][Hq][numSplits][D + 2] f32 slots: m, l, outputs / l")   \
+  X(Partial, Ptr, "[B][Hq][numSplits][D + 2] f32 slots: m, l, outputs / l")    \
   X(Seqs, InPtr, "[B][SeqsFields::NumFields] u32: per sequence, see below")    \
   X(KPages, InPtr, "the key page pool plus the layer's offset")                \
   X(VPages, InPtr, "the value page pool plus the layer's offset")              \
@@ -68,7 +68,8 @@
   X(VWindow, InPtr, "the layer's value windows")                               \
   X(Norms, InPtr, "the layer's key norms (key_norm only)")                     \
   X(MaxPagesPerSeq, I32, "row length of the block tables")                     \
-  X(NumSplits, I32, "splits of splitTokens tokens per sequence")               \
+  X(NumSplits, I32, "splits per sequence")                                     \
+  X(SplitTokens, I32, "tokens per split (planned; see docs/KernelABI.md)")     \
   X(KPool, InPtr, "the layer's key pool entries (OTT layers only)")            \
   X(VPool, InPtr, "the layer's value pool entries (OTT layers only)")          \
   X(PoolIndex, InPtr, "the layer's pool indexes (OTT layers only)")            \
@@ -124,8 +125,8 @@ constexpr const char *getManifestName(ArgKind Kind) {
 #define KVQ_ABI_ARG_DESC(Id, Kind, Meaning) {#Id, ArgKind::Kind, Meaning},
 #define KVQ_ABI_ARGS_STRUCT(Id, Name, ArgList)                                 \
   struct Id##Args {                                                            \
-    enum : unsigned { ArgList(KVQ_ABI_ARG_INDEX) NumArgs };                      \
-    static constexpr ArgDesc kTable[] = {ArgList(KVQ_ABI_ARG_DESC)};            \
+    enum : unsigned { ArgList(KVQ_ABI_ARG_INDEX) NumArgs };                    \
+    static constexpr ArgDesc kTable[] = {ArgList(KVQ_ABI_ARG_DESC)};           \
   };
 KVQ_KERNEL_KINDS(KVQ_ABI_ARGS_STRUCT)
 #undef KVQ_ABI_ARGS_STRUCT

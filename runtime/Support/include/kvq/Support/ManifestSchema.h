@@ -18,6 +18,7 @@
   X(Model, "model")                                                            \
   X(PageTokens, "page_tokens")                                                 \
   X(SplitTokens, "split_tokens")                                               \
+  X(SplitGranule, "split_granule")                                             \
   X(Bits, "bits")                                                              \
   X(Tensors, "tensors")                                                        \
   X(Layers, "layers")                                                          \
@@ -89,7 +90,7 @@ namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 3;
+inline constexpr int kVersion = 4;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";
