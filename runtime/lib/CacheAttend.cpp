@@ -30,7 +30,7 @@ namespace abi = kvq::abi;
 namespace {
 
 /// The shortest split planSplits chooses by itself (see planSplits).
-constexpr uint64_t kMinSplitTokens = 64;
+constexpr uint64_t kMinSplitTokens = 256;
 
 uint64_t ceilDiv(uint64_t A, uint64_t B) { return (A + B - 1) / B; }
 uint64_t roundUp(uint64_t A, uint64_t B) { return ceilDiv(A, B) * B; }

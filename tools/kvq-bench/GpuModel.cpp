@@ -154,7 +154,8 @@ Expected<GpuModelResult>
 kvq::bench::modelAttend(std::shared_ptr<const Artifact> A, Cache &Source,
                         const std::vector<SequenceId> &Seqs,
                         const std::vector<uint8_t> &Queries,
-                        double MinimumBytes, double Elements, bool CountLines) {
+                        double MinimumBytes, double Elements,
+                        unsigned SplitTokens, bool CountLines) {
   Expected<std::vector<uint8_t>> State = Source.serialize(Seqs);
   if (!State.ok())
     return State.status();
@@ -174,11 +175,15 @@ kvq::bench::modelAttend(std::shared_ptr<const Artifact> A, Cache &Source,
     return Ids.status();
   const ModelShape &Model = A->manifest().Model;
   std::vector<float> Out(Seqs.size() * Model.Heads * Model.HeadDim);
+  Expected<AttendPlan> Plan = (*Device)->planAttend(*Ids, 0, SplitTokens);
+  if (!Plan.ok())
+    return Plan.status();
   Driver->Recording = true;
-  Status Called = (*Device)->attend(0, *Ids, Queries.data(), Out.data());
+  Status Called = (*Device)->attend(0, *Plan, Queries.data(), Out.data());
   if (!Called.ok())
     return Called;
   GpuModelResult Result;
+  Result.SplitTokens = Plan->Splits.Tokens;
   Result.Launches = std::move(Driver->Launches);
   Result.Ptx = std::move(Driver->Ptx);
   // "kivi_2bit_attend_0" -> "attend_0".

@@ -11,7 +11,7 @@
 #ifndef KVQ_TOOLS_KVQ_BENCH_GPUMODEL_H
 #define KVQ_TOOLS_KVQ_BENCH_GPUMODEL_H
 
-#include "kvq/PTXInterp/Interpreter.h"
+#include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Runtime/Runtime.h"
 
 #include <string>
@@ -21,7 +21,7 @@ namespace kvq::bench {
 
 /// The machine of the model: an H100 SXM.
 struct GpuMachine {
-  unsigned SMs = 132;
+  unsigned SMs = ptx::ModeledDevice().Multiprocessors;
   /// Warp instructions each SM issues per clock (one per scheduler).
   unsigned IssuePerClock = 4;
   double ClockHz = 1.98e9;
@@ -43,19 +43,23 @@ struct GpuModelResult {
   /// Cached elements attended: tokens x kv-heads x head_dim x 2, summed
   /// over the batch.
   double Elements = 0;
+  /// The split size the call ran with.
+  unsigned SplitTokens = 0;
   /// The PTX the launches ran (their counters' lines).
   std::string Ptx;
 };
 
 /// Copies `Seqs` of `Source` (a CPU cache of the same artifact) into a cache
-/// on the PTX interpreter and runs one attention call of layer 0 there,
-/// counting instructions per PTX line if `CountLines`.
+/// on the PTX interpreter and runs one attention call of layer 0 there, in
+/// splits of `SplitTokens` (0: as the runtime plans them for the modeled
+/// device, ptx::ModeledDevice), counting instructions per PTX line if
+/// `CountLines`.
 runtime::Expected<GpuModelResult>
 modelAttend(std::shared_ptr<const runtime::Artifact> Artifact,
             runtime::Cache &Source,
             const std::vector<runtime::SequenceId> &Seqs,
             const std::vector<uint8_t> &Queries, double MinimumBytes,
-            double Elements, bool CountLines = false);
+            double Elements, unsigned SplitTokens = 0, bool CountLines = false);
 
 /// One table row per launch and one for the call, for `Label`; under each
 /// launch, its `ProfileBlocks` hottest basic blocks (counted lines).

@@ -18,7 +18,11 @@
 //
 //   kvq-bench [--contexts N,...] [--batches N,...] [--threads N]
 //             [--repeat N] [--steps N] [--evict-mib N] [--probe-mib N]
-//             [--gpu-model [--profile N]] BASELINE_ARTIFACT SPEC_ARTIFACT...
+//             [--split-tokens N] [--gpu-model [--profile N]]
+//             BASELINE_ARTIFACT SPEC_ARTIFACT...
+//
+// --split-tokens pins attention's split size (planAttend); by default the
+// runtime plans it per batch for the backend (docs/KernelABI.md, "Splits").
 //
 // --gpu-model replaces the CPU timings by a model of the attention kernels
 // on an H100, counted on the PTX interpreter (GpuModel.h); --profile N
@@ -64,6 +68,9 @@ struct Options {
   bool gpuModel = false;
   /// Hottest PTX blocks listed per kernel of the model (0: none).
   unsigned profileBlocks = 0;
+  /// Attention's split size, pinned for every batch (0: the runtime plans
+  /// it for the batch and the backend).
+  unsigned splitTokens = 0;
   std::vector<std::string> artifacts;
 };
 
@@ -119,11 +126,14 @@ Options parseOptions(int argc, char **argv) {
       options.gpuModel = true;
     } else if (arg == "--profile") {
       options.profileBlocks = std::stoul(value());
+    } else if (arg == "--split-tokens") {
+      options.splitTokens = std::stoul(value());
     } else if (arg == "--help" || arg == "-h") {
-      std::printf("usage: kvq-bench [--contexts N,...] [--batches N,...] "
-                  "[--threads N] [--repeat N] [--steps N] [--evict-mib N] "
-                  "[--probe-mib N] [--gpu-model [--profile N]] "
-                  "BASELINE_ARTIFACT SPEC_ARTIFACT...\n");
+      std::printf(
+          "usage: kvq-bench [--contexts N,...] [--batches N,...] "
+          "[--threads N] [--repeat N] [--steps N] [--evict-mib N] "
+          "[--probe-mib N] [--split-tokens N] "
+          "[--gpu-model [--profile N]] BASELINE_ARTIFACT SPEC_ARTIFACT...\n");
       std::exit(0);
     } else {
       options.artifacts.push_back(arg);
@@ -325,9 +335,12 @@ AttendResult timeAttend(Cache &cache, const std::vector<SequenceId> &seqs,
                         const Options &options) {
   const ModelShape &model = cache.manifest().Model;
   std::vector<float> out(seqs.size() * model.Heads * model.HeadDim);
+  // Planned once, as an engine would; the plan's split is the runtime's
+  // choice unless pinned.
+  AttendPlan plan = take(cache.planAttend(seqs, 0, options.splitTokens));
   auto call = [&] {
     auto start = Clock::now();
-    check(cache.attend(0, seqs, q.data(), out.data()));
+    check(cache.attend(0, plan, q.data(), out.data()));
     return secondsSince(start);
   };
   call(); // Warm-up: page faults, lazily bound symbols.
@@ -390,12 +403,13 @@ void runGpuModel(std::shared_ptr<const Artifact> artifact,
       [&](Cache &cache, const std::vector<SequenceId> &seqs,
           const std::vector<uint8_t> &q, unsigned context) {
         double elements = 2.0 * context * batch * model.KvHeads * model.HeadDim;
-        auto result = take(kvq::bench::modelAttend(artifact, cache, seqs, q,
-                                                   attendBytes(cache), elements,
-                                                   options.profileBlocks > 0));
+        auto result = take(kvq::bench::modelAttend(
+            artifact, cache, seqs, q, attendBytes(cache), elements,
+            options.splitTokens, options.profileBlocks > 0));
         kvq::bench::printGpuModel(artifact->manifest().Name + " " +
                                       std::to_string(batch) + "/" +
-                                      std::to_string(context),
+                                      std::to_string(context) + "/" +
+                                      std::to_string(result.SplitTokens),
                                   result, options.profileBlocks);
       });
 }

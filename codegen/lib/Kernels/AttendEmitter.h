@@ -235,6 +235,10 @@ private:
   /// Padded tasks (task >= tasks) run too and must do nothing.
   void forEachWorker(unsigned tasks, unsigned workers,
                      llvm::function_ref<void(Value task, Value worker)> body);
+  /// The same for a number of tasks known at run time (a split's blocks:
+  /// its size is planned by the runtime), padded there.
+  void forEachWorker(Value tasks, unsigned workers,
+                     llvm::function_ref<void(Value task, Value worker)> body);
   /// forEachWorker on a GPU block; on one thread, the units unrolled with
   /// constant indices (worker 0).
   void forEachUnit(unsigned units, unsigned workers,

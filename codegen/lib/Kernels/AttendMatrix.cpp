@@ -824,8 +824,9 @@ void AttendEmitter::loadBlockWeightsOnMatrix(Range range,
   // so that the offsets weigh exactly what the products did.
   unsigned group = slice(false).quant.getGroup(), workers = group / 8;
   Type f16 = kb.builder().getF16Type(), f32 = kb.builder().getF32Type();
-  forEachWorker(blocks.max * heads, workers, [&](Value task, Value worker) {
-    Value valid = kb.ult(task, kb.i32(blocks.max * heads));
+  Value tasks = kb.mul(blocks.count, kb.i32(heads));
+  forEachWorker(tasks, workers, [&](Value task, Value worker) {
+    Value valid = kb.ult(task, tasks);
     Value b = kb.divU(task, kb.i32(heads)), r = kb.remU(task, kb.i32(heads));
     Value first = kb.add(
         kb.add(regions[1].sink, kb.mul(kb.add(blocks.first, b), kb.i32(group))),

@@ -211,6 +211,19 @@ void AttendEmitter::forEachWorker(unsigned tasks, unsigned workers,
   });
 }
 
+void AttendEmitter::forEachWorker(Value tasks, unsigned workers,
+                                  function_ref<void(Value, Value)> body) {
+  KernelTarget &target = kb.getTarget();
+  unsigned align = workers > 1 ? target.getMaxWorkers() : 1;
+  Value count =
+      kb.mul(kb.divU(kb.add(kb.mul(tasks, kb.i32(workers)), kb.i32(align - 1)),
+                     kb.i32(align)),
+             kb.i32(align));
+  target.parallelFor(kb, count, [&](Value i) {
+    body(kb.divU(i, kb.i32(workers)), kb.remU(i, kb.i32(workers)));
+  });
+}
+
 void AttendEmitter::forEachUnit(unsigned units, unsigned workers,
                                 function_ref<void(Value, Value)> body) {
   if (kb.getTarget().getBlockThreads() > 1)
@@ -361,7 +374,7 @@ void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
   // chains of FMAs: no lanes summed after one product each.
   bool oneChunk = lanes * workers >= dim;
   Type f32 = kb.builder().getF32Type();
-  forEachWorker(blocks.max, workers, [&](Value b, Value worker) {
+  forEachWorker(blocks.count, workers, [&](Value b, Value worker) {
     Value valid = kb.ult(b, blocks.count);
     SmallVector<Value> dots = kb.ifThenElse(
         valid, SmallVector<Type>(heads, f32),
@@ -500,13 +513,13 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
     return;
   }
   assert(chunks % perPass == 0 && "passes of one size");
-  unsigned tasks = blocks.max * passes;
-  unsigned workers = getWorkers(target, tasks, dim);
-  forEachWorker(tasks, workers, [&](Value task, Value worker) {
-    Value b = kb.divU(task, kb.i32(passes));
-    Value pass = kb.remU(task, kb.i32(passes));
-    scorePass(b, pass, perPass, worker, workers);
-  });
+  unsigned workers = getWorkers(target, blocks.max * passes, dim);
+  forEachWorker(kb.mul(blocks.count, kb.i32(passes)), workers,
+                [&](Value task, Value worker) {
+                  Value b = kb.divU(task, kb.i32(passes));
+                  Value pass = kb.remU(task, kb.i32(passes));
+                  scorePass(b, pass, perPass, worker, workers);
+                });
 }
 
 void AttendEmitter::sumTokenBlockValues(Range range) {
@@ -594,26 +607,27 @@ void AttendEmitter::loadBlockWeights(Range range, const TokenBlocks &blocks) {
   // Each block's probabilities, 0 outside `range` (blocks straddle splits),
   // and their sum per head.
   unsigned group = slice(false).quant.getGroup();
-  kb.getTarget().parallelFor(kb, kb.i32(blocks.max * heads), [&](Value i) {
-    Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
-    Value blockStart =
-        kb.add(regions[1].sink, kb.mul(kb.add(blocks.first, b), kb.i32(group)));
-    Value row = kb.mul(i, kb.i32(group));
-    Value sum = kb.forLoop(
-        kb.i32(0), kb.i32(group), kb.i32(1), {kb.f32(0)},
-        [&](Value k, ValueRange acc) -> SmallVector<Value> {
-          Value t = kb.add(blockStart, k);
-          Value inRange = contains(range, t);
-          Value local =
-              kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
-          Value p = kb.loadF32(
-              scores, kb.add(kb.mul(r, kb.i32(layout.splitTokens)), local));
-          p = kb.select(inRange, p, kb.f32(0));
-          kb.storeF32(p, blockWeights, kb.add(row, k));
-          return {kb.fadd(acc[0], p)};
-        })[0];
-    kb.storeF32(sum, blockWeightSums, i);
-  });
+  kb.getTarget().parallelFor(
+      kb, kb.mul(blocks.count, kb.i32(heads)), [&](Value i) {
+        Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
+        Value blockStart = kb.add(
+            regions[1].sink, kb.mul(kb.add(blocks.first, b), kb.i32(group)));
+        Value row = kb.mul(i, kb.i32(group));
+        Value sum = kb.forLoop(
+            kb.i32(0), kb.i32(group), kb.i32(1), {kb.f32(0)},
+            [&](Value k, ValueRange acc) -> SmallVector<Value> {
+              Value t = kb.add(blockStart, k);
+              Value inRange = contains(range, t);
+              Value local =
+                  kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
+              Value p = kb.loadF32(
+                  scores, kb.add(kb.mul(r, kb.i32(layout.splitTokens)), local));
+              p = kb.select(inRange, p, kb.f32(0));
+              kb.storeF32(p, blockWeights, kb.add(row, k));
+              return {kb.fadd(acc[0], p)};
+            })[0];
+        kb.storeF32(sum, blockWeightSums, i);
+      });
 }
 
 //===----------------------------------------------------------------------===//
