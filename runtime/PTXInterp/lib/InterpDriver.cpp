@@ -81,9 +81,13 @@ Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel, Dim3 Block,
     return Status::error(ErrorCode::Backend, "invalid kernel handle");
   const ModeledDevice &D = Device;
   unsigned Threads = std::max(1u, Block.X * Block.Y * Block.Z);
-  unsigned PerSM = std::min(
-      {D.BlocksPerMultiprocessor, D.ThreadsPerMultiprocessor / Threads,
-       D.RegistersPerMultiprocessor / (Threads * D.RegistersPerThread)});
+  // ptxas fits a block's registers in a multiprocessor (launch bounds).
+  unsigned Registers =
+      std::max(1u, std::min(D.RegistersPerThread,
+                            D.RegistersPerMultiprocessor / Threads));
+  unsigned PerSM =
+      std::min({D.BlocksPerMultiprocessor, D.ThreadsPerMultiprocessor / Threads,
+                D.RegistersPerMultiprocessor / (Threads * Registers)});
   return std::max(1u, D.Multiprocessors * PerSM);
 }
 

@@ -350,6 +350,60 @@ TEST(DeviceTrafficTest, BadDeviceBatchChangesNothing) {
   EXPECT_EQ(*F.C->readWindow(Tensor::Values, F.Seqs[0], 0), Window);
 }
 
+/// The planned split fills the backend's resident blocks within [256,
+/// split_tokens] tokens (docs/KernelABI.md, "Splits"); a pinned one is
+/// checked.
+TEST(DeviceTrafficTest, SplitsArePlannedForTheBackend) {
+  for (bool Interpreter : {true, false}) {
+    Fixture F = makeCache(Interpreter);
+    prefill(F);
+    const Manifest &M = F.C->manifest();
+    const KernelInfo *K = M.kernel(M.Layers[0].Attend);
+    ASSERT_TRUE(K);
+    Expected<unsigned> Resident = F.C->backend().residentBlocks(
+        M.Layers[0].Attend, K->Block, K->SharedBytes);
+    ASSERT_TRUE(Resident.ok()) << Resident.message();
+    // The interpreter models an H100 (132 SMs x 4 blocks of 128 threads);
+    // the CPU backend runs one block per thread.
+    EXPECT_EQ(*Resident, Interpreter ? 528u : F.C->options().Threads);
+    uint64_t G = M.SplitGranule, Cap = M.SplitTokens;
+    uint64_t Floor = std::min(Cap, (256 + G - 1) / G * G);
+    uint64_t Slots =
+        std::max<uint64_t>(1, *Resident / (M.Model.KvHeads * kBatch));
+    auto Splits = [](uint64_t T, uint64_t S) { return (T + S - 1) / S; };
+    for (uint64_t T : {300u, 4096u, 32768u, 1u << 20}) {
+      Expected<AttendPlan> P = F.C->planAttend(F.Seqs, unsigned(T));
+      ASSERT_TRUE(P.ok()) << P.message();
+      uint64_t S = P->Splits.Tokens;
+      std::string Where = (Interpreter ? "interpreter, " : "cpu, ") +
+                          std::to_string(T) + " tokens, splits of " +
+                          std::to_string(S);
+      EXPECT_EQ(S % G, 0u) << Where;
+      EXPECT_GE(S, Floor) << Where;
+      EXPECT_LE(S, Cap) << Where;
+      EXPECT_EQ(P->Splits.Count, Splits(T, S)) << Where;
+      // As short as fills the resident blocks, no shorter.
+      if (S < Cap)
+        EXPECT_LE(Splits(T, S), Slots) << Where;
+      if (S > Floor)
+        EXPECT_GT(Splits(T, S - G), Slots) << Where;
+    }
+    EXPECT_EQ(F.C->planAttend(F.Seqs, 1u << 20)->Splits.Tokens, Cap);
+
+    Expected<AttendPlan> Pinned = F.C->planAttend(F.Seqs, 0, unsigned(G));
+    ASSERT_TRUE(Pinned.ok()) << Pinned.message();
+    EXPECT_EQ(Pinned->Splits.Tokens, G);
+    EXPECT_EQ(Pinned->Splits.Count, Splits(kPrefill, G));
+    for (uint64_t Bad : {G + 1, Cap + G}) {
+      Expected<AttendPlan> P = F.C->planAttend(F.Seqs, 0, unsigned(Bad));
+      ASSERT_FALSE(P.ok()) << Bad;
+      EXPECT_EQ(P.status().code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(P.message().find("splits are multiples of"), std::string::npos)
+          << P.message();
+    }
+  }
+}
+
 TEST(DeviceTrafficTest, PlanServesEveryLayerAndStep) {
   Fixture Dev = makeCache(/*Interpreter=*/true);
   Fixture Host = makeCache(/*Interpreter=*/true);

@@ -105,6 +105,31 @@ TEST(DriverTest, InterpDriverRunsKernels) {
   EXPECT_GT(D.lastCounters().WarpInstructions, 0u);
 }
 
+TEST(DriverTest, InterpDriverModelsResidentBlocks) {
+  ptx::InterpDriver D;
+  auto M = D.loadModule(AddOne);
+  ASSERT_TRUE(M.ok()) << M.message();
+  auto K = D.getKernel(*M, "add_one");
+  ASSERT_TRUE(K.ok()) << K.message();
+  auto Blocks = [&](unsigned Threads) {
+    auto N = D.residentBlocks(*K, dim(Threads), 0);
+    EXPECT_TRUE(N.ok()) << N.message();
+    return N.ok() ? *N : 0u;
+  };
+  // An H100's 132 SMs of 64K registers: at 128 registers per thread, 4
+  // blocks of 128 threads per SM, 2 of 256, 16 of 32; a 1024-thread block
+  // gets 64 registers per thread and one block per SM.
+  EXPECT_EQ(Blocks(128), 132u * 4);
+  EXPECT_EQ(Blocks(256), 132u * 2);
+  EXPECT_EQ(Blocks(32), 132u * 16);
+  EXPECT_EQ(Blocks(1024), 132u * 1);
+  ptx::ModeledDevice Small;
+  Small.Multiprocessors = 2;
+  D.setModeledDevice(Small);
+  EXPECT_EQ(Blocks(128), 2u * 4);
+  EXPECT_FALSE(D.residentBlocks(runtime::KernelHandle{9}, dim(128), 0).ok());
+}
+
 TEST(DriverTest, InterpDriverChecksHostCopies) {
   ptx::InterpDriver D;
   auto P = D.allocate(16);
