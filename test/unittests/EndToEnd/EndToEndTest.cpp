@@ -777,7 +777,8 @@ TEST_P(EndToEndTest, InterpreterMatchesTheReference) {
     All.push_back(H.addSequence());
   for (unsigned L = 0; L < kLayers; ++L)
     H.append(L, All, Prompts);
-  // One split for the first three (batched), three for the last (alone).
+  // One split for the first three (batched), three for the last (alone):
+  // the planner's 256-token splits.
   const std::vector<unsigned> Short = {All[0], All[1], All[2]};
   for (unsigned L = 0; L < kLayers; ++L) {
     H.checkAttention(L, Short, "interpreter, after prefill");
@@ -788,9 +789,13 @@ TEST_P(EndToEndTest, InterpreterMatchesTheReference) {
       H.append(L, All, {1, 1, 1, 1});
   for (unsigned S : All)
     H.checkState(S, "interpreter");
+  unsigned Granule = H.C->manifest().SplitGranule;
   for (unsigned L = 0; L < kLayers; ++L) {
     H.checkAttention(L, Short, "interpreter, after decode");
     H.checkAttention(L, {All[3]}, "interpreter, after decode");
+    // The shortest splits a plan may pin: splits start on every granule.
+    H.checkAttention(L, All, "interpreter, splits of the granule", {},
+                     QueryRope::Rotated, Granule);
   }
 }
 
