@@ -228,6 +228,9 @@ private:
   /// valueSums from the full-precision rows of `range` in region 1
   /// (pages), or plus those of region 0 (sinks) or 2 (the window).
   void sumFullPrecisionValues(Range range, unsigned region);
+  /// Prefetches `bytes` of the page row kPrefetchBytes after element `row`.
+  void prefetchRows(Value base, Value row, unsigned bytes);
+  static constexpr int64_t kPrefetchBytes = 2048;
   /// `lanes` channels of a full-precision page row from `element`, as f32.
   Value loadRowChunk(Value base, Value element, unsigned lanes);
   /// Runs `body(task, worker)` for `tasks` tasks of `workers` adjacent

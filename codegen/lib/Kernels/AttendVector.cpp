@@ -886,6 +886,15 @@ Value AttendEmitter::loadRowChunk(Value base, Value element, unsigned lanes) {
       VectorType::get({lanes}, kb.builder().getF32Type()), chunk);
 }
 
+void AttendEmitter::prefetchRows(Value base, Value row, unsigned bytes) {
+  // kPrefetchBytes ahead of the row read now, in the same page slice (the
+  // last rows of a slice ask for the next slice's: a few wasted lines).
+  unsigned elementBytes = model.getDtype().getIntOrFloatBitWidth() / 8;
+  Value at = kb.add(kb.mul(kb.toI64(row), kb.i64(elementBytes)),
+                    kb.i64(kPrefetchBytes));
+  kb.getTarget().prefetch(kb, base, at, std::max(1u, bytes / 64));
+}
+
 void AttendEmitter::scoreFullPrecisionRows(Range range) {
   // A token per thread, its channels as lanes: one load per chunk, dotted
   // with each head's query chunk; the heads' vectors reduced together.
@@ -900,9 +909,11 @@ void AttendEmitter::scoreFullPrecisionRows(Range range) {
       dots[r] = kb.fadd(dots[r], kb.fmul(q, keys));
     }
   };
+  unsigned rowBytes = dim * model.getDtype().getIntOrFloatBitWidth() / 8;
   auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
                         ValueRange) -> SmallVector<Value> {
     Value row = kb.mul(pageToken, kb.i32(dim));
+    prefetchRows(access.getBase(), row, rowBytes);
     SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
     if (unroll) {
       for (unsigned k = 0; k < chunks; ++k)
@@ -931,6 +942,8 @@ void AttendEmitter::sumFullPrecisionValues(Range range, unsigned region) {
   auto [passHeads, passChunks] = planValuePasses(chunks, chunks);
   unsigned units = chunks / passChunks;
   unsigned workers = getWorkers(target, units, layout.pageTokens);
+  unsigned rowChunkBytes =
+      dim * model.getDtype().getIntOrFloatBitWidth() / 8 / units;
   // step(base, element of the row's channel 0, t, sums) for each token.
   using RowStep =
       function_ref<SmallVector<Value>(Value, Value, Value, ValueRange)>;
@@ -973,6 +986,8 @@ void AttendEmitter::sumFullPrecisionValues(Range range, unsigned region) {
             Value probabilities =
                 f32Row(kb, scores, kb.sub(t, splitRange.begin));
             row = kb.add(row, c0);
+            if (region == 1)
+              prefetchRows(base, row, rowChunkBytes);
             SmallVector<Value> next(acc.begin(), acc.end());
             for (unsigned k = 0; k < passChunks; ++k) {
               Value v =

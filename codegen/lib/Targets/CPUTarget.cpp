@@ -64,6 +64,17 @@ public:
     kb.forEach(kb.i32(0), count, body);
   }
 
+  void prefetch(KernelBuilder &kb, Value ptr, Value byteOffset,
+                unsigned lines) override {
+    OpBuilder &b = kb.builder();
+    for (unsigned line = 0; line < lines; ++line) {
+      Value at =
+          line ? kb.add(byteOffset, kb.i64(int64_t(line) * 64)) : byteOffset;
+      LLVM::Prefetch::create(b, kb.getLoc(), kb.gep(ptr, at), /*rw=*/0,
+                             /*hint=*/3, /*cache=*/1);
+    }
+  }
+
   Value allocShared(KernelBuilder &kb, uint64_t bytes) override {
     // In the entry block, so that an allocation made inside a loop does not
     // grow the stack every iteration.

@@ -119,6 +119,12 @@ public:
   virtual mlir::Value getConstantTable(KernelBuilder &kb, llvm::StringRef name,
                                        llvm::ArrayRef<int32_t> values) = 0;
 
+  /// Asks for the `lines` 64-byte lines from `ptr` + `byteOffset` ahead of
+  /// their loads where the hardware's own prefetchers stop (the CPU's stop
+  /// at 4 KiB pages); nothing on targets that hide latency with threads.
+  virtual void prefetch(KernelBuilder &kb, mlir::Value ptr,
+                        mlir::Value byteOffset, unsigned lines) {}
+
   /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
   /// leave vectorization to LLVM's loop vectorizer (CPU).
   virtual bool prefersWideLoads() const = 0;
