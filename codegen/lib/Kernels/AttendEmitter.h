@@ -228,9 +228,6 @@ private:
   /// valueSums from the full-precision rows of `range` in region 1
   /// (pages), or plus those of region 0 (sinks) or 2 (the window).
   void sumFullPrecisionValues(Range range, unsigned region);
-  /// Prefetches `bytes` of the page row kPrefetchBytes after element `row`.
-  void prefetchRows(Value base, Value row, unsigned bytes);
-  static constexpr int64_t kPrefetchBytes = 2048;
   /// `lanes` channels of a full-precision page row from `element`, as f32.
   Value loadRowChunk(Value base, Value element, unsigned lanes);
   /// Runs `body(task, worker)` for `tasks` tasks of `workers` adjacent
@@ -281,6 +278,10 @@ private:
     unsigned max;
   };
   unsigned getMaxTokenBlocks(bool isKeys);
+  /// 64-byte lines of a page's slice per token (rounded up).
+  unsigned getPrefetchLines(const SliceLayout &slice);
+  /// On targets that prefetch pages: block b's share of the next page.
+  void prefetchNextPage(bool isKeys, const TokenBlocks &blocks, Value b);
   TokenBlocks getTokenBlocks(Range range, bool isKeys);
   /// The page slice of the block at quantized position `first`.
   SliceAccess getBlockAccess(bool isKeys, Value first);

@@ -285,7 +285,12 @@ AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
   // Pages outer, their tokens inner: the block table is read and the
   // slice's address computed once per page, not once per token. Worker w
   // of `workers` takes every workers-th token of a page from the w-th.
+  // Targets that prefetch (the CPU, whose prefetchers stop at 4 KiB
+  // pages) stream the next page's slice in, `lines` 64-byte lines per
+  // token, while this page's tokens are read.
+  KernelTarget &target = kb.getTarget();
   const SliceLayout &slice = this->slice(isKeys);
+  unsigned lines = getPrefetchLines(slice);
   Value sink = regions[isKeys ? 0 : 1].sink;
   Value pageTokens = kb.i32(layout.pageTokens);
   Value first = kb.sub(range.begin, sink), end = kb.sub(range.end, sink);
@@ -299,17 +304,31 @@ AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
       firstPage, endPage, kb.i32(1), init,
       [&](Value page, ValueRange acc) -> SmallVector<Value> {
         Value pageStart = kb.mul(page, pageTokens);
-        SliceAccess access(kb, tensor(isKeys), slice, layout.pageTokens,
-                           args.pages[isKeys ? 0 : 1], tableRow(isKeys),
-                           pageStart, head);
+        auto sliceAt = [&](Value start) {
+          return SliceAccess(kb, tensor(isKeys), slice, layout.pageTokens,
+                             args.pages[isKeys ? 0 : 1], tableRow(isKeys),
+                             start, head);
+        };
+        SliceAccess access = sliceAt(pageStart);
+        // The last page prefetches itself: no table entry past the range.
+        std::optional<SliceAccess> next;
+        if (target.prefetchesPages())
+          next.emplace(sliceAt(kb.mul(
+              kb.minU(kb.add(page, kb.i32(1)), kb.sub(endPage, kb.i32(1))),
+              pageTokens)));
         Value begin = kb.add(kb.maxS(first, pageStart), worker);
         Value pageEnd = kb.add(pageStart, pageTokens);
         Value stop = kb.select(kb.ult(end, pageEnd), end, pageEnd);
-        return kb.forLoop(begin, kb.maxS(stop, begin), kb.i32(workers), acc,
-                          [&](Value index, ValueRange sums) {
-                            return step(access, kb.sub(index, pageStart),
-                                        kb.add(index, sink), sums);
-                          });
+        return kb.forLoop(
+            begin, kb.maxS(stop, begin), kb.i32(workers), acc,
+            [&](Value index, ValueRange sums) {
+              Value pageToken = kb.sub(index, pageStart);
+              if (next)
+                target.prefetch(kb, next->getBase(),
+                                kb.mul(kb.toI64(pageToken), kb.i64(64 * lines)),
+                                lines);
+              return step(access, pageToken, kb.add(index, sink), sums);
+            });
       });
 }
 
@@ -342,6 +361,32 @@ AttendEmitter::TokenBlocks AttendEmitter::getTokenBlocks(Range range,
 SliceAccess AttendEmitter::getBlockAccess(bool isKeys, Value first) {
   return SliceAccess(kb, tensor(isKeys), slice(isKeys), layout.pageTokens,
                      args.pages[isKeys ? 0 : 1], tableRow(isKeys), first, head);
+}
+
+unsigned AttendEmitter::getPrefetchLines(const SliceLayout &slice) {
+  return llvm::divideCeil(slice.sliceBytes, 64 * layout.pageTokens);
+}
+
+void AttendEmitter::prefetchNextPage(bool isKeys, const TokenBlocks &blocks,
+                                     Value b) {
+  // Block b's share of the next page's slice, as forEachQuantizedToken's
+  // tokens ask for theirs; the last page of the blocks prefetches itself.
+  KernelTarget &target = kb.getTarget();
+  if (!target.prefetchesPages())
+    return;
+  unsigned group = slice(isKeys).quant.getGroup();
+  unsigned lines = getPrefetchLines(slice(isKeys));
+  Value pageTokens = kb.i32(layout.pageTokens);
+  Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+  Value last = kb.mul(kb.sub(kb.add(blocks.first, blocks.count), kb.i32(1)),
+                      kb.i32(group));
+  Value page = kb.minU(kb.add(kb.divU(first, pageTokens), kb.i32(1)),
+                       kb.divU(last, pageTokens));
+  SliceAccess next = getBlockAccess(isKeys, kb.mul(page, pageTokens));
+  Value pageToken = kb.remU(first, pageTokens);
+  target.prefetch(kb, next.getBase(),
+                  kb.mul(kb.toI64(pageToken), kb.i64(64 * lines)),
+                  lines * group);
 }
 
 Value AttendEmitter::getPageBlock(Value first, unsigned group) {
@@ -506,6 +551,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
   if (target.getBlockThreads() == 1) {
     // One thread: blocks are a loop, passes unrolled (constant offsets).
     kb.forEach(kb.i32(0), blocks.count, [&](Value b) {
+      prefetchNextPage(/*isKeys=*/true, blocks, b);
       for (unsigned pass = 0; pass < passes; ++pass)
         scorePass(b, kb.i32(pass), std::min(perPass, chunks - pass * perPass),
                   kb.i32(0), 1);
@@ -579,6 +625,7 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
     kb.forEach(kb.i32(0), kb.i32(heads * dim),
                [&](Value i) { kb.storeF32(kb.f32(0), valueSums, i); });
     kb.forEach(kb.i32(0), blocks.count, [&](Value b) {
+      prefetchNextPage(/*isKeys=*/false, blocks, b);
       kb.forEach(kb.i32(0), kb.i32(chunks), [&](Value chunk) {
         Value c0 = kb.mul(chunk, kb.i32(lanes));
         store(blockShare(b, c0, sumsAt(c0)), c0);
@@ -886,15 +933,6 @@ Value AttendEmitter::loadRowChunk(Value base, Value element, unsigned lanes) {
       VectorType::get({lanes}, kb.builder().getF32Type()), chunk);
 }
 
-void AttendEmitter::prefetchRows(Value base, Value row, unsigned bytes) {
-  // kPrefetchBytes ahead of the row read now, in the same page slice (the
-  // last rows of a slice ask for the next slice's: a few wasted lines).
-  unsigned elementBytes = model.getDtype().getIntOrFloatBitWidth() / 8;
-  Value at = kb.add(kb.mul(kb.toI64(row), kb.i64(elementBytes)),
-                    kb.i64(kPrefetchBytes));
-  kb.getTarget().prefetch(kb, base, at, std::max(1u, bytes / 64));
-}
-
 void AttendEmitter::scoreFullPrecisionRows(Range range) {
   // A token per thread, its channels as lanes: one load per chunk, dotted
   // with each head's query chunk; the heads' vectors reduced together.
@@ -909,11 +947,9 @@ void AttendEmitter::scoreFullPrecisionRows(Range range) {
       dots[r] = kb.fadd(dots[r], kb.fmul(q, keys));
     }
   };
-  unsigned rowBytes = dim * model.getDtype().getIntOrFloatBitWidth() / 8;
   auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
                         ValueRange) -> SmallVector<Value> {
     Value row = kb.mul(pageToken, kb.i32(dim));
-    prefetchRows(access.getBase(), row, rowBytes);
     SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
     if (unroll) {
       for (unsigned k = 0; k < chunks; ++k)
@@ -942,8 +978,6 @@ void AttendEmitter::sumFullPrecisionValues(Range range, unsigned region) {
   auto [passHeads, passChunks] = planValuePasses(chunks, chunks);
   unsigned units = chunks / passChunks;
   unsigned workers = getWorkers(target, units, layout.pageTokens);
-  unsigned rowChunkBytes =
-      dim * model.getDtype().getIntOrFloatBitWidth() / 8 / units;
   // step(base, element of the row's channel 0, t, sums) for each token.
   using RowStep =
       function_ref<SmallVector<Value>(Value, Value, Value, ValueRange)>;
@@ -986,8 +1020,6 @@ void AttendEmitter::sumFullPrecisionValues(Range range, unsigned region) {
             Value probabilities =
                 f32Row(kb, scores, kb.sub(t, splitRange.begin));
             row = kb.add(row, c0);
-            if (region == 1)
-              prefetchRows(base, row, rowChunkBytes);
             SmallVector<Value> next(acc.begin(), acc.end());
             for (unsigned k = 0; k < passChunks; ++k) {
               Value v =

@@ -64,6 +64,7 @@ public:
     kb.forEach(kb.i32(0), count, body);
   }
 
+  bool prefetchesPages() const override { return true; }
   void prefetch(KernelBuilder &kb, Value ptr, Value byteOffset,
                 unsigned lines) override {
     OpBuilder &b = kb.builder();
@@ -71,7 +72,7 @@ public:
       Value at =
           line ? kb.add(byteOffset, kb.i64(int64_t(line) * 64)) : byteOffset;
       LLVM::Prefetch::create(b, kb.getLoc(), kb.gep(ptr, at), /*rw=*/0,
-                             /*hint=*/3, /*cache=*/1);
+                             /*hint=*/2, /*cache=*/1);
     }
   }
 

@@ -119,9 +119,11 @@ public:
   virtual mlir::Value getConstantTable(KernelBuilder &kb, llvm::StringRef name,
                                        llvm::ArrayRef<int32_t> values) = 0;
 
-  /// Asks for the `lines` 64-byte lines from `ptr` + `byteOffset` ahead of
-  /// their loads where the hardware's own prefetchers stop (the CPU's stop
-  /// at 4 KiB pages); nothing on targets that hide latency with threads.
+  /// Whether kernels should stream the next cache page in while they read
+  /// one (the CPU: its prefetchers stop at 4 KiB pages, and a page's slice
+  /// is random in memory); the GPU hides latency with warps instead.
+  virtual bool prefetchesPages() const { return false; }
+  /// Asks for the `lines` 64-byte lines from `ptr` + `byteOffset`.
   virtual void prefetch(KernelBuilder &kb, mlir::Value ptr,
                         mlir::Value byteOffset, unsigned lines) {}
 
