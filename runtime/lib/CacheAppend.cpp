@@ -167,7 +167,7 @@ Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
   // Device keys are read where they are; host keys through the key staging
   // buffer (reserved), which the key flush after it reuses in stream order.
   DevicePtr Src = DevicePtr(reinterpret_cast<uintptr_t>(W.Item->K));
-  if (Inputs == Cache::Impl::Memory::Host) {
+  if (Inputs == Cache::Impl::Memory::Host && !C.B->readsHostMemory()) {
     Src = C.Staging[0].Ptr;
     if (Status S =
             C.B->copyToDevice(Src, W.Item->K, W.Item->NumTokens * C.rowBytes());
@@ -195,16 +195,19 @@ unsigned inputTokens(const AppendPlan &Plan) {
 }
 
 /// Where a flush reads its first inputTokens(Plan) tokens of Rest: device
-/// input where it is, host input (or device input the track kernel would
-/// rewrite: Writable) copied once to the tensor's staging buffer. 0 when
-/// the window holds every flushed token.
+/// input, and host input on a backend that reads host memory (the CPU),
+/// where it is; other host input (or input the track kernel would rewrite:
+/// Writable) copied once to the tensor's staging buffer. 0 when the window
+/// holds every flushed token.
 Expected<DevicePtr> flushInput(Cache::Impl &C, Tensor T, const AppendPlan &Plan,
                                const uint8_t *Rest, Cache::Impl::Memory Inputs,
                                bool Writable) {
   unsigned N = inputTokens(Plan);
   if (!N)
     return DevicePtr(0);
-  if (Inputs == Cache::Impl::Memory::Device && !Writable)
+  bool InPlace =
+      Inputs == Cache::Impl::Memory::Device || C.B->readsHostMemory();
+  if (InPlace && !Writable)
     return DevicePtr(reinterpret_cast<uintptr_t>(Rest));
   // Reserved by reserveAppend: no allocation here.
   DevicePtr Staging = C.Staging[int(T)].Ptr;
@@ -484,12 +487,13 @@ Status Cache::Impl::reserveAppend(unsigned Layer,
                                   const std::vector<AppendWork> &Works,
                                   Memory Inputs) {
   size_t Row = rowBytes(), Device[2] = {0, 0};
+  bool Staged = Inputs == Memory::Host && !B->readsHostMemory();
   for (const AppendWork &W : Works) {
-    if (W.KeyNorm && Inputs == Memory::Host)
+    if (W.KeyNorm && Staged)
       Device[0] = std::max<size_t>(Device[0], W.Item->NumTokens * Row);
-    // Device input is read where it is, unless the track kernel rewrites it
-    // (flushInput).
-    bool Copied = Inputs == Memory::Host || manifest().Pool.isTracked(Layer);
+    // Device input (and host input the backend reads in place) is read
+    // where it is, unless the track kernel rewrites it (flushInput).
+    bool Copied = Staged || manifest().Pool.isTracked(Layer);
     for (Tensor T : {Tensor::Keys, Tensor::Values})
       if (Copied)
         Device[int(T)] =

@@ -53,6 +53,7 @@ public:
   std::string name() const override {
     return "cpu (" + std::to_string(Pool.size()) + " threads)";
   }
+  bool readsHostMemory() const override { return true; }
 
   Expected<DevicePtr> allocate(size_t Bytes) override {
     // Rounding up a size this close to SIZE_MAX would wrap to a tiny block.

@@ -47,6 +47,10 @@ public:
 
   /// The traffic so far (every backend counts its own calls).
   const TrafficCounters &counters() const { return Counters; }
+  /// Whether kernels can read host memory where it is (the CPU backend,
+  /// whose device memory is host memory and whose calls finish before they
+  /// return): host inputs then need no staging copy.
+  virtual bool readsHostMemory() const { return false; }
 
   /// "cpu (N threads)", or "device: <driver name>".
   virtual std::string name() const = 0;
