@@ -224,12 +224,20 @@ Expected<DevicePtr> Cache::Impl::scratch(ScratchBuffer &S, size_t Bytes) {
   return S.Ptr;
 }
 
+Expected<const KernelInfo *>
+Cache::Impl::kernelInfo(const std::string &Kernel) const {
+  if (const KernelInfo *K = manifest().kernel(Kernel))
+    return K;
+  return Status::error(ErrorCode::Artifact,
+                       "kernel '" + Kernel + "' missing from the manifest");
+}
+
 Status Cache::Impl::launch(const std::string &Kernel, Dim3 Grid,
                            abi::KernelArgs &Args) {
-  const KernelInfo *K = manifest().kernel(Kernel);
-  if (!K)
-    return Status::error(ErrorCode::Artifact,
-                         "kernel '" + Kernel + "' missing from the manifest");
+  Expected<const KernelInfo *> Info = kernelInfo(Kernel);
+  if (!Info.ok())
+    return Info.status();
+  const KernelInfo *K = *Info;
   // The manifest's argument list matches its kind (checked when parsed).
   const char *Kind = abi::getKernel(Args.getKind()).Name;
   if (K->Kind != Kind)

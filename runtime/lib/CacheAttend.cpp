@@ -202,13 +202,11 @@ Expected<unsigned> Cache::Impl::residentAttendBlocks() {
     return ResidentAttendBlocks;
   unsigned Fewest = ~0u;
   for (const LayerKernels &L : manifest().Layers) {
-    const KernelInfo *K = manifest().kernel(L.Attend);
-    if (!K)
-      return Status::error(ErrorCode::Artifact,
-                           "kernel '" + L.Attend +
-                               "' missing from the manifest");
+    Expected<const KernelInfo *> K = kernelInfo(L.Attend);
+    if (!K.ok())
+      return K.status();
     Expected<unsigned> N =
-        B->residentBlocks(L.Attend, K->Block, K->SharedBytes);
+        B->residentBlocks(L.Attend, (*K)->Block, (*K)->SharedBytes);
     if (!N.ok())
       return N.status();
     Fewest = std::min(Fewest, std::max(1u, *N));

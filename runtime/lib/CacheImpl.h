@@ -199,6 +199,8 @@ public:
   /// set (no allocation: appends launch after reserving everything they
   /// need).
   Status launch(const std::string &Kernel, Dim3 Grid, abi::KernelArgs &Args);
+  /// The manifest's entry of Kernel, or an Artifact error.
+  Expected<const KernelInfo *> kernelInfo(const std::string &Kernel) const;
 
   // Operations (CacheAppend.cpp, CacheAttend.cpp) -------------------------
   /// Where an append's K/V or an attend's Q and output live. Device
@@ -258,9 +260,10 @@ public:
   /// long run of appends allocates nothing.
   ScratchBuffer Staging[2];
   ScratchBuffer QBuf, Partial, SeqsBuf, OutBuf;
+  /// residentAttendBlocks(), once asked (0 before).
+  unsigned ResidentAttendBlocks = 0;
   /// The descriptor rows SeqsBuf holds, and where it was then (empty when
   /// unknown).
-  unsigned ResidentAttendBlocks = 0;
   std::vector<uint32_t> SeqsOnDevice;
   DevicePtr SeqsOnDeviceAt = 0;
 

@@ -239,6 +239,10 @@ private:
   /// its size is planned by the runtime), padded there.
   void forEachWorker(Value tasks, unsigned workers,
                      llvm::function_ref<void(Value task, Value worker)> body);
+  /// The loop of both: `count` padded iterations, split into (task, worker).
+  void
+  forEachIteration(Value count, unsigned workers,
+                   llvm::function_ref<void(Value task, Value worker)> body);
   /// forEachWorker on a GPU block; on one thread, the units unrolled with
   /// constant indices (worker 0).
   void forEachUnit(unsigned units, unsigned workers,
@@ -278,9 +282,14 @@ private:
     unsigned max;
   };
   unsigned getMaxTokenBlocks(bool isKeys);
-  /// 64-byte lines of a page's slice per token (rounded up).
-  unsigned getPrefetchLines(const SliceLayout &slice);
-  /// On targets that prefetch pages: block b's share of the next page.
+  /// On targets that prefetch pages (KernelTarget::prefetchesPages), the
+  /// slice of the page after `page`, or of `lastPage` if that is `page`.
+  std::optional<SliceAccess> getNextPage(bool isKeys, Value page,
+                                         Value lastPage);
+  /// Prefetches the share of `tokens` tokens from `pageToken` of `next`.
+  void prefetchTokens(const SliceAccess &next, Value pageToken,
+                      unsigned tokens);
+  /// Block b's share of the next page (where the target prefetches).
   void prefetchNextPage(bool isKeys, const TokenBlocks &blocks, Value b);
   TokenBlocks getTokenBlocks(Range range, bool isKeys);
   /// The page slice of the block at quantized position `first`.

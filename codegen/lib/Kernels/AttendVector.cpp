@@ -204,22 +204,24 @@ static SmallVector<Value> reduceEach(KernelBuilder &kb,
 
 void AttendEmitter::forEachWorker(unsigned tasks, unsigned workers,
                                   function_ref<void(Value, Value)> body) {
-  KernelTarget &target = kb.getTarget();
-  Value count = kb.i32(target.getWorkerIterations(tasks, workers));
-  target.parallelFor(kb, count, [&](Value i) {
-    body(kb.divU(i, kb.i32(workers)), kb.remU(i, kb.i32(workers)));
-  });
+  forEachIteration(kb.i32(kb.getTarget().getWorkerIterations(tasks, workers)),
+                   workers, body);
 }
 
 void AttendEmitter::forEachWorker(Value tasks, unsigned workers,
                                   function_ref<void(Value, Value)> body) {
-  KernelTarget &target = kb.getTarget();
-  unsigned align = workers > 1 ? target.getMaxWorkers() : 1;
+  // getWorkerIterations at run time.
+  unsigned align = kb.getTarget().getWorkerAlignment(workers);
   Value count =
       kb.mul(kb.divU(kb.add(kb.mul(tasks, kb.i32(workers)), kb.i32(align - 1)),
                      kb.i32(align)),
              kb.i32(align));
-  target.parallelFor(kb, count, [&](Value i) {
+  forEachIteration(count, workers, body);
+}
+
+void AttendEmitter::forEachIteration(Value count, unsigned workers,
+                                     function_ref<void(Value, Value)> body) {
+  kb.getTarget().parallelFor(kb, count, [&](Value i) {
     body(kb.divU(i, kb.i32(workers)), kb.remU(i, kb.i32(workers)));
   });
 }
@@ -285,12 +287,9 @@ AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
   // Pages outer, their tokens inner: the block table is read and the
   // slice's address computed once per page, not once per token. Worker w
   // of `workers` takes every workers-th token of a page from the w-th.
-  // Targets that prefetch (the CPU, whose prefetchers stop at 4 KiB
-  // pages) stream the next page's slice in, `lines` 64-byte lines per
-  // token, while this page's tokens are read.
-  KernelTarget &target = kb.getTarget();
+  // Targets that prefetch pages stream the next page's slice in while this
+  // page's tokens are read.
   const SliceLayout &slice = this->slice(isKeys);
-  unsigned lines = getPrefetchLines(slice);
   Value sink = regions[isKeys ? 0 : 1].sink;
   Value pageTokens = kb.i32(layout.pageTokens);
   Value first = kb.sub(range.begin, sink), end = kb.sub(range.end, sink);
@@ -304,31 +303,22 @@ AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
       firstPage, endPage, kb.i32(1), init,
       [&](Value page, ValueRange acc) -> SmallVector<Value> {
         Value pageStart = kb.mul(page, pageTokens);
-        auto sliceAt = [&](Value start) {
-          return SliceAccess(kb, tensor(isKeys), slice, layout.pageTokens,
-                             args.pages[isKeys ? 0 : 1], tableRow(isKeys),
-                             start, head);
-        };
-        SliceAccess access = sliceAt(pageStart);
-        // The last page prefetches itself: no table entry past the range.
-        std::optional<SliceAccess> next;
-        if (target.prefetchesPages())
-          next.emplace(sliceAt(kb.mul(
-              kb.minU(kb.add(page, kb.i32(1)), kb.sub(endPage, kb.i32(1))),
-              pageTokens)));
+        SliceAccess access(kb, tensor(isKeys), slice, layout.pageTokens,
+                           args.pages[isKeys ? 0 : 1], tableRow(isKeys),
+                           pageStart, head);
+        std::optional<SliceAccess> next =
+            getNextPage(isKeys, page, kb.sub(endPage, kb.i32(1)));
         Value begin = kb.add(kb.maxS(first, pageStart), worker);
         Value pageEnd = kb.add(pageStart, pageTokens);
         Value stop = kb.select(kb.ult(end, pageEnd), end, pageEnd);
-        return kb.forLoop(
-            begin, kb.maxS(stop, begin), kb.i32(workers), acc,
-            [&](Value index, ValueRange sums) {
-              Value pageToken = kb.sub(index, pageStart);
-              if (next)
-                target.prefetch(kb, next->getBase(),
-                                kb.mul(kb.toI64(pageToken), kb.i64(64 * lines)),
-                                lines);
-              return step(access, pageToken, kb.add(index, sink), sums);
-            });
+        return kb.forLoop(begin, kb.maxS(stop, begin), kb.i32(workers), acc,
+                          [&](Value index, ValueRange sums) {
+                            Value pageToken = kb.sub(index, pageStart);
+                            if (next)
+                              prefetchTokens(*next, pageToken, 1);
+                            return step(access, pageToken, kb.add(index, sink),
+                                        sums);
+                          });
       });
 }
 
@@ -363,30 +353,38 @@ SliceAccess AttendEmitter::getBlockAccess(bool isKeys, Value first) {
                      args.pages[isKeys ? 0 : 1], tableRow(isKeys), first, head);
 }
 
-unsigned AttendEmitter::getPrefetchLines(const SliceLayout &slice) {
-  return llvm::divideCeil(slice.sliceBytes, 64 * layout.pageTokens);
+std::optional<SliceAccess> AttendEmitter::getNextPage(bool isKeys, Value page,
+                                                      Value lastPage) {
+  // The last page of a range prefetches itself: no block-table entry past
+  // the range is read.
+  if (!kb.getTarget().prefetchesPages())
+    return std::nullopt;
+  Value next = kb.minU(kb.add(page, kb.i32(1)), lastPage);
+  return getBlockAccess(isKeys, kb.mul(next, kb.i32(layout.pageTokens)));
+}
+
+void AttendEmitter::prefetchTokens(const SliceAccess &next, Value pageToken,
+                                   unsigned tokens) {
+  // A page's slice in equal shares per token: 64-byte lines, rounded up.
+  unsigned lines =
+      llvm::divideCeil(next.getSlice().sliceBytes, 64 * layout.pageTokens);
+  kb.getTarget().prefetch(kb, next.getBase(),
+                          kb.mul(kb.toI64(pageToken), kb.i64(64 * lines)),
+                          lines * tokens);
 }
 
 void AttendEmitter::prefetchNextPage(bool isKeys, const TokenBlocks &blocks,
                                      Value b) {
-  // Block b's share of the next page's slice, as forEachQuantizedToken's
-  // tokens ask for theirs; the last page of the blocks prefetches itself.
-  KernelTarget &target = kb.getTarget();
-  if (!target.prefetchesPages())
-    return;
+  // Block b's tokens' share of the next page, as forEachQuantizedToken's
+  // tokens ask for theirs.
   unsigned group = slice(isKeys).quant.getGroup();
-  unsigned lines = getPrefetchLines(slice(isKeys));
   Value pageTokens = kb.i32(layout.pageTokens);
   Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
   Value last = kb.mul(kb.sub(kb.add(blocks.first, blocks.count), kb.i32(1)),
                       kb.i32(group));
-  Value page = kb.minU(kb.add(kb.divU(first, pageTokens), kb.i32(1)),
-                       kb.divU(last, pageTokens));
-  SliceAccess next = getBlockAccess(isKeys, kb.mul(page, pageTokens));
-  Value pageToken = kb.remU(first, pageTokens);
-  target.prefetch(kb, next.getBase(),
-                  kb.mul(kb.toI64(pageToken), kb.i64(64 * lines)),
-                  lines * group);
+  if (std::optional<SliceAccess> next = getNextPage(
+          isKeys, kb.divU(first, pageTokens), kb.divU(last, pageTokens)))
+    prefetchTokens(*next, kb.remU(first, pageTokens), group);
 }
 
 Value AttendEmitter::getPageBlock(Value first, unsigned group) {

@@ -574,12 +574,15 @@ public:
     for (unsigned I : Index)
       Ids.push_back(Seqs[I].Id);
     std::vector<float> Out(Q.size(), NAN);
-    // SplitTokens: through a plan pinning the split size.
-    Expected<AttendPlan> Plan = C->planAttend(Ids, 0, SplitTokens);
-    ASSERT_TRUE(Plan.ok()) << Plan.message();
-    Status St = SplitTokens
-                    ? C->attend(Layer, *Plan, QBits.data(), Out.data(), Rope)
-                    : C->attend(Layer, Ids, QBits.data(), Out.data(), Rope);
+    Status St = Status::success();
+    if (SplitTokens) {
+      // Through a plan pinning the split size.
+      Expected<AttendPlan> Plan = C->planAttend(Ids, 0, SplitTokens);
+      ASSERT_TRUE(Plan.ok()) << Plan.message();
+      St = C->attend(Layer, *Plan, QBits.data(), Out.data(), Rope);
+    } else {
+      St = C->attend(Layer, Ids, QBits.data(), Out.data(), Rope);
+    }
     ASSERT_TRUE(St.ok()) << St.message();
     unsigned R = P.Heads / P.KvHeads;
     double Scale = 1.0 / std::sqrt(double(P.HeadDim));

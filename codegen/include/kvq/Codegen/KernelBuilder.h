@@ -161,10 +161,14 @@ public:
   /// The warp's matrix unit, or null: kernels take their matrix forms where
   /// the target has one.
   virtual MatrixUnit *getMatrixUnit() { return nullptr; }
-  /// The iterations for `tasks` tasks of `workers` workers each, padded so
-  /// that no warp is left partly inside the loop.
+  /// What the iterations of tasks of `workers` workers each are padded to,
+  /// so that no warp is left partly inside the loop.
+  unsigned getWorkerAlignment(unsigned workers) const {
+    return workers > 1 ? getMaxWorkers() : 1;
+  }
+  /// The iterations for `tasks` tasks of `workers` workers each, padded.
   unsigned getWorkerIterations(unsigned tasks, unsigned workers) const {
-    unsigned count = tasks * workers, align = workers > 1 ? getMaxWorkers() : 1;
+    unsigned count = tasks * workers, align = getWorkerAlignment(workers);
     return (count + align - 1) / align * align;
   }
 };

@@ -26,6 +26,7 @@ public:
   /// Where this slice's codes start (the owner layer's slice when sharing).
   mlir::Value getCodesBase() const { return codesBase; }
 
+  const SliceLayout &getSlice() const { return slice; }
   QuantAttr getQuant() const { return slice.quant; }
   unsigned getWordsPerGroup() const { return slice.wordsPerGroup; }
 
