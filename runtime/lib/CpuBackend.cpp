@@ -6,8 +6,8 @@
 //
 // Device pointers are host addresses. Kernels are the artifact's host entry
 // points `void NAME(void **args, uint32_t bx, uint32_t by, uint32_t bz)`,
-// called once per block of the grid on a thread pool; a launch returns when
-// every block has run, so synchronize() has nothing to wait for.
+// called once per block of the grid on a thread pool, y fastest; a launch
+// returns when every block has run, so synchronize() has nothing to wait for.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,9 +124,13 @@ public:
     } L{It->second, Args, Grid, uint64_t(Grid.X) * Grid.Y};
     // One captured pointer keeps the std::function in its inline storage: a
     // launch allocates nothing (appends reserve memory before they launch).
+    // y fastest: in the flush and attend grids y is the kv-head, whose
+    // input rows (a token's heads) and page slices (a page's heads) are
+    // adjacent, so the chunks of blocks a thread claims read memory in
+    // order rather than a head's rows 2 KiB apart (docs/Performance.md).
     Pool.parallelFor(L.XY * Grid.Z, [B = &L](uint64_t I) {
       uint64_t XYRem = I % B->XY;
-      B->Fn(B->Args, uint32_t(XYRem % B->Grid.X), uint32_t(XYRem / B->Grid.X),
+      B->Fn(B->Args, uint32_t(XYRem / B->Grid.Y), uint32_t(XYRem % B->Grid.Y),
             uint32_t(I / B->XY));
     });
     return Status::success();
