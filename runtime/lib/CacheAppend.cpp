@@ -36,11 +36,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "CacheImpl.h"
-
-#include <cassert>
-
 #include "kvq/Runtime/Runtime.h"
 
+#include <atomic>
+#include <cassert>
 #include <set>
 
 using namespace kvq::runtime;
@@ -96,6 +95,28 @@ std::string describeNonFinite(const char *What, size_t I, const ModelShape &M,
 
 namespace {
 
+/// findNonFinite over the backend's host threads: a prefill's input is
+/// read once more than the kernels read it, so the scan takes the
+/// bandwidth of every thread, not one's.
+size_t scanNonFinite(Backend &B, DType Type, const void *In, size_t N) {
+  constexpr size_t Chunk = size_t(1) << 16;
+  size_t Elements = Type == DType::F32 ? 4 : 2;
+  std::atomic<size_t> First{N};
+  B.forEachOnHost((N + Chunk - 1) / Chunk, [&](uint64_t Index) {
+    size_t Begin = Index * Chunk, Count = std::min(Chunk, N - Begin);
+    const auto *At = static_cast<const uint8_t *>(In) + Begin * Elements;
+    size_t Bad = findNonFinite(Type, At, Count);
+    if (Bad == Count)
+      return;
+    // The first bad element overall: the smallest chunk's first.
+    size_t Seen = First.load();
+    while (Begin + Bad < Seen &&
+           !First.compare_exchange_weak(Seen, Begin + Bad))
+      ;
+  });
+  return First.load();
+}
+
 Status validateItem(const Cache::Impl &C, const AppendItem &I,
                     Cache::Impl::Memory Inputs) {
   const ModelShape &M = C.manifest().Model;
@@ -116,10 +137,10 @@ Status validateItem(const Cache::Impl &C, const AppendItem &I,
   if (Inputs == Cache::Impl::Memory::Device)
     return Status::success();
   size_t N = size_t(I.NumTokens) * M.KvHeads * M.HeadDim;
-  if (size_t Bad = findNonFinite(M.Type, I.K, N); Bad != N)
+  if (size_t Bad = scanNonFinite(*C.B, M.Type, I.K, N); Bad != N)
     return Status::error(ErrorCode::InvalidArgument,
                          describeNonFinite("key", Bad, M, I.Seq));
-  if (size_t Bad = findNonFinite(M.Type, I.V, N); Bad != N)
+  if (size_t Bad = scanNonFinite(*C.B, M.Type, I.V, N); Bad != N)
     return Status::error(ErrorCode::InvalidArgument,
                          describeNonFinite("value", Bad, M, I.Seq));
   return Status::success();

@@ -54,6 +54,10 @@ public:
     return "cpu (" + std::to_string(Pool.size()) + " threads)";
   }
   bool readsHostMemory() const override { return true; }
+  void forEachOnHost(uint64_t N,
+                     const std::function<void(uint64_t)> &Body) override {
+    Pool.parallelFor(N, Body);
+  }
 
   Expected<DevicePtr> allocate(size_t Bytes) override {
     // Rounding up a size this close to SIZE_MAX would wrap to a tiny block.

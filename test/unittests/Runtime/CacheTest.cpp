@@ -292,6 +292,33 @@ TEST_F(CacheErrorTest, NonFiniteValues) {
       "non-finite key at token 0");
 }
 
+TEST(CacheTest, LongAppendsReportTheirFirstNonFiniteValue) {
+  // The scan runs in chunks of 65536 elements (4096 tokens here) on the
+  // backend's threads: whichever finds one first, the first is reported.
+  constexpr unsigned Tokens = 3 * 4096 + 100;
+  std::unique_ptr<Cache> C = makeCache(Tokens / kPageTokens + 64, 1);
+  ASSERT_TRUE(C);
+  std::mt19937 Rng(9);
+  std::vector<uint16_t> K = randomTokens(Rng, Tokens),
+                        V = randomTokens(Rng, Tokens);
+  SequenceId S = *C->addSequence();
+  Snapshot Before = snapshot(*C, {S});
+  V[size_t(12000) * kRow] = 0x7e00;
+  V[size_t(9000) * kRow + kD + 5] = 0x7c00;
+  V[size_t(5000) * kRow + 2] = 0xfc00;
+  Status Result = C->append(0, {{S, Tokens, K.data(), V.data()}});
+  ASSERT_FALSE(Result.ok());
+  EXPECT_NE(Result.message().find(
+                "non-finite value at token 5000, kv-head 0, channel 2"),
+            std::string::npos)
+      << Result.message();
+  EXPECT_TRUE(snapshot(*C, {S}) == Before);
+  V[size_t(5000) * kRow + 2] = 0;
+  V[size_t(9000) * kRow + kD + 5] = 0;
+  V[size_t(12000) * kRow] = 0;
+  EXPECT_TRUE(C->append(0, {{S, Tokens, K.data(), V.data()}}).ok());
+}
+
 TEST_F(CacheErrorTest, MalformedBatches) {
   expectRejected(
       C->append(0, {{A, 1, K.data(), V.data()}, {A, 1, K.data(), V.data()}}),

@@ -20,6 +20,8 @@
 #include "kvq/Runtime/Artifact.h"
 #include "kvq/Runtime/DeviceDriver.h"
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,6 +53,16 @@ public:
   /// whose device memory is host memory and whose calls finish before they
   /// return): host inputs then need no staging copy.
   virtual bool readsHostMemory() const { return false; }
+
+  /// Calls Body(I) for every I in [0, N), in any order, on the threads that
+  /// run host-side work (the CPU backend's pool; elsewhere the caller's
+  /// thread), and returns when all calls have returned: appends scan their
+  /// host inputs with it.
+  virtual void forEachOnHost(uint64_t N,
+                             const std::function<void(uint64_t)> &Body) {
+    for (uint64_t I = 0; I < N; ++I)
+      Body(I);
+  }
 
   /// "cpu (N threads)", or "device: <driver name>".
   virtual std::string name() const = 0;
