@@ -26,8 +26,7 @@ static void emitKeyNormLanes(KernelBuilder &kb, Value src, Value norms,
                              Value count, Value head, ModelAttr model,
                              unsigned lanes) {
   unsigned dim = model.getHeadDim(), chunks = dim / lanes;
-  Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
-  unsigned bytes = dtype.getIntOrFloatBitWidth() / 8;
+  Type dtype = model.getDtype();
   SmallVector<Value> init(chunks, kb.splat(kb.f32(0), lanes));
   SmallVector<Value> maxAbs = kb.forLoop(
       kb.i32(0), count, kb.i32(1), init,
