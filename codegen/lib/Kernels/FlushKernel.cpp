@@ -394,7 +394,9 @@ constexpr unsigned kMaxUnrolledGroups = 8;
 /// contiguous channels are the lanes. Its range is reduced across lanes
 /// (min and max are exact in any order), its codes come from the same
 /// Quantizer arithmetic lane by lane, and each word ORs its codes' shifted
-/// lanes together.
+/// lanes together. A token's groups compute their parameters together, one
+/// group per lane: the same arithmetic, one vector chain instead of a scalar
+/// chain per group.
 void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
   QuantAttr quant = slice.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
@@ -406,9 +408,14 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
   // (x86 min/max without compare-and-blend); a zero of either sign is
   // counted as +0 by the quantizer whichever one is kept.
   auto noNaN = arith::FastMathFlags::nnan;
-  auto quantizeGroup = [&](Value g) {
-    GroupPlace place = placeGroup(g);
+  struct LoadedGroup {
+    GroupPlace place;
     SmallVector<Value> xs;
+    GroupStats stats;
+  };
+  auto loadGroup = [&](Value g) {
+    LoadedGroup loaded{placeGroup(g), {}, {}};
+    GroupPlace &place = loaded.place;
     for (unsigned j = 0; j < chunks; ++j) {
       Value channel = kb.add(place.channel, kb.i32(j * lanes));
       Value x = kb.loadFloatVector(dtype, place.buffer,
@@ -421,14 +428,14 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
                         kb.add(kb.mul(head, kb.i32(layout.model.getHeadDim())),
                                channel),
                         lanes, /*invariant=*/true));
-      xs.push_back(x);
+      loaded.xs.push_back(x);
     }
     auto reduce = [&](vector::CombiningKind kind,
                       function_ref<Value(Value, Value)> combine,
                       function_ref<Value(Value)> map) {
-      Value acc = map(xs[0]);
+      Value acc = map(loaded.xs[0]);
       for (unsigned j = 1; j < chunks; ++j)
-        acc = combine(acc, map(xs[j]));
+        acc = combine(acc, map(loaded.xs[j]));
       return vector::ReductionOp::create(b, loc, kind, acc, noNaN).getResult();
     };
     auto identity = [](Value x) { return x; };
@@ -438,18 +445,28 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
     auto fmax = [&](Value x, Value y) {
       return arith::MaxNumFOp::create(b, loc, x, y, noNaN).getResult();
     };
-    GroupStats stats;
     if (quant.getMode() == Mode::Asym) {
-      stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
-      stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
+      loaded.stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
+      loaded.stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
     } else {
-      stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
-                            [&](Value x) { return kb.fabs(x); });
+      loaded.stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
+                                   [&](Value x) { return kb.fabs(x); });
     }
-    Quantizer quantizer(kb, quant);
-    GroupParams params = quantizer.paramsFromStats(stats);
+    return loaded;
+  };
+  // Lane `i` of each of `params`' values (or the values: one group).
+  auto laneOf = [&](const GroupParams &params, unsigned i, unsigned count) {
+    GroupParams lane = params;
+    for (Value *v : {&lane.scale, &lane.zero, &lane.asymScale, &lane.asymZero,
+                     &lane.symScale, &lane.saturated})
+      if (*v && count > 1)
+        *v = vector::ExtractOp::create(b, loc, *v, ArrayRef<int64_t>{i});
+    return lane;
+  };
+  Quantizer quantizer(kb, quant);
+  auto storeGroup = [&](const LoadedGroup &loaded, const GroupParams &params) {
     SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                       args.table, place.qpos, head);
+                       args.table, loaded.place.qpos, head);
     if (!slice.sharesCodes()) {
       GroupParams lanesParams = params;
       for (Value *v : {&lanesParams.asymScale, &lanesParams.asymZero,
@@ -458,26 +475,58 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
           *v = kb.splat(*v, lanes);
       kb.setLanes(lanes);
       SmallVector<Value> codes;
-      for (Value x : xs)
+      for (Value x : loaded.xs)
         codes.push_back(quantizer.computeCode(lanesParams, x));
       kb.setLanes(0);
       for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
-        access.storeWord(place.n, kb.i32(w), packWordLanes(kb, codes, bits, w));
+        access.storeWord(loaded.place.n, kb.i32(w),
+                         packWordLanes(kb, codes, bits, w));
     }
-    access.storeScale(place.n, quantizer.paramBits(params.scale));
-    access.storeZero(place.n, quantizer.paramBits(params.zero));
-    kb.ifThen(params.saturated,
-              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1)); });
+    access.storeScale(loaded.place.n, quantizer.paramBits(params.scale));
+    access.storeZero(loaded.place.n, quantizer.paramBits(params.zero));
+  };
+  // Groups [first, first + count) of consecutive indices: their statistics
+  // as lanes of one vector each, their parameters computed once.
+  auto quantizeGroups = [&](Value first, unsigned count) {
+    SmallVector<LoadedGroup> loaded;
+    for (unsigned i = 0; i < count; ++i)
+      loaded.push_back(loadGroup(kb.add(first, kb.i32(i))));
+    auto gather = [&](Value GroupStats::*field) -> Value {
+      if (!(loaded[0].stats.*field) || count == 1)
+        return loaded[0].stats.*field;
+      SmallVector<Value> values;
+      for (const LoadedGroup &group : loaded)
+        values.push_back(group.stats.*field);
+      return vector::FromElementsOp::create(
+          b, loc, VectorType::get({int64_t(count)}, f32), values);
+    };
+    GroupStats stats{gather(&GroupStats::min), gather(&GroupStats::max),
+                     gather(&GroupStats::absMax)};
+    kb.setLanes(count > 1 ? count : 0);
+    GroupParams params = quantizer.paramsFromStats(stats);
+    kb.setLanes(0);
+    for (unsigned i = 0; i < count; ++i)
+      storeGroup(loaded[i], laneOf(params, i, count));
+    // The counter counts saturated groups.
+    Value total =
+        count == 1
+            ? kb.select(params.saturated, kb.i32(1), kb.i32(0))
+            : vector::ReductionOp::create(
+                  b, loc, vector::CombiningKind::ADD,
+                  arith::ExtUIOp::create(
+                      b, loc, VectorType::get({int64_t(count)}, b.getI32Type()),
+                      params.saturated));
+    kb.ifThen(kb.ult(kb.i32(0), total),
+              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), total); });
   };
   // A token's groups in one loop body: their dependency chains (reduce,
   // divide, round, pack) interleave.
   unsigned groups = slice.groupsPerToken;
   if (groups > kMaxUnrolledGroups)
     return kb.getTarget().parallelFor(kb, kb.i32(flush * groups),
-                                      quantizeGroup);
+                                      [&](Value g) { quantizeGroups(g, 1); });
   kb.getTarget().parallelFor(kb, kb.i32(flush), [&](Value token) {
-    for (unsigned g = 0; g < groups; ++g)
-      quantizeGroup(kb.add(kb.mul(token, kb.i32(groups)), kb.i32(g)));
+    quantizeGroups(kb.mul(token, kb.i32(groups)), groups);
   });
 }
 

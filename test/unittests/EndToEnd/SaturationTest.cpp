@@ -49,6 +49,11 @@ TEST_P(SaturationTest, HugeValuesStayFiniteAndAreCounted) {
       k[row + 5] = 60000.0f;
       v[row + 0] = 60000.0f, v[row + 1] = -60000.0f;
       v[row + 32] = 60000.0f, v[row + 33] = -10000.0f;
+      // Token 3, kv-head 0: both value groups saturate (a token's groups
+      // are quantized together: each is counted).
+      size_t other = 3 * kKvHeads * kDim;
+      v[other + 0] = 60000.0f, v[other + 1] = -60000.0f;
+      v[other + 32] = -60000.0f, v[other + 33] = 60000.0f;
     }
     ASSERT_TRUE(cache->append(0, {{seq, n, k.data(), v.data()}}).ok());
     for (unsigned h = 0; h < kKvHeads; ++h) {
@@ -100,8 +105,8 @@ TEST_P(SaturationTest, HugeValuesStayFiniteAndAreCounted) {
     ASSERT_TRUE(counts.ok()) << counts.message();
     EXPECT_EQ(int((*counts)[0]), saturated) << toString(tensor);
     EXPECT_EQ((*counts)[1], 0u);
-    // Only the value group spanning [-60000, 60000] saturates.
-    EXPECT_EQ(saturated, tensor == Tensor::Values ? 1 : 0);
+    // Only the value groups spanning [-60000, 60000] saturate.
+    EXPECT_EQ(saturated, tensor == Tensor::Values ? 3 : 0);
   }
 }
 
