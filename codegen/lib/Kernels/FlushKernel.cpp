@@ -56,6 +56,14 @@ struct GroupPlace {
   Value size, start, word;
 };
 
+/// A group of a span=channels flush in the vector form: where it is, its
+/// elements as chunks of lanes, and their statistics.
+struct LaneGroup {
+  GroupPlace place;
+  SmallVector<Value> xs;
+  GroupStats stats;
+};
+
 /// Emits the flush kernel of one slice: block (u, h) moves flush unit u of
 /// kv-head h into the pages. The scalar forms serve every target; the CPU's
 /// vector forms are used where the target's lanes allow.
@@ -81,6 +89,15 @@ private:
   void emitQuantized();
   void emitTokenBlockLanes(unsigned lanes);
   void emitChannelGroupLanes(unsigned lanes);
+  // The span=channels vector form's pieces.
+  /// Group `g`'s chunks of `lanes` elements and their statistics.
+  LaneGroup loadLaneGroup(Value g, unsigned lanes);
+  /// Stores a loaded group's codes and parameters (scalars).
+  void storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
+                      const GroupParams &params, unsigned lanes);
+  /// Quantizes groups [first, first + count), their parameters computed as
+  /// the lanes of one vector.
+  void quantizeLaneGroups(Value first, unsigned count, unsigned lanes);
   void emitFullPrecision(unsigned lanes);
 
   KernelBuilder &kb;
@@ -390,143 +407,151 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
 /// The most groups of a token the vector form quantizes in one loop body.
 constexpr unsigned kMaxUnrolledGroups = 8;
 
+/// Lane `i` of each of `params`' values (vectors of groups).
+static GroupParams laneOf(KernelBuilder &kb, const GroupParams &params,
+                          unsigned i) {
+  GroupParams lane = params;
+  for (Value *v : {&lane.scale, &lane.zero, &lane.asymScale, &lane.asymZero,
+                   &lane.symScale, &lane.saturated})
+    if (*v)
+      *v = vector::ExtractOp::create(kb.builder(), kb.getLoc(), *v,
+                                     ArrayRef<int64_t>{i});
+  return lane;
+}
+
+/// The statistic `field` of every group of `groups` as one vector, a group
+/// per lane (the statistic itself for one group).
+static Value stackStats(KernelBuilder &kb, ArrayRef<LaneGroup> groups,
+                        Value GroupStats::*field) {
+  if (!(groups[0].stats.*field) || groups.size() == 1)
+    return groups[0].stats.*field;
+  SmallVector<Value> values;
+  for (const LaneGroup &group : groups)
+    values.push_back(group.stats.*field);
+  auto type =
+      VectorType::get({int64_t(groups.size())}, kb.builder().getF32Type());
+  return vector::FromElementsOp::create(kb.builder(), kb.getLoc(), type,
+                                        values);
+}
+
+LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
+  QuantAttr quant = slice.quant;
+  unsigned chunks = quant.getGroup() / lanes;
+  unsigned dim = layout.model.getHeadDim();
+  Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  LaneGroup group{placeGroup(g), {}, {}};
+  for (unsigned j = 0; j < chunks; ++j) {
+    Value channel = kb.add(group.place.channel, kb.i32(j * lanes));
+    Value x = kb.loadFloatVector(dtype, group.place.buffer,
+                                 kb.add(group.place.row, channel), lanes,
+                                 /*invariant=*/true);
+    if (quant.getKeyNorm())
+      x = kb.fdiv(x, kb.loadFloatVector(
+                         f32, args.norms,
+                         kb.add(kb.mul(head, kb.i32(dim)), channel), lanes,
+                         /*invariant=*/true));
+    group.xs.push_back(x);
+  }
+  // Appends reject non-finite input, so the range needs no NaN handling
+  // (x86 min/max without compare-and-blend); a zero of either sign is
+  // counted as +0 by the quantizer whichever one is kept.
+  auto noNaN = arith::FastMathFlags::nnan;
+  auto reduce = [&](vector::CombiningKind kind,
+                    function_ref<Value(Value, Value)> combine,
+                    function_ref<Value(Value)> map) {
+    Value acc = map(group.xs[0]);
+    for (unsigned j = 1; j < chunks; ++j)
+      acc = combine(acc, map(group.xs[j]));
+    return vector::ReductionOp::create(b, loc, kind, acc, noNaN).getResult();
+  };
+  auto identity = [](Value x) { return x; };
+  auto fmin = [&](Value x, Value y) {
+    return arith::MinNumFOp::create(b, loc, x, y, noNaN).getResult();
+  };
+  auto fmax = [&](Value x, Value y) {
+    return arith::MaxNumFOp::create(b, loc, x, y, noNaN).getResult();
+  };
+  if (quant.getMode() == Mode::Asym) {
+    group.stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
+    group.stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
+  } else {
+    group.stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
+                                [&](Value x) { return kb.fabs(x); });
+  }
+  return group;
+}
+
+void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
+                                  const GroupParams &params, unsigned lanes) {
+  SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                     args.table, group.place.qpos, head);
+  if (!slice.sharesCodes()) {
+    GroupParams lanesParams = params;
+    for (Value *v :
+         {&lanesParams.asymScale, &lanesParams.asymZero, &lanesParams.symScale})
+      if (*v)
+        *v = kb.splat(*v, lanes);
+    kb.setLanes(lanes);
+    SmallVector<Value> codes;
+    for (Value x : group.xs)
+      codes.push_back(quantizer.computeCode(lanesParams, x));
+    kb.setLanes(0);
+    for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
+      access.storeWord(group.place.n, kb.i32(w),
+                       packWordLanes(kb, codes, slice.quant.getBits(), w));
+  }
+  access.storeScale(group.place.n, quantizer.paramBits(params.scale));
+  access.storeZero(group.place.n, quantizer.paramBits(params.zero));
+}
+
+void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
+                                      unsigned lanes) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  SmallVector<LaneGroup> groups;
+  for (unsigned i = 0; i < count; ++i)
+    groups.push_back(loadLaneGroup(kb.add(first, kb.i32(i)), lanes));
+  GroupStats stats{stackStats(kb, groups, &GroupStats::min),
+                   stackStats(kb, groups, &GroupStats::max),
+                   stackStats(kb, groups, &GroupStats::absMax)};
+  Quantizer quantizer(kb, slice.quant);
+  kb.setLanes(count > 1 ? count : 0);
+  GroupParams params = quantizer.paramsFromStats(stats);
+  kb.setLanes(0);
+  for (unsigned i = 0; i < count; ++i)
+    storeLaneGroup(groups[i], quantizer,
+                   count > 1 ? laneOf(kb, params, i) : params, lanes);
+  // The counter counts saturated groups.
+  Value total =
+      count == 1
+          ? kb.select(params.saturated, kb.i32(1), kb.i32(0))
+          : vector::ReductionOp::create(
+                b, loc, vector::CombiningKind::ADD,
+                arith::ExtUIOp::create(
+                    b, loc, VectorType::get({int64_t(count)}, b.getI32Type()),
+                    params.saturated));
+  kb.ifThen(kb.ult(kb.i32(0), total),
+            [&] { kb.atomicAddU32(args.saturated, kb.i64(0), total); });
+}
+
 /// The CPU's vector form of a span=channels flush (asym and sym): a group's
 /// contiguous channels are the lanes. Its range is reduced across lanes
 /// (min and max are exact in any order), its codes come from the same
 /// Quantizer arithmetic lane by lane, and each word ORs its codes' shifted
 /// lanes together. A token's groups compute their parameters together, one
 /// group per lane: the same arithmetic, one vector chain instead of a scalar
-/// chain per group.
+/// chain per group, and their dependency chains (reduce, divide, round,
+/// pack) interleave.
 void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
-  QuantAttr quant = slice.quant;
-  unsigned group = quant.getGroup(), bits = quant.getBits();
-  unsigned chunks = group / lanes, flush = tensor.window.getFlush();
-  Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
-  OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
-  // Appends reject non-finite input, so the range needs no NaN handling
-  // (x86 min/max without compare-and-blend); a zero of either sign is
-  // counted as +0 by the quantizer whichever one is kept.
-  auto noNaN = arith::FastMathFlags::nnan;
-  struct LoadedGroup {
-    GroupPlace place;
-    SmallVector<Value> xs;
-    GroupStats stats;
-  };
-  auto loadGroup = [&](Value g) {
-    LoadedGroup loaded{placeGroup(g), {}, {}};
-    GroupPlace &place = loaded.place;
-    for (unsigned j = 0; j < chunks; ++j) {
-      Value channel = kb.add(place.channel, kb.i32(j * lanes));
-      Value x = kb.loadFloatVector(dtype, place.buffer,
-                                   kb.add(place.row, channel), lanes,
-                                   /*invariant=*/true);
-      if (quant.getKeyNorm())
-        x = kb.fdiv(x,
-                    kb.loadFloatVector(
-                        f32, args.norms,
-                        kb.add(kb.mul(head, kb.i32(layout.model.getHeadDim())),
-                               channel),
-                        lanes, /*invariant=*/true));
-      loaded.xs.push_back(x);
-    }
-    auto reduce = [&](vector::CombiningKind kind,
-                      function_ref<Value(Value, Value)> combine,
-                      function_ref<Value(Value)> map) {
-      Value acc = map(loaded.xs[0]);
-      for (unsigned j = 1; j < chunks; ++j)
-        acc = combine(acc, map(loaded.xs[j]));
-      return vector::ReductionOp::create(b, loc, kind, acc, noNaN).getResult();
-    };
-    auto identity = [](Value x) { return x; };
-    auto fmin = [&](Value x, Value y) {
-      return arith::MinNumFOp::create(b, loc, x, y, noNaN).getResult();
-    };
-    auto fmax = [&](Value x, Value y) {
-      return arith::MaxNumFOp::create(b, loc, x, y, noNaN).getResult();
-    };
-    if (quant.getMode() == Mode::Asym) {
-      loaded.stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
-      loaded.stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
-    } else {
-      loaded.stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
-                                   [&](Value x) { return kb.fabs(x); });
-    }
-    return loaded;
-  };
-  // Lane `i` of each of `params`' values (or the values: one group).
-  auto laneOf = [&](const GroupParams &params, unsigned i, unsigned count) {
-    GroupParams lane = params;
-    for (Value *v : {&lane.scale, &lane.zero, &lane.asymScale, &lane.asymZero,
-                     &lane.symScale, &lane.saturated})
-      if (*v && count > 1)
-        *v = vector::ExtractOp::create(b, loc, *v, ArrayRef<int64_t>{i});
-    return lane;
-  };
-  Quantizer quantizer(kb, quant);
-  auto storeGroup = [&](const LoadedGroup &loaded, const GroupParams &params) {
-    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                       args.table, loaded.place.qpos, head);
-    if (!slice.sharesCodes()) {
-      GroupParams lanesParams = params;
-      for (Value *v : {&lanesParams.asymScale, &lanesParams.asymZero,
-                       &lanesParams.symScale})
-        if (*v)
-          *v = kb.splat(*v, lanes);
-      kb.setLanes(lanes);
-      SmallVector<Value> codes;
-      for (Value x : loaded.xs)
-        codes.push_back(quantizer.computeCode(lanesParams, x));
-      kb.setLanes(0);
-      for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
-        access.storeWord(loaded.place.n, kb.i32(w),
-                         packWordLanes(kb, codes, bits, w));
-    }
-    access.storeScale(loaded.place.n, quantizer.paramBits(params.scale));
-    access.storeZero(loaded.place.n, quantizer.paramBits(params.zero));
-  };
-  // Groups [first, first + count) of consecutive indices: their statistics
-  // as lanes of one vector each, their parameters computed once.
-  auto quantizeGroups = [&](Value first, unsigned count) {
-    SmallVector<LoadedGroup> loaded;
-    for (unsigned i = 0; i < count; ++i)
-      loaded.push_back(loadGroup(kb.add(first, kb.i32(i))));
-    auto gather = [&](Value GroupStats::*field) -> Value {
-      if (!(loaded[0].stats.*field) || count == 1)
-        return loaded[0].stats.*field;
-      SmallVector<Value> values;
-      for (const LoadedGroup &group : loaded)
-        values.push_back(group.stats.*field);
-      return vector::FromElementsOp::create(
-          b, loc, VectorType::get({int64_t(count)}, f32), values);
-    };
-    GroupStats stats{gather(&GroupStats::min), gather(&GroupStats::max),
-                     gather(&GroupStats::absMax)};
-    kb.setLanes(count > 1 ? count : 0);
-    GroupParams params = quantizer.paramsFromStats(stats);
-    kb.setLanes(0);
-    for (unsigned i = 0; i < count; ++i)
-      storeGroup(loaded[i], laneOf(params, i, count));
-    // The counter counts saturated groups.
-    Value total =
-        count == 1
-            ? kb.select(params.saturated, kb.i32(1), kb.i32(0))
-            : vector::ReductionOp::create(
-                  b, loc, vector::CombiningKind::ADD,
-                  arith::ExtUIOp::create(
-                      b, loc, VectorType::get({int64_t(count)}, b.getI32Type()),
-                      params.saturated));
-    kb.ifThen(kb.ult(kb.i32(0), total),
-              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), total); });
-  };
-  // A token's groups in one loop body: their dependency chains (reduce,
-  // divide, round, pack) interleave.
-  unsigned groups = slice.groupsPerToken;
+  unsigned flush = tensor.window.getFlush(), groups = slice.groupsPerToken;
   if (groups > kMaxUnrolledGroups)
-    return kb.getTarget().parallelFor(kb, kb.i32(flush * groups),
-                                      [&](Value g) { quantizeGroups(g, 1); });
+    return kb.getTarget().parallelFor(kb, kb.i32(flush * groups), [&](Value g) {
+      quantizeLaneGroups(g, 1, lanes);
+    });
   kb.getTarget().parallelFor(kb, kb.i32(flush), [&](Value token) {
-    quantizeGroups(kb.mul(token, kb.i32(groups)), groups);
+    quantizeLaneGroups(kb.mul(token, kb.i32(groups)), groups, lanes);
   });
 }
 
