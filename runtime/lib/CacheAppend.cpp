@@ -100,11 +100,11 @@ namespace {
 /// bandwidth of every thread, not one's.
 size_t scanNonFinite(Backend &B, DType Type, const void *In, size_t N) {
   constexpr size_t Chunk = size_t(1) << 16;
-  size_t Elements = Type == DType::F32 ? 4 : 2;
+  size_t ElementBytes = Type == DType::F32 ? 4 : 2;
   std::atomic<size_t> First{N};
   B.forEachOnHost((N + Chunk - 1) / Chunk, [&](uint64_t Index) {
     size_t Begin = Index * Chunk, Count = std::min(Chunk, N - Begin);
-    const auto *At = static_cast<const uint8_t *>(In) + Begin * Elements;
+    const auto *At = static_cast<const uint8_t *>(In) + Begin * ElementBytes;
     size_t Bad = findNonFinite(Type, At, Count);
     if (Bad == Count)
       return;
