@@ -60,12 +60,11 @@ public:
 
   Status launch(const std::string &Name, Dim3 Grid, Dim3 Block,
                 unsigned SharedBytes, void **Args) override {
-    auto It = Kernels.find(Name);
-    if (It == Kernels.end())
-      return Status::error(ErrorCode::Backend,
-                           "device backend: unknown kernel '" + Name + "'");
+    Expected<KernelHandle> Kernel = kernel(Name);
+    if (!Kernel.ok())
+      return Kernel.status();
     ++Counters.Launches;
-    Status S = Driver->launch(It->second, Grid, Block, SharedBytes, Args);
+    Status S = Driver->launch(*Kernel, Grid, Block, SharedBytes, Args);
     if (S.ok() || S.message().find("'" + Name + "'") != std::string::npos)
       return S;
     return S.withContext("kernel '" + Name + "': ");
@@ -78,14 +77,21 @@ public:
 
   Expected<unsigned> residentBlocks(const std::string &Name, Dim3 Block,
                                     unsigned SharedBytes) override {
+    Expected<KernelHandle> Kernel = kernel(Name);
+    if (!Kernel.ok())
+      return Kernel.status();
+    return Driver->residentBlocks(*Kernel, Block, SharedBytes);
+  }
+
+private:
+  Expected<KernelHandle> kernel(const std::string &Name) const {
     auto It = Kernels.find(Name);
     if (It == Kernels.end())
       return Status::error(ErrorCode::Backend,
                            "device backend: unknown kernel '" + Name + "'");
-    return Driver->residentBlocks(It->second, Block, SharedBytes);
+    return It->second;
   }
 
-private:
   std::unique_ptr<DeviceDriver> Driver;
   std::unordered_map<std::string, KernelHandle> Kernels;
 };

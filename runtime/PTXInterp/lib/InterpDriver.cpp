@@ -75,10 +75,17 @@ Status InterpDriver::memset(DevicePtr Dst, uint8_t Value, size_t Bytes) {
   return Memory.fill(Dst, Value, Bytes);
 }
 
-Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel, Dim3 Block,
-                                                unsigned) {
+Expected<const InterpDriver::KernelRef *>
+InterpDriver::kernel(KernelHandle Kernel) const {
   if (Kernel.Id == 0 || Kernel.Id > Kernels.size())
     return Status::error(ErrorCode::Backend, "invalid kernel handle");
+  return &Kernels[Kernel.Id - 1];
+}
+
+Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel, Dim3 Block,
+                                                unsigned) {
+  if (Expected<const KernelRef *> K = this->kernel(Kernel); !K.ok())
+    return K.status();
   const ModeledDevice &D = Device;
   unsigned Threads = std::max(1u, Block.X * Block.Y * Block.Z);
   // ptxas fits a block's registers in a multiprocessor (launch bounds).
@@ -93,9 +100,10 @@ Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel, Dim3 Block,
 
 Status InterpDriver::launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
                             unsigned DynamicSharedBytes, void **Args) {
-  if (Kernel.Id == 0 || Kernel.Id > Kernels.size())
-    return Status::error(ErrorCode::Backend, "invalid kernel handle");
-  const KernelRef &K = Kernels[Kernel.Id - 1];
+  Expected<const KernelRef *> Ref = this->kernel(Kernel);
+  if (!Ref.ok())
+    return Ref.status();
+  const KernelRef &K = **Ref;
   LaunchConfig Config;
   Config.Grid = Grid;
   Config.Block = Block;

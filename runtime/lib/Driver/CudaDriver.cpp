@@ -132,11 +132,12 @@ public:
   void setStream(StreamHandle S) override { Stream = static_cast<CUstream>(S); }
   Status launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
                 unsigned DynamicSharedBytes, void **Args) override {
-    if (Kernel.Id == 0 || Kernel.Id > Functions.size())
-      return Status::error(ErrorCode::Backend, "invalid kernel handle");
-    return check(Api.LaunchKernel(Functions[Kernel.Id - 1], Grid.X, Grid.Y,
-                                  Grid.Z, Block.X, Block.Y, Block.Z,
-                                  DynamicSharedBytes, Stream, Args, nullptr),
+    Expected<CUfunction> Fn = function(Kernel);
+    if (!Fn.ok())
+      return Fn.status();
+    return check(Api.LaunchKernel(*Fn, Grid.X, Grid.Y, Grid.Z, Block.X, Block.Y,
+                                  Block.Z, DynamicSharedBytes, Stream, Args,
+                                  nullptr),
                  "cuLaunchKernel");
   }
   Status synchronize() override {
@@ -146,25 +147,31 @@ public:
   }
   Expected<unsigned> residentBlocks(KernelHandle Kernel, Dim3 Block,
                                     unsigned DynamicSharedBytes) override {
-    if (Kernel.Id == 0 || Kernel.Id > Functions.size())
-      return Status::error(ErrorCode::Backend, "invalid kernel handle");
+    Expected<CUfunction> Fn = function(Kernel);
+    if (!Fn.ok())
+      return Fn.status();
     // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT is 16 (cuda.h).
     int SMs = 0, PerSM = 0;
     if (Status S = check(Api.DeviceGetAttribute(&SMs, 16, Device),
                          "cuDeviceGetAttribute");
         !S.ok())
       return S;
-    if (Status S =
-            check(Api.OccupancyMaxActiveBlocksPerMultiprocessor(
-                      &PerSM, Functions[Kernel.Id - 1],
-                      int(Block.X * Block.Y * Block.Z), DynamicSharedBytes),
-                  "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (Status S = check(Api.OccupancyMaxActiveBlocksPerMultiprocessor(
+                             &PerSM, *Fn, int(Block.X * Block.Y * Block.Z),
+                             DynamicSharedBytes),
+                         "cuOccupancyMaxActiveBlocksPerMultiprocessor");
         !S.ok())
       return S;
     return unsigned(std::max(1, SMs * PerSM));
   }
 
 private:
+  Expected<CUfunction> function(KernelHandle Kernel) const {
+    if (Kernel.Id == 0 || Kernel.Id > Functions.size())
+      return Status::error(ErrorCode::Backend, "invalid kernel handle");
+    return Functions[Kernel.Id - 1];
+  }
+
   void *Library;
   CudaApi Api;
   CUdevice Device;

@@ -383,10 +383,12 @@ TEST(DeviceTrafficTest, SplitsArePlannedForTheBackend) {
       EXPECT_LE(S, Cap) << Where;
       EXPECT_EQ(P->Splits.Count, Splits(T, S)) << Where;
       // As short as fills the resident blocks, no shorter.
-      if (S < Cap)
+      if (S < Cap) {
         EXPECT_LE(Splits(T, S), Slots) << Where;
-      if (S > Floor)
+      }
+      if (S > Floor) {
         EXPECT_GT(Splits(T, S - G), Slots) << Where;
+      }
     }
     EXPECT_EQ(F.C->planAttend(F.Seqs, 1u << 20)->Splits.Tokens, Cap);
 

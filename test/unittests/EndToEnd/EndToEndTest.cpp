@@ -190,8 +190,9 @@ void checkManifest(const Manifest &M, const SpecParam &P,
   EXPECT_EQ(M.SplitGranule % 16, 0u);
   for (const TensorLayout *T : {&M.Keys, &M.Values})
     for (const LayerLayout &L : T->Layers)
-      if (L.Scheme.Quantized && L.Scheme.SpanTokens)
+      if (L.Scheme.Quantized && L.Scheme.SpanTokens) {
         EXPECT_EQ(M.SplitGranule % L.Scheme.Group, 0u) << L.Scheme.Group;
+      }
   EXPECT_EQ(M.Pool.Capacity, unsigned(C.pool.capacity));
   EXPECT_EQ(M.Pool.Extra, unsigned(C.pool.extra));
   if (C.pool.capacity) {

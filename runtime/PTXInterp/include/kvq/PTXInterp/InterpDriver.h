@@ -66,6 +66,8 @@ private:
     size_t Module;
     const Function *Fn;
   };
+  /// The kernel a handle names, or an error for an invalid handle.
+  Expected<const KernelRef *> kernel(runtime::KernelHandle Kernel) const;
   DeviceMemory Memory;
   std::vector<std::unique_ptr<Module>> Modules;
   std::vector<KernelRef> Kernels;
