@@ -107,6 +107,14 @@ Value KernelBuilder::fmin(Value x, Value y) {
 Value KernelBuilder::fmax(Value x, Value y) {
   return callIntrinsic("llvm.maxnum", {x, y});
 }
+Value KernelBuilder::selectMax(Value x, Value y) {
+  return select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y),
+                x, y);
+}
+Value KernelBuilder::selectMin(Value x, Value y) {
+  return select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y),
+                x, y);
+}
 // Generic LLVM intrinsic calls rather than `math` ops: they lower to the
 // exact PTX instructions (sqrt.rn.f32, cvt.rni.f32.f32, ex2.approx.f32) with
 // no libdevice call, and GPU-to-NVVM leaves `llvm.call_intrinsic` alone.

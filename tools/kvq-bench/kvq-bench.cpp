@@ -13,8 +13,10 @@
 //     bytes the call must read (pages, window, sink, norms);
 //   - append: a prefill of the longest context into one layer of a fresh
 //     sequence, and single-token decode-step appends, in particular the step
-//     that triggers the largest flush; bandwidth is counted on the bytes it
-//     must read and write (input tokens, flushed window tokens, their codes).
+//     that triggers the largest flush, cold (each step after an eviction: its
+//     code and metadata come from DRAM too) and then warm; bandwidth is
+//     counted on the bytes it must read and write (input tokens, flushed
+//     window tokens, their codes).
 //
 //   kvq-bench [--contexts N,...] [--batches N,...] [--threads N]
 //             [--repeat N] [--steps N] [--evict-mib N] [--probe-mib N]
@@ -293,14 +295,20 @@ struct AttendResult {
   double bytes = 0;
 };
 
-/// Decode-step appends and the prefill of one artifact.
-struct AppendResult {
-  Timing prefill;
-  double prefillBytes = 0;
+/// Decode-step appends, each after an eviction of the last-level cache
+/// (cold) or right after the previous one (warm).
+struct StepResult {
   /// Every step, and the steps that flushed the most tokens.
   Timing step, flushStep;
   double flushBytes = 0;
   unsigned flushTokens = 0, flushSteps = 0;
+};
+
+/// Decode-step appends and the prefill of one artifact.
+struct AppendResult {
+  Timing prefill;
+  double prefillBytes = 0;
+  StepResult cold, warm;
 };
 
 struct Series {
@@ -423,14 +431,59 @@ double tokenBytes(const Manifest &manifest, Tensor tensor, bool quantized) {
          (model.Type == DType::F32 ? 4 : 2);
 }
 
+/// `steps` single-token appends to sequence `seq`, each after an eviction
+/// when `evictor` is given.
+StepResult runSteps(Cache &cache, SequenceId seq, const TokenPool &pool,
+                    CacheEvictor *evictor, unsigned context, unsigned steps) {
+  const Manifest &manifest = cache.artifact().manifest();
+  // Steps reuse the pool's first tokens: their values do not matter.
+  std::vector<double> times;
+  std::vector<unsigned> flushed;
+  std::vector<double> bytes;
+  SliceCounts before = take(cache.counts(seq, 0));
+  for (unsigned s = 0; s < steps; ++s) {
+    unsigned token = s % context;
+    if (evictor)
+      evictor->evict();
+    auto start = Clock::now();
+    check(cache.append(0, std::vector<AppendItem>{{seq, 1, pool.keys(token),
+                                                   pool.values(token)}}));
+    times.push_back(secondsSince(start));
+    SliceCounts after = take(cache.counts(seq, 0));
+    double stepBytes = 4 * tokenBytes(manifest, Tensor::Keys, false);
+    unsigned tokens = 0;
+    for (Tensor t : {Tensor::Keys, Tensor::Values}) {
+      unsigned u = after[t].Quantized - before[t].Quantized;
+      tokens += u;
+      stepBytes +=
+          u * (tokenBytes(manifest, t, false) + tokenBytes(manifest, t, true));
+    }
+    flushed.push_back(tokens);
+    bytes.push_back(stepBytes);
+    before = after;
+  }
+  StepResult result;
+  result.step = summarize(times);
+  result.flushTokens = *std::max_element(flushed.begin(), flushed.end());
+  std::vector<double> flushTimes;
+  for (unsigned s = 0; s < steps; ++s)
+    if (flushed[s] == result.flushTokens) {
+      flushTimes.push_back(times[s]);
+      result.flushBytes = bytes[s];
+    }
+  result.flushSteps = flushTimes.size();
+  result.flushStep = summarize(flushTimes);
+  return result;
+}
+
 /// The prefill of the longest context into a fresh sequence, and then
-/// `options.steps` single-token appends.
+/// `options.steps` single-token appends cold and as many warm.
 AppendResult runAppend(std::shared_ptr<const Artifact> artifact,
                        const TokenPool &pool, CacheEvictor &evictor,
                        const Options &options) {
   const Manifest &manifest = artifact->manifest();
   unsigned context = options.contexts.back();
-  auto cache = makeCache(artifact, options, 1, context + options.steps);
+  auto cache = makeCache(artifact, options, 1, context + 2 * options.steps);
   AppendResult result;
   std::vector<double> prefills;
   SequenceId seq = 0;
@@ -448,42 +501,8 @@ AppendResult runAppend(std::shared_ptr<const Artifact> artifact,
   result.prefillBytes =
       2 * context * tokenBytes(manifest, Tensor::Keys, false) +
       attendBytes(*cache);
-
-  // Steps reuse the pool's first tokens: their values do not matter.
-  std::vector<double> times;
-  std::vector<unsigned> flushed;
-  std::vector<double> bytes;
-  SliceCounts before = take(cache->counts(seq, 0));
-  for (unsigned s = 0; s < options.steps; ++s) {
-    unsigned token = s % context;
-    evictor.evict();
-    auto start = Clock::now();
-    check(cache->append(0, std::vector<AppendItem>{{seq, 1, pool.keys(token),
-                                                    pool.values(token)}}));
-    times.push_back(secondsSince(start));
-    SliceCounts after = take(cache->counts(seq, 0));
-    double stepBytes = 4 * tokenBytes(manifest, Tensor::Keys, false);
-    unsigned tokens = 0;
-    for (Tensor t : {Tensor::Keys, Tensor::Values}) {
-      unsigned u = after[t].Quantized - before[t].Quantized;
-      tokens += u;
-      stepBytes +=
-          u * (tokenBytes(manifest, t, false) + tokenBytes(manifest, t, true));
-    }
-    flushed.push_back(tokens);
-    bytes.push_back(stepBytes);
-    before = after;
-  }
-  result.step = summarize(times);
-  result.flushTokens = *std::max_element(flushed.begin(), flushed.end());
-  std::vector<double> flushTimes;
-  for (unsigned s = 0; s < options.steps; ++s)
-    if (flushed[s] == result.flushTokens) {
-      flushTimes.push_back(times[s]);
-      result.flushBytes = bytes[s];
-    }
-  result.flushSteps = flushTimes.size();
-  result.flushStep = summarize(flushTimes);
+  result.cold = runSteps(*cache, seq, pool, &evictor, context, options.steps);
+  result.warm = runSteps(*cache, seq, pool, nullptr, context, options.steps);
   return result;
 }
 
@@ -518,13 +537,16 @@ void printAttend(const std::vector<Series> &series, const Options &options,
 
 void printAppend(const std::vector<Series> &series, const Options &options,
                  double bandwidth) {
-  std::printf("append, layer 0, 1 sequence, cold: prefill of %u tokens "
-              "(median [min-max]); %u decode steps after it (median of all "
-              "steps; median of the steps that flushed the most tokens); "
-              "%% of bw on bytes read + written\n",
-              options.contexts.back(), options.steps);
-  std::printf("%-24s %24s %6s | %9s | %9s %7s %6s %6s\n", "cache",
-              "prefill ms [min-max]", "% bw", "step ms", "flush ms", "tokens",
+  std::printf("append, layer 0, 1 sequence: prefill of %u tokens, cold "
+              "(median [min-max]); %u decode steps after it cold, then %u "
+              "warm (median of all steps; median of the steps that flushed "
+              "the most tokens); %% of bw on bytes read + written\n",
+              options.contexts.back(), options.steps, options.steps);
+  std::printf("%-24s %24s %6s | %-44s | %-44s\n", "", "", "", "cold steps",
+              "warm steps");
+  std::printf("%-24s %24s %6s | %9s %9s %7s %6s %6s | %9s %9s %7s %6s %6s\n",
+              "cache", "prefill ms [min-max]", "% bw", "step ms", "flush ms",
+              "tokens", "steps", "% bw", "step ms", "flush ms", "tokens",
               "steps", "% bw");
   for (const Series &s : series) {
     const AppendResult &a = s.append;
@@ -532,11 +554,13 @@ void printAppend(const std::vector<Series> &series, const Options &options,
     std::snprintf(range, sizeof(range), "%.2f [%.2f-%.2f]",
                   a.prefill.median * 1e3, a.prefill.min * 1e3,
                   a.prefill.max * 1e3);
-    std::printf(
-        "%-24s %24s %5.1f%% | %9.3f | %9.3f %7u %6u %5.1f%%\n", s.name.c_str(),
-        range, 100.0 * a.prefillBytes / a.prefill.median / bandwidth,
-        a.step.median * 1e3, a.flushStep.median * 1e3, a.flushTokens,
-        a.flushSteps, 100.0 * a.flushBytes / a.flushStep.median / bandwidth);
+    std::printf("%-24s %24s %5.1f%%", s.name.c_str(), range,
+                100.0 * a.prefillBytes / a.prefill.median / bandwidth);
+    for (const StepResult *r : {&a.cold, &a.warm})
+      std::printf(" | %9.3f %9.3f %7u %6u %5.1f%%", r->step.median * 1e3,
+                  r->flushStep.median * 1e3, r->flushTokens, r->flushSteps,
+                  100.0 * r->flushBytes / r->flushStep.median / bandwidth);
+    std::printf("\n");
   }
 }
 

@@ -57,7 +57,8 @@ struct GroupPlace {
 };
 
 /// A group of a span=channels flush in the vector form: where it is, its
-/// elements as chunks of lanes, and their statistics.
+/// elements as chunks of lanes, and their statistics combined chunk by chunk
+/// (vectors of lanes, not yet across lanes).
 struct LaneGroup {
   GroupPlace place;
   SmallVector<Value> xs;
@@ -282,32 +283,71 @@ static Value packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
   return word;
 }
 
-/// Word `w` of one group's packed codes held as vectors of consecutive
-/// codes (`codes[j]` lane l is code j * lanes + l): each lane's code is
-/// shifted to its place in the word (lanes outside it masked off) and the
-/// lanes are ORed together.
-static Value packWordLanes(KernelBuilder &kb, ArrayRef<Value> codes,
-                           unsigned bits, unsigned w) {
+/// A run of a group's packed bit stream: `bits` (i64, its `width` low bits
+/// used) starts at bit `first` of the stream.
+struct StreamPiece {
+  Value bits;
+  int64_t first;
+  unsigned width;
+};
+
+/// Merges adjacent lanes of `codes` (vector<n x i32>, fields of `width` bits
+/// with nothing above them, 2 * width <= 32): lane i of the result is lane 2i
+/// | lane 2i+1 << width. Viewed as i64 lanes, x | x >> (32 - width) puts
+/// exactly that in each low half (the low lane's field ends below bit 32 -
+/// width), and truncation keeps the low halves.
+static Value mergeAdjacentLanes(KernelBuilder &kb, Value codes,
+                                unsigned width) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  int64_t lanes = cast<VectorType>(codes.getType()).getNumElements();
+  auto wide = VectorType::get({lanes / 2}, b.getI64Type());
+  Value x = vector::BitCastOp::create(b, loc, wide, codes);
+  Value shift = arith::ConstantOp::create(
+      b, loc, wide, DenseIntElementsAttr::get(wide, int64_t(32 - width)));
+  Value merged = kb.bitOr(x, kb.shrU(x, shift));
+  return arith::TruncIOp::create(
+      b, loc, VectorType::get({lanes / 2}, b.getI32Type()), merged);
+}
+
+/// The packed stream of one group whose codes are vectors of consecutive
+/// codes (`codes[j]` lane l is code j * lanes + l, code k at bit k * bits),
+/// as pieces: each vector's lanes are merged pairwise while two fields fit
+/// a lane (log2(lanes) steps of a shift, an OR and a truncation, instead of
+/// a cross-lane reduction per word), and the lanes left are the pieces.
+static SmallVector<StreamPiece>
+packLanes(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits) {
   unsigned lanes = cast<VectorType>(codes[0].getType()).getNumElements();
-  Value word;
-  for (auto [j, code] : llvm::enumerate(codes)) {
-    SmallVector<int32_t> left, right, keep;
-    for (unsigned l = 0; l < lanes; ++l) {
-      std::optional<WordShift> shift =
-          shiftIntoWord((int64_t(j) * lanes + l) * bits, bits, w);
-      left.push_back(shift ? shift->left : 0);
-      right.push_back(shift ? shift->right : 0);
-      keep.push_back(shift ? -1 : 0);
+  SmallVector<StreamPiece> pieces;
+  for (auto [j, chunk] : llvm::enumerate(codes)) {
+    Value merged = chunk;
+    unsigned width = bits, left = lanes;
+    for (; left > 1 && 2 * width <= 32; left /= 2, width *= 2)
+      merged = mergeAdjacentLanes(kb, merged, width);
+    for (unsigned i = 0; i < left; ++i) {
+      Value lane = vector::ExtractOp::create(kb.builder(), kb.getLoc(), merged,
+                                             ArrayRef<int64_t>{i});
+      pieces.push_back({kb.toI64(lane),
+                        int64_t(j * lanes + i * (lanes / left)) * bits, width});
     }
-    if (llvm::all_of(keep, [](int32_t k) { return k == 0; }))
-      continue;
-    Value part = kb.shrU(kb.shl(code, kb.vectorI32(left)), kb.vectorI32(right));
-    part = kb.bitAnd(part, kb.vectorI32(keep));
-    Value merged = vector::ReductionOp::create(kb.builder(), kb.getLoc(),
-                                               vector::CombiningKind::OR, part);
-    word = word ? kb.bitOr(word, merged) : merged;
   }
-  return word;
+  return pieces;
+}
+
+/// Word `w` of a packed stream from its pieces.
+static Value wordOfPieces(KernelBuilder &kb, ArrayRef<StreamPiece> pieces,
+                          unsigned w) {
+  int64_t first = 32 * int64_t(w);
+  Value word;
+  for (const StreamPiece &piece : pieces) {
+    if (piece.first >= first + 32 || piece.first + piece.width <= first)
+      continue;
+    Value part = piece.first >= first
+                     ? kb.shl(piece.bits, kb.i64(piece.first - first))
+                     : kb.shrU(piece.bits, kb.i64(first - piece.first));
+    word = word ? kb.bitOr(word, part) : part;
+  }
+  return kb.toI32(word);
 }
 
 /// The CPU's vector form of a span=tokens flush: a vector's lanes are the
@@ -419,19 +459,61 @@ static GroupParams laneOf(KernelBuilder &kb, const GroupParams &params,
   return lane;
 }
 
-/// The statistic `field` of every group of `groups` as one vector, a group
-/// per lane (the statistic itself for one group).
-static Value stackStats(KernelBuilder &kb, ArrayRef<LaneGroup> groups,
-                        Value GroupStats::*field) {
-  if (!(groups[0].stats.*field) || groups.size() == 1)
-    return groups[0].stats.*field;
-  SmallVector<Value> values;
-  for (const LaneGroup &group : groups)
-    values.push_back(group.stats.*field);
-  auto type =
-      VectorType::get({int64_t(groups.size())}, kb.builder().getF32Type());
-  return vector::FromElementsOp::create(kb.builder(), kb.getLoc(), type,
-                                        values);
+/// Combines (min or max) each of `partials` (vector<lanes x f32>) across its
+/// lanes; lane i of the result (a scalar for one partial) is partial i's.
+/// Pairs of vectors are folded into one (each vector's runs of lanes halved:
+/// low half against high half) until one vector holds a run of every
+/// partial, then each run is folded in place: 2 shuffles and one op per
+/// fold, where a reduction per vector would take log2(lanes) of each.
+static Value combineEach(KernelBuilder &kb, ArrayRef<Value> partials,
+                         bool isMax) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  auto combine = [&](Value x, Value y) {
+    return isMax ? kb.selectMax(x, y) : kb.selectMin(x, y);
+  };
+  int64_t lanes = cast<VectorType>(partials[0].getType()).getNumElements();
+  int64_t count = partials.size();
+  // The low (high) halves of the `runs` runs of `run` lanes of two vectors.
+  auto halves = [](int64_t runs, int64_t run, int64_t lanes, bool high) {
+    SmallVector<int64_t> mask;
+    for (int64_t v : {int64_t(0), lanes})
+      for (int64_t r = 0; r < runs; ++r)
+        for (int64_t i = 0; i < run / 2; ++i)
+          mask.push_back(v + r * run + (high ? run / 2 : 0) + i);
+    return mask;
+  };
+  SmallVector<Value> level(partials);
+  int64_t run = lanes;
+  for (int64_t runs = 1; level.size() > 1; runs *= 2, run /= 2) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i < level.size(); i += 2) {
+      Value low = vector::ShuffleOp::create(b, loc, level[i], level[i + 1],
+                                            halves(runs, run, lanes, false));
+      Value high = vector::ShuffleOp::create(b, loc, level[i], level[i + 1],
+                                             halves(runs, run, lanes, true));
+      next.push_back(combine(low, high));
+    }
+    level = std::move(next);
+  }
+  Value all = level[0];
+  for (int64_t half = run / 2; half >= 1; half /= 2) {
+    SmallVector<int64_t> mask;
+    for (int64_t i = 0; i < lanes; ++i)
+      mask.push_back(i % run < half ? i + half : i);
+    all = combine(all, kb.shuffle(all, mask));
+  }
+  if (count == 1)
+    return vector::ExtractOp::create(b, loc, all, ArrayRef<int64_t>{0});
+  SmallVector<int64_t> firsts;
+  for (int64_t r = 0; r < count; ++r)
+    firsts.push_back(r * run);
+  return kb.shuffle(all, firsts);
+}
+
+/// Whether combineEach takes `count` partials of `lanes` lanes.
+static bool combinesEach(unsigned count, unsigned lanes) {
+  return llvm::isPowerOf2_32(count) && count <= lanes;
 }
 
 LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
@@ -454,31 +536,25 @@ LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
                          /*invariant=*/true));
     group.xs.push_back(x);
   }
-  // Appends reject non-finite input, so the range needs no NaN handling
-  // (x86 min/max without compare-and-blend); a zero of either sign is
-  // counted as +0 by the quantizer whichever one is kept.
-  auto noNaN = arith::FastMathFlags::nnan;
-  auto reduce = [&](vector::CombiningKind kind,
-                    function_ref<Value(Value, Value)> combine,
-                    function_ref<Value(Value)> map) {
+  // Min and max as x86's vminps/vmaxps: a NaN (device input is not
+  // scanned) gives some code, as in the scalar form, and costs no check; a
+  // zero of either sign is counted as +0 by the quantizer whichever one is
+  // kept. The chunks are combined lane by lane here, across lanes by
+  // quantizeLaneGroups.
+  auto partial = [&](bool isMax, function_ref<Value(Value)> map) {
     Value acc = map(group.xs[0]);
     for (unsigned j = 1; j < chunks; ++j)
-      acc = combine(acc, map(group.xs[j]));
-    return vector::ReductionOp::create(b, loc, kind, acc, noNaN).getResult();
+      acc = isMax ? kb.selectMax(map(group.xs[j]), acc)
+                  : kb.selectMin(map(group.xs[j]), acc);
+    return acc;
   };
   auto identity = [](Value x) { return x; };
-  auto fmin = [&](Value x, Value y) {
-    return arith::MinNumFOp::create(b, loc, x, y, noNaN).getResult();
-  };
-  auto fmax = [&](Value x, Value y) {
-    return arith::MaxNumFOp::create(b, loc, x, y, noNaN).getResult();
-  };
   if (quant.getMode() == Mode::Asym) {
-    group.stats.min = reduce(vector::CombiningKind::MINNUMF, fmin, identity);
-    group.stats.max = reduce(vector::CombiningKind::MAXNUMF, fmax, identity);
+    group.stats.min = partial(/*isMax=*/false, identity);
+    group.stats.max = partial(/*isMax=*/true, identity);
   } else {
-    group.stats.absMax = reduce(vector::CombiningKind::MAXNUMF, fmax,
-                                [&](Value x) { return kb.fabs(x); });
+    group.stats.absMax =
+        partial(/*isMax=*/true, [&](Value x) { return kb.fabs(x); });
   }
   return group;
 }
@@ -498,9 +574,10 @@ void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
     for (Value x : group.xs)
       codes.push_back(quantizer.computeCode(lanesParams, x));
     kb.setLanes(0);
+    SmallVector<StreamPiece> pieces =
+        packLanes(kb, codes, slice.quant.getBits());
     for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
-      access.storeWord(group.place.n, kb.i32(w),
-                       packWordLanes(kb, codes, slice.quant.getBits(), w));
+      access.storeWord(group.place.n, kb.i32(w), wordOfPieces(kb, pieces, w));
   }
   access.storeScale(group.place.n, quantizer.paramBits(params.scale));
   access.storeZero(group.place.n, quantizer.paramBits(params.zero));
@@ -513,9 +590,24 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
   SmallVector<LaneGroup> groups;
   for (unsigned i = 0; i < count; ++i)
     groups.push_back(loadLaneGroup(kb.add(first, kb.i32(i)), lanes));
-  GroupStats stats{stackStats(kb, groups, &GroupStats::min),
-                   stackStats(kb, groups, &GroupStats::max),
-                   stackStats(kb, groups, &GroupStats::absMax)};
+  // Each group's lanes combined, the groups' results as one vector.
+  auto combine = [&](Value GroupStats::*field, bool isMax) -> Value {
+    if (!(groups[0].stats.*field))
+      return Value();
+    SmallVector<Value> partials;
+    for (const LaneGroup &group : groups)
+      partials.push_back(group.stats.*field);
+    if (combinesEach(count, lanes))
+      return combineEach(kb, partials, isMax);
+    SmallVector<Value> values;
+    for (Value partial : partials)
+      values.push_back(combineEach(kb, partial, isMax));
+    auto type = VectorType::get({int64_t(count)}, b.getF32Type());
+    return vector::FromElementsOp::create(b, loc, type, values).getResult();
+  };
+  GroupStats stats{combine(&GroupStats::min, /*isMax=*/false),
+                   combine(&GroupStats::max, /*isMax=*/true),
+                   combine(&GroupStats::absMax, /*isMax=*/true)};
   Quantizer quantizer(kb, slice.quant);
   kb.setLanes(count > 1 ? count : 0);
   GroupParams params = quantizer.paramsFromStats(stats);

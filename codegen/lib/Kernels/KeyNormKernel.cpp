@@ -19,6 +19,9 @@ static Value normOf(KernelBuilder &kb, Value maxAbs) {
                    kb.sqrt(maxAbs));
 }
 
+/// How far ahead of its row the CPU's vector form prefetches.
+constexpr unsigned kKeyNormPrefetchTokens = 16;
+
 /// The CPU's vector form: channels are lanes, the tokens one pass over the
 /// prompt with every chunk of the head's row loaded contiguously (max and
 /// sqrt are exact, so the norms are those of the scalar form).
@@ -27,17 +30,26 @@ static void emitKeyNormLanes(KernelBuilder &kb, Value src, Value norms,
                              unsigned lanes) {
   unsigned dim = model.getHeadDim(), chunks = dim / lanes;
   Type dtype = model.getDtype();
+  unsigned dtypeBytes = dtype.getIntOrFloatBitWidth() / 8;
   SmallVector<Value> init(chunks, kb.splat(kb.f32(0), lanes));
   SmallVector<Value> maxAbs = kb.forLoop(
       kb.i32(0), count, kb.i32(1), init,
       [&](Value t, ValueRange acc) -> SmallVector<Value> {
         Value row = fullPrecisionRow(kb, model, 0, kb.i32(0), t, head);
+        // The head's rows are a fraction of every token's: prefetchers that
+        // stop at 4 KiB pages see a stream only from here.
+        Value ahead = kb.minU(kb.add(t, kb.i32(kKeyNormPrefetchTokens)),
+                              kb.sub(count, kb.i32(1)));
+        Value aheadRow = fullPrecisionRow(kb, model, 0, kb.i32(0), ahead, head);
+        kb.getTarget().prefetch(kb, src,
+                                kb.mul(kb.toI64(aheadRow), kb.i64(dtypeBytes)),
+                                (dim * dtypeBytes + 63) / 64);
         SmallVector<Value> next;
         for (unsigned j = 0; j < chunks; ++j) {
           Value x = kb.loadFloatVector(dtype, src,
                                        kb.add(row, kb.i32(j * lanes)), lanes,
                                        /*invariant=*/true);
-          next.push_back(kb.fmax(acc[j], kb.fabs(x)));
+          next.push_back(kb.selectMax(kb.fabs(x), acc[j]));
         }
         return next;
       });

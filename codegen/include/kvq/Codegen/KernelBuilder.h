@@ -234,6 +234,12 @@ public:
   mlir::Value fdiv(mlir::Value x, mlir::Value y);
   mlir::Value fmin(mlir::Value x, mlir::Value y);
   mlir::Value fmax(mlir::Value x, mlir::Value y);
+  /// x > y ? x : y and x < y ? x : y: y where either is NaN, so a NaN x
+  /// leaves an accumulator y as fmin/fmax would. One instruction on x86
+  /// (vmaxps/vminps share the rule), where llvm.maxnum needs a NaN check
+  /// and blend; for the CPU's vector forms.
+  mlir::Value selectMax(mlir::Value x, mlir::Value y);
+  mlir::Value selectMin(mlir::Value x, mlir::Value y);
   mlir::Value fabs(mlir::Value x);
   mlir::Value fneg(mlir::Value x);
   mlir::Value sqrt(mlir::Value x);
