@@ -43,13 +43,17 @@ void kvq::runtime::convertToF32(DType Type, const void *In, size_t N,
     Out[I] = Type == DType::F16 ? fp::halfToFloat(H[I]) : fp::bf16ToFloat(H[I]);
 }
 
-/// The index of the first element of `W[0 : N)` (elements of `Bytes` bytes)
-/// whose exponent bits are all set, or N. Blocks are tested branch-free
-/// (the compiler vectorizes them) and searched only when one holds such an
-/// element.
+/// The index of the first element of `W[0 : N)` whose `Mask` bits (one run
+/// of bits below the top bit: an exponent) are all set, or N. (B & Mask)
+/// plus the mask's lowest bit carries into the bit above the mask exactly
+/// when every bit of the mask is set, so a block is tested by an AND, an ADD
+/// and an OR per element in the element's own width (vectorized without
+/// widening), and searched only when one holds such an element.
 template <typename Bits>
 static size_t findAllOnes(const uint8_t *W, size_t N, Bits Mask) {
   constexpr size_t Block = 256;
+  const Bits Lowest = Mask & Bits(~Mask + 1);
+  const Bits Above = Bits(Mask + Lowest);
   auto Element = [&](size_t I) {
     Bits B;
     std::memcpy(&B, W + sizeof(Bits) * I, sizeof(Bits));
@@ -57,10 +61,10 @@ static size_t findAllOnes(const uint8_t *W, size_t N, Bits Mask) {
   };
   for (size_t First = 0; First < N; First += Block) {
     size_t End = std::min(N, First + Block);
-    unsigned Found = 0;
+    Bits Carries = 0;
     for (size_t I = First; I < End; ++I)
-      Found += (Element(I) & Mask) == Mask;
-    if (!Found)
+      Carries |= Bits((Element(I) & Mask) + Lowest);
+    if (!(Carries & Above))
       continue;
     for (size_t I = First; I < End; ++I)
       if ((Element(I) & Mask) == Mask)

@@ -90,4 +90,35 @@ TEST(DTypesTest, FindsNonFiniteValues) {
   EXPECT_EQ(findNonFinite(DType::F32, F.data(), 3), 2u);
 }
 
+// Every 16-bit pattern, placed in the second block of a longer buffer of
+// finite values: found (at its index) exactly when it is an infinity or a
+// NaN of the type.
+TEST(DTypesTest, FindsEveryNonFinite16BitPattern) {
+  constexpr size_t N = 600, At = 300;
+  for (DType Type : {DType::F16, DType::BF16}) {
+    uint16_t Exponent = Type == DType::F16 ? 0x7c00 : 0x7f80;
+    std::vector<uint16_t> Row(N, Type == DType::F16 ? 0xfbff : 0xff7f);
+    for (uint32_t Bits = 0; Bits <= 0xffff; ++Bits) {
+      Row[At] = uint16_t(Bits);
+      size_t Expected = (Bits & Exponent) == Exponent ? At : N;
+      ASSERT_EQ(findNonFinite(Type, Row.data(), N), Expected)
+          << toString(Type) << " bits 0x" << std::hex << Bits;
+    }
+  }
+}
+
+TEST(DTypesTest, FindsNonFiniteF32AmongLargeFiniteValues) {
+  constexpr size_t N = 600;
+  float Inf = std::numeric_limits<float>::infinity();
+  std::vector<float> Row(N, -std::numeric_limits<float>::max());
+  EXPECT_EQ(findNonFinite(DType::F32, Row.data(), N), N);
+  for (float Bad : {Inf, -Inf, NAN, -NAN}) {
+    Row[599] = Bad;
+    EXPECT_EQ(findNonFinite(DType::F32, Row.data(), N), 599u) << Bad;
+    Row[299] = Bad;
+    EXPECT_EQ(findNonFinite(DType::F32, Row.data(), N), 299u) << Bad;
+    Row[299] = Row[599] = 1.0f;
+  }
+}
+
 } // namespace
