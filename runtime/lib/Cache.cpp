@@ -101,6 +101,12 @@ Status Cache::Impl::allocateBuffers() {
       manifest().hasKeyNorm() ? M.Layers * Seqs * normBytesPerSlot() : 0;
   if (Status S = allocate(Norms, NormBytes); !S.ok())
     return S;
+  // The key-norm kernel's chunk maxima: appends run one at a time, each
+  // sequence's key norms after the other's.
+  size_t PartialBytes =
+      manifest().hasKeyNorm() ? kKeyNormMaxChunks * normBytesPerSlot() : 0;
+  if (Status S = allocate(KeyNormPartials, PartialBytes); !S.ok())
+    return S;
   if (Status S = allocatePools(); !S.ok())
     return S;
   if (Status S = allocate(Saturated, 2 * M.Layers * sizeof(uint32_t)); !S.ok())

@@ -38,6 +38,7 @@
 #include "CacheImpl.h"
 #include "kvq/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <set>
@@ -196,15 +197,26 @@ Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
       return S;
   }
   const ModelShape &M = C.manifest().Model;
+  unsigned Tokens = W.Item->NumTokens;
+  unsigned Chunks =
+      std::clamp((Tokens + kKeyNormChunkTokens - 1) / kKeyNormChunkTokens, 1u,
+                 kKeyNormMaxChunks);
   using A = abi::KeyNormArgs;
   abi::KernelArgs Args(abi::KernelKind::KeyNorm);
   Args.set(A::Src, Src);
   Args.set(A::Norms, C.normsAddr(Layer, W.Seq->Slot));
-  Args.set(A::NumTokens, int32_t(W.Item->NumTokens));
-  if (Status S = C.launch(C.manifest().Layers[Layer].KeyNorm,
-                          Dim3{M.KvHeads, 1, 1}, Args);
-      !S.ok())
-    return S;
+  Args.set(A::Partials, C.KeyNormPartials);
+  Args.set(A::NumTokens, int32_t(Tokens));
+  Args.set(A::NumChunks, int32_t(Chunks));
+  // Phase 0: each chunk's maxima (a block a chunk); phase 1: each kv-head's
+  // norms from them.
+  for (auto [Phase, Blocks] : {std::pair{0u, Chunks}, {1u, M.KvHeads}}) {
+    Args.set(A::Phase, int32_t(Phase));
+    if (Status S = C.launch(C.manifest().Layers[Layer].KeyNorm,
+                            Dim3{Blocks, 1, 1}, Args);
+        !S.ok())
+      return S;
+  }
   W.Seq->HasNorms[Layer] = true;
   return Status::success();
 }

@@ -26,6 +26,12 @@ namespace kvq::runtime {
 unsigned pagesFor(unsigned Quantized, unsigned PageTokens);
 
 /// A device buffer that grows on demand (per-call inputs and outputs).
+/// The most chunks the key-norm kernel splits a prompt into, and the tokens
+/// it wants in a chunk: one block a chunk, as many as keep a GPU's SMs or the
+/// CPU's threads busy on a long prompt.
+constexpr unsigned kKeyNormMaxChunks = 256;
+constexpr unsigned kKeyNormChunkTokens = 128;
+
 struct ScratchBuffer {
   DevicePtr Ptr = 0;
   size_t Bytes = 0;
@@ -247,6 +253,8 @@ public:
   DevicePtr Pages[2] = {0, 0};
   DevicePtr Tables[2] = {0, 0};
   DevicePtr Norms = 0;
+  /// [kKeyNormMaxChunks][Hkv][D] f32: the key-norm kernel's partials.
+  DevicePtr KeyNormPartials = 0;
   DevicePtr PoolEntries[2] = {0, 0};
   DevicePtr PoolIndex = 0;
   /// [Tensor][Layer] u32: groups whose parameters saturated.

@@ -30,7 +30,7 @@
 // CHECK-LABEL: .entry kivi_2bit_combine(
 // CHECK: ex2.approx
 
-// MANIFEST-DAG: "version": 4
+// MANIFEST-DAG: "version": 5
 // MANIFEST-DAG: "pre_rope": false
 // MANIFEST-DAG: "name": "kivi_2bit"
 // MANIFEST-DAG: "code_bits": 2

@@ -19,6 +19,6 @@
 // CHECK-NEXT: mul.rn.f32 {{%r[0-9]+}}, [[K]], 0fBC060000;
 // CHECK-LABEL: .entry prerope_d64_gqa4_combine(
 
-// MANIFEST-DAG: "version": 4
+// MANIFEST-DAG: "version": 5
 // MANIFEST-DAG: "pre_rope": true
 // MANIFEST-DAG: "pre_rope": false

@@ -895,6 +895,31 @@ TEST(OttEndToEndTest, RepeatedTokensTieToTheOlder) {
 
 /// A sequence without tokens attends to zero (the reference's convention),
 /// alone and next to a one-token sequence.
+/// A prompt long enough for the key-norm kernel's most chunks, the last of
+/// them empty (32769 tokens: 256 chunks of 129), matches the reference's
+/// norms, codes and parameters (CPU; key_norm specs only). Every channel's
+/// largest |K| is on the prompt's last token or on the first of a chunk, so
+/// a chunk that misses a token changes a norm.
+TEST_P(EndToEndTest, LongPromptKeyNormsSpanEveryChunk) {
+  const SpecParam &P = GetParam();
+  if (!referenceConfig(P).keyNorm)
+    GTEST_SKIP() << P.Name << " has no key norms";
+  constexpr unsigned Tokens = 32769, ChunkStart = 100 * 129;
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  unsigned PageTokens = (*A)->manifest().PageTokens;
+  Harness H(P, cpuCache(P, 1, (Tokens + PageTokens - 1) / PageTokens + 2), 700);
+  unsigned Seq = H.addSequence();
+  std::vector<float> K = H.tokens(Tokens, true), V = H.tokens(Tokens, false);
+  size_t Row = size_t(P.KvHeads) * P.HeadDim;
+  for (size_t E = 0; E < Row; ++E) {
+    float Big = (E % 3 ? 64.0f : -64.0f) + float(E % 7);
+    (E % 2 ? K[ChunkStart * Row + E] : K[(Tokens - 1) * Row + E]) = Big;
+  }
+  H.appendData(0, {Seq}, {Tokens}, {K, V});
+  H.checkState(Seq, "long prompt");
+}
+
 TEST_P(EndToEndTest, EmptySequenceAttendsToZero) {
   const SpecParam &P = GetParam();
   Harness H(P, cpuCache(P, 2, 4), 500);

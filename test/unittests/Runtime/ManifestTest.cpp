@@ -49,7 +49,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 4);
+  EXPECT_EQ(M.Version, 5);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -96,11 +96,12 @@ TEST(ManifestTest, ParsesAQuantizedScheme) {
       {"codes_bytes", 32},    {"scales_offset", 32},
       {"zeros_offset", -1}};
   J["layers"][0]["keynorm_kernel"] = "kvq_mock_keynorm_0";
-  J["kernels"].push_back({{"name", "kvq_mock_keynorm_0"},
-                          {"kind", "keynorm"},
-                          {"block", {32, 1, 1}},
-                          {"shared_bytes", 0},
-                          {"args", {"ptr", "ptr", "i32"}}});
+  J["kernels"].push_back(
+      {{"name", "kvq_mock_keynorm_0"},
+       {"kind", "keynorm"},
+       {"block", {32, 1, 1}},
+       {"shared_bytes", 0},
+       {"args", {"ptr", "ptr", "ptr", "i32", "i32", "i32"}}});
   Expected<Manifest> M = parseManifest(J.dump());
   ASSERT_TRUE(M.ok()) << M.message();
   const SchemeLayout &S = M->Keys.Layers[0].Scheme;
@@ -189,7 +190,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 5, runtime expects 4"),
+  EXPECT_NE(A.message().find("artifact version 6, runtime expects 5"),
             std::string::npos)
       << A.message();
 }
@@ -416,7 +417,7 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 4");
+            "artifact version 4294967297, runtime expects 5");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -27,7 +27,10 @@
 #define KVQ_KEYNORM_ARGS(X)                                                    \
   X(Src, InPtr, "[n][Hkv][D] of T: the keys of a sequence's first append")     \
   X(Norms, Ptr, "[Hkv][D] f32: the sequence's key norms (norms_l + slot)")     \
-  X(NumTokens, I32, "n, the tokens of src")
+  X(Partials, Ptr, "[numChunks][Hkv][D] f32: each chunk's maxima (scratch)")   \
+  X(NumTokens, I32, "n, the tokens of src")                                    \
+  X(NumChunks, I32, "chunks of ceil(n / numChunks) tokens")                    \
+  X(Phase, I32, "0: chunk maxima into partials; 1: norms from them")
 
 #define KVQ_FLUSH_ARGS(X)                                                      \
   X(Window, InPtr, "[C][Hkv][D] of T: the sequence's window ring")             \
