@@ -446,8 +446,8 @@ StepResult runSteps(Cache &cache, SequenceId seq, const TokenPool &pool,
     if (evictor)
       evictor->evict();
     auto start = Clock::now();
-    check(cache.append(0, std::vector<AppendItem>{{seq, 1, pool.keys(token),
-                                                   pool.values(token)}}));
+    check(cache.append(0, std::vector<AppendItem>{
+                              {seq, 1, pool.keys(token), pool.values(token)}}));
     times.push_back(secondsSince(start));
     SliceCounts after = take(cache.counts(seq, 0));
     double stepBytes = 4 * tokenBytes(manifest, Tensor::Keys, false);

@@ -293,9 +293,10 @@ struct StreamPiece {
 
 /// Merges adjacent lanes of `codes` (vector<n x i32>, fields of `width` bits
 /// with nothing above them, 2 * width <= 32): lane i of the result is lane 2i
-/// | lane 2i+1 << width. Viewed as i64 lanes, x | x >> (32 - width) puts
-/// exactly that in each low half (the low lane's field ends below bit 32 -
-/// width), and truncation keeps the low halves.
+/// | lane 2i+1 << width. Viewed as i64 lanes (little-endian hosts: lane 2i
+/// is the low half), x | x >> (32 - width) puts exactly that in each low
+/// half (the low lane's field ends below bit 32 - width), and truncation
+/// keeps the low halves.
 static Value mergeAdjacentLanes(KernelBuilder &kb, Value codes,
                                 unsigned width) {
   OpBuilder &b = kb.builder();
