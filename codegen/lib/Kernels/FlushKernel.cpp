@@ -522,8 +522,6 @@ LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
   unsigned chunks = quant.getGroup() / lanes;
   unsigned dim = layout.model.getHeadDim();
   Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
-  OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
   LaneGroup group{placeGroup(g), {}, {}};
   for (unsigned j = 0; j < chunks; ++j) {
     Value channel = kb.add(group.place.channel, kb.i32(j * lanes));
