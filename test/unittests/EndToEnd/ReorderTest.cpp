@@ -328,10 +328,11 @@ TEST_P(ReorderTest, ManifestRecordsTheLayoutAndTables) {
               side.groupSizes);
         }
         ASSERT_EQ(s.ClipTable.empty(), side.groupClips.empty());
-        if (!side.groupClips.empty())
+        if (!side.groupClips.empty()) {
           EXPECT_EQ(
               std::vector<float>(s.ClipTable[h].begin(), s.ClipTable[h].end()),
               side.groupClips);
+        }
       }
     }
 }
