@@ -25,13 +25,13 @@ namespace kvq::runtime {
 
 unsigned pagesFor(unsigned Quantized, unsigned PageTokens);
 
-/// A device buffer that grows on demand (per-call inputs and outputs).
 /// The most chunks the key-norm kernel splits a prompt into, and the tokens
 /// it wants in a chunk: one block a chunk, as many as keep a GPU's SMs or the
 /// CPU's threads busy on a long prompt.
 constexpr unsigned kKeyNormMaxChunks = 256;
 constexpr unsigned kKeyNormChunkTokens = 128;
 
+/// A device buffer that grows on demand (per-call inputs and outputs).
 struct ScratchBuffer {
   DevicePtr Ptr = 0;
   size_t Bytes = 0;
