@@ -338,14 +338,13 @@ packLanes(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits) {
 /// Word `w` of a packed stream from its pieces.
 static Value wordOfPieces(KernelBuilder &kb, ArrayRef<StreamPiece> pieces,
                           unsigned w) {
-  int64_t first = 32 * int64_t(w);
   Value word;
   for (const StreamPiece &piece : pieces) {
-    if (piece.first >= first + 32 || piece.first + piece.width <= first)
+    std::optional<WordShift> shift = shiftIntoWord(piece.first, piece.width, w);
+    if (!shift)
       continue;
-    Value part = piece.first >= first
-                     ? kb.shl(piece.bits, kb.i64(piece.first - first))
-                     : kb.shrU(piece.bits, kb.i64(first - piece.first));
+    Value part = shift->right ? kb.shrU(piece.bits, kb.i64(shift->right))
+                              : kb.shl(piece.bits, kb.i64(shift->left));
     word = word ? kb.bitOr(word, part) : part;
   }
   return kb.toI32(word);
