@@ -160,11 +160,8 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
     layers.push_back(llvm::json::Object{{key::AttendKernel, layer.attend},
                                         {key::KeynormKernel, layer.keyNorm},
                                         {key::TrackKernel, layer.track}});
-  std::string combine;
   for (const LoweredKernel &kernel : lowered) {
     const KernelSpec &spec = kernel.spec;
-    if (spec.kind == KernelKind::Combine)
-      combine = spec.name;
     llvm::json::Array args;
     for (ArgKind kind : spec.getArgs())
       args.push_back(abi::getManifestName(kind));
@@ -201,7 +198,6 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
             describeTensor(layout.values, layerKernels, false, model)}}},
       {key::Layers, std::move(layers)},
       {key::Pool, describePool(layout)},
-      {key::CombineKernel, combine},
       {key::Kernels, std::move(kernels)},
       {key::Host,
        llvm::json::Object{{key::Cpu, host.cpu},

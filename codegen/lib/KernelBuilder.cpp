@@ -278,10 +278,10 @@ void KernelBuilder::store(Value value, Value ptr, Value byteOffset,
   LLVM::StoreOp::create(b, loc, value, gep(ptr, byteOffset), align);
 }
 
-void KernelBuilder::atomicAddU32(Value ptr, Value byteOffset, Value increment) {
-  LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
-                            gep(ptr, byteOffset), increment,
-                            LLVM::AtomicOrdering::monotonic);
+Value KernelBuilder::atomicAddU32(Value ptr, Value byteOffset, Value increment,
+                                  LLVM::AtomicOrdering ordering) {
+  return LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::add,
+                                   gep(ptr, byteOffset), increment, ordering);
 }
 
 Value KernelBuilder::loadFloat(Type elementType, Value ptr, Value index,

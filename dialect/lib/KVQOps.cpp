@@ -421,7 +421,6 @@ template <typename KernelOpT> static CacheOp getKernelCache(KernelOpT op) {
 CacheOp KeyNormKernelOp::getCacheOp() { return getKernelCache(*this); }
 CacheOp TrackKernelOp::getCacheOp() { return getKernelCache(*this); }
 CacheOp AttendKernelOp::getCacheOp() { return getKernelCache(*this); }
-CacheOp CombineKernelOp::getCacheOp() { return getKernelCache(*this); }
 
 LogicalResult
 KeyNormKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
@@ -465,23 +464,13 @@ LogicalResult AttendKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
   });
 }
 
-LogicalResult
-CombineKernelOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  FailureOr<CacheOp> cache = lookupCache(*this, getCacheAttr(), symbols);
-  if (failed(cache))
-    return failure();
-  return verifyKernelLayers(*this, *cache, getLayers(),
-                            [](int64_t) { return 0; });
-}
-
 LogicalResult UnpackOp::verify() {
   int64_t lanes = getCodes().getType().getNumElements();
   int64_t streamBits = 32 * getWords().getType().getNumElements();
   int64_t last = int64_t(getOffset()) + (lanes - 1) * int64_t(getStride());
   if (last + getBits() > streamBits)
     return emitOpError("lane ")
-           << lanes - 1 << " reads bits [" << last << ", "
-           << last + getBits() << ") past the " << streamBits
-           << " bits of its words";
+           << lanes - 1 << " reads bits [" << last << ", " << last + getBits()
+           << ") past the " << streamBits << " bits of its words";
   return success();
 }

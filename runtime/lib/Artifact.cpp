@@ -479,8 +479,6 @@ void checkConsistency(const Manifest &M) {
             (M.Keys.Sink == M.Values.Sink && M.Keys.Recent == M.Values.Recent &&
              M.Keys.Flush == M.Values.Flush),
         "outlier pools need keys and values with the same window");
-  checkKernelRef(M, M.CombineKernel, kindName(abi::KernelKind::Combine),
-                 "combine_kernel");
 }
 
 Manifest parseTopLevel(const Json &J) {
@@ -517,7 +515,6 @@ Manifest parseTopLevel(const Json &J) {
                         getString(Layers[I], key::TrackKernel, P)});
   }
   M.Pool = parsePool(field(J, key::Pool, ""), M.Model);
-  M.CombineKernel = getString(J, key::CombineKernel, "");
   const Json &Kernels = field(J, key::Kernels, "");
   check(Kernels.is_array(), "'kernels' must be an array");
   for (size_t I = 0; I < Kernels.size(); ++I)

@@ -210,7 +210,8 @@ Status Cache::Impl::checkLayer(unsigned Layer) const {
   return Status::success();
 }
 
-Expected<DevicePtr> Cache::Impl::scratch(ScratchBuffer &S, size_t Bytes) {
+Expected<DevicePtr> Cache::Impl::scratch(ScratchBuffer &S, size_t Bytes,
+                                         bool Zeroed) {
   if (S.Ptr && S.Bytes >= Bytes)
     return S.Ptr;
   if (S.Ptr) {
@@ -227,6 +228,9 @@ Expected<DevicePtr> Cache::Impl::scratch(ScratchBuffer &S, size_t Bytes) {
     return P.status();
   S.Ptr = *P;
   S.Bytes = Grown;
+  if (Zeroed)
+    if (Status St = B->memset(S.Ptr, 0, Grown); !St.ok())
+      return St;
   return S.Ptr;
 }
 

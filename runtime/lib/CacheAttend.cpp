@@ -1,4 +1,5 @@
-//===- CacheAttend.cpp - Decode attention: split, attend, combine ---------===//
+//===- CacheAttend.cpp - Decode attention: plan the splits, attend
+//---------===//
 //
 // Part of kvq, libkvq_runtime.
 //
@@ -9,11 +10,11 @@
 // sink/quantized/window counts of keys and values, and their window rings'
 // heads), splits the longest context into pieces (flash-decoding; their
 // size planned per batch, see planSplits), launches the layer's `attend` kernel
-// over (numSplits, Hkv, B) and the cache's `combine` kernel over (Hq, B), and
-// copies the fp32 outputs back (host outputs only: device queries and
-// outputs are read and written where they are, and nothing waits). In
-// layers with OTT pools, a sequence's pool entries follow its tokens, so
-// the splits cover tokens + entries.
+// over (numSplits, Hkv, B), whose last block of each (b, kv-head) merges the
+// splits (one launch per call), and copies the fp32 outputs back (host outputs
+// only: device queries and outputs are read and written where they are, and
+// nothing waits). In layers with OTT pools, a sequence's pool entries follow
+// its tokens, so the splits cover tokens + entries.
 //
 //===----------------------------------------------------------------------===//
 
@@ -136,8 +137,11 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
       PartialDev.ok() ? scratch(SeqsBuf, Desc.size() * 4) : PartialDev;
   Expected<DevicePtr> OutDev =
       !SeqsDev.ok() ? SeqsDev : (OnHost ? scratch(OutBuf, OutBytes) : OutAddr);
-  if (!OutDev.ok())
-    return OutDev.status();
+  Expected<DevicePtr> ArrivalsDev =
+      OutDev.ok() ? scratch(Arrivals, arrivalBytes(Batch), /*Zeroed=*/true)
+                  : OutDev;
+  if (!ArrivalsDev.ok())
+    return ArrivalsDev.status();
   if (OnHost)
     if (Status S = B->copyToDevice(*QDev, Q, QBytes); !S.ok())
       return S;
@@ -157,6 +161,8 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   abi::KernelArgs Attend(abi::KernelKind::Attend);
   Attend.set(A::Q, *QDev);
   Attend.set(A::Partial, *PartialDev);
+  Attend.set(A::Out, *OutDev);
+  Attend.set(A::Arrivals, *ArrivalsDev);
   Attend.set(A::Seqs, *SeqsDev);
   Attend.set(A::KPages, Pages[K] + layout(Tensor::Keys).Layers[Layer].Offset);
   Attend.set(A::VPages, Pages[V] + layout(Tensor::Values).Layers[Layer].Offset);
@@ -180,18 +186,11 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   Attend.set(A::RotateQuery, int32_t(Rotate));
   if (Status S = launch(manifest().Layers[Layer].Attend,
                         Dim3{NumSplits, M.KvHeads, Batch}, Attend);
-      !S.ok())
+      !S.ok()) {
+    // A launch that failed part-way may have left counters behind.
+    (void)B->memset(*ArrivalsDev, 0, arrivalBytes(Batch));
     return S;
-  using CA = abi::CombineArgs;
-  abi::KernelArgs Combine(abi::KernelKind::Combine);
-  Combine.set(CA::Partial, *PartialDev);
-  Combine.set(CA::Out, *OutDev);
-  Combine.set(CA::Seqs, *SeqsDev);
-  Combine.set(CA::NumSplits, int32_t(NumSplits));
-  if (Status S =
-          launch(manifest().CombineKernel, Dim3{M.Heads, Batch, 1}, Combine);
-      !S.ok())
-    return S;
+  }
   // copyToHost waits for the kernels (stream order); a device output is
   // left to the caller's stream.
   return OnHost ? B->copyToHost(Out, *OutDev, OutBytes) : Status::success();
@@ -261,5 +260,9 @@ Status Cache::Impl::reserveAttend(size_t Batch, uint32_t NumSplits) {
         std::pair(&OutBuf, QElems * sizeof(float))})
     if (Expected<DevicePtr> P = scratch(*Buffer, Bytes); !P.ok())
       return P.status();
+  if (Expected<DevicePtr> P =
+          scratch(Arrivals, arrivalBytes(Batch), /*Zeroed=*/true);
+      !P.ok())
+    return P.status();
   return Status::success();
 }

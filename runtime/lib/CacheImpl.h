@@ -200,7 +200,10 @@ public:
   Status uploadTable(const SequenceState &S, Tensor T);
 
   // Scratch --------------------------------------------------------------
-  Expected<DevicePtr> scratch(ScratchBuffer &S, size_t Bytes);
+  /// S, grown to Bytes if smaller; Zeroed: a new buffer is cleared (for
+  /// buffers whose kernels leave them as they found them).
+  Expected<DevicePtr> scratch(ScratchBuffer &S, size_t Bytes,
+                              bool Zeroed = false);
   /// Launches Kernel, whose manifest kind must be Args' and every argument
   /// set (no allocation: appends launch after reserving everything they
   /// need).
@@ -234,6 +237,9 @@ public:
   /// Reserves every scratch buffer an attend of Batch sequences over
   /// NumSplits splits uses.
   Status reserveAttend(size_t Batch, uint32_t NumSplits);
+  size_t arrivalBytes(size_t Batch) const {
+    return Batch * manifest().Model.KvHeads * sizeof(uint32_t);
+  }
   Expected<SequenceId> fork(SequenceId Source);
   /// Moves the states of Fresh (in key order) into the cache and appends
   /// their new ids to Ids. Their slots, and their pages not held yet, are
@@ -268,6 +274,9 @@ public:
   /// long run of appends allocates nothing.
   ScratchBuffer Staging[2];
   ScratchBuffer QBuf, Partial, SeqsBuf, OutBuf;
+  /// [B][Hkv] u32: the attend blocks done per (b, kv-head); zero between
+  /// launches (the last block resets its counter).
+  ScratchBuffer Arrivals;
   /// residentAttendBlocks(), once asked (0 before).
   unsigned ResidentAttendBlocks = 0;
   /// The descriptor rows SeqsBuf holds, and where it was then (empty when

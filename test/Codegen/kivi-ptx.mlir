@@ -27,10 +27,20 @@
 // CHECK: shfl.sync.bfly.b32
 // CHECK: ex2.approx
 // CHECK: bar.sync
-// CHECK-LABEL: .entry kivi_2bit_combine(
+// The block counts itself after a device-scope fence; the last of its
+// kv-head fences again, resets the counter and merges the splits, reading
+// the other blocks' rows with plain (coherent) loads.
+// CHECK: fence.acq_rel.gpu;
+// CHECK-NEXT: atom.global.add.u32 [[ARRIVED:%r[0-9]+]], [[[COUNTER:%rd[0-9]+]]], 1;
+// CHECK: fence.acq_rel.gpu;
+// CHECK-NEXT: st.global.b32 [[[COUNTER]]], 0;
+// CHECK: bar.sync
+// CHECK-NOT: ld.global.nc
+// CHECK: ld.global.b32
 // CHECK: ex2.approx
+// CHECK-NOT: .entry
 
-// MANIFEST-DAG: "version": 5
+// MANIFEST-DAG: "version": 6
 // MANIFEST-DAG: "pre_rope": false
 // MANIFEST-DAG: "name": "kivi_2bit"
 // MANIFEST-DAG: "code_bits": 2

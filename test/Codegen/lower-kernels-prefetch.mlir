@@ -29,9 +29,7 @@ kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype 
 // CPU: %[[LINE:.*]] = llvm.getelementptr %{{.*}}[%[[AT]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CPU: "llvm.intr.prefetch"(%[[LINE]]) <{cache = 1 : i32, hint = 2 : i32, rw = 0 : i32}> : (!llvm.ptr) -> ()
 // CPU-COUNT-3: "llvm.intr.prefetch"
-// CPU-LABEL: func.func @fp_combine(
-// CPU-NOT: llvm.intr.prefetch
 
 // GPU-LABEL: gpu.func @fp_attend_0(
 // GPU-NOT: llvm.intr.prefetch
-// GPU-LABEL: gpu.func @fp_combine(
+// GPU: gpu.return

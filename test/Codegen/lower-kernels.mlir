@@ -42,10 +42,13 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU-NOT: kvq.dequantize
 // CPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 96 : i32, stride = 2 : i32} : vector<4xi32> -> vector<16xi32>
 // CPU-NOT: kvq.dequantize
-// CPU-LABEL: func.func @kivi_combine(
-// The combine loops over the splits (4 at a time) outside the loop over the
-// 64 channels, so that LLVM computes each split's weight (an exp2) once, not
-// once per channel; then the remaining splits one at a time.
+// The block counts itself with an acquire-release add; the last of its
+// kv-head resets the counter and merges each head's splits, looping over
+// the splits (4 at a time) outside the loop over the 64 channels, so that
+// LLVM computes each split's weight (an exp2) once, not once per channel;
+// then the remaining splits one at a time.
+// CPU: llvm.atomicrmw add %{{.*}}, %{{.*}} acq_rel : !llvm.ptr, i32
+// CPU: llvm.store %{{.*}}, %{{.*}} atomic monotonic {alignment = 4 : i64} : i32, !llvm.ptr
 // CPU: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} : i32 {
 // CPU-NEXT: arith.constant 0 : i32
 // CPU-NEXT: arith.constant 1 : i32

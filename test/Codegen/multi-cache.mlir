@@ -28,7 +28,7 @@ kvq.cache @b model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = 
 // A-NOT: "b_
 // B: "name": "b"
 // B-NOT: "a_
-// PTX: .entry b_combine
+// PTX: .entry b_attend_0
 // PTX-NOT: .entry a_
-// SYMS: T a_combine
+// SYMS: T a_attend_0
 // SYMS-NOT: {{ }}b_

@@ -28,7 +28,7 @@ kvq.cache @kivi model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // PRINT: IR Dump After GpuModuleToBinaryPass (gpu-module-to-binary)
 
 // MANIFEST-DAG: "name": "kivi"
-// MANIFEST-DAG: "combine_kernel": "kivi_combine"
+// MANIFEST-DAG: "attend_kernel": "kivi_attend_0"
 
 // TIMING: Execution time report
 // TIMING: KVQPlanKernels

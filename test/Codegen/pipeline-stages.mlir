@@ -28,7 +28,7 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // PLAN: kvq.layer 0 :
 // PLAN: kvq.layer 1 :
 // PLAN: kvq.flush_kernel @kivi_flush_keys_0 of @kivi keys layers [0, 1]
-// PLAN: kvq.combine_kernel @kivi_combine of @kivi layers [0, 1]
+// PLAN: kvq.attend_kernel @kivi_attend_0 of @kivi layers [0, 1]
 
 // Kernel IR: the cache stays; per cache, a host module and a GPU module, each
 // function keeping what the manifest needs of its kernel op.
@@ -49,7 +49,7 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // LLVM: gpu.func @kivi_flush_keys_0(
 
 // The GPU stage runs alone on the printed IR of the stages before it.
-// BINARY: llvm.func @kivi_combine(
+// BINARY: llvm.func @kivi_attend_0(
 // BINARY: gpu.binary @kivi_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, {{.*}}assembly = "{{.*}}.target sm_80
 // BINARY-NOT: gpu.module
 

@@ -9,7 +9,6 @@
 // CHECK-NEXT: kvq.keynorm_kernel @mixed_keynorm of @mixed layers [0, 1, 3]
 // CHECK-NEXT: kvq.attend_kernel @mixed_attend_0 of @mixed layers [0, 1, 3]
 // CHECK-NEXT: kvq.attend_kernel @mixed_attend_1 of @mixed layers [2]
-// CHECK-NEXT: kvq.combine_kernel @mixed_combine of @mixed layers [0, 1, 2, 3]
 kvq.cache @mixed model <layers = 4, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <sink = 32, recent = 96, flush = 1> {
     kvq.layers 0 to 2 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
@@ -29,7 +28,6 @@ kvq.cache @mixed model <layers = 4, heads = 8, kv_heads = 2, head_dim = 64, dtyp
 // CHECK-NEXT: kvq.track_kernel @ott_track of @ott layers [1, 2]
 // CHECK-NEXT: kvq.attend_kernel @ott_attend_0 of @ott layers [0]
 // CHECK-NEXT: kvq.attend_kernel @ott_attend_1 of @ott layers [1, 2]
-// CHECK-NEXT: kvq.combine_kernel @ott_combine of @ott layers [0, 1, 2]
 kvq.cache @ott model <layers = 3, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 128 pool <capacity = 3, extra = 8, first_layer = 1> {
   kvq.keys window <recent = 32, flush = 128> {
     kvq.layers 0 to 3 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 128>

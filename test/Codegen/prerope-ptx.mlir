@@ -17,8 +17,7 @@
 // CHECK-NEXT: mul.rn.f32 [[P1:%r[0-9]+]], [[K]], 0fBFC80000;
 // CHECK-NEXT: add.rn.f32 {{%r[0-9]+}}, {{%r[0-9]+}}, [[P1]];
 // CHECK-NEXT: mul.rn.f32 {{%r[0-9]+}}, [[K]], 0fBC060000;
-// CHECK-LABEL: .entry prerope_d64_gqa4_combine(
 
-// MANIFEST-DAG: "version": 5
+// MANIFEST-DAG: "version": 6
 // MANIFEST-DAG: "pre_rope": true
 // MANIFEST-DAG: "pre_rope": false

@@ -29,10 +29,12 @@ using mlir::ValueRange;
 /// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
 struct AttendArgs {
   using A = abi::AttendArgs;
-  Value q, partial, seqs, pages[2], tables[2], sink[2], window[2], norms;
+  Value q, partial, out, arrivals, seqs, pages[2], tables[2], sink[2],
+      window[2], norms;
   Value maxPages, numSplits, splitTokens, pool[2], poolIndex, rotateQuery;
   explicit AttendArgs(const KernelEntry &e)
-      : q(e.args[A::Q]), partial(e.args[A::Partial]),
+      : q(e.args[A::Q]), partial(e.args[A::Partial]), out(e.args[A::Out]),
+        arrivals(e.args[A::Arrivals]),
         seqs(e.args[A::Seqs]), pages{e.args[A::KPages], e.args[A::VPages]},
         tables{e.args[A::KTables], e.args[A::VTables]}, sink{e.args[A::KSink],
                                                              e.args[A::VSink]},
@@ -338,6 +340,9 @@ private:
   Value valueAt(unsigned region, Value token, Value c);
 
   void attendTile();
+  /// In the last block of (batch, head) to arrive: merges every split of
+  /// the kv-head's query heads (from `firstHead`) into the outputs.
+  void mergeIfLast(Value firstHead);
 
   KernelBuilder &kb;
   AttendArgs args;

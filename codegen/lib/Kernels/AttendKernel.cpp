@@ -18,7 +18,9 @@
 //   4. probabilities times values: the quantized region by the vector
 //      forms, the others through KernelTarget::accumulate with channels as
 //      lanes (a thread per channel on the GPU).
-// The split's (m, l, acc) go to `partial`; kvq_combine merges the splits.
+// The split's (m, l, acc) go to `partial`; the last block of (b, h) to
+// finish merges the splits of its heads into `out` (mergeSplits), so that a
+// call is one launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -432,11 +434,29 @@ void AttendEmitter::emit() {
   unsigned tiles = ratio / heads;
   if (tiles == 1) {
     firstQueryHead = firstHead;
-    return attendTile();
-  }
-  kb.forEach(kb.i32(0), kb.i32(tiles), [&](Value tile) {
-    firstQueryHead = kb.add(firstHead, kb.mul(tile, kb.i32(heads)));
     attendTile();
+  } else {
+    kb.forEach(kb.i32(0), kb.i32(tiles), [&](Value tile) {
+      firstQueryHead = kb.add(firstHead, kb.mul(tile, kb.i32(heads)));
+      attendTile();
+    });
+  }
+  mergeIfLast(firstHead);
+}
+
+void AttendEmitter::mergeIfLast(Value firstHead) {
+  // Blocks (s, h, b) for every split s count themselves at arrivals[b][h].
+  Value counter = kb.gep(
+      args.arrivals,
+      kb.mul(kb.toI64(kb.add(kb.mul(batch, kb.i32(model.getKvHeads())), head)),
+             kb.i64(4)));
+  Value last = kb.getTarget().arriveLast(kb, counter, args.numSplits);
+  kb.ifThen(last, [&] {
+    Value firstRow = kb.add(kb.mul(batch, kb.i32(model.getHeads())), firstHead);
+    kb.forEach(kb.i32(0), kb.i32(ratio), [&](Value r) {
+      mergeSplits(kb, layout, args.partial, args.out, args.numSplits,
+                  kb.add(firstRow, r));
+    });
   });
 }
 

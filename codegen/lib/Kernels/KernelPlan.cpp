@@ -34,7 +34,7 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
   // Attention also specializes on whether the layer has OTT pools.
   llvm::MapVector<std::tuple<Key, Key, int64_t>, SmallVector<int64_t>> attend;
   llvm::MapVector<Key, SmallVector<int64_t>> flush[2];
-  SmallVector<int64_t> keyNorm, tracked, all;
+  SmallVector<int64_t> keyNorm, tracked;
   for (unsigned l = 0; l < layout.model.getLayers(); ++l) {
     flush[0][keyOf(layout.keys, l)].push_back(l);
     flush[1][keyOf(layout.values, l)].push_back(l);
@@ -45,7 +45,6 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
       keyNorm.push_back(l);
     if (layout.hasPool(l))
       tracked.push_back(l);
-    all.push_back(l);
   }
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointAfter(cache);
@@ -68,8 +67,6 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
   for (auto [index, entry] : llvm::enumerate(attend))
     AttendKernelOp::create(b, loc, (cacheRef + "_attend_" + Twine(index)).str(),
                            cacheRef, ArrayRef<int64_t>(entry.second));
-  CombineKernelOp::create(b, loc, (cacheRef + "_combine").str(), cacheRef,
-                          ArrayRef<int64_t>(all));
 }
 
 KernelSpec kvq::getKernelSpec(Operation *kernelOp) {
@@ -88,10 +85,8 @@ KernelSpec kvq::getKernelSpec(Operation *kernelOp) {
     return {name(), KernelKind::KeyNorm, firstLayer(), true};
   if (isa<TrackKernelOp>(kernelOp))
     return {name(), KernelKind::Track, firstLayer(), true};
-  if (isa<AttendKernelOp>(kernelOp))
-    return {name(), KernelKind::Attend, firstLayer(), true};
-  assert(isa<CombineKernelOp>(kernelOp) && "not a kernel op");
-  return {name(), KernelKind::Combine, firstLayer(), true};
+  assert(isa<AttendKernelOp>(kernelOp) && "not a kernel op");
+  return {name(), KernelKind::Attend, firstLayer(), true};
 }
 
 static constexpr StringLiteral kLoweredKernelAttrName = "kvq.kernel";
@@ -153,9 +148,6 @@ void kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
     break;
   case KernelKind::Attend:
     emitAttendKernel(kb, entry, layout, spec.layer);
-    break;
-  case KernelKind::Combine:
-    emitCombineKernel(kb, entry, layout);
     break;
   }
   target.finishKernel(b, loc);

@@ -76,6 +76,22 @@ public:
     }
   }
 
+  /// The block's one thread adds itself with an acquire-release
+  /// read-modify-write: it releases its writes, and the last block's
+  /// acquires those of every block before it (one release sequence).
+  Value arriveLast(KernelBuilder &kb, Value counter, Value count) override {
+    Value arrived = kb.atomicAddU32(counter, kb.i64(0), kb.i32(1),
+                                    LLVM::AtomicOrdering::acq_rel);
+    Value last = kb.eq(arrived, kb.sub(count, kb.i32(1)));
+    kb.ifThen(last, [&] {
+      LLVM::StoreOp::create(kb.builder(), kb.getLoc(), kb.i32(0), counter, 4,
+                            /*isVolatile=*/false, /*isNonTemporal=*/false,
+                            /*isInvariantGroup=*/false,
+                            LLVM::AtomicOrdering::monotonic);
+    });
+    return last;
+  }
+
   Value allocShared(KernelBuilder &kb, uint64_t bytes) override {
     // In the entry block, so that an allocation made inside a loop does not
     // grow the stack every iteration.

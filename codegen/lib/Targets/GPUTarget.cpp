@@ -220,6 +220,31 @@ public:
     });
   }
 
+  /// CUDA's threadfence pattern (cooperative groups' grid barrier arrives
+  /// the same way): after a barrier, thread 0 fences at device scope, which
+  /// is cumulative over the block's writes the barrier ordered before it,
+  /// and counts the block; in the last block it fences again to acquire
+  /// the others' writes. The verdict reaches the block through shared
+  /// memory.
+  Value arriveLast(KernelBuilder &kb, Value counter, Value count) override {
+    Value verdict = allocShared(kb, 4);
+    barrier(kb);
+    kb.ifThen(kb.eq(threadId, kb.i32(0)), [&] {
+      deviceFence(kb);
+      Value arrived = kb.atomicAddU32(counter, kb.i64(0), kb.i32(1));
+      Value last = kb.eq(arrived, kb.sub(count, kb.i32(1)));
+      kb.ifThen(last, [&] {
+        deviceFence(kb);
+        kb.store(kb.i32(0), counter, kb.i64(0), 4);
+      });
+      kb.store(arith::ExtUIOp::create(kb.builder(), kb.getLoc(),
+                                      kb.builder().getI32Type(), last),
+               verdict, kb.i64(0), 4);
+    });
+    barrier(kb);
+    return kb.eq(kb.loadU32(verdict, kb.i32(0)), kb.i32(1));
+  }
+
   bool prefersWideLoads() const override { return true; }
   /// A thread's vectors: 8 f32 registers, so that the quantized attention
   /// loops keep 4 of them per thread as accumulators (32 registers) beside
@@ -282,6 +307,11 @@ private:
   }
   void barrier(KernelBuilder &kb) {
     gpu::BarrierOp::create(kb.builder(), kb.getLoc());
+  }
+  /// fence.acq_rel.gpu
+  void deviceFence(KernelBuilder &kb) {
+    LLVM::FenceOp::create(kb.builder(), kb.getLoc(),
+                          LLVM::AtomicOrdering::acq_rel, "device");
   }
 
   gpu::GPUModuleOp module;

@@ -61,14 +61,13 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
 /// The cache a kernel op serves; null for any other op.
 CacheOp getKernelCache(Operation *op) {
   return llvm::TypeSwitch<Operation *, CacheOp>(op)
-      .Case<FlushKernelOp, KeyNormKernelOp, TrackKernelOp, AttendKernelOp,
-            CombineKernelOp>([](auto kernel) { return kernel.getCacheOp(); })
+      .Case<FlushKernelOp, KeyNormKernelOp, TrackKernelOp, AttendKernelOp>(
+          [](auto kernel) { return kernel.getCacheOp(); })
       .Default([](Operation *) { return CacheOp(); });
 }
 
 bool isKernelOp(Operation *op) {
-  return isa<FlushKernelOp, KeyNormKernelOp, TrackKernelOp, AttendKernelOp,
-             CombineKernelOp>(op);
+  return isa<FlushKernelOp, KeyNormKernelOp, TrackKernelOp, AttendKernelOp>(op);
 }
 
 /// Creates the empty host and GPU modules of `cache` at the end of `module`.
@@ -140,8 +139,8 @@ struct KVQLowerKernelsPass
                       UnitAttr::get(&getContext()));
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerKernelOp<FlushKernelOp>, LowerKernelOp<KeyNormKernelOp>,
-                 LowerKernelOp<TrackKernelOp>, LowerKernelOp<AttendKernelOp>,
-                 LowerKernelOp<CombineKernelOp>>(&getContext(), *caches);
+                 LowerKernelOp<TrackKernelOp>, LowerKernelOp<AttendKernelOp>>(
+        &getContext(), *caches);
     // One in-order sweep: kernels are emitted in declaration order.
     walkAndApplyPatterns(module, std::move(patterns));
     WalkResult left = module.walk([](Operation *op) {

@@ -27,8 +27,8 @@ kvq.attend_kernel @a of @c layers [0, 2]
 
 // -----
 
-// expected-error @+1 {{'kvq.combine_kernel' op names no kvq.cache @missing}}
-kvq.combine_kernel @cb of @missing layers [0]
+// expected-error @+1 {{'kvq.attend_kernel' op names no kvq.cache @missing}}
+kvq.attend_kernel @a of @missing layers [0]
 
 // -----
 

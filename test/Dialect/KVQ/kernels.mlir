@@ -17,8 +17,6 @@ kvq.flush_kernel @fv0 of @c values layers [0]
 kvq.keynorm_kernel @kn of @c layers [0, 1]
 // CHECK: kvq.attend_kernel @a1 of @c layers [1]
 kvq.attend_kernel @a1 of @c layers [1]
-// CHECK: kvq.combine_kernel @cb of @c layers [0, 1]
-kvq.combine_kernel @cb of @c layers [0, 1]
 
 // CHECK-LABEL: func.func @dequantize
 // CHECK: kvq.dequantize %arg0, %arg1, %arg2 : <bits = 2, mode = hybrid, span = tokens, group = 32>

@@ -49,7 +49,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 5);
+  EXPECT_EQ(M.Version, 6);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -71,9 +71,8 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_FALSE(M.Keys.Layers[1].Scheme.Quantized);
   EXPECT_EQ(M.Values.Layers[0].FlushKernel, "kvq_mock_flush_values_0");
   EXPECT_EQ(M.Layers[1].Attend, "kvq_mock_attend_1");
-  EXPECT_EQ(M.CombineKernel, "kvq_mock_combine");
   ASSERT_NE(M.kernel("kvq_mock_attend_0"), nullptr);
-  EXPECT_EQ(M.kernel("kvq_mock_attend_0")->Args.size(), 19u);
+  EXPECT_EQ(M.kernel("kvq_mock_attend_0")->Args.size(), 21u);
   EXPECT_EQ(M.Pool.Capacity, 0u);
   EXPECT_FALSE(M.Pool.isTracked(1));
   EXPECT_EQ(M.kernel("nope"), nullptr);
@@ -190,7 +189,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 6, runtime expects 5"),
+  EXPECT_NE(A.message().find("artifact version 7, runtime expects 6"),
             std::string::npos)
       << A.message();
 }
@@ -219,10 +218,11 @@ TEST(ManifestTest, NamesTheOffendingField) {
             "manifest: model.heads must be a multiple of kv_heads");
   EXPECT_EQ(errorAfter([](Json &J) { J["layers"].erase(1); }),
             "manifest: 'layers' must have one entry per model layer");
-  EXPECT_EQ(
-      errorAfter([](Json &J) { J["combine_kernel"] = "kvq_mock_attend_0"; }),
-      "manifest: kernel 'kvq_mock_attend_0' referenced as combine has kind "
-      "attend");
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["layers"][0]["attend_kernel"] = "kvq_mock_flush_keys_0";
+            }),
+            "manifest: kernel 'kvq_mock_flush_keys_0' referenced as attend "
+            "has kind flush");
   EXPECT_EQ(errorAfter([](Json &J) {
               J["tensors"]["values"]["layers"][1]["flush_kernel"] = "gone";
             }),
@@ -236,7 +236,7 @@ TEST(ManifestTest, NamesTheOffendingField) {
             }),
             "manifest: 'tensors.keys.layers[1]' slices exceed the page");
   EXPECT_EQ(errorAfter([](Json &J) {
-              J["layers"][0]["keynorm_kernel"] = "kvq_mock_combine";
+              J["layers"][0]["keynorm_kernel"] = "kvq_mock_attend_0";
             }),
             "manifest: 'layers[0].keynorm_kernel' must be set exactly when the "
             "layer's keys use key_norm");
@@ -261,10 +261,10 @@ TEST(ManifestTest, NamesTheOffendingField) {
             "layer has outlier pools");
   EXPECT_EQ(errorAfter([&](Json &J) {
               Pools(J);
-              J["layers"][1]["track_kernel"] = "kvq_mock_combine";
+              J["layers"][1]["track_kernel"] = "kvq_mock_attend_0";
             }),
-            "manifest: kernel 'kvq_mock_combine' referenced as track has kind "
-            "combine");
+            "manifest: kernel 'kvq_mock_attend_0' referenced as track has kind "
+            "attend");
   EXPECT_EQ(errorAfter([&](Json &J) {
               Pools(J);
               J["tensors"]["values"]["recent"] = 5;
@@ -417,7 +417,7 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 5");
+            "artifact version 4294967297, runtime expects 6");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -87,6 +87,30 @@ struct TensorView {
   }
 };
 
+/// Merges the splits of output row (B, Hq) (the last block of its kv-head).
+void mergeSplits(void **Args, uint32_t Hq, uint32_t B) {
+  using A = kvq::abi::AttendArgs;
+  auto *Partial = ptrArg<const float>(Args, A::Partial);
+  auto *Out = ptrArg<float>(Args, A::Out) + (size_t(B) * kHq + Hq) * kD;
+  int32_t NumSplits = arg<int32_t>(Args, A::NumSplits);
+  const float *P = Partial + (size_t(B) * kHq + Hq) * NumSplits * (kD + 2);
+  float M = -std::numeric_limits<float>::infinity();
+  for (int32_t S = 0; S < NumSplits; ++S)
+    M = std::max(M, P[S * (kD + 2)]);
+  float L = 0.0f, Acc[kD] = {};
+  for (int32_t S = 0; S < NumSplits && M > -INFINITY; ++S) {
+    const float *Q = P + S * (kD + 2);
+    if (Q[1] == 0.0f)
+      continue;
+    float W = std::exp(Q[0] - M);
+    L += W * Q[1];
+    for (unsigned C = 0; C < kD; ++C)
+      Acc[C] += W * Q[2 + C];
+  }
+  for (unsigned C = 0; C < kD; ++C)
+    Out[C] = L > 0.0f ? Acc[C] / L : 0.0f;
+}
+
 /// attend: grid (numSplits, Hkv, B); partial [B][Hq][numSplits][D + 2].
 void attend(void **Args, uint32_t Split, uint32_t H, uint32_t B) {
   auto *Q = ptrArg<const uint16_t>(Args, kvq::abi::AttendArgs::Q);
@@ -146,30 +170,14 @@ void attend(void **Args, uint32_t Split, uint32_t H, uint32_t B) {
     for (unsigned C = 0; C < kD; ++C)
       Out[2 + C] = Acc[C];
   }
-}
-
-/// combine: grid (Hq, B).
-void combine(void **Args, uint32_t Hq, uint32_t B, uint32_t) {
-  using A = kvq::abi::CombineArgs;
-  auto *Partial = ptrArg<const float>(Args, A::Partial);
-  auto *Out = ptrArg<float>(Args, A::Out) + (size_t(B) * kHq + Hq) * kD;
-  int32_t NumSplits = arg<int32_t>(Args, A::NumSplits);
-  const float *P = Partial + (size_t(B) * kHq + Hq) * NumSplits * (kD + 2);
-  float M = -std::numeric_limits<float>::infinity();
-  for (int32_t S = 0; S < NumSplits; ++S)
-    M = std::max(M, P[S * (kD + 2)]);
-  float L = 0.0f, Acc[kD] = {};
-  for (int32_t S = 0; S < NumSplits && M > -INFINITY; ++S) {
-    const float *Q = P + S * (kD + 2);
-    if (Q[1] == 0.0f)
-      continue;
-    float W = std::exp(Q[0] - M);
-    L += W * Q[1];
-    for (unsigned C = 0; C < kD; ++C)
-      Acc[C] += W * Q[2 + C];
-  }
-  for (unsigned C = 0; C < kD; ++C)
-    Out[C] = L > 0.0f ? Acc[C] / L : 0.0f;
+  // The last block of (B, H) merges its heads' splits and resets the count.
+  uint32_t *Arrived = ptrArg<uint32_t>(Args, A::Arrivals) + B * kHkv + H;
+  if (__atomic_fetch_add(Arrived, 1, __ATOMIC_ACQ_REL) !=
+      uint32_t(NumSplits) - 1)
+    return;
+  __atomic_store_n(Arrived, 0, __ATOMIC_RELAXED);
+  for (unsigned Hq = H * (kHq / kHkv); Hq < (H + 1) * (kHq / kHkv); ++Hq)
+    mergeSplits(Args, Hq, B);
 }
 
 } // namespace
@@ -204,8 +212,4 @@ KVQ_MOCK_EXPORT void kvq_mock_attend_0(void **A, uint32_t X, uint32_t Y,
 KVQ_MOCK_EXPORT void kvq_mock_attend_1(void **A, uint32_t X, uint32_t Y,
                                        uint32_t Z) {
   attend(A, X, Y, Z);
-}
-KVQ_MOCK_EXPORT void kvq_mock_combine(void **A, uint32_t X, uint32_t Y,
-                                      uint32_t Z) {
-  combine(A, X, Y, Z);
 }

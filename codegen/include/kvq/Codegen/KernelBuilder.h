@@ -13,7 +13,7 @@
 
 #include "kvq/Support/KernelABI.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -118,6 +118,16 @@ public:
   /// the CPU.
   virtual mlir::Value getConstantTable(KernelBuilder &kb, llvm::StringRef name,
                                        llvm::ArrayRef<int32_t> values) = 0;
+
+  /// Counts the block's arrival at the u32 counter at `counter` (global
+  /// memory, zero before the first of `count` blocks arrives) and returns
+  /// an i1, the same in every thread of the block: whether it is the last
+  /// of them. The last one sees every global write the others made before
+  /// they arrived, and sets the counter back to zero (so that a launch
+  /// leaves the counters as it found them). Every thread of the block must
+  /// call it.
+  virtual mlir::Value arriveLast(KernelBuilder &kb, mlir::Value counter,
+                                 mlir::Value count) = 0;
 
   /// Whether kernels should stream the next cache page in while they read
   /// one (the CPU: its prefetchers stop at 4 KiB pages, and a page's slice
@@ -285,9 +295,11 @@ public:
   void store(mlir::Value value, mlir::Value ptr, mlir::Value byteOffset,
              unsigned align);
   /// Atomically adds the i32 `increment` to the u32 at `ptr + byteOffset`
-  /// (relaxed ordering: a counter).
-  void atomicAddU32(mlir::Value ptr, mlir::Value byteOffset,
-                    mlir::Value increment);
+  /// and returns the value it replaced (relaxed ordering unless told).
+  mlir::Value atomicAddU32(mlir::Value ptr, mlir::Value byteOffset,
+                           mlir::Value increment,
+                           mlir::LLVM::AtomicOrdering ordering =
+                               mlir::LLVM::AtomicOrdering::monotonic);
   /// Loads element `index` of an array of f16/bf16/f32 values as f32.
   mlir::Value loadFloat(mlir::Type elementType, mlir::Value ptr,
                         mlir::Value index, bool invariant = false);

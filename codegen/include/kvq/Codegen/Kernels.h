@@ -76,6 +76,11 @@ mlir::Type getPartialOutputType(const CacheLayout &layout,
                                 mlir::MLIRContext *ctx);
 mlir::Value getPartialOutputs(KernelBuilder &kb, mlir::Value partial,
                               mlir::Value row);
+/// Merges the `numSplits` partial rows of output row `row` (b * Hq + hq)
+/// into its D f32 outputs at `out` (SplitMerge.cpp).
+void mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
+                 mlir::Value partial, mlir::Value out, mlir::Value numSplits,
+                 mlir::Value row);
 
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
@@ -90,8 +95,6 @@ void emitTrackKernel(KernelBuilder &kb, const KernelEntry &entry,
                      const CacheLayout &layout);
 void emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
                       const CacheLayout &layout, unsigned layer);
-void emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
-                       const CacheLayout &layout);
 
 } // namespace kvq
 

@@ -123,7 +123,7 @@ enum class ArgKind { Ptr, I32 };
 /// One entry of the kernel table.
 struct KernelInfo {
   std::string Name;
-  /// "keynorm", "flush", "track", "attend" or "combine".
+  /// "keynorm", "flush", "track" or "attend".
   std::string Kind;
   Dim3 Block;
   unsigned SharedBytes = 0;
@@ -170,7 +170,6 @@ struct Manifest {
   TensorLayout Values;
   std::vector<LayerKernels> Layers;
   PoolLayout Pool;
-  std::string CombineKernel;
   std::vector<KernelInfo> Kernels;
   /// sm target ("sm_80") -> PTX file name.
   std::map<std::string, std::string> PTX;

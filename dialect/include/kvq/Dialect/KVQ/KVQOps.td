@@ -186,18 +186,13 @@ def KVQ_AttendKernelOp : KVQ_KernelOp<"attend_kernel", "decode attention"> {
     Fused dequantize + decode attention over one split of a sequence's
     tokens (flash-decoding) for all query heads of one kv-head, in the
     listed layers (which share their key and value schemes). Scales and
-    zero-points are folded into the dot products.
+    zero-points are folded into the dot products; the last block of a
+    kv-head to finish merges the splits' softmax partials into the
+    attention output.
 
     ```mlir
     kvq.attend_kernel @kvq_attend_0 of @kivi_2bit layers [0, 1]
     ```
-  }];
-}
-
-def KVQ_CombineKernelOp : KVQ_KernelOp<"combine_kernel", "split combine"> {
-  let description = [{
-    Merges the per-split softmax partials of the attend kernels into the
-    attention output.
   }];
 }
 

@@ -60,6 +60,8 @@
 #define KVQ_ATTEND_ARGS(X)                                                     \
   X(Q, InPtr, "[B][Hq][D] of T: the queries")                                  \
   X(Partial, Ptr, "[B][Hq][numSplits][D + 2] f32 slots: m, l, outputs / l")    \
+  X(Out, Ptr, "[B][Hq][D] f32: the attention outputs")                         \
+  X(Arrivals, Ptr, "[B][Hkv] u32: blocks done per (b, kv-head); zero between") \
   X(Seqs, InPtr, "[B][SeqsFields::NumFields] u32: per sequence, see below")    \
   X(KPages, InPtr, "the key page pool plus the layer's offset")                \
   X(VPages, InPtr, "the value page pool plus the layer's offset")              \
@@ -78,13 +80,7 @@
   X(PoolIndex, InPtr, "the layer's pool indexes (OTT layers only)")            \
   X(RotateQuery, I32, "1: rotate q to position tokens - 1 (pre_rope), else 0")
 
-#define KVQ_COMBINE_ARGS(X)                                                    \
-  X(Partial, InPtr, "[B][Hq][numSplits][D + 2] f32: the attend kernel's")      \
-  X(Out, Ptr, "[B][Hq][D] f32: the attention outputs")                         \
-  X(Seqs, InPtr, "[B][SeqsFields::NumFields] u32: as for attend")              \
-  X(NumSplits, I32, "splits per sequence")
-
-// The fields of one row of the attend and combine kernels' `seqs`
+// The fields of one row of the attend kernel's `seqs`
 // descriptor, in order: X(Id, Meaning). Counts are this layer's.
 #define KVQ_SEQS_FIELDS(X)                                                     \
   X(Slot, "the sequence's slot")                                               \
@@ -103,8 +99,7 @@
   X(KeyNorm, "keynorm", KVQ_KEYNORM_ARGS)                                      \
   X(Flush, "flush", KVQ_FLUSH_ARGS)                                            \
   X(Track, "track", KVQ_TRACK_ARGS)                                            \
-  X(Attend, "attend", KVQ_ATTEND_ARGS)                                         \
-  X(Combine, "combine", KVQ_COMBINE_ARGS)
+  X(Attend, "attend", KVQ_ATTEND_ARGS)
 
 namespace kvq::abi {
 

@@ -22,7 +22,6 @@
   X(Bits, "bits")                                                              \
   X(Tensors, "tensors")                                                        \
   X(Layers, "layers")                                                          \
-  X(CombineKernel, "combine_kernel")                                           \
   X(Kernels, "kernels")                                                        \
   X(Host, "host")                                                              \
   X(Files, "files")                                                            \
@@ -90,7 +89,7 @@ namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 5;
+inline constexpr int kVersion = 6;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";

@@ -1,8 +1,8 @@
-//===- CombineKernel.cpp - merge flash-decoding splits --------------------===//
+//===- SplitMerge.cpp - merge flash-decoding splits -----------------------===//
 //
-// Block (hq, b) merges the per-split partial softmax results of query head
-// hq of sequence b: o = sum_s w_s o_s / sum_s w_s with w_s = 2^(m_s - M) l_s
-// and o_s the split's normalised outputs.
+// The attend kernel's last block of a (sequence, kv-head) merges the splits
+// of each of its query heads: o = sum_s w_s o_s / sum_s w_s with
+// w_s = 2^(m_s - M) l_s and o_s the split's normalised outputs.
 // Scores are kept in log2 units by the attend kernel; empty splits (l = 0)
 // contribute nothing, and a sequence with no tokens attends to zeros.
 //
@@ -25,21 +25,15 @@ Value kvq::getPartialOutputs(KernelBuilder &kb, Value partial, Value row) {
   return kb.gep(partial, kb.mul(kb.toI64(kb.add(row, kb.i32(2))), kb.i64(4)));
 }
 
-void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
-                            const CacheLayout &layout) {
-  kb.setReassociate(true);
-  using A = abi::CombineArgs;
-  Value partial = entry.args[A::Partial], out = entry.args[A::Out];
-  Value numSplits = entry.args[A::NumSplits];
-  Value hq = entry.blockId[0], b = entry.blockId[1];
-  unsigned dim = layout.model.getHeadDim(), heads = layout.model.getHeads();
-  unsigned stride = dim + 2;
-  Value row = kb.add(kb.mul(b, kb.i32(heads)), hq);
+void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
+                      Value partial, Value out, Value numSplits, Value row) {
+  unsigned dim = layout.model.getHeadDim(), stride = dim + 2;
   Value first = kb.mul(kb.mul(row, numSplits), kb.i32(stride));
+  // Plain loads: other blocks of the launch wrote the rows (on the GPU the
+  // non-coherent path may not see them).
   auto field = [&](Value s, Value index) {
     return kb.loadF32(partial,
-                      kb.add(first, kb.add(kb.mul(s, kb.i32(stride)), index)),
-                      /*invariant=*/true);
+                      kb.add(first, kb.add(kb.mul(s, kb.i32(stride)), index)));
   };
   float inf = std::numeric_limits<float>::infinity();
   Value maxScore =
@@ -61,7 +55,7 @@ void kvq::emitCombineKernel(KernelBuilder &kb, const KernelEntry &entry,
         kb.fmul(kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), l), kb.f32(0));
     Value outputs = getPartialOutputs(kb, partial,
                                       kb.add(first, kb.mul(s, kb.i32(stride))));
-    Value value = kb.loadFloat(outputType, outputs, c, /*invariant=*/true);
+    Value value = kb.loadFloat(outputType, outputs, c);
     return {kb.fadd(sums[0], weight), kb.fadd(sums[1], kb.fmul(weight, value))};
   };
   std::pair<IndexRange, KernelTarget::AccumulateStep> steps[] = {
