@@ -42,21 +42,33 @@ void AttendEmitter::loadQueries() {
   bool keyNorm = layout.hasKeyNorm(layer);
   ChannelTables keyTables(kb, layout, layer, /*isKeys=*/true, head);
   double scale = model.getSoftmaxScale() * M_LOG2E;
-  // Plain queries (no RoPE, key norms or reorder) are copied 4 channels at
-  // a time: the tile's rows are consecutive, and rows start 16-byte aligned
-  // (the runtime requires it of a query on the device).
-  if (!rope && normQueries == queries && dim % 4 == 0) {
+  // Queries in channel order (no RoPE or reorder) are copied 4 channels at a
+  // time, and times their key norms: the tile's rows are consecutive, and
+  // rows start 16-byte aligned (the runtime requires it of a query on the
+  // device; norms rows are D f32).
+  if (!rope && !keyTables.hasReorder() && dim % 4 == 0) {
     Type dtype = model.getDtype();
     unsigned quadBytes = dtype.getIntOrFloatBitWidth() / 2;
     Value tileRow =
         kb.add(kb.mul(batch, kb.i32(model.getHeads())), firstQueryHead);
+    Value normRow = kb.mul(
+        kb.add(kb.mul(slot, kb.i32(model.getKvHeads())), head), kb.i32(dim));
     target.parallelFor(kb, kb.i32(heads * dim / 4), [&](Value i) {
       Value first = kb.mul(i, kb.i32(4));
-      Value q = kb.loadFloatVector(
-          dtype, args.q, kb.add(kb.mul(tileRow, kb.i32(dim)), first), 4,
-          /*invariant=*/true, quadBytes);
-      kb.store(kb.fmul(q, kb.splat(kb.f32(scale), 4)), queries,
-               kb.mul(kb.toI64(first), kb.i64(4)), 16);
+      Value q = kb.fmul(
+          kb.loadFloatVector(dtype, args.q,
+                             kb.add(kb.mul(tileRow, kb.i32(dim)), first), 4,
+                             /*invariant=*/true, quadBytes),
+          kb.splat(kb.f32(scale), 4));
+      Value at = kb.mul(kb.toI64(first), kb.i64(4));
+      kb.store(q, queries, at, 16);
+      if (!keyNorm)
+        return;
+      Value norm =
+          kb.loadFloatVector(kb.builder().getF32Type(), args.norms,
+                             kb.add(normRow, kb.remU(first, kb.i32(dim))), 4,
+                             /*invariant=*/true, 16);
+      kb.store(kb.fmul(q, norm), normQueries, at, 16);
     });
     return;
   }

@@ -28,18 +28,26 @@ Value kvq::getPartialOutputs(KernelBuilder &kb, Value partial, Value row) {
 void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
                       Value partial, Value out, Value numSplits, Value row) {
   unsigned dim = layout.model.getHeadDim(), stride = dim + 2;
+  Type f32 = kb.builder().getF32Type();
+  // Split s's row as a pointer: its fields are loads at constant offsets.
   Value first = kb.mul(kb.mul(row, numSplits), kb.i32(stride));
+  Value rows = kb.gep(partial, kb.mul(kb.toI64(first), kb.i64(4)));
+  auto rowOf = [&](Value s) {
+    return kb.gep(rows, kb.mul(kb.toI64(s), kb.i64(int64_t(stride) * 4)));
+  };
   // Plain loads: other blocks of the launch wrote the rows (on the GPU the
   // non-coherent path may not see them).
-  auto field = [&](Value s, Value index) {
-    return kb.loadF32(partial,
-                      kb.add(first, kb.add(kb.mul(s, kb.i32(stride)), index)));
+  auto field = [&](Value rowPtr, unsigned slot) {
+    return kb.load(f32, rowPtr, kb.i64(int64_t(slot) * 4), 4);
   };
-  float inf = std::numeric_limits<float>::infinity();
+  // The largest m, at least the lowest finite float: then m_s - M is -inf
+  // only for an empty split (m = -inf, l = 0) and 2^(m_s - M) l_s is 0
+  // there with no test (2^x <= 1 for x <= 0 on both targets).
   Value maxScore =
-      kb.forLoop(kb.i32(0), numSplits, kb.i32(1), {kb.f32(-inf)},
+      kb.forLoop(kb.i32(0), numSplits, kb.i32(1),
+                 {kb.f32(-std::numeric_limits<float>::max())},
                  [&](Value s, ValueRange acc) -> SmallVector<Value> {
-                   return {kb.fmax(acc[0], field(s, kb.i32(0)))};
+                   return {kb.fmax(acc[0], field(rowOf(s), 0))};
                  })[0];
   // Splits are the indices and channels the lanes of accumulate: the CPU
   // loops over the lanes inside each split, so a split's weight (which does
@@ -48,14 +56,15 @@ void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
   // split for its channel. Both lanes' sums carry the denominator, so that
   // no second pass recomputes the weights.
   Type outputType = getPartialOutputType(layout, kb.builder().getContext());
+  unsigned outputBytes = outputType.getIntOrFloatBitWidth() / 8;
   auto step = [&](Value s, Value c, ValueRange sums) -> SmallVector<Value> {
-    Value l = field(s, kb.i32(1));
-    Value weight = kb.select(
-        kb.flt(kb.f32(0), l),
-        kb.fmul(kb.exp2(kb.fsub(field(s, kb.i32(0)), maxScore)), l), kb.f32(0));
-    Value outputs = getPartialOutputs(kb, partial,
-                                      kb.add(first, kb.mul(s, kb.i32(stride))));
-    Value value = kb.loadFloat(outputType, outputs, c);
+    Value rowPtr = rowOf(s);
+    Value weight =
+        kb.fmul(kb.exp2(kb.fsub(field(rowPtr, 0), maxScore)), field(rowPtr, 1));
+    Value at = kb.add(kb.i64(8), kb.mul(kb.toI64(c), kb.i64(outputBytes)));
+    Value value = kb.load(outputType, rowPtr, at, outputBytes);
+    if (!outputType.isF32())
+      value = arith::ExtFOp::create(kb.builder(), kb.getLoc(), f32, value);
     return {kb.fadd(sums[0], weight), kb.fadd(sums[1], kb.fmul(weight, value))};
   };
   std::pair<IndexRange, KernelTarget::AccumulateStep> steps[] = {
