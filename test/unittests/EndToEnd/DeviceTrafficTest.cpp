@@ -37,15 +37,22 @@ constexpr unsigned kBatch = 3, kPrefill = 256;
 constexpr size_t kSeqsRowBytes =
     kvq::abi::SeqsFields::NumFields * sizeof(uint32_t);
 
-/// Records the stream each launch and copy was issued on.
+/// Records the stream each launch and copy was issued on. With
+/// StopAfterFirstSplit, a launch over several splits (an attend) runs only
+/// the blocks of split 0 and fails, as a launch stopped part-way would.
 class StreamRecordingDriver : public ptx::InterpDriver {
 public:
   void setStream(StreamHandle S) override { Current = S; }
   Status launch(KernelHandle K, Dim3 Grid, Dim3 Block, unsigned Shared,
                 void **Args) override {
     Streams.push_back(Current);
-    return InterpDriver::launch(K, Grid, Block, Shared, Args);
+    if (!StopAfterFirstSplit || Grid.X < 2)
+      return InterpDriver::launch(K, Grid, Block, Shared, Args);
+    Status S =
+        InterpDriver::launch(K, Dim3{1, Grid.Y, Grid.Z}, Block, Shared, Args);
+    return S.ok() ? Status::error(ErrorCode::Backend, "launch stopped") : S;
   }
+  bool StopAfterFirstSplit = false;
   Status copyToDevice(DevicePtr Dst, const void *Src, size_t Bytes) override {
     Streams.push_back(Current);
     return InterpDriver::copyToDevice(Dst, Src, Bytes);
@@ -405,6 +412,34 @@ TEST(DeviceTrafficTest, SplitsArePlannedForTheBackend) {
           << P.message();
     }
   }
+}
+
+/// The blocks of an attend launch count themselves per (sequence, kv-head)
+/// and the last resets the count (docs/KernelABI.md, "Merging the splits").
+/// A launch that stopped after some blocks leaves counts behind; the
+/// runtime clears them, so the next call merges every split again.
+TEST(DeviceTrafficTest, AttendRecoversFromALaunchStoppedPartWay) {
+  Fixture F = makeCache(/*Interpreter=*/true);
+  prefill(F);
+  unsigned Granule = F.C->manifest().SplitGranule;
+  Expected<AttendPlan> Plan = F.C->planAttend(F.Seqs, 0, Granule);
+  ASSERT_TRUE(Plan.ok()) << Plan.message();
+  ASSERT_GE(Plan->Splits.Count, 2u);
+  // Two queries: rows left by the first must not leak into the second's
+  // outputs.
+  std::vector<uint16_t> Q1 = stepData(F, 1, 11).Q, Q2 = stepData(F, 1, 12).Q;
+  const ModelShape &M = F.C->manifest().Model;
+  size_t Outputs = kBatch * M.Heads * M.HeadDim;
+  std::vector<float> Expected(Outputs), Out(Outputs), After(Outputs, -1.0f);
+  ASSERT_TRUE(F.C->attend(0, *Plan, Q2.data(), Expected.data()).ok());
+  ASSERT_TRUE(F.C->attend(0, *Plan, Q1.data(), Out.data()).ok());
+  EXPECT_NE(Out, Expected);
+  F.Driver->StopAfterFirstSplit = true;
+  EXPECT_EQ(F.C->attend(0, *Plan, Q1.data(), Out.data()).code(),
+            ErrorCode::Backend);
+  F.Driver->StopAfterFirstSplit = false;
+  ASSERT_TRUE(F.C->attend(0, *Plan, Q2.data(), After.data()).ok());
+  EXPECT_EQ(After, Expected);
 }
 
 TEST(DeviceTrafficTest, PlanServesEveryLayerAndStep) {
