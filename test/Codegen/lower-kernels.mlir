@@ -43,24 +43,19 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU: kvq.unpack %{{.*}} {bits = 2 : i32, offset = 96 : i32, stride = 2 : i32} : vector<4xi32> -> vector<16xi32>
 // CPU-NOT: kvq.dequantize
 // The block counts itself with an acquire-release add; the last of its
-// kv-head resets the counter and merges each head's splits, looping over
-// the splits (4 at a time) outside the loop over the 64 channels, so that
-// LLVM computes each split's weight (an exp2) once, not once per channel;
-// then the remaining splits one at a time.
+// kv-head resets the counter and merges its 4 heads' splits: one item per
+// head and chunk of 16 channels (4 x 4), each a loop over the splits for
+// the maximum, then one for the weights (exp2 by a polynomial) and the
+// splits' outputs, 16 halves a load, then one vector divide and store.
 // CPU: llvm.atomicrmw add %{{.*}}, %{{.*}} acq_rel : !llvm.ptr, i32
 // CPU: llvm.store %{{.*}}, %{{.*}} atomic monotonic {alignment = 4 : i64} : i32, !llvm.ptr
-// CPU: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4_i32{{.*}} : i32 {
-// CPU-NEXT: arith.constant 0 : i32
-// CPU-NEXT: arith.constant 1 : i32
-// CPU-NEXT: scf.for %{{.*}} = %{{.*}} to %c64_i32{{.*}} step
-// CPU-COUNT-4: llvm.call_intrinsic "llvm.roundeven"
-// CPU-NOT: llvm.call_intrinsic "llvm.roundeven"
-// CPU: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1_i32{{.*}} : i32 {
-// CPU-NEXT: arith.constant 0 : i32
-// CPU-NEXT: arith.constant 1 : i32
-// CPU-NEXT: scf.for %{{.*}} = %{{.*}} to %c64_i32{{.*}} step
-// CPU: llvm.call_intrinsic "llvm.roundeven"
-// CPU-NOT: llvm.call_intrinsic "llvm.roundeven"
+// CPU: scf.for %{{.*}} = %{{.*}} to %c16_i32 step %c1_i32{{.*}} : i32 {
+// CPU: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32)
+// CPU: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, vector<16xf32>)
+// CPU: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (f32) -> f32
+// CPU: llvm.load %{{.*}} {alignment = 8 : i64} : !llvm.ptr -> vector<16xf16>
+// CPU: arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
+// CPU: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CPU: return
 
 // On the GPU the same programs spread over 128 threads with barriers,

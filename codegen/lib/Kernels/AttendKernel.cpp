@@ -465,10 +465,8 @@ void AttendEmitter::mergeIfLast(Value firstHead) {
   Value last = kb.getTarget().arriveLast(kb, counter, args.numSplits);
   kb.ifThen(last, [&] {
     Value firstRow = kb.add(kb.mul(batch, kb.i32(model.getHeads())), firstHead);
-    kb.forEach(kb.i32(0), kb.i32(ratio), [&](Value r) {
-      mergeSplits(kb, layout, args.partial, args.out, args.numSplits,
-                  kb.add(firstRow, r));
-    });
+    mergeSplits(kb, layout, args.partial, args.out, args.numSplits, firstRow,
+                ratio);
   });
 }
 

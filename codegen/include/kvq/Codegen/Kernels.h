@@ -76,11 +76,12 @@ mlir::Type getPartialOutputType(const CacheLayout &layout,
                                 mlir::MLIRContext *ctx);
 mlir::Value getPartialOutputs(KernelBuilder &kb, mlir::Value partial,
                               mlir::Value row);
-/// Merges the `numSplits` partial rows of output row `row` (b * Hq + hq)
-/// into its D f32 outputs at `out` (SplitMerge.cpp).
+/// Merges the `numSplits` partial rows of each of the `rows` output rows
+/// from `firstRow` (b * Hq + hq) into their D f32 outputs at `out`
+/// (SplitMerge.cpp).
 void mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
                  mlir::Value partial, mlir::Value out, mlir::Value numSplits,
-                 mlir::Value row);
+                 mlir::Value firstRow, unsigned rows);
 
 /// Emits kernel `spec` of `layout` through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
