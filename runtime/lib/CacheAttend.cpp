@@ -1,5 +1,4 @@
-//===- CacheAttend.cpp - Decode attention: plan the splits, attend
-//---------===//
+//===- CacheAttend.cpp - Decode attention: plan splits, one launch --------===//
 //
 // Part of kvq, libkvq_runtime.
 //
@@ -252,17 +251,20 @@ Expected<SplitPlan> Cache::Impl::planSplits(uint64_t Longest, size_t Batch,
 Status Cache::Impl::reserveAttend(size_t Batch, uint32_t NumSplits) {
   const ModelShape &M = manifest().Model;
   size_t QElems = Batch * M.Heads * M.HeadDim;
-  for (auto [Buffer, Bytes] :
-       {std::pair(&QBuf, QElems * elemBytes()),
-        std::pair(&Partial, Batch * M.Heads * NumSplits * (M.HeadDim + 2) *
-                                sizeof(float)),
-        std::pair(&SeqsBuf, Batch * sizeof(SeqsRow)),
-        std::pair(&OutBuf, QElems * sizeof(float))})
-    if (Expected<DevicePtr> P = scratch(*Buffer, Bytes); !P.ok())
+  struct Need {
+    ScratchBuffer *Buffer;
+    size_t Bytes;
+    bool Zeroed;
+  };
+  for (Need N :
+       {Need{&QBuf, QElems * elemBytes(), false},
+        Need{&Partial,
+             Batch * M.Heads * NumSplits * (M.HeadDim + 2) * sizeof(float),
+             false},
+        Need{&SeqsBuf, Batch * sizeof(SeqsRow), false},
+        Need{&OutBuf, QElems * sizeof(float), false},
+        Need{&Arrivals, arrivalBytes(Batch), true}})
+    if (Expected<DevicePtr> P = scratch(*N.Buffer, N.Bytes, N.Zeroed); !P.ok())
       return P.status();
-  if (Expected<DevicePtr> P =
-          scratch(Arrivals, arrivalBytes(Batch), /*Zeroed=*/true);
-      !P.ok())
-    return P.status();
   return Status::success();
 }
