@@ -69,6 +69,33 @@ void ThreadPool::workerLoop() {
   }
 }
 
+bool ThreadPool::runAlone(const std::function<void(uint64_t)> &Body,
+                          uint64_t N) {
+  auto Start = Clock::now();
+  for (uint64_t Ran = 1, I = Next.fetch_add(1); I < N;
+       ++Ran, I = Next.fetch_add(1)) {
+    Body(I);
+    uint64_t Left = N - std::min(N, Next.load());
+    auto Spent = Clock::now() - Start;
+    if (Left && (Spent >= kRunAlone || Spent * Left / Ran >= kWorthWaking))
+      return true;
+  }
+  return false;
+}
+
+void ThreadPool::waitForWorkers(uint64_t N) {
+  auto Finished = [&] { return Busy.load() == 0 && Next.load() >= N; };
+  // A worker finishing its last chunk usually takes less than a sleep and
+  // a wake would; spin that long before sleeping.
+  for (auto Until = Clock::now() + kSpinBeforeSleep;
+       !Finished() && Clock::now() < Until;)
+    std::this_thread::yield();
+  std::unique_lock<std::mutex> Lock(Mutex);
+  Done.wait(Lock, Finished);
+  Job = nullptr;
+  JobSize = 0;
+}
+
 void ThreadPool::parallelFor(uint64_t N,
                              const std::function<void(uint64_t)> &Body) {
   if (Workers.empty() || N <= 1) {
@@ -83,12 +110,15 @@ void ThreadPool::parallelFor(uint64_t N,
     Next.store(0);
     ++Generation;
   }
-  Wake.notify_all();
-  runItems(&Body, N);
+  // Work first: a grid of kWakeAtOnce blocks or more wakes the workers
+  // now; a smaller one runs on this thread alone and wakes them only when
+  // its blocks turn out to be long (a worker awake anyway joins in).
+  if (N >= kWakeAtOnce || runAlone(Body, N)) {
+    ++Wakes;
+    Wake.notify_all();
+    runItems(&Body, N);
+  }
   // Workers that woke late find no items left and finish at once; wait for
   // every worker of this generation before Body goes out of scope.
-  std::unique_lock<std::mutex> Lock(Mutex);
-  Done.wait(Lock, [&] { return Busy == 0 && Next.load() >= N; });
-  Job = nullptr;
-  JobSize = 0;
+  waitForWorkers(N);
 }

@@ -1,0 +1,75 @@
+//===- ThreadPoolTest.cpp - The CPU backend's thread pool -----------------===//
+//
+// Part of kvq, the runtime tests.
+//
+//===----------------------------------------------------------------------===//
+//
+// Every block of a grid runs once whatever the pool decides; small grids of
+// short blocks stay on the calling thread (a wake costs more than they
+// take); grids of long blocks, and large grids, wake the workers. Built
+// into ConcurrencyTests, so ThreadSanitizer checks the pool too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace kvq::runtime;
+
+namespace {
+
+TEST(ThreadPoolTest, RunsEveryItemOnce) {
+  ThreadPool Pool(3);
+  for (uint64_t N : {0, 1, 2, 3, 8, 63, 64, 65, 1000, 5000}) {
+    std::vector<std::atomic<unsigned>> Runs(N);
+    Pool.parallelFor(N, [&](uint64_t I) { ++Runs[I]; });
+    for (uint64_t I = 0; I < N; ++I)
+      ASSERT_EQ(Runs[I].load(), 1u) << "item " << I << " of " << N;
+  }
+}
+
+TEST(ThreadPoolTest, ShortSmallGridsStayOnTheCallingThread) {
+  ThreadPool Pool(2);
+  constexpr unsigned kGrids = 100;
+  std::atomic<unsigned> OnCaller{0}, Total{0};
+  std::thread::id Caller = std::this_thread::get_id();
+  for (unsigned G = 0; G < kGrids; ++G)
+    Pool.parallelFor(8, [&](uint64_t) {
+      ++Total;
+      OnCaller += std::this_thread::get_id() == Caller;
+    });
+  EXPECT_EQ(Total.load(), 8 * kGrids);
+  // Each grid takes well under a microsecond; one preempted for longer than
+  // kRunAlone may wake the worker, but not all of them.
+  EXPECT_LT(Pool.wakes(), kGrids / 2);
+  EXPECT_GT(OnCaller.load(), 8 * kGrids / 2);
+}
+
+TEST(ThreadPoolTest, LongBlocksWakeTheWorkers) {
+  ThreadPool Pool(2);
+  std::mutex M;
+  std::set<std::thread::id> Threads;
+  Pool.parallelFor(16, [&](uint64_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::lock_guard<std::mutex> Lock(M);
+    Threads.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(Pool.wakes(), 1u);
+  EXPECT_EQ(Threads.size(), 2u);
+}
+
+TEST(ThreadPoolTest, LargeGridsWakeTheWorkersAtOnce) {
+  ThreadPool Pool(2);
+  std::atomic<unsigned> Total{0};
+  Pool.parallelFor(ThreadPool::kWakeAtOnce, [&](uint64_t) { ++Total; });
+  EXPECT_EQ(Total.load(), ThreadPool::kWakeAtOnce);
+  EXPECT_EQ(Pool.wakes(), 1u);
+}
+
+} // namespace
