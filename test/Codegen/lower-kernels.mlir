@@ -16,9 +16,17 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU-NOT: kvq.flush_kernel
 // The key flush (span=tokens) quantizes the groups of 16 consecutive
 // channels as the lanes of vectors, with the quantizer's own arithmetic
-// (true division, round to nearest even) lane by lane.
+// (true division, round to nearest even) lane by lane. A group's range is
+// a running min and max by compare and select (one vminps / vmaxps each),
+// not llvm.minnum / llvm.maxnum (x86 adds a NaN test and a blend to each).
 // CPU-LABEL: func.func @kivi_flush_keys_0(%arg0: !llvm.ptr, %arg1: i32, %arg2: i32, %arg3: i32)
+// CPU-NOT: llvm.minnum
 // CPU: scf.for
+// CPU: arith.cmpf olt, {{.*}} : vector<16xf32>
+// CPU-NEXT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
+// CPU-NEXT: arith.cmpf ogt, {{.*}} : vector<16xf32>
+// CPU-NEXT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
+// CPU-NOT: llvm.minnum
 // CPU: arith.divf {{.*}} : vector<16xf32>
 // CPU: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
 // CPU: arith.truncf {{.*}} : vector<16xf32> to vector<16xf16>
@@ -68,6 +76,9 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg2: !llvm.ptr<1>,
 // GPU-SAME: kernel
 // GPU: gpu.thread_id x
+// The GPU's running range is min.f32 / max.f32 (llvm.minnum / maxnum).
+// GPU: llvm.call_intrinsic "llvm.minnum"
+// GPU-NEXT: llvm.call_intrinsic "llvm.maxnum"
 // GPU: gpu.barrier
 // GPU-LABEL: gpu.func @kivi_attend_0(
 // GPU: nvvm.prmt <default>

@@ -254,12 +254,12 @@ void AttendEmitter::softmax() {
         [&](Value g, ValueRange acc) -> SmallVector<Value> {
           Value m = acc[0];
           for (Value x : lanesOf(kb.load(vectorType, row, groupAt(g), 16)))
-            m = kb.fmax(m, x);
+            m = kb.runningMax(m, x);
           return {m};
         })[0];
     m = kb.forLoop(kb.add(tail, worker), end, step, {m},
                    [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                     return {kb.fmax(acc[0], kb.loadF32(row, i))};
+                     return {kb.runningMax(acc[0], kb.loadF32(row, i))};
                    })[0];
     m = target.reduceAcrossWorkers(kb, ReduceKind::Max, m, workers)[0];
     Value shift = shiftOf(m);

@@ -93,7 +93,7 @@ void KeyNormEmitter::emitChunkMaxima() {
             Value x = loadChannels(dtype, args.src,
                                    kb.add(kb.mul(t, kb.i32(rowChannels)), c),
                                    /*invariant=*/true);
-            return {kb.fmax(acc[0], kb.fabs(x))};
+            return {kb.runningMax(acc[0], kb.fabs(x))};
           })[0];
       storeChannels(maxAbs, args.partials, kb.add(out, c));
     });
@@ -138,7 +138,7 @@ void KeyNormEmitter::emitNorms() {
                          f32, args.partials,
                          kb.add(kb.mul(k, kb.i32(rowChannels)), channel),
                          /*invariant=*/false);
-                     return {kb.fmax(acc[0], m)};
+                     return {kb.runningMax(acc[0], m)};
                    })[0];
     storeChannels(normOf(kb, maxAbs), args.norms, channel);
   };

@@ -158,17 +158,17 @@ GroupStats Quantizer::computeStats(Value size, ElementFn element) {
     init.append({kb.cf32(inf), kb.cf32(-inf)});
   if (sym)
     init.push_back(kb.cf32(0));
-  SmallVector<Value> stats =
-      kb.forLoop(kb.i32(0), size, kb.i32(1), init,
-                 [&](Value k, ValueRange acc) -> SmallVector<Value> {
-                   Value x = element(k);
-                   SmallVector<Value> next;
-                   if (asym)
-                     next.append({kb.fmin(acc[0], x), kb.fmax(acc[1], x)});
-                   if (sym)
-                     next.push_back(kb.fmax(acc.back(), kb.fabs(x)));
-                   return next;
-                 });
+  SmallVector<Value> stats = kb.forLoop(
+      kb.i32(0), size, kb.i32(1), init,
+      [&](Value k, ValueRange acc) -> SmallVector<Value> {
+        Value x = element(k);
+        SmallVector<Value> next;
+        if (asym)
+          next.append({kb.runningMin(acc[0], x), kb.runningMax(acc[1], x)});
+        if (sym)
+          next.push_back(kb.runningMax(acc.back(), kb.fabs(x)));
+        return next;
+      });
   GroupStats result;
   if (asym) {
     result.min = stats[0];

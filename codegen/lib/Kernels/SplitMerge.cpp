@@ -61,7 +61,7 @@ void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
         kb.forLoop(kb.i32(0), numSplits, kb.i32(1),
                    {kb.f32(-std::numeric_limits<float>::max())},
                    [&](Value s, ValueRange acc) -> SmallVector<Value> {
-                     return {kb.fmax(acc[0], field(rowOf(s), 0))};
+                     return {kb.runningMax(acc[0], field(rowOf(s), 0))};
                    })[0];
     // Outputs start at byte 8 of a row, and rows on 8 bytes.
     Value at = kb.add(kb.i64(8), kb.mul(kb.toI64(c0), kb.i64(outputBytes)));

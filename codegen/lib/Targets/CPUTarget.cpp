@@ -170,6 +170,7 @@ public:
         module, (currentKernel.getSymName() + "_" + name).str(), values, 0);
   }
 
+  bool hasMinMaxNum() const override { return false; }
   bool prefersWideLoads() const override { return false; }
   unsigned getVectorLanes() const override { return vectorLanes; }
   /// AVX-512 has 32 vector registers, AVX and SSE 16.

@@ -245,6 +245,7 @@ public:
     return kb.eq(kb.loadU32(verdict, kb.i32(0)), kb.i32(1));
   }
 
+  bool hasMinMaxNum() const override { return true; }
   bool prefersWideLoads() const override { return true; }
   /// A thread's vectors: 8 f32 registers, so that the quantized attention
   /// loops keep 4 of them per thread as accumulators (32 registers) beside

@@ -137,6 +137,11 @@ public:
   virtual void prefetch(KernelBuilder &kb, mlir::Value ptr,
                         mlir::Value byteOffset, unsigned lines) {}
 
+  /// Whether min/max skipping a NaN operand (llvm.minnum/maxnum) are one
+  /// instruction (PTX min.f32/max.f32); x86's vminps/vmaxps are x < y ? x :
+  /// y instead, and LLVM adds a NaN test and a blend to each minnum.
+  virtual bool hasMinMaxNum() const = 0;
+
   /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
   /// leave vectorization to LLVM's loop vectorizer (CPU).
   virtual bool prefersWideLoads() const = 0;
@@ -250,6 +255,11 @@ public:
   /// and blend; for the CPU's vector forms.
   mlir::Value selectMax(mlir::Value x, mlir::Value y);
   mlir::Value selectMin(mlir::Value x, mlir::Value y);
+  /// A running extremum: `acc`, never NaN, updated with `x`, a NaN `x`
+  /// skipped. fmin/fmax where the target has them as one instruction, else
+  /// selectMin/selectMax(x, acc): the same result either way.
+  mlir::Value runningMin(mlir::Value acc, mlir::Value x);
+  mlir::Value runningMax(mlir::Value acc, mlir::Value x);
   mlir::Value fabs(mlir::Value x);
   mlir::Value fneg(mlir::Value x);
   mlir::Value sqrt(mlir::Value x);
