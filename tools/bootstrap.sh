@@ -92,7 +92,7 @@ tsan_test() {
     -DLLVM_USE_SANITIZER=Thread -DKVQ_BUILD_PYTHON=OFF
   ninja -C "$dir" -j "$jobs" ConcurrencyTests
   TSAN_OPTIONS=halt_on_error=1 \
-    ctest --test-dir "$dir" --output-on-failure -R '^ConcurrencyTest\.'
+    ctest --test-dir "$dir" --output-on-failure -R '^(ConcurrencyTest|ThreadPoolTest)\.'
 }
 
 # The libFuzzer harnesses of test/fuzz, built with Debian's clang 22, ASan
