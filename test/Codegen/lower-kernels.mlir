@@ -30,7 +30,16 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU: arith.divf {{.*}} : vector<16xf32>
 // CPU: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
 // CPU: arith.truncf {{.*}} : vector<16xf32> to vector<16xf16>
+// The value flush (span=channels) packs a token's codes at once: each
+// chunk of 16 codes shifted to its bits of a word, the chunks ORed across
+// their lanes together, the token's 4 words one store, the scales and the
+// zero-points of its 2 groups one store each.
 // CPU-LABEL: func.func @kivi_flush_values_0(
+// CPU-COUNT-4: arith.shli {{.*}} : vector<16xi32>
+// CPU: arith.ori {{.*}} : vector<16xi32>
+// CPU: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr
+// CPU: llvm.store {{.*}} : vector<2xi16>, !llvm.ptr
+// CPU: llvm.store {{.*}} : vector<2xi16>, !llvm.ptr
 // Block-local memory is allocated once, in the entry block. The quantized
 // keys are scored 16 tokens a vector, each chunk's codes unpacked from the
 // channel's two words of 32 codes, stored under a mask where a block

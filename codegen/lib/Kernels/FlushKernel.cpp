@@ -93,9 +93,24 @@ private:
   // The span=channels vector form's pieces.
   /// Group `g`'s chunks of `lanes` elements and their statistics.
   LaneGroup loadLaneGroup(Value g, unsigned lanes);
+  /// A loaded group's codes, a vector per chunk (parameters: scalars).
+  SmallVector<Value> computeLaneCodes(const LaneGroup &group,
+                                      Quantizer &quantizer,
+                                      const GroupParams &params,
+                                      unsigned lanes);
   /// Stores a loaded group's codes and parameters (scalars).
   void storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
                       const GroupParams &params, unsigned lanes);
+  /// Whether the `count` groups of a token pack their codes together: a
+  /// chunk of `lanes` codes fills one word, and the token's chunks fold
+  /// into one vector.
+  bool packsTokenWords(unsigned count, unsigned lanes) const;
+  /// Stores a token's groups (`params`: vectors of groups) at once: each
+  /// chunk's codes shifted to their bits, every chunk ORed across its lanes
+  /// by one fold (combineEach) into the token's words, one store for them
+  /// and one for each parameter.
+  void storeTokenGroups(ArrayRef<LaneGroup> groups, Quantizer &quantizer,
+                        const GroupParams &params, unsigned lanes);
   /// Quantizes groups [first, first + count), their parameters computed as
   /// the lanes of one vector.
   void quantizeLaneGroups(Value first, unsigned count, unsigned lanes);
@@ -459,19 +474,17 @@ static GroupParams laneOf(KernelBuilder &kb, const GroupParams &params,
   return lane;
 }
 
-/// Combines (min or max) each of `partials` (vector<lanes x f32>) across its
-/// lanes; lane i of the result (a scalar for one partial) is partial i's.
-/// Pairs of vectors are folded into one (each vector's runs of lanes halved:
-/// low half against high half) until one vector holds a run of every
-/// partial, then each run is folded in place: 2 shuffles and one op per
-/// fold, where a reduction per vector would take log2(lanes) of each.
+/// Combines each of `partials` (vectors of `lanes`) across its lanes with
+/// `combine` (associative and commutative: min, max, or); lane i of the
+/// result (a scalar for one partial) is partial i's. Pairs of vectors are
+/// folded into one (each vector's runs of lanes halved: low half against
+/// high half) until one vector holds a run of every partial, then each run
+/// is folded in place: 2 shuffles and one op per fold, where a reduction
+/// per vector would take log2(lanes) of each.
 static Value combineEach(KernelBuilder &kb, ArrayRef<Value> partials,
-                         bool isMax) {
+                         function_ref<Value(Value, Value)> combine) {
   OpBuilder &b = kb.builder();
   Location loc = kb.getLoc();
-  auto combine = [&](Value x, Value y) {
-    return isMax ? kb.selectMax(x, y) : kb.selectMin(x, y);
-  };
   int64_t lanes = cast<VectorType>(partials[0].getType()).getNumElements();
   int64_t count = partials.size();
   // The low (high) halves of the `runs` runs of `run` lanes of two vectors.
@@ -557,28 +570,75 @@ LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
   return group;
 }
 
+SmallVector<Value> FlushEmitter::computeLaneCodes(const LaneGroup &group,
+                                                  Quantizer &quantizer,
+                                                  const GroupParams &params,
+                                                  unsigned lanes) {
+  GroupParams lanesParams = params;
+  for (Value *v :
+       {&lanesParams.asymScale, &lanesParams.asymZero, &lanesParams.symScale})
+    if (*v)
+      *v = kb.splat(*v, lanes);
+  kb.setLanes(lanes);
+  SmallVector<Value> codes;
+  for (Value x : group.xs)
+    codes.push_back(quantizer.computeCode(lanesParams, x));
+  kb.setLanes(0);
+  return codes;
+}
+
 void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
                                   const GroupParams &params, unsigned lanes) {
   SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                      args.table, group.place.qpos, head);
   if (!slice.sharesCodes()) {
-    GroupParams lanesParams = params;
-    for (Value *v :
-         {&lanesParams.asymScale, &lanesParams.asymZero, &lanesParams.symScale})
-      if (*v)
-        *v = kb.splat(*v, lanes);
-    kb.setLanes(lanes);
-    SmallVector<Value> codes;
-    for (Value x : group.xs)
-      codes.push_back(quantizer.computeCode(lanesParams, x));
-    kb.setLanes(0);
     SmallVector<StreamPiece> pieces =
-        packLanes(kb, codes, slice.quant.getBits());
+        packLanes(kb, computeLaneCodes(group, quantizer, params, lanes),
+                  slice.quant.getBits());
     for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
       access.storeWord(group.place.n, kb.i32(w), wordOfPieces(kb, pieces, w));
   }
   access.storeScale(group.place.n, quantizer.paramBits(params.scale));
   access.storeZero(group.place.n, quantizer.paramBits(params.zero));
+}
+
+bool FlushEmitter::packsTokenWords(unsigned count, unsigned lanes) const {
+  unsigned chunks = slice.quant.getGroup() / lanes;
+  return count == slice.groupsPerToken && lanes * slice.quant.getBits() == 32 &&
+         slice.wordsPerGroup == chunks && combinesEach(count * chunks, lanes);
+}
+
+void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
+                                    Quantizer &quantizer,
+                                    const GroupParams &params, unsigned lanes) {
+  const GroupPlace &first = groups[0].place;
+  SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                     args.table, first.qpos, head);
+  if (!slice.sharesCodes()) {
+    // Lane l's code goes to bits [l b, l b + b) of its chunk's word.
+    OpBuilder &b = kb.builder();
+    auto type = VectorType::get({int64_t(lanes)}, b.getI32Type());
+    SmallVector<int32_t> places;
+    for (unsigned l = 0; l < lanes; ++l)
+      places.push_back(int32_t(l * slice.quant.getBits()));
+    Value shifts = arith::ConstantOp::create(
+        b, kb.getLoc(), type, DenseIntElementsAttr::get(type, places));
+    SmallVector<Value> placed;
+    for (auto [i, group] : llvm::enumerate(groups))
+      for (Value codes :
+           computeLaneCodes(group, quantizer, laneOf(kb, params, i), lanes))
+        placed.push_back(kb.shl(codes, shifts));
+    // The token's words in order: group-major, a chunk per word.
+    access.storeWord(first.n, kb.i32(0),
+                     combineEach(kb, placed, [&](Value x, Value y) {
+                       return kb.bitOr(x, y);
+                     }));
+  }
+  // The parameters are vectors of the groups.
+  kb.setLanes(groups.size());
+  access.storeScale(first.n, quantizer.paramBits(params.scale));
+  access.storeZero(first.n, quantizer.paramBits(params.zero));
+  kb.setLanes(0);
 }
 
 void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
@@ -595,11 +655,14 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
     SmallVector<Value> partials;
     for (const LaneGroup &group : groups)
       partials.push_back(group.stats.*field);
+    auto extremum = [&](Value x, Value y) {
+      return isMax ? kb.selectMax(x, y) : kb.selectMin(x, y);
+    };
     if (combinesEach(count, lanes))
-      return combineEach(kb, partials, isMax);
+      return combineEach(kb, partials, extremum);
     SmallVector<Value> values;
     for (Value partial : partials)
-      values.push_back(combineEach(kb, partial, isMax));
+      values.push_back(combineEach(kb, partial, extremum));
     auto type = VectorType::get({int64_t(count)}, b.getF32Type());
     return vector::FromElementsOp::create(b, loc, type, values).getResult();
   };
@@ -610,9 +673,12 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
   kb.setLanes(count > 1 ? count : 0);
   GroupParams params = quantizer.paramsFromStats(stats);
   kb.setLanes(0);
-  for (unsigned i = 0; i < count; ++i)
-    storeLaneGroup(groups[i], quantizer,
-                   count > 1 ? laneOf(kb, params, i) : params, lanes);
+  if (count > 1 && packsTokenWords(count, lanes))
+    storeTokenGroups(groups, quantizer, params, lanes);
+  else
+    for (unsigned i = 0; i < count; ++i)
+      storeLaneGroup(groups[i], quantizer,
+                     count > 1 ? laneOf(kb, params, i) : params, lanes);
   // The counter counts saturated groups.
   Value total =
       count == 1
