@@ -101,8 +101,8 @@ private:
   /// Stores a loaded group's codes and parameters (scalars).
   void storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
                       const GroupParams &params, unsigned lanes);
-  /// Whether the `count` groups of a token pack their codes together: a
-  /// chunk of `lanes` codes fills one word, and the token's chunks fold
+  /// Whether the `count` (> 1) groups of a token pack their codes together:
+  /// a chunk of `lanes` codes fills one word, and the token's chunks fold
   /// into one vector.
   bool packsTokenWords(unsigned count, unsigned lanes) const;
   /// Stores a token's groups (`params`: vectors of groups) at once: each
@@ -604,8 +604,9 @@ void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
 
 bool FlushEmitter::packsTokenWords(unsigned count, unsigned lanes) const {
   unsigned chunks = slice.quant.getGroup() / lanes;
-  return count == slice.groupsPerToken && lanes * slice.quant.getBits() == 32 &&
-         slice.wordsPerGroup == chunks && combinesEach(count * chunks, lanes);
+  return count > 1 && count == slice.groupsPerToken &&
+         lanes * slice.quant.getBits() == 32 && slice.wordsPerGroup == chunks &&
+         combinesEach(count * chunks, lanes);
 }
 
 void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
@@ -616,13 +617,10 @@ void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
                      args.table, first.qpos, head);
   if (!slice.sharesCodes()) {
     // Lane l's code goes to bits [l b, l b + b) of its chunk's word.
-    OpBuilder &b = kb.builder();
-    auto type = VectorType::get({int64_t(lanes)}, b.getI32Type());
     SmallVector<int32_t> places;
     for (unsigned l = 0; l < lanes; ++l)
       places.push_back(int32_t(l * slice.quant.getBits()));
-    Value shifts = arith::ConstantOp::create(
-        b, kb.getLoc(), type, DenseIntElementsAttr::get(type, places));
+    Value shifts = kb.vectorI32(places);
     SmallVector<Value> placed;
     for (auto [i, group] : llvm::enumerate(groups))
       for (Value codes :
@@ -673,7 +671,7 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
   kb.setLanes(count > 1 ? count : 0);
   GroupParams params = quantizer.paramsFromStats(stats);
   kb.setLanes(0);
-  if (count > 1 && packsTokenWords(count, lanes))
+  if (packsTokenWords(count, lanes))
     storeTokenGroups(groups, quantizer, params, lanes);
   else
     for (unsigned i = 0; i < count; ++i)
