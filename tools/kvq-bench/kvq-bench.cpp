@@ -16,7 +16,7 @@
 //     that triggers the largest flush, cold (each step after an eviction: its
 //     code and metadata come from DRAM too) and then warm; bandwidth is
 //     counted on the bytes it must read and write (input tokens, flushed
-//     window tokens, their codes).
+//     window tokens, their codes). `--steps 0` measures the prefill alone.
 //
 //   kvq-bench [--contexts N,...] [--batches N,...] [--threads N]
 //             [--repeat N] [--steps N] [--evict-mib N] [--probe-mib N]
@@ -463,6 +463,8 @@ StepResult runSteps(Cache &cache, SequenceId seq, const TokenPool &pool,
     before = after;
   }
   StepResult result;
+  if (steps == 0)
+    return result;
   result.step = summarize(times);
   result.flushTokens = *std::max_element(flushed.begin(), flushed.end());
   std::vector<double> flushTimes;
@@ -556,10 +558,15 @@ void printAppend(const std::vector<Series> &series, const Options &options,
                   a.prefill.max * 1e3);
     std::printf("%-24s %24s %5.1f%%", s.name.c_str(), range,
                 100.0 * a.prefillBytes / a.prefill.median / bandwidth);
-    for (const StepResult *r : {&a.cold, &a.warm})
+    for (const StepResult *r : {&a.cold, &a.warm}) {
+      if (options.steps == 0) {
+        std::printf(" | %9s %9s %7s %6s %6s", "-", "-", "-", "0", "-");
+        continue;
+      }
       std::printf(" | %9.3f %9.3f %7u %6u %5.1f%%", r->step.median * 1e3,
                   r->flushStep.median * 1e3, r->flushTokens, r->flushSteps,
                   100.0 * r->flushBytes / r->flushStep.median / bandwidth);
+    }
     std::printf("\n");
   }
 }
