@@ -68,11 +68,19 @@ FailureOr<HostTarget> kvq::resolveHostTarget(ModuleOp module,
   return result;
 }
 
+static bool hasFeature(const HostTarget &host, StringRef name) {
+  return llvm::is_contained(host.features, name);
+}
+
 unsigned kvq::getVectorLanes(const HostTarget &host) {
-  auto has = [&](StringRef name) { return llvm::is_contained(host.features, name); };
-  if (has("avx512f"))
+  if (hasFeature(host, "avx512f"))
     return 16;
-  return has("avx") ? 8 : 4;
+  return hasFeature(host, "avx") ? 8 : 4;
+}
+
+bool kvq::hasI16Dots(const HostTarget &host) {
+  return getVectorLanes(host) == 16 && hasFeature(host, "avx512vnni") &&
+         hasFeature(host, "avx512bw");
 }
 
 FailureOr<std::string> kvq::compileToHostObject(ModuleOp module,

@@ -649,7 +649,8 @@ LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef hostCpu, ArrayAttr chips,
                                  unsigned warpSize, unsigned blockThreads,
-                                 unsigned splitTokens, unsigned vectorLanes) {
+                                 unsigned splitTokens, unsigned vectorLanes,
+                                 bool i16Dots) {
   if (hostCpu.empty())
     return emitError() << "host_cpu must name a CPU (or 'native')";
   if (!chips || chips.empty())
@@ -672,12 +673,15 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "]";
   if (!llvm::isPowerOf2_32(vectorLanes) || vectorLanes > 64)
     return emitError() << "vector_lanes must be a power of two <= 64";
+  // vpdpwssd's 16 i32 lanes are one 512-bit register.
+  if (i16Dots && vectorLanes != 16)
+    return emitError() << "i16_dots needs vector_lanes = 16";
   return success();
 }
 
 TargetAttr TargetAttr::getDefault(MLIRContext *ctx, StringRef hostCpu,
                                   ArrayRef<std::string> chips,
-                                  unsigned vectorLanes) {
+                                  unsigned vectorLanes, bool i16Dots) {
   SmallVector<Attribute> names;
   for (const std::string &chip : chips)
     names.push_back(StringAttr::get(ctx, chip));
@@ -686,7 +690,7 @@ TargetAttr TargetAttr::getDefault(MLIRContext *ctx, StringRef hostCpu,
       names.push_back(StringAttr::get(ctx, chip));
   return TargetAttr::get(ctx, hostCpu, ArrayAttr::get(ctx, names),
                          /*warpSize=*/32, /*blockThreads=*/128,
-                         /*splitTokens=*/512, vectorLanes);
+                         /*splitTokens=*/512, vectorLanes, i16Dots);
 }
 
 SmallVector<std::string> TargetAttr::getChipNames() const {

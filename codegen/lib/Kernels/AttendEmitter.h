@@ -189,6 +189,20 @@ private:
                            const ValuePass &pass, Value unit, unsigned units,
                            Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
+  /// Whether span=tokens keys are scored on 16-bit integer pair dots
+  /// (KernelTarget::hasI16Dots): the folded queries rounded to i16 per block
+  /// and head (docs/Numerics.md, "Key scores on 16-bit integers").
+  bool scoresKeysOnI16Dots();
+  /// The i16 form's: pairQueries and blockQueryScales of key block `b`
+  /// from its folded queries (at f32 element `rows`) and each head's
+  /// largest magnitude among them.
+  void roundFoldedQueries(Value b, Value rows, llvm::ArrayRef<Value> maxima);
+  /// The i16 form's dots of `count` chunks of `lanes` tokens (from chunk
+  /// `chunk0`) of key block `b` with channels [c0, c0 + channels), as f32.
+  SmallVector<Value> blockDotsOnI16(SliceAccess &access, Value b,
+                                    Value pageBlock, unsigned chunk0,
+                                    unsigned count, Value c0,
+                                    unsigned channels);
   // The matrix forms (AttendMatrix.cpp), where the target has a matrix unit.
   /// What every matrix form needs of the keys' or values' slice: a matrix
   /// unit, codes of `span`, no reorder (keys: no pre-RoPE), a tile of heads
@@ -366,6 +380,9 @@ private:
   /// key slopes and their bias; the value weights and their sums; and the
   /// quantized values' share of the output.
   Value foldedQueries, blockBiases, blockWeights, blockWeightSums, valueSums;
+  /// The i16 form's folded queries (i16 [block][head][channel]) and their
+  /// scales (f32 [block][head]).
+  Value pairQueries, blockQueryScales;
   /// Matrix forms: each warp's share of valueSums; span=channels keys'
   /// queries as split halves in field order.
   Value matrixPartials, matrixQueries;

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <cmath>
 
@@ -22,7 +23,8 @@ namespace {
 class CPUTarget : public KernelTarget {
 public:
   CPUTarget(ModuleOp module, TargetAttr target)
-      : module(module), vectorLanes(target.getVectorLanes()) {}
+      : module(module), vectorLanes(target.getVectorLanes()),
+        i16Dots(target.getI16Dots()) {}
 
   KernelEntry createKernel(OpBuilder &b, Location loc, StringRef name,
                            ArrayRef<ArgKind> args) override {
@@ -171,6 +173,21 @@ public:
   }
 
   bool hasMinMaxNum() const override { return false; }
+  bool hasI16Dots() const override { return i16Dots; }
+  /// One `vpdpwssd` (the target attribute's i16_dots: 16 lanes).
+  Value dotI16Pairs(KernelBuilder &kb, Value acc, Value x, Value y) override {
+    assert(i16Dots && "the target attribute has no i16_dots");
+    OpBuilder &b = kb.builder();
+    auto halves = VectorType::get({32}, b.getI16Type());
+    auto asHalves = [&](Value x) {
+      return vector::BitCastOp::create(b, kb.getLoc(), halves, x);
+    };
+    return LLVM::CallIntrinsicOp::create(
+               b, kb.getLoc(), acc.getType(),
+               b.getStringAttr("llvm.x86.avx512.vpdpwssd.512"),
+               ValueRange{acc, asHalves(x), asHalves(y)})
+        .getResult(0);
+  }
   bool prefersWideLoads() const override { return false; }
   unsigned getVectorLanes() const override { return vectorLanes; }
   /// AVX-512 has 32 vector registers, AVX and SSE 16.
@@ -211,6 +228,7 @@ public:
 private:
   ModuleOp module;
   unsigned vectorLanes;
+  bool i16Dots;
   /// The kernel being emitted.
   func::FuncOp currentKernel;
 };

@@ -43,8 +43,9 @@ struct KVQAssignTargetPass
     FailureOr<HostTarget> host = resolveHostTarget(getOperation(), hostCpu);
     if (failed(host))
       return signalPassFailure();
-    TargetAttr target = TargetAttr::getDefault(&getContext(), hostCpu, names,
-                                               getVectorLanes(*host));
+    TargetAttr target =
+        TargetAttr::getDefault(&getContext(), hostCpu, names,
+                               getVectorLanes(*host), hasI16Dots(*host));
     for (CacheOp cache : getOperation().getOps<CacheOp>())
       if (!cache->hasAttr(TargetAttr::getAttrName()))
         cache->setAttr(TargetAttr::getAttrName(), target);

@@ -32,3 +32,9 @@ module attributes {kvq.target = #kvq.target<host_cpu = "", chips = ["sm_80"], wa
 
 // expected-error @+1 {{vector_lanes must be a power of two <= 64}}
 module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, vector_lanes = 12>} {}
+
+// -----
+
+// vpdpwssd's 16 lanes are one 512-bit register.
+// expected-error @+1 {{i16_dots needs vector_lanes = 16}}
+module attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, vector_lanes = 8, i16_dots = true>} {}

@@ -142,6 +142,18 @@ public:
   /// y instead, and LLVM adds a NaN test and a blend to each minnum.
   virtual bool hasMinMaxNum() const = 0;
 
+  /// Whether dotI16Pairs is one instruction on vectors of getVectorLanes()
+  /// lanes (the CPU with AVX-512 VNNI: `vpdpwssd`): span=tokens keys are
+  /// then scored on 16-bit integers (docs/Numerics.md).
+  virtual bool hasI16Dots() const { return false; }
+  /// `acc` + a.lo * b.lo + a.hi * b.hi in every i32 lane, the halves of a
+  /// lane of `a` and `b` signed 16-bit integers (callers bound the sums);
+  /// only where hasI16Dots().
+  virtual mlir::Value dotI16Pairs(KernelBuilder &kb, mlir::Value acc,
+                                  mlir::Value a, mlir::Value b) {
+    llvm_unreachable("the target has no 16-bit integer dot products");
+  }
+
   /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
   /// leave vectorization to LLVM's loop vectorizer (CPU).
   virtual bool prefersWideLoads() const = 0;

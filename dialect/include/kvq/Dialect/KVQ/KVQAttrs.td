@@ -456,7 +456,11 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     it); `vector_lanes` the f32 lanes of the host CPU's
     vector registers, which the CPU kernels' vector forms compute on (16
     with AVX-512, 8 with AVX; kvq-assign-target reads them off the CPU,
-    16 where a spec states a target without them).
+    16 where a spec states a target without them); `i16_dots` whether it
+    adds products of 16-bit integers in pairs into 32-bit lanes (AVX-512
+    VNNI's `vpdpwssd`), which the CPU's span=tokens key scoring uses
+    (docs/Numerics.md; kvq-assign-target reads it off the CPU, false where
+    a spec states a target without it).
 
     ```mlir
     #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"],
@@ -470,7 +474,8 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     "unsigned":$warp_size,
     "unsigned":$block_threads,
     "unsigned":$split_tokens,
-    DefaultValuedParameter<"unsigned", "16">:$vector_lanes);
+    DefaultValuedParameter<"unsigned", "16">:$vector_lanes,
+    DefaultValuedParameter<"bool", "false">:$i16_dots);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -478,11 +483,12 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     static ::llvm::StringRef getAttrName() { return "kvq.target"; }
     /// kvq's defaults (kDefaultChips, 32-thread warps, 128-thread blocks,
     /// 512-token splits) for `hostCpu` and `chips` (the default chips if
-    /// empty).
+    /// empty) and the host's `vectorLanes` and `i16Dots`.
     static TargetAttr getDefault(::mlir::MLIRContext *ctx,
                                  ::llvm::StringRef hostCpu = "native",
                                  ::llvm::ArrayRef<std::string> chips = {},
-                                 unsigned vectorLanes = 16);
+                                 unsigned vectorLanes = 16,
+                                 bool i16Dots = false);
     /// The chip names.
     ::llvm::SmallVector<std::string> getChipNames() const;
   }];

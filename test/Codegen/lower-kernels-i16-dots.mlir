@@ -1,0 +1,47 @@
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s
+
+// Where the target has i16_dots (AVX-512 VNNI), the CPU scores span=tokens
+// keys on 16-bit integers (docs/Numerics.md, "Key scores on 16-bit
+// integers"): per block and head, the folded queries' largest magnitude
+// sets a scale, the queries are rounded to i16 (round to nearest even);
+// per channel pair, each lane gathers a token's two codes from the two
+// channels' streams (one byte shuffle, one shift per lane, one mask of
+// both 2-bit fields), and one vpdpwssd per head adds both products; the
+// sums return to f32 times the block's scale.
+kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// CHECK-LABEL: func.func @dots_attend_0(
+// CHECK: vector.reduction <maxnumf>, %{{.*}} : vector<16xf32> into f32
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
+// CHECK-NEXT: arith.fptosi {{.*}} : vector<16xf32> to vector<16xi32>
+// CHECK-NEXT: arith.trunci {{.*}} : vector<16xi32> to vector<16xi16>
+// CHECK: llvm.load {{.*}} : !llvm.ptr -> vector<16xi8>
+// CHECK: vector.shuffle {{.*}} [0, 1, 8, 9, 0, 1, 8, 9, 0, 1, 8, 9, 0, 1, 8, 9, 1, 2, 9, 10,
+// CHECK-NEXT: vector.bitcast {{.*}} : vector<64xi8> to vector<16xi32>
+// CHECK: %[[MASK:.*]] = arith.constant 196611 : i32
+// CHECK: arith.constant dense<[0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6]> : vector<16xi32>
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK-NEXT: arith.mulf
+
+// The same cache on a target without them keeps the f32 form.
+kvq.cache @floats model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// CHECK-LABEL: func.func @floats_attend_0(
+// CHECK-NOT: vpdpwssd
+// CHECK-LABEL: gpu.module
