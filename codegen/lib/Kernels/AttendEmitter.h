@@ -61,6 +61,25 @@ inline Value f32Row(KernelBuilder &kb, Value buffer, Value index) {
   return kb.gep(buffer, kb.mul(kb.toI64(index), kb.i64(4)));
 }
 
+/// Tokens of a block of the i16 value form (AttendI16.cpp): their i32
+/// sums go to f32 once a block, and their weights share a scale.
+constexpr unsigned kValueBlockTokens = 32;
+
+inline Value vectorF32(KernelBuilder &kb, unsigned lanes, double value) {
+  return kb.splat(kb.f32(value), lanes);
+}
+
+/// `lanes` f32 elements of `ptr` from element `index`.
+inline Value loadVectorF32(KernelBuilder &kb, Value ptr, Value index,
+                           unsigned lanes) {
+  return kb.loadFloatVector(kb.builder().getF32Type(), ptr, index, lanes);
+}
+
+inline void storeVectorF32(KernelBuilder &kb, Value value, Value ptr,
+                           Value index) {
+  kb.store(value, ptr, kb.mul(kb.toI64(index), kb.i64(4)), 4);
+}
+
 inline Value loadF32At(KernelBuilder &kb, Value row, unsigned element) {
   return kb.load(kb.builder().getF32Type(), row, kb.i64(int64_t(element) * 4),
                  4);
@@ -203,6 +222,22 @@ private:
                                     Value pageBlock, unsigned chunk0,
                                     unsigned count, Value c0,
                                     unsigned channels);
+  // The i16 forms (AttendI16.cpp), where the target has i16 dot products.
+  /// Whether span=channels values are summed on 16-bit integer pair dots:
+  /// the weights rounded to i16 per 32-token block, head and group.
+  bool sumsValuesOnI16Dots();
+  void sumChannelGroupValuesOnI16(Range range);
+  /// The i16 value form's pairWeights, pairWeightScales and
+  /// roundedPairWeights of the block at quantized position `blockStart`
+  /// (its tokens outside `tokens` weigh 0); adds each head's p * offset to
+  /// `sums`. Returns the block's first token in its page.
+  Value roundBlockWeights(SliceAccess &access, Quantizer &quantizer,
+                          Value blockStart, Range tokens,
+                          SmallVector<Value> &sums);
+  /// One pass's share of a block: its i32 sums, then valueSums += them
+  /// times the block's scales.
+  void sumBlockPassOnI16(SliceAccess &access, Value pageToken0,
+                         const ValuePass &pass);
   // The matrix forms (AttendMatrix.cpp), where the target has a matrix unit.
   /// What every matrix form needs of the keys' or values' slice: a matrix
   /// unit, codes of `span`, no reorder (keys: no pre-RoPE), a tile of heads
@@ -383,6 +418,10 @@ private:
   /// The i16 form's folded queries (i16 [block][head][channel]) and their
   /// scales (f32 [block][head]).
   Value pairQueries, blockQueryScales;
+  /// The i16 value form's weights of a block's token pairs (f32 and i16,
+  /// [pair][head][group][token of the pair]) and their scales (f32,
+  /// [head][group][token of the pair]).
+  Value pairWeights, roundedPairWeights, pairWeightScales;
   /// Matrix forms: each warp's share of valueSums; span=channels keys'
   /// queries as split halves in field order.
   Value matrixPartials, matrixQueries;

@@ -48,26 +48,12 @@ static unsigned getChunksPerPass(const KernelTarget &target, unsigned chunks,
   return std::max(1u, std::min(chunks, getMaxAccumulators(target) / heads));
 }
 
-static Value vectorF32(KernelBuilder &kb, unsigned lanes, double value) {
-  return kb.splat(kb.f32(value), lanes);
-}
-
 /// Sign-extended byte offset of f32 element `index` (may be negative for
 /// lanes a mask leaves out).
 static Value signedF32Offset(KernelBuilder &kb, Value index) {
   OpBuilder &b = kb.builder();
   Value wide = arith::ExtSIOp::create(b, kb.getLoc(), b.getI64Type(), index);
   return kb.mul(wide, kb.i64(4));
-}
-
-static Value loadVectorF32(KernelBuilder &kb, Value ptr, Value index,
-                           unsigned lanes) {
-  return kb.loadFloatVector(kb.builder().getF32Type(), ptr, index, lanes);
-}
-
-static void storeVectorF32(KernelBuilder &kb, Value value, Value ptr,
-                           Value index) {
-  kb.store(value, ptr, kb.mul(kb.toI64(index), kb.i64(4)), 4);
 }
 
 void AttendEmitter::allocateVectorBuffers() {
@@ -99,6 +85,14 @@ void AttendEmitter::allocateVectorBuffers() {
   // Reordered values keep the channel-per-lane form (variable groups).
   if (!values.hasReorder())
     valueSums = target.allocShared(kb, heads * dim * 4);
+  if (sumsValuesOnI16Dots()) {
+    unsigned entries =
+        kValueBlockTokens / 2 * heads * 2 * values.groupsPerToken;
+    pairWeights = target.allocShared(kb, entries * 4);
+    roundedPairWeights = target.allocShared(kb, entries * 2);
+    pairWeightScales =
+        target.allocShared(kb, heads * 2 * values.groupsPerToken * 4);
+  }
   if (scoresChannelKeysOnMatrix())
     matrixQueries = target.allocShared(kb, heads * dim * 4);
   if (sumsValuesOnMatrix() || sumsBlockValuesOnMatrix()) {
@@ -587,128 +581,6 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
                 });
 }
 
-bool AttendEmitter::scoresKeysOnI16Dots() {
-  KernelTarget &target = kb.getTarget();
-  const SliceLayout &keys = slice(true);
-  if (!target.hasI16Dots() || target.getBlockThreads() != 1 ||
-      !keys.isQuantized() || keys.quant.getSpan() != Span::Tokens)
-    return false;
-  unsigned bits = keys.quant.getBits(), lanes = target.getVectorLanes();
-  // A channel pair per i32 lane (each code within two bytes of its
-  // channel's stream), tokens as lanes, and no i32 sum can overflow: at
-  // most dim products of 32767 and the largest code.
-  uint64_t largest = uint64_t(dim) * 32767 * ((1u << bits) - 1);
-  return getLanes(target, keys.quant.getGroup()) == lanes && dim % 2 == 0 &&
-         bits <= 8 && largest < (uint64_t(1) << 31);
-}
-
-/// The largest i16 a folded query is rounded to.
-constexpr double kI16QueryMax = 32767;
-
-void AttendEmitter::roundFoldedQueries(Value b, Value rows,
-                                       ArrayRef<Value> maxima) {
-  unsigned lanes = kb.getTarget().getVectorLanes();
-  OpBuilder &builder = kb.builder();
-  Location loc = kb.getLoc();
-  auto halves = VectorType::get({lanes}, builder.getI16Type());
-  for (auto [r, maximum] : llvm::enumerate(maxima)) {
-    Value largest = vector::ReductionOp::create(
-        builder, loc, vector::CombiningKind::MAXNUMF, maximum);
-    // An all-zero block (every slope 0) keeps zeros: no division by 0.
-    Value positive = kb.flt(kb.f32(0), largest);
-    Value toI16 =
-        kb.select(positive, kb.fdiv(kb.f32(kI16QueryMax), largest), kb.f32(0));
-    kb.storeF32(kb.fmul(largest, kb.f32(1 / kI16QueryMax)), blockQueryScales,
-                kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
-    Value row = kb.add(rows, kb.i32(r * dim));
-    kb.forEach(kb.i32(0), kb.i32(dim / lanes), [&](Value chunk) {
-      Value at = kb.add(row, kb.mul(chunk, kb.i32(lanes)));
-      Value folded = loadVectorF32(kb, foldedQueries, at, lanes);
-      Value rounded =
-          kb.fptosi(kb.roundEven(kb.fmul(folded, kb.splat(toI16, lanes))));
-      Value narrow = arith::TruncIOp::create(builder, loc, halves, rounded);
-      kb.store(narrow, pairQueries, kb.mul(kb.toI64(at), kb.i64(2)), 2);
-    });
-  }
-}
-
-/// Lane l of the result holds the codes of token `token0 + l` of two
-/// channels, the first channel's in its low 16 bits: `bytes` are the two
-/// channels' code streams, `streamBytes` each, code k at bit k * bits. A
-/// lane gathers the two bytes of each channel its code starts in, and one
-/// shift and mask leave the codes (the shift stays below 8, so no bit of
-/// the high half reaches the low one's field).
-static Value unpackChannelPairs(KernelBuilder &kb, Value bytes,
-                                unsigned streamBytes, unsigned bits,
-                                unsigned token0, unsigned lanes) {
-  SmallVector<int64_t> gather;
-  SmallVector<int32_t> shifts;
-  for (unsigned l = 0; l < lanes; ++l) {
-    unsigned bit = (token0 + l) * bits, byte = bit / 8;
-    unsigned next = std::min(byte + 1, streamBytes - 1);
-    gather.append({byte, next, streamBytes + byte, streamBytes + next});
-    shifts.push_back(bit % 8);
-  }
-  OpBuilder &b = kb.builder();
-  Value gathered = kb.shuffle(bytes, gather);
-  Value words = vector::BitCastOp::create(
-      b, kb.getLoc(), VectorType::get({lanes}, b.getI32Type()), gathered);
-  int32_t mask = (1 << bits) - 1;
-  return kb.bitAnd(kb.shrU(words, kb.vectorI32(shifts)),
-                   kb.splat(kb.i32(mask | mask << 16), lanes));
-}
-
-SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
-                                                 Value pageBlock,
-                                                 unsigned chunk0,
-                                                 unsigned count, Value c0,
-                                                 unsigned channels) {
-  // Per channel pair: the codes of both channels' streams, each lane a
-  // token's pair, dotted with each head's pair of rounded queries by one
-  // vpdpwssd.
-  KernelTarget &target = kb.getTarget();
-  const SliceLayout &keys = slice(true);
-  unsigned bits = keys.quant.getBits(), lanes = target.getVectorLanes();
-  unsigned streamBytes = keys.wordsPerGroup * 4;
-  OpBuilder &builder = kb.builder();
-  Type i32 = builder.getI32Type();
-  SmallVector<Value> zeros(count * heads, kb.splat(kb.i32(0), lanes));
-  SmallVector<Value> sums = kb.forLoop(
-      c0, kb.add(c0, kb.i32(channels)), kb.i32(2), zeros,
-      [&](Value c, ValueRange acc) -> SmallVector<Value> {
-        Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
-        Value bytes = kb.load(
-            VectorType::get({2 * streamBytes}, builder.getI8Type()),
-            access.getCodesBase(), kb.mul(kb.toI64(n), kb.i64(streamBytes)), 4,
-            /*invariant=*/true);
-        Value queryRow =
-            kb.gep(pairQueries,
-                   kb.mul(kb.toI64(kb.add(kb.mul(b, kb.i32(heads * dim)), c)),
-                          kb.i64(2)));
-        SmallVector<Value> next(acc.begin(), acc.end());
-        for (unsigned t = 0; t < count; ++t) {
-          Value codes = unpackChannelPairs(kb, bytes, streamBytes, bits,
-                                           (chunk0 + t) * lanes, lanes);
-          for (unsigned r = 0; r < heads; ++r) {
-            Value pair =
-                kb.load(i32, queryRow, kb.i64(int64_t(r) * dim * 2), 4);
-            Value &sum = next[t * heads + r];
-            sum = target.dotI16Pairs(kb, sum, codes, kb.splat(pair, lanes));
-          }
-        }
-        return next;
-      });
-  SmallVector<Value> dots;
-  for (unsigned t = 0; t < count; ++t)
-    for (unsigned r = 0; r < heads; ++r) {
-      Value scale = kb.loadF32(blockQueryScales,
-                               kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
-      dots.push_back(
-          kb.fmul(kb.sitofp(sums[t * heads + r]), kb.splat(scale, lanes)));
-    }
-  return dots;
-}
-
 void AttendEmitter::sumTokenBlockValues(Range range) {
   // A block's share of a chunk of `lanes` channels (lanes): per block the
   // codes of the chunk's `lanes` groups are consecutive, so one load brings
@@ -935,6 +807,8 @@ void AttendEmitter::sumQuantizedValues(Range range) {
     sumChannelGroupValuesOnMatrix(range);
   else if (sumsBlockValuesOnMatrix())
     sumTokenBlockValuesOnMatrix(range);
+  else if (sumsValuesOnI16Dots())
+    sumChannelGroupValuesOnI16(range);
   else if (slice(false).quant.getSpan() == Span::Channels)
     sumChannelGroupValues(range);
   else

@@ -1,0 +1,406 @@
+//===- AttendI16.cpp - attend loops on 16-bit integer pair dots -----------===//
+//
+// Where the target adds products of 16-bit integers in pairs into 32-bit
+// lanes (KernelTarget::hasI16Dots: `vpdpwssd` on a CPU with AVX-512 VNNI),
+// two loops of the attend kernel multiply bare codes by f32 factors rounded
+// to i16, so that one instruction per head does what two unpacks and two
+// FMAs did (docs/Numerics.md, "Attention on 16-bit integers"):
+//   - span=tokens keys: per block and head the folded queries are rounded
+//     against their largest magnitude; a lane holds one token's codes of a
+//     pair of channels;
+//   - span=channels values: per 32-token block, head and group the weights
+//     p * slope are rounded against their largest magnitude; a lane holds
+//     one channel's codes of a pair of tokens. The i32 sums of a block are
+//     exact and go to f32 times the block's scale.
+// A lane's pair of codes is gathered from two code streams by one byte
+// shuffle, one shift per lane and one mask (unpackPairs).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttendEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace kvq;
+using namespace kvq::attend;
+
+/// The largest i16 a factor is rounded to.
+constexpr double kI16Max = 32767;
+
+/// Whether i32 sums of `terms` products of a rounded factor and a `bits`-bit
+/// code cannot overflow.
+static bool sumsFitI32(uint64_t terms, unsigned bits) {
+  return terms * uint64_t(kI16Max) * ((1u << bits) - 1) < (uint64_t(1) << 31);
+}
+
+/// Lane l of the result holds two codes, the first stream's in its low 16
+/// bits and the second's in its high 16 bits: `bytes` are two code streams
+/// of `streamBytes` each, and lane l's codes start at bit `laneBits[l]` of
+/// each. A lane gathers the two bytes of each stream its code starts in;
+/// one shift (below 8, so no bit of the high half reaches the low one's
+/// field) and one mask leave the codes.
+static Value unpackPairs(KernelBuilder &kb, Value bytes, unsigned streamBytes,
+                         unsigned bits, ArrayRef<unsigned> laneBits) {
+  SmallVector<int64_t> gather;
+  SmallVector<int32_t> shifts;
+  for (unsigned bit : laneBits) {
+    unsigned byte = bit / 8, next = std::min(byte + 1, streamBytes - 1);
+    gather.append({byte, next, streamBytes + byte, streamBytes + next});
+    shifts.push_back(bit % 8);
+  }
+  OpBuilder &b = kb.builder();
+  Value gathered = kb.shuffle(bytes, gather);
+  unsigned lanes = laneBits.size();
+  Value words = vector::BitCastOp::create(
+      b, kb.getLoc(), VectorType::get({lanes}, b.getI32Type()), gathered);
+  int32_t mask = (1 << bits) - 1;
+  return kb.bitAnd(kb.shrU(words, kb.vectorI32(shifts)),
+                   kb.splat(kb.i32(mask | mask << 16), lanes));
+}
+
+/// `factors` (f32) times `toI16`, rounded to nearest even, as i16.
+static Value roundToI16(KernelBuilder &kb, Value factors, Value toI16) {
+  auto type = cast<VectorType>(factors.getType());
+  Value rounded = kb.fptosi(kb.roundEven(kb.fmul(factors, toI16)));
+  return arith::TruncIOp::create(
+      kb.builder(), kb.getLoc(),
+      VectorType::get(type.getShape(), kb.builder().getI16Type()), rounded);
+}
+
+/// The factor that maps `largest` (f32, >= 0) to kI16Max: 0 where it is 0,
+/// so that all-zero factors stay zeros.
+static Value scaleToI16(KernelBuilder &kb, Value largest) {
+  Value zero = kb.f32Like(largest, 0);
+  return kb.select(kb.flt(zero, largest),
+                   kb.fdiv(kb.f32Like(largest, kI16Max), largest), zero);
+}
+
+//===----------------------------------------------------------------------===//
+// span = tokens keys
+//===----------------------------------------------------------------------===//
+
+bool AttendEmitter::scoresKeysOnI16Dots() {
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &keys = slice(true);
+  if (!target.hasI16Dots() || target.getBlockThreads() != 1 ||
+      !keys.isQuantized() || keys.quant.getSpan() != Span::Tokens)
+    return false;
+  // A channel pair per i32 lane (each code within two bytes of its
+  // channel's stream) and tokens as lanes.
+  unsigned bits = keys.quant.getBits(), lanes = target.getVectorLanes();
+  return getLanes(target, keys.quant.getGroup()) == lanes && dim % 2 == 0 &&
+         bits <= 8 && sumsFitI32(dim, bits);
+}
+
+void AttendEmitter::roundFoldedQueries(Value b, Value rows,
+                                       ArrayRef<Value> maxima) {
+  unsigned lanes = kb.getTarget().getVectorLanes();
+  for (auto [r, maximum] : llvm::enumerate(maxima)) {
+    Value largest = vector::ReductionOp::create(
+        kb.builder(), kb.getLoc(), vector::CombiningKind::MAXNUMF, maximum);
+    Value toI16 = kb.splat(scaleToI16(kb, largest), lanes);
+    kb.storeF32(kb.fmul(largest, kb.f32(1 / kI16Max)), blockQueryScales,
+                kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
+    Value row = kb.add(rows, kb.i32(r * dim));
+    kb.forEach(kb.i32(0), kb.i32(dim / lanes), [&](Value chunk) {
+      Value at = kb.add(row, kb.mul(chunk, kb.i32(lanes)));
+      Value folded = loadVectorF32(kb, foldedQueries, at, lanes);
+      kb.store(roundToI16(kb, folded, toI16), pairQueries,
+               kb.mul(kb.toI64(at), kb.i64(2)), 2);
+    });
+  }
+}
+
+SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
+                                                 Value pageBlock,
+                                                 unsigned chunk0,
+                                                 unsigned count, Value c0,
+                                                 unsigned channels) {
+  // Per channel pair: the codes of both channels' streams, each lane a
+  // token's pair, dotted with each head's pair of rounded queries by one
+  // vpdpwssd.
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &keys = slice(true);
+  unsigned bits = keys.quant.getBits(), lanes = target.getVectorLanes();
+  unsigned streamBytes = keys.wordsPerGroup * 4;
+  OpBuilder &builder = kb.builder();
+  Type i32 = builder.getI32Type();
+  SmallVector<Value> zeros(count * heads, kb.splat(kb.i32(0), lanes));
+  SmallVector<Value> sums = kb.forLoop(
+      c0, kb.add(c0, kb.i32(channels)), kb.i32(2), zeros,
+      [&](Value c, ValueRange acc) -> SmallVector<Value> {
+        Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
+        Value bytes = kb.load(
+            VectorType::get({2 * streamBytes}, builder.getI8Type()),
+            access.getCodesBase(), kb.mul(kb.toI64(n), kb.i64(streamBytes)), 4,
+            /*invariant=*/true);
+        Value queryRow =
+            kb.gep(pairQueries,
+                   kb.mul(kb.toI64(kb.add(kb.mul(b, kb.i32(heads * dim)), c)),
+                          kb.i64(2)));
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (unsigned t = 0; t < count; ++t) {
+          SmallVector<unsigned> laneBits;
+          for (unsigned l = 0; l < lanes; ++l)
+            laneBits.push_back(((chunk0 + t) * lanes + l) * bits);
+          Value codes = unpackPairs(kb, bytes, streamBytes, bits, laneBits);
+          for (unsigned r = 0; r < heads; ++r) {
+            Value pair =
+                kb.load(i32, queryRow, kb.i64(int64_t(r) * dim * 2), 4);
+            Value &sum = next[t * heads + r];
+            sum = target.dotI16Pairs(kb, sum, codes, kb.splat(pair, lanes));
+          }
+        }
+        return next;
+      });
+  SmallVector<Value> dots;
+  for (unsigned t = 0; t < count; ++t)
+    for (unsigned r = 0; r < heads; ++r) {
+      Value scale = kb.loadF32(blockQueryScales,
+                               kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
+      dots.push_back(
+          kb.fmul(kb.sitofp(sums[t * heads + r]), kb.splat(scale, lanes)));
+    }
+  return dots;
+}
+
+//===----------------------------------------------------------------------===//
+// span = channels values
+//===----------------------------------------------------------------------===//
+
+bool AttendEmitter::sumsValuesOnI16Dots() {
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &values = slice(false);
+  if (!target.hasI16Dots() || target.getBlockThreads() != 1 ||
+      !values.isQuantized() || values.quant.getSpan() != Span::Channels ||
+      values.hasReorder())
+    return false;
+  unsigned bits = values.quant.getBits(), lanes = target.getVectorLanes();
+  unsigned group = values.quant.getGroup();
+  if (getLanes(target, group) != lanes || bits > 8 ||
+      !sumsFitI32(kValueBlockTokens, bits) ||
+      layout.pageTokens % kValueBlockTokens != 0)
+    return false;
+  // Passes of whole groups whose two tokens' codes fit one 64-byte shuffle.
+  unsigned groupChunks = group / lanes;
+  unsigned chunks = values.groupsPerToken * groupChunks;
+  unsigned passChunks = planValuePasses(chunks, groupChunks).second;
+  return passChunks % groupChunks == 0 &&
+         2 * (passChunks / groupChunks) * values.wordsPerGroup * 4 <= 64;
+}
+
+Value AttendEmitter::roundBlockWeights(SliceAccess &access,
+                                       Quantizer &quantizer, Value blockStart,
+                                       Range tokens, SmallVector<Value> &sums) {
+  // Pair j (tokens 2j, 2j + 1 of the block) of head r: its weights p *
+  // slope as [group][token of the pair] (pairWeights, f32), their largest
+  // magnitude per group, then the same rounded (roundedPairWeights, i16: a
+  // group's pair is one i32). Tokens outside `tokens` weigh 0, whatever
+  // their parameters hold. `sums` (per head, [group][token]) gather
+  // p * offset.
+  const SliceLayout &values = slice(false);
+  unsigned groups = values.groupsPerToken, pairs = kValueBlockTokens / 2;
+  unsigned width = 2 * groups;
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  SmallVector<int64_t> byGroup, pairOfP;
+  for (unsigned g = 0; g < groups; ++g)
+    for (unsigned s = 0; s < 2; ++s) {
+      byGroup.push_back(s * groups + g);
+      pairOfP.push_back(s);
+    }
+  Value pageToken0 = kb.remU(blockStart, kb.i32(layout.pageTokens));
+  Value splitBase = kb.sub(regions[1].sink, splitRange.begin);
+  SmallVector<Value> init(heads, vectorF32(kb, width, 0));
+  init.append(sums.begin(), sums.end());
+  SmallVector<Value> loop = kb.forLoop(
+      kb.i32(0), kb.i32(pairs), kb.i32(1), init,
+      [&](Value j, ValueRange acc) -> SmallVector<Value> {
+        Value first = kb.add(blockStart, kb.mul(j, kb.i32(2)));
+        Value n =
+            kb.mul(kb.add(pageToken0, kb.mul(j, kb.i32(2))), kb.i32(groups));
+        AffineTerms terms =
+            quantizer.affine(access.loadScales(quantizer, n, width),
+                             access.loadZeros(quantizer, n, width));
+        Value slope = kb.shuffle(terms.slope, byGroup);
+        Value offset = kb.shuffle(terms.offset, byGroup);
+        // The pair's tokens inside `tokens`, unsigned t - begin < end -
+        // begin per lane.
+        Value rel = kb.add(kb.vectorI32({0, 1}),
+                           kb.splat(kb.sub(first, tokens.begin), 2));
+        Value valid =
+            kb.ult(rel, kb.splat(kb.sub(tokens.end, tokens.begin), 2));
+        Value validByGroup = kb.shuffle(valid, pairOfP);
+        Value index = kb.add(first, splitBase);
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (unsigned r = 0; r < heads; ++r) {
+          Value at = kb.add(index, kb.i32(r * layout.splitTokens));
+          Value p = LLVM::MaskedLoadOp::create(
+              b, loc, VectorType::get({2}, b.getF32Type()),
+              kb.gep(scores, kb.mul(kb.toI64(at), kb.i64(4))), valid,
+              vectorF32(kb, 2, 0), 4);
+          Value pByGroup = kb.shuffle(p, pairOfP);
+          Value zero = vectorF32(kb, width, 0);
+          Value w = kb.select(validByGroup, kb.fmul(pByGroup, slope), zero);
+          storeVectorF32(kb, w, pairWeights,
+                         kb.mul(kb.add(kb.mul(j, kb.i32(heads)), kb.i32(r)),
+                                kb.i32(width)));
+          next[r] = kb.runningMax(acc[r], kb.fabs(w));
+          next[heads + r] =
+              kb.fadd(acc[heads + r],
+                      kb.select(validByGroup, kb.fmul(pByGroup, offset), zero));
+        }
+        return next;
+      });
+  std::copy(loop.begin() + heads, loop.end(), sums.begin());
+  // Each group's largest in both of its lanes; the block's scales (f32,
+  // [head][group][token of a pair], both lanes of a group alike).
+  SmallVector<int64_t> swapPairs;
+  for (unsigned i = 0; i < width; ++i)
+    swapPairs.push_back(i ^ 1);
+  SmallVector<Value> toI16;
+  for (unsigned r = 0; r < heads; ++r) {
+    Value largest = kb.selectMax(loop[r], kb.shuffle(loop[r], swapPairs));
+    toI16.push_back(scaleToI16(kb, largest));
+    storeVectorF32(kb, kb.fmul(largest, kb.f32Like(largest, 1 / kI16Max)),
+                   pairWeightScales, kb.i32(r * width));
+  }
+  kb.forEach(kb.i32(0), kb.i32(pairs), [&](Value j) {
+    for (unsigned r = 0; r < heads; ++r) {
+      Value at =
+          kb.mul(kb.add(kb.mul(j, kb.i32(heads)), kb.i32(r)), kb.i32(width));
+      Value w = loadVectorF32(kb, pairWeights, at, width);
+      kb.store(roundToI16(kb, w, toI16[r]), roundedPairWeights,
+               kb.mul(kb.toI64(at), kb.i64(2)), 2);
+    }
+  });
+  return pageToken0;
+}
+
+void AttendEmitter::sumBlockPassOnI16(SliceAccess &access, Value pageToken0,
+                                      const ValuePass &pass) {
+  // Per pair of tokens: both tokens' codes of the pass's groups in one
+  // vector, a chunk's lanes each a channel's pair, dotted with each head's
+  // pair of rounded weights of its group by one vpdpwssd.
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &values = slice(false);
+  unsigned lanes = target.getVectorLanes(), bits = values.quant.getBits();
+  unsigned groups = values.groupsPerToken, words = values.wordsPerGroup;
+  unsigned groupChunks = values.quant.getGroup() / lanes;
+  unsigned width = 2 * groups, count = pass.heads, chunks = pass.chunks;
+  unsigned g0 = *getConstantIntValue(pass.firstChunk) / groupChunks;
+  unsigned passBytes = chunks / groupChunks * words * 4;
+  OpBuilder &b = kb.builder();
+  Type i32 = b.getI32Type();
+  auto rowType = VectorType::get({passBytes}, b.getI8Type());
+  auto concat = llvm::to_vector(llvm::seq<int64_t>(0, 2 * passBytes));
+  SmallVector<Value> zeros(count * chunks, kb.splat(kb.i32(0), lanes));
+  SmallVector<Value> sums = kb.forLoop(
+      kb.i32(0), kb.i32(kValueBlockTokens / 2), kb.i32(1), zeros,
+      [&](Value j, ValueRange acc) -> SmallVector<Value> {
+        Value token = kb.add(pageToken0, kb.mul(j, kb.i32(2)));
+        auto row = [&](Value t) {
+          Value word =
+              kb.add(kb.mul(t, kb.i32(groups * words)), kb.i32(g0 * words));
+          return kb.load(rowType, access.getCodesBase(),
+                         kb.mul(kb.toI64(word), kb.i64(4)), 4,
+                         /*invariant=*/true);
+        };
+        Value bytes = vector::ShuffleOp::create(
+            b, kb.getLoc(), row(token), row(kb.add(token, kb.i32(1))), concat);
+        Value weightRow = kb.gep(
+            roundedPairWeights,
+            kb.mul(kb.toI64(kb.mul(j, kb.i32(heads * width))), kb.i64(2)));
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (unsigned k = 0; k < chunks; ++k) {
+          SmallVector<unsigned> laneBits;
+          for (unsigned l = 0; l < lanes; ++l)
+            laneBits.push_back(k / groupChunks * words * 32 +
+                               (k % groupChunks * lanes + l) * bits);
+          Value codes = unpackPairs(kb, bytes, passBytes, bits, laneBits);
+          unsigned g = g0 + k / groupChunks;
+          for (unsigned r = 0; r < count; ++r) {
+            unsigned entry = (pass.firstHead + r) * width + 2 * g;
+            Value pair = kb.load(i32, weightRow, kb.i64(int64_t(entry) * 2), 4);
+            Value &sum = next[r * chunks + k];
+            sum = target.dotI16Pairs(kb, sum, codes, kb.splat(pair, lanes));
+          }
+        }
+        return next;
+      });
+  for (unsigned r = 0; r < count; ++r)
+    for (unsigned k = 0; k < chunks; ++k) {
+      unsigned head = pass.firstHead + r, g = g0 + k / groupChunks;
+      Value scale = kb.loadF32(pairWeightScales, kb.i32(head * width + 2 * g));
+      Value at =
+          kb.add(kb.i32(head * dim), kb.mul(pass.firstChunk, kb.i32(lanes)));
+      at = kb.add(at, kb.i32(k * lanes));
+      Value total = kb.fadd(
+          loadVectorF32(kb, valueSums, at, lanes),
+          kb.fmul(kb.sitofp(sums[r * chunks + k]), kb.splat(scale, lanes)));
+      storeVectorF32(kb, total, valueSums, at);
+    }
+}
+
+void AttendEmitter::sumChannelGroupValuesOnI16(Range range) {
+  // Blocks of kValueBlockTokens tokens, aligned in their page: a block's
+  // weights are rounded once, then each pass (heads x chunks whose i32 sums
+  // fit in registers) walks the block's token pairs and adds its sums to
+  // valueSums.
+  const SliceLayout &values = slice(false);
+  QuantAttr quant = values.quant;
+  unsigned lanes = kb.getTarget().getVectorLanes();
+  unsigned groups = values.groupsPerToken, width = 2 * groups;
+  unsigned groupChunks = quant.getGroup() / lanes,
+           chunks = groups * groupChunks;
+  auto [passHeads, passChunks] = planValuePasses(chunks, groupChunks);
+  Quantizer quantizer(kb, quant);
+  for (unsigned i = 0; i < heads * chunks; ++i)
+    storeVectorF32(kb, vectorF32(kb, lanes, 0), valueSums, kb.i32(i * lanes));
+  Value sink = regions[1].sink;
+  Range tokens = {kb.sub(range.begin, sink), kb.sub(range.end, sink)};
+  Value blockTokens = kb.i32(kValueBlockTokens);
+  Value firstBlock = kb.divU(tokens.begin, blockTokens);
+  Value endBlock = kb.maxS(
+      kb.divU(kb.add(tokens.end, kb.i32(kValueBlockTokens - 1)), blockTokens),
+      firstBlock);
+  Value pageTokens = kb.i32(layout.pageTokens);
+  SmallVector<Value> offsets = kb.forLoop(
+      firstBlock, endBlock, kb.i32(1),
+      SmallVector<Value>(heads, vectorF32(kb, width, 0)),
+      [&](Value block, ValueRange acc) -> SmallVector<Value> {
+        Value blockStart = kb.mul(block, blockTokens);
+        SliceAccess access = getBlockAccess(/*isKeys=*/false, blockStart);
+        Value lastStart = kb.mul(kb.sub(endBlock, kb.i32(1)), blockTokens);
+        if (std::optional<SliceAccess> next = getNextPage(
+                /*isKeys=*/false, kb.divU(blockStart, pageTokens),
+                kb.divU(lastStart, pageTokens)))
+          prefetchTokens(*next, kb.remU(blockStart, pageTokens),
+                         kValueBlockTokens);
+        SmallVector<Value> sums(acc.begin(), acc.end());
+        Value pageToken0 =
+            roundBlockWeights(access, quantizer, blockStart, tokens, sums);
+        for (unsigned h0 = 0; h0 < heads; h0 += passHeads)
+          for (unsigned k0 = 0; k0 < chunks; k0 += passChunks)
+            sumBlockPassOnI16(
+                access, pageToken0,
+                {h0, std::min(passHeads, heads - h0), kb.i32(k0), passChunks});
+        return sums;
+      });
+  // The offsets: p * offset summed over the tokens, one per head and group.
+  for (unsigned r = 0; r < heads; ++r)
+    for (unsigned k = 0; k < chunks; ++k) {
+      unsigned g = k / groupChunks;
+      Value offset = kb.fadd(laneOf(kb, offsets[r], 2 * g),
+                             laneOf(kb, offsets[r], 2 * g + 1));
+      Value at = kb.i32(r * dim + k * lanes);
+      storeVectorF32(kb,
+                     kb.fadd(loadVectorF32(kb, valueSums, at, lanes),
+                             kb.splat(offset, lanes)),
+                     valueSums, at);
+    }
+}
