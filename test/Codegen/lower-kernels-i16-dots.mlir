@@ -1,13 +1,18 @@
 // RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s
 
 // Where the target has i16_dots (AVX-512 VNNI), the CPU scores span=tokens
-// keys on 16-bit integers (docs/Numerics.md, "Key scores on 16-bit
+// keys on 16-bit integers (docs/Numerics.md, "Attention on 16-bit
 // integers"): per block and head, the folded queries' largest magnitude
 // sets a scale, the queries are rounded to i16 (round to nearest even);
 // per channel pair, each lane gathers a token's two codes from the two
 // channels' streams (one byte shuffle, one shift per lane, one mask of
 // both 2-bit fields), and one vpdpwssd per head adds both products; the
-// sums return to f32 times the block's scale.
+// sums return to f32 times the block's scale. Span=channels values
+// likewise: per 32-token block, head and group the weights p * slope are
+// rounded to i16 (a token pair's p read by one masked load, so that tokens
+// outside the range weigh 0), both tokens' code rows go into one vector,
+// each lane gathers one channel's pair of codes, one vpdpwssd per head and
+// chunk; the block's sums are added to valueSums times its scales.
 kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
@@ -31,6 +36,14 @@ kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 // CHECK-NEXT: arith.mulf
+// CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<2xi1>, vector<2xf32>) -> vector<2xf32>
+// CHECK: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<4xf32>) -> vector<4xf32>
+// CHECK-NEXT: arith.fptosi
+// CHECK-NEXT: arith.trunci {{.*}} : vector<4xi32> to vector<4xi16>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, {{.*}}, 30, 31] : vector<16xi8>, vector<16xi8>
+// CHECK: vector.bitcast {{.*}} : vector<64xi8> to vector<16xi32>
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 
 // The same cache on a target without them keeps the f32 form.
 kvq.cache @floats model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {

@@ -210,7 +210,7 @@ private:
   void sumTokenBlockValues(Range range);
   /// Whether span=tokens keys are scored on 16-bit integer pair dots
   /// (KernelTarget::hasI16Dots): the folded queries rounded to i16 per block
-  /// and head (docs/Numerics.md, "Key scores on 16-bit integers").
+  /// and head (docs/Numerics.md, "Attention on 16-bit integers").
   bool scoresKeysOnI16Dots();
   /// The i16 form's: pairQueries and blockQueryScales of key block `b`
   /// from its folded queries (at f32 element `rows`) and each head's

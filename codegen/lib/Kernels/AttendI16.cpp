@@ -199,9 +199,10 @@ Value AttendEmitter::roundBlockWeights(SliceAccess &access,
   // Pair j (tokens 2j, 2j + 1 of the block) of head r: its weights p *
   // slope as [group][token of the pair] (pairWeights, f32), their largest
   // magnitude per group, then the same rounded (roundedPairWeights, i16: a
-  // group's pair is one i32). Tokens outside `tokens` weigh 0, whatever
-  // their parameters hold. `sums` (per head, [group][token]) gather
-  // p * offset.
+  // group's pair is one i32). Tokens outside `tokens` weigh 0: their p is
+  // not read, and their parameters are finite (a row no token has reached
+  // is zeros: the runtime clears a page when it takes it). `sums` (per
+  // head, [group][token]) gather p * offset.
   const SliceLayout &values = slice(false);
   unsigned groups = values.groupsPerToken, pairs = kValueBlockTokens / 2;
   unsigned width = 2 * groups;
@@ -234,7 +235,6 @@ Value AttendEmitter::roundBlockWeights(SliceAccess &access,
                            kb.splat(kb.sub(first, tokens.begin), 2));
         Value valid =
             kb.ult(rel, kb.splat(kb.sub(tokens.end, tokens.begin), 2));
-        Value validByGroup = kb.shuffle(valid, pairOfP);
         Value index = kb.add(first, splitBase);
         SmallVector<Value> next(acc.begin(), acc.end());
         for (unsigned r = 0; r < heads; ++r) {
@@ -244,15 +244,12 @@ Value AttendEmitter::roundBlockWeights(SliceAccess &access,
               kb.gep(scores, kb.mul(kb.toI64(at), kb.i64(4))), valid,
               vectorF32(kb, 2, 0), 4);
           Value pByGroup = kb.shuffle(p, pairOfP);
-          Value zero = vectorF32(kb, width, 0);
-          Value w = kb.select(validByGroup, kb.fmul(pByGroup, slope), zero);
+          Value w = kb.fmul(pByGroup, slope);
           storeVectorF32(kb, w, pairWeights,
                          kb.mul(kb.add(kb.mul(j, kb.i32(heads)), kb.i32(r)),
                                 kb.i32(width)));
           next[r] = kb.runningMax(acc[r], kb.fabs(w));
-          next[heads + r] =
-              kb.fadd(acc[heads + r],
-                      kb.select(validByGroup, kb.fmul(pByGroup, offset), zero));
+          next[heads + r] = kb.fadd(acc[heads + r], kb.fmul(pByGroup, offset));
         }
         return next;
       });

@@ -143,8 +143,9 @@ public:
   virtual bool hasMinMaxNum() const = 0;
 
   /// Whether dotI16Pairs is one instruction on vectors of getVectorLanes()
-  /// lanes (the CPU with AVX-512 VNNI: `vpdpwssd`): span=tokens keys are
-  /// then scored on 16-bit integers (docs/Numerics.md).
+  /// lanes (the CPU with AVX-512 VNNI: `vpdpwssd`): attention then scores
+  /// span=tokens keys and sums span=channels values on 16-bit integers
+  /// (AttendI16.cpp, docs/Numerics.md).
   virtual bool hasI16Dots() const { return false; }
   /// `acc` + a.lo * b.lo + a.hi * b.hi in every i32 lane, the halves of a
   /// lane of `a` and `b` signed 16-bit integers (callers bound the sums);

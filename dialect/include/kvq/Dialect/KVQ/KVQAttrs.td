@@ -458,9 +458,9 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     with AVX-512, 8 with AVX; kvq-assign-target reads them off the CPU,
     16 where a spec states a target without them); `i16_dots` whether it
     adds products of 16-bit integers in pairs into 32-bit lanes (AVX-512
-    VNNI's `vpdpwssd`), which the CPU's span=tokens key scoring uses
-    (docs/Numerics.md; kvq-assign-target reads it off the CPU, false where
-    a spec states a target without it).
+    VNNI's `vpdpwssd`), which the CPU's attention loops use for span=tokens
+    keys and span=channels values (docs/Numerics.md; kvq-assign-target
+    reads it off the CPU, false where a spec states a target without it).
 
     ```mlir
     #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"],
