@@ -208,6 +208,7 @@ private:
                            const ValuePass &pass, Value unit, unsigned units,
                            Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
+  // The i16 forms (AttendI16.cpp), where the target has i16 dot products.
   /// Whether span=tokens keys are scored on 16-bit integer pair dots
   /// (KernelTarget::hasI16Dots): the folded queries rounded to i16 per block
   /// and head (docs/Numerics.md, "Attention on 16-bit integers").
@@ -222,7 +223,6 @@ private:
                                     Value pageBlock, unsigned chunk0,
                                     unsigned count, Value c0,
                                     unsigned channels);
-  // The i16 forms (AttendI16.cpp), where the target has i16 dot products.
   /// Whether span=channels values are summed on 16-bit integer pair dots:
   /// the weights rounded to i16 per 32-token block, head and group.
   bool sumsValuesOnI16Dots();

@@ -142,6 +142,11 @@ SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
             kb.gep(pairQueries,
                    kb.mul(kb.toI64(kb.add(kb.mul(b, kb.i32(heads * dim)), c)),
                           kb.i64(2)));
+        // Each head's pair of queries, for every chunk of tokens.
+        SmallVector<Value> queryPairs;
+        for (unsigned r = 0; r < heads; ++r)
+          queryPairs.push_back(kb.splat(
+              kb.load(i32, queryRow, kb.i64(int64_t(r) * dim * 2), 4), lanes));
         SmallVector<Value> next(acc.begin(), acc.end());
         for (unsigned t = 0; t < count; ++t) {
           SmallVector<unsigned> laneBits;
@@ -149,22 +154,22 @@ SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
             laneBits.push_back(((chunk0 + t) * lanes + l) * bits);
           Value codes = unpackPairs(kb, bytes, streamBytes, bits, laneBits);
           for (unsigned r = 0; r < heads; ++r) {
-            Value pair =
-                kb.load(i32, queryRow, kb.i64(int64_t(r) * dim * 2), 4);
             Value &sum = next[t * heads + r];
-            sum = target.dotI16Pairs(kb, sum, codes, kb.splat(pair, lanes));
+            sum = target.dotI16Pairs(kb, sum, codes, queryPairs[r]);
           }
         }
         return next;
       });
+  SmallVector<Value> scales;
+  for (unsigned r = 0; r < heads; ++r)
+    scales.push_back(
+        kb.splat(kb.loadF32(blockQueryScales,
+                            kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r))),
+                 lanes));
   SmallVector<Value> dots;
   for (unsigned t = 0; t < count; ++t)
-    for (unsigned r = 0; r < heads; ++r) {
-      Value scale = kb.loadF32(blockQueryScales,
-                               kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
-      dots.push_back(
-          kb.fmul(kb.sitofp(sums[t * heads + r]), kb.splat(scale, lanes)));
-    }
+    for (unsigned r = 0; r < heads; ++r)
+      dots.push_back(kb.fmul(kb.sitofp(sums[t * heads + r]), scales[r]));
   return dots;
 }
 
@@ -366,16 +371,17 @@ void AttendEmitter::sumChannelGroupValuesOnI16(Range range) {
       kb.divU(kb.add(tokens.end, kb.i32(kValueBlockTokens - 1)), blockTokens),
       firstBlock);
   Value pageTokens = kb.i32(layout.pageTokens);
+  // The range's last page prefetches itself (getNextPage).
+  Value lastPage =
+      kb.divU(kb.mul(kb.sub(endBlock, kb.i32(1)), blockTokens), pageTokens);
   SmallVector<Value> offsets = kb.forLoop(
       firstBlock, endBlock, kb.i32(1),
       SmallVector<Value>(heads, vectorF32(kb, width, 0)),
       [&](Value block, ValueRange acc) -> SmallVector<Value> {
         Value blockStart = kb.mul(block, blockTokens);
         SliceAccess access = getBlockAccess(/*isKeys=*/false, blockStart);
-        Value lastStart = kb.mul(kb.sub(endBlock, kb.i32(1)), blockTokens);
         if (std::optional<SliceAccess> next = getNextPage(
-                /*isKeys=*/false, kb.divU(blockStart, pageTokens),
-                kb.divU(lastStart, pageTokens)))
+                /*isKeys=*/false, kb.divU(blockStart, pageTokens), lastPage))
           prefetchTokens(*next, kb.remU(blockStart, pageTokens),
                          kValueBlockTokens);
         SmallVector<Value> sums(acc.begin(), acc.end());

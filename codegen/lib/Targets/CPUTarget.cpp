@@ -182,11 +182,8 @@ public:
     auto asHalves = [&](Value x) {
       return vector::BitCastOp::create(b, kb.getLoc(), halves, x);
     };
-    return LLVM::CallIntrinsicOp::create(
-               b, kb.getLoc(), acc.getType(),
-               b.getStringAttr("llvm.x86.avx512.vpdpwssd.512"),
-               ValueRange{acc, asHalves(x), asHalves(y)})
-        .getResult(0);
+    return kb.callIntrinsic("llvm.x86.avx512.vpdpwssd.512",
+                            {acc, asHalves(x), asHalves(y)});
   }
   bool prefersWideLoads() const override { return false; }
   unsigned getVectorLanes() const override { return vectorLanes; }
