@@ -199,6 +199,12 @@ void KernelBuilder::maskedStore(Value value, Value ptr, Value byteOffset,
                                 Value mask, unsigned align) {
   LLVM::MaskedStoreOp::create(b, loc, value, gep(ptr, byteOffset), mask, align);
 }
+Value KernelBuilder::maskedLoad(VectorType type, Value ptr, Value byteOffset,
+                                Value mask, unsigned align) {
+  Value zero = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  return LLVM::MaskedLoadOp::create(b, loc, type, gep(ptr, byteOffset), mask,
+                                    zero, align);
+}
 Value KernelBuilder::fptosi(Value x) {
   return arith::FPToSIOp::create(b, loc, withShapeOf(x, b.getI32Type()), x);
 }

@@ -193,6 +193,10 @@ private:
   // The vector forms of the quantized loops (AttendVector.cpp).
   void scoreTokenBlocks(Range range);
   void scoreChannelGroups(Range range);
+  /// span=channels keys: head r's `offsets` (one per group) times its
+  /// query's group sums, in lanes [0, groups) of a vector of `lanes` (at
+  /// least the groups), the other lanes 0.
+  Value groupBiasLanes(Value offsets, unsigned r, unsigned lanes);
   void allocateVectorBuffers();
   void sumQuantizedValues(Range range);
   void sumChannelGroupValues(Range range);
@@ -223,6 +227,10 @@ private:
                                     Value pageBlock, unsigned chunk0,
                                     unsigned count, Value c0,
                                     unsigned channels);
+  /// Whether span=channels keys are scored on 16-bit integer pair dots: the
+  /// normalised queries rounded to i16 per head.
+  bool scoresChannelKeysOnI16Dots();
+  void scoreChannelGroupsOnI16(Range range);
   /// Whether span=channels values are summed on 16-bit integer pair dots:
   /// the weights rounded to i16 per 32-token block, head and group.
   bool sumsValuesOnI16Dots();

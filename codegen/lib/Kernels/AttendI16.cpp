@@ -37,29 +37,59 @@ static bool sumsFitI32(uint64_t terms, unsigned bits) {
   return terms * uint64_t(kI16Max) * ((1u << bits) - 1) < (uint64_t(1) << 31);
 }
 
-/// Lane l of the result holds two codes, the first stream's in its low 16
-/// bits and the second's in its high 16 bits: `bytes` are two code streams
-/// of `streamBytes` each, and lane l's codes start at bit `laneBits[l]` of
-/// each. A lane gathers the two bytes of each stream its code starts in;
-/// one shift (below 8, so no bit of the high half reaches the low one's
-/// field) and one mask leave the codes.
-static Value unpackPairs(KernelBuilder &kb, Value bytes, unsigned streamBytes,
-                         unsigned bits, ArrayRef<unsigned> laneBits) {
+/// Lane l of the result holds two codes of `bits` bits from the byte vector
+/// `bytes`: in its low 16 bits the code at bit halfBits[2l], in its high 16
+/// bits the one at bit halfBits[2l + 1]. A half gathers the two bytes its
+/// code starts in (one byte shuffle for all); one shift below 8 per half
+/// and one mask leave the codes. Where the halves of every lane shift alike
+/// the shifts are i32 lanes' (no bit of a high half reaches a low one's
+/// field), else i16 lanes'.
+static Value unpackHalves(KernelBuilder &kb, Value bytes, unsigned bits,
+                          ArrayRef<unsigned> halfBits) {
+  unsigned last = cast<VectorType>(bytes.getType()).getNumElements() - 1;
+  unsigned lanes = halfBits.size() / 2;
   SmallVector<int64_t> gather;
-  SmallVector<int32_t> shifts;
-  for (unsigned bit : laneBits) {
-    unsigned byte = bit / 8, next = std::min(byte + 1, streamBytes - 1);
-    gather.append({byte, next, streamBytes + byte, streamBytes + next});
-    shifts.push_back(bit % 8);
+  SmallVector<int16_t> halfShifts;
+  bool laneShifts = true;
+  for (auto [i, bit] : llvm::enumerate(halfBits)) {
+    unsigned byte = bit / 8;
+    gather.append({byte, std::min(byte + 1, last)});
+    halfShifts.push_back(bit % 8);
+    laneShifts &= i % 2 == 0 || bit % 8 == halfBits[i - 1] % 8;
   }
   OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
   Value gathered = kb.shuffle(bytes, gather);
-  unsigned lanes = laneBits.size();
-  Value words = vector::BitCastOp::create(
-      b, kb.getLoc(), VectorType::get({lanes}, b.getI32Type()), gathered);
+  auto laneType = VectorType::get({lanes}, b.getI32Type());
   int32_t mask = (1 << bits) - 1;
-  return kb.bitAnd(kb.shrU(words, kb.vectorI32(shifts)),
-                   kb.splat(kb.i32(mask | mask << 16), lanes));
+  if (laneShifts) {
+    SmallVector<int32_t> shifts;
+    for (unsigned l = 0; l < lanes; ++l)
+      shifts.push_back(halfShifts[2 * l]);
+    Value words = vector::BitCastOp::create(b, loc, laneType, gathered);
+    return kb.bitAnd(kb.shrU(words, kb.vectorI32(shifts)),
+                     kb.splat(kb.i32(mask | mask << 16), lanes));
+  }
+  auto halfType = VectorType::get({2 * lanes}, b.getI16Type());
+  auto halfConstant = [&](ArrayRef<int16_t> values) -> Value {
+    return arith::ConstantOp::create(b, loc, halfType,
+                                     DenseElementsAttr::get(halfType, values));
+  };
+  Value halves = vector::BitCastOp::create(b, loc, halfType, gathered);
+  Value codes =
+      kb.bitAnd(kb.shrU(halves, halfConstant(halfShifts)),
+                halfConstant(SmallVector<int16_t>(2 * lanes, int16_t(mask))));
+  return vector::BitCastOp::create(b, loc, laneType, codes);
+}
+
+/// Lane l's codes at bit laneBits[l] of two code streams of `streamBytes`
+/// each (`bytes`): the first stream's in its low 16 bits.
+static Value unpackPairs(KernelBuilder &kb, Value bytes, unsigned streamBytes,
+                         unsigned bits, ArrayRef<unsigned> laneBits) {
+  SmallVector<unsigned> halfBits;
+  for (unsigned bit : laneBits)
+    halfBits.append({bit, streamBytes * 8 + bit});
+  return unpackHalves(kb, bytes, bits, halfBits);
 }
 
 /// `factors` (f32) times `toI16`, rounded to nearest even, as i16.
@@ -174,6 +204,120 @@ SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
 }
 
 //===----------------------------------------------------------------------===//
+// span = channels keys
+//===----------------------------------------------------------------------===//
+
+/// The shape of the span=channels key form: each vector holds every group
+/// of a token, `groupLanes` adjacent i32 lanes each, a lane a pair of
+/// adjacent channels; `vectors` vectors cover the token.
+struct ChannelPairs {
+  unsigned groups, group, groupLanes, vectors;
+  ChannelPairs(const SliceLayout &keys, unsigned lanes)
+      : groups(keys.groupsPerToken), group(keys.quant.getGroup()),
+        groupLanes(lanes / groups), vectors(group / (2 * groupLanes)) {}
+  /// The channel in half `half` (of the i16 halves) of vector `v`.
+  unsigned channelOf(unsigned v, unsigned half) const {
+    unsigned lane = half / 2, g = lane / groupLanes, k = lane % groupLanes;
+    return g * group + v * 2 * groupLanes + 2 * k + half % 2;
+  }
+};
+
+bool AttendEmitter::scoresChannelKeysOnI16Dots() {
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &keys = slice(true);
+  if (!target.hasI16Dots() || target.getBlockThreads() != 1 ||
+      !keys.isQuantized() || keys.quant.getSpan() != Span::Channels ||
+      keys.hasReorder())
+    return false;
+  // Every group in each vector, and a token's codes within one 64-byte
+  // shuffle.
+  unsigned lanes = target.getVectorLanes(), groups = keys.groupsPerToken;
+  unsigned bits = keys.quant.getBits(), group = keys.quant.getGroup();
+  if (bits > 8 || groups > lanes || lanes % groups != 0 ||
+      groups * keys.wordsPerGroup * 4 > 64 || group % (2 * lanes / groups) != 0)
+    return false;
+  return sumsFitI32(2 * ChannelPairs(keys, lanes).vectors, bits);
+}
+
+void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
+  // Each head's normalised query is rounded to i16 against its largest
+  // magnitude once, in the vectors' channel order. Per token: its codes in
+  // one vector, a byte shuffle, shift and mask per vector, one vpdpwssd per
+  // head and vector; a head's i32 lanes (each within one group) go to f32
+  // times their group's slope and the query's scale, and start from the
+  // offsets times the query's group sums.
+  const SliceLayout &keys = slice(true);
+  KernelTarget &target = kb.getTarget();
+  unsigned lanes = target.getVectorLanes(), bits = keys.quant.getBits();
+  ChannelPairs pairs(keys, lanes);
+  // A token's codes load as one 64-byte vector where the bytes after the
+  // last token's exist (its slice's parameters follow the codes), so that
+  // LLVM shuffles one register.
+  unsigned rowBytes = pairs.groups * keys.wordsPerGroup * 4;
+  if (!keys.sharesCodes() && keys.sliceBytes - keys.codesBytes >= 64 - rowBytes)
+    rowBytes = 64;
+  OpBuilder &b = kb.builder();
+  auto laneType = VectorType::get({lanes}, b.getI32Type());
+  SmallVector<Value> queryPairs, queryScales;
+  for (unsigned r = 0; r < heads; ++r) {
+    Value row = loadVectorF32(kb, normQueries, kb.i32(r * dim), dim);
+    Value largest = vector::ReductionOp::create(
+        b, kb.getLoc(), vector::CombiningKind::MAXNUMF, kb.fabs(row));
+    Value toI16 = kb.splat(scaleToI16(kb, largest), 2 * lanes);
+    queryScales.push_back(
+        kb.splat(kb.fmul(largest, kb.f32(1 / kI16Max)), lanes));
+    for (unsigned v = 0; v < pairs.vectors; ++v) {
+      SmallVector<int64_t> channels;
+      for (unsigned half = 0; half < 2 * lanes; ++half)
+        channels.push_back(pairs.channelOf(v, half));
+      Value rounded = roundToI16(kb, kb.shuffle(row, channels), toI16);
+      queryPairs.push_back(
+          vector::BitCastOp::create(b, kb.getLoc(), laneType, rounded));
+    }
+  }
+  // Each half's code: group g's codes start at word g * wordsPerGroup.
+  SmallVector<SmallVector<unsigned>> halfBits(pairs.vectors);
+  for (unsigned v = 0; v < pairs.vectors; ++v)
+    for (unsigned half = 0; half < 2 * lanes; ++half) {
+      unsigned c = pairs.channelOf(v, half);
+      halfBits[v].push_back(c / pairs.group * keys.wordsPerGroup * 32 +
+                            c % pairs.group * bits);
+    }
+  SmallVector<int64_t> laneGroups;
+  for (unsigned l = 0; l < lanes; ++l)
+    laneGroups.push_back(l / pairs.groupLanes);
+  Quantizer quantizer(kb, keys.quant);
+  auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
+                        ValueRange) -> SmallVector<Value> {
+    Value n0 = kb.mul(pageToken, kb.i32(pairs.groups));
+    Value bytes = kb.load(
+        VectorType::get({rowBytes}, b.getI8Type()), access.getCodesBase(),
+        kb.mul(kb.toI64(n0), kb.i64(keys.wordsPerGroup * 4)), 4,
+        /*invariant=*/true);
+    SmallVector<Value> sums(heads, kb.splat(kb.i32(0), lanes));
+    for (unsigned v = 0; v < pairs.vectors; ++v) {
+      Value codes = unpackHalves(kb, bytes, bits, halfBits[v]);
+      for (unsigned r = 0; r < heads; ++r)
+        sums[r] = target.dotI16Pairs(kb, sums[r], codes,
+                                     queryPairs[r * pairs.vectors + v]);
+    }
+    AffineTerms terms =
+        quantizer.affine(access.loadScales(quantizer, n0, pairs.groups),
+                         access.loadZeros(quantizer, n0, pairs.groups));
+    Value slopes = kb.shuffle(terms.slope, laneGroups);
+    SmallVector<Value> dots;
+    for (unsigned r = 0; r < heads; ++r) {
+      Value scaled =
+          kb.fmul(kb.sitofp(sums[r]), kb.fmul(slopes, queryScales[r]));
+      dots.push_back(kb.fadd(groupBiasLanes(terms.offset, r, lanes), scaled));
+    }
+    storeScores(t, dots, {});
+    return {};
+  };
+  forEachTokenOfThreads(range, scoreToken);
+}
+
+//===----------------------------------------------------------------------===//
 // span = channels values
 //===----------------------------------------------------------------------===//
 
@@ -212,7 +356,6 @@ Value AttendEmitter::roundBlockWeights(SliceAccess &access,
   unsigned groups = values.groupsPerToken, pairs = kValueBlockTokens / 2;
   unsigned width = 2 * groups;
   OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
   SmallVector<int64_t> byGroup, pairOfP;
   for (unsigned g = 0; g < groups; ++g)
     for (unsigned s = 0; s < 2; ++s) {
@@ -244,10 +387,8 @@ Value AttendEmitter::roundBlockWeights(SliceAccess &access,
         SmallVector<Value> next(acc.begin(), acc.end());
         for (unsigned r = 0; r < heads; ++r) {
           Value at = kb.add(index, kb.i32(r * layout.splitTokens));
-          Value p = LLVM::MaskedLoadOp::create(
-              b, loc, VectorType::get({2}, b.getF32Type()),
-              kb.gep(scores, kb.mul(kb.toI64(at), kb.i64(4))), valid,
-              vectorF32(kb, 2, 0), 4);
+          Value p = kb.maskedLoad(VectorType::get({2}, b.getF32Type()), scores,
+                                  kb.mul(kb.toI64(at), kb.i64(4)), valid, 4);
           Value pByGroup = kb.shuffle(p, pairOfP);
           Value w = kb.fmul(pByGroup, slope);
           storeVectorF32(kb, w, pairWeights,

@@ -169,8 +169,9 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
   if (region == 1 && !quantizedKeys.isQuantized())
     return scoreFullPrecisionRows(range);
   if (region == 1 && !quantizedKeys.hasReorder() && !rope)
-    return scoresKeysOnMatrix()          ? scoreTokenBlocksOnMatrix(range)
-           : scoresChannelKeysOnMatrix() ? scoreChannelGroupsOnMatrix(range)
+    return scoresKeysOnMatrix()           ? scoreTokenBlocksOnMatrix(range)
+           : scoresChannelKeysOnMatrix()  ? scoreChannelGroupsOnMatrix(range)
+           : scoresChannelKeysOnI16Dots() ? scoreChannelGroupsOnI16(range)
            : quantizedKeys.quant.getSpan() == Span::Tokens
                ? scoreTokenBlocks(range)
                : scoreChannelGroups(range);

@@ -665,28 +665,34 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
 
 void AttendEmitter::loadBlockWeights(Range range, const TokenBlocks &blocks) {
   // Each block's probabilities, 0 outside `range` (blocks straddle splits),
-  // and their sum per head.
+  // and their sum per head: a vector of tokens at a time, by masked loads
+  // (a token is in `range` where t - begin < end - begin, unsigned).
   unsigned group = slice(false).quant.getGroup();
+  unsigned lanes = getLanes(kb.getTarget(), group);
+  auto type = VectorType::get({lanes}, kb.builder().getF32Type());
+  auto laneTokens = llvm::to_vector(llvm::seq<int32_t>(0, lanes));
+  Value rangeTokens = kb.splat(kb.sub(range.end, range.begin), lanes);
   kb.getTarget().parallelFor(
       kb, kb.mul(blocks.count, kb.i32(heads)), [&](Value i) {
         Value b = kb.divU(i, kb.i32(heads)), r = kb.remU(i, kb.i32(heads));
         Value blockStart = kb.add(
             regions[1].sink, kb.mul(kb.add(blocks.first, b), kb.i32(group)));
         Value row = kb.mul(i, kb.i32(group));
-        Value sum = kb.forLoop(
-            kb.i32(0), kb.i32(group), kb.i32(1), {kb.f32(0)},
-            [&](Value k, ValueRange acc) -> SmallVector<Value> {
-              Value t = kb.add(blockStart, k);
-              Value inRange = contains(range, t);
-              Value local =
-                  kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
-              Value p = kb.loadF32(
-                  scores, kb.add(kb.mul(r, kb.i32(layout.splitTokens)), local));
-              p = kb.select(inRange, p, kb.f32(0));
-              kb.storeF32(p, blockWeights, kb.add(row, k));
-              return {kb.fadd(acc[0], p)};
-            })[0];
-        kb.storeF32(sum, blockWeightSums, i);
+        Value sum = vectorF32(kb, lanes, 0);
+        for (unsigned k = 0; k < group; k += lanes) {
+          Value t = kb.add(blockStart, kb.i32(k));
+          Value valid = kb.ult(kb.add(kb.vectorI32(laneTokens),
+                                      kb.splat(kb.sub(t, range.begin), lanes)),
+                               rangeTokens);
+          // Lanes before the split are masked: their offset may be negative.
+          Value local = kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+                               kb.sub(t, splitRange.begin));
+          Value p =
+              kb.maskedLoad(type, scores, signedF32Offset(kb, local), valid, 4);
+          storeVectorF32(kb, p, blockWeights, kb.add(row, kb.i32(k)));
+          sum = kb.fadd(sum, p);
+        }
+        kb.storeF32(kb.reduceAdd(sum), blockWeightSums, i);
       });
 }
 
@@ -742,16 +748,12 @@ void AttendEmitter::scoreChannelGroups(Range range) {
       // The offsets times the query's group sums start lanes [0, groups)
       // of the dots where they fit, instead of a reduction of their own.
       for (unsigned r = 0; r < heads; ++r) {
-        Value bias = kb.fmul(terms.offset, groupSumsOf(r, kb.i32(0), groups));
-        if (groups > lanes) {
-          biases.push_back(kb.reduceAdd(bias));
+        if (groups <= lanes) {
+          dots[r] = groupBiasLanes(terms.offset, r, lanes);
           continue;
         }
-        SmallVector<int64_t> mask;
-        for (unsigned lane = 0; lane < lanes; ++lane)
-          mask.push_back(lane < groups ? lane : groups);
-        dots[r] = vector::ShuffleOp::create(kb.builder(), kb.getLoc(), bias,
-                                            vectorF32(kb, groups, 0), mask);
+        biases.push_back(kb.reduceAdd(
+            kb.fmul(terms.offset, groupSumsOf(r, kb.i32(0), groups))));
       }
       for (unsigned g = 0; g < groups; ++g)
         addGroup(access, n0, kb.i32(g),
@@ -782,6 +784,18 @@ void AttendEmitter::scoreChannelGroups(Range range) {
     return {};
   };
   forEachTokenOfThreads(range, scoreToken);
+}
+
+Value AttendEmitter::groupBiasLanes(Value offsets, unsigned r, unsigned lanes) {
+  unsigned groups = slice(true).groupsPerToken;
+  Value sums = kb.load(VectorType::get({groups}, kb.builder().getF32Type()),
+                       groupSums, kb.i64(int64_t(r) * groups * 4), 4);
+  SmallVector<int64_t> mask;
+  for (unsigned lane = 0; lane < lanes; ++lane)
+    mask.push_back(lane < groups ? lane : groups);
+  return vector::ShuffleOp::create(kb.builder(), kb.getLoc(),
+                                   kb.fmul(offsets, sums),
+                                   vectorF32(kb, groups, 0), mask);
 }
 
 void AttendEmitter::storeScores(Value t, ArrayRef<Value> dots,

@@ -308,6 +308,11 @@ public:
   /// addresses are not accessed.
   void maskedStore(mlir::Value value, mlir::Value ptr, mlir::Value byteOffset,
                    mlir::Value mask, unsigned align);
+  /// Loads the lanes of a vector of `type` whose i1 `mask` lane is set, the
+  /// others zero; their addresses are not accessed.
+  mlir::Value maskedLoad(mlir::VectorType type, mlir::Value ptr,
+                         mlir::Value byteOffset, mlir::Value mask,
+                         unsigned align);
 
   // Memory through LLVM pointers.
   mlir::Value gep(mlir::Value ptr, mlir::Value byteOffset);
