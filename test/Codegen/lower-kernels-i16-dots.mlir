@@ -45,6 +45,38 @@ kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 
+// Span=channels keys: each head's normalised query is rounded to i16 once,
+// in the order of the vectors (here 2 groups of 32 channels; each vector
+// holds 16 channels of both groups, a lane a pair of adjacent channels);
+// per token one 64-byte load of its 24 bytes of codes (the slice's
+// parameters follow), per vector one byte shuffle, one shift per i16 half
+// (3-bit codes at different offsets within their bytes) and one mask, one
+// vpdpwssd per head; the i32 sums go to f32 times each lane's group slope
+// and the query's scale.
+kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
+  kvq.keys window <recent = 1, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+  }
+  kvq.values window <recent = 1, flush = 32> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = tokens, group = 32>
+  }
+}
+
+// CHECK-LABEL: func.func @channel_keys_attend_0(
+// CHECK-COUNT-4: vector.reduction <maxnumf>, %{{.*}} : vector<64xf32> into f32
+// CHECK: llvm.load {{.*}} : !llvm.ptr -> vector<64xi8>
+// CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 0, 1, 1, 2, 1, 2, 1, 2, 2, 3, 2, 3, 3, 4, 3, 4, 3, 4, 4, 5, 4, 5, 4, 5, 5, 6, 5, 6, 12, 13,
+// CHECK-NEXT: vector.bitcast {{.*}} : vector<64xi8> to vector<32xi16>
+// CHECK: arith.constant dense<7> : vector<32xi16>
+// CHECK: arith.constant dense<[0, 3, 6, 1, 4, 7, 2, 5, 0, 3, 6, 1, 4, 7, 2, 5, 0, 3, 6, 1, 4, 7, 2, 5, 0, 3, 6, 1, 4, 7, 2, 5]> : vector<32xi16>
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// CHECK: vector.shuffle {{.*}} [6, 7, 6, 7, 6, 7, 7, 8,
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// CHECK: vector.shuffle {{.*}} [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK-NOT: vpdpwssd
+// CHECK-LABEL: gpu.module @channel_keys_kernels
+
 // The same cache on a target without them keeps the f32 form.
 kvq.cache @floats model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {
   kvq.keys window <recent = 1, flush = 128> {

@@ -2,18 +2,22 @@
 //
 // Where the target adds products of 16-bit integers in pairs into 32-bit
 // lanes (KernelTarget::hasI16Dots: `vpdpwssd` on a CPU with AVX-512 VNNI),
-// two loops of the attend kernel multiply bare codes by f32 factors rounded
+// three loops of the attend kernel multiply bare codes by f32 factors rounded
 // to i16, so that one instruction per head does what two unpacks and two
 // FMAs did (docs/Numerics.md, "Attention on 16-bit integers"):
 //   - span=tokens keys: per block and head the folded queries are rounded
 //     against their largest magnitude; a lane holds one token's codes of a
 //     pair of channels;
+//   - span=channels keys: per head the normalised query is rounded once;
+//     a vector holds every group of a token, a lane a pair of adjacent
+//     channels, so that the group slopes multiply each head's i32 lanes
+//     once, after the sums;
 //   - span=channels values: per 32-token block, head and group the weights
 //     p * slope are rounded against their largest magnitude; a lane holds
 //     one channel's codes of a pair of tokens. The i32 sums of a block are
 //     exact and go to f32 times the block's scale.
-// A lane's pair of codes is gathered from two code streams by one byte
-// shuffle, one shift per lane and one mask (unpackPairs).
+// A lane's pair of codes is gathered by one byte shuffle, one shift per
+// lane or half and one mask (unpackHalves).
 //
 //===----------------------------------------------------------------------===//
 
