@@ -74,6 +74,10 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 // CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
 // CHECK: vector.shuffle {{.*}} [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// The span=tokens values' block weights: p of 16 tokens by one masked load
+// (tokens outside the split are 0), not a loop of scalar loads and selects.
+// CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
+// CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
 // CHECK-NOT: vpdpwssd
 // CHECK-LABEL: gpu.module @channel_keys_kernels
 
