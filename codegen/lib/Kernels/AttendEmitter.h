@@ -213,6 +213,9 @@ private:
                            Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
   // The i16 forms (AttendI16.cpp), where the target has i16 dot products.
+  /// What every i16 form needs of the keys' or values' slice: i16 dots on
+  /// one thread a block (the CPU), codes of `span`, no reorder.
+  bool mayUseI16Dots(bool isKeys, Span span);
   /// Whether span=tokens keys are scored on 16-bit integer pair dots
   /// (KernelTarget::hasI16Dots): the folded queries rounded to i16 per block
   /// and head (docs/Numerics.md, "Attention on 16-bit integers").

@@ -117,12 +117,18 @@ static Value scaleToI16(KernelBuilder &kb, Value largest) {
 // span = tokens keys
 //===----------------------------------------------------------------------===//
 
+bool AttendEmitter::mayUseI16Dots(bool isKeys, Span span) {
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &s = slice(isKeys);
+  return target.hasI16Dots() && target.getBlockThreads() == 1 &&
+         s.isQuantized() && s.quant.getSpan() == span && !s.hasReorder();
+}
+
 bool AttendEmitter::scoresKeysOnI16Dots() {
+  if (!mayUseI16Dots(/*isKeys=*/true, Span::Tokens))
+    return false;
   KernelTarget &target = kb.getTarget();
   const SliceLayout &keys = slice(true);
-  if (!target.hasI16Dots() || target.getBlockThreads() != 1 ||
-      !keys.isQuantized() || keys.quant.getSpan() != Span::Tokens)
-    return false;
   // A channel pair per i32 lane (each code within two bytes of its
   // channel's stream) and tokens as lanes.
   unsigned bits = keys.quant.getBits(), lanes = target.getVectorLanes();
@@ -227,12 +233,10 @@ struct ChannelPairs {
 };
 
 bool AttendEmitter::scoresChannelKeysOnI16Dots() {
+  if (!mayUseI16Dots(/*isKeys=*/true, Span::Channels))
+    return false;
   KernelTarget &target = kb.getTarget();
   const SliceLayout &keys = slice(true);
-  if (!target.hasI16Dots() || target.getBlockThreads() != 1 ||
-      !keys.isQuantized() || keys.quant.getSpan() != Span::Channels ||
-      keys.hasReorder())
-    return false;
   // Every group in each vector, and a token's codes within one 64-byte
   // shuffle.
   unsigned lanes = target.getVectorLanes(), groups = keys.groupsPerToken;
@@ -326,12 +330,10 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
 //===----------------------------------------------------------------------===//
 
 bool AttendEmitter::sumsValuesOnI16Dots() {
+  if (!mayUseI16Dots(/*isKeys=*/false, Span::Channels))
+    return false;
   KernelTarget &target = kb.getTarget();
   const SliceLayout &values = slice(false);
-  if (!target.hasI16Dots() || target.getBlockThreads() != 1 ||
-      !values.isQuantized() || values.quant.getSpan() != Span::Channels ||
-      values.hasReorder())
-    return false;
   unsigned bits = values.quant.getBits(), lanes = target.getVectorLanes();
   unsigned group = values.quant.getGroup();
   if (getLanes(target, group) != lanes || bits > 8 ||
