@@ -195,6 +195,49 @@ Value KernelBuilder::reduceAdd(Value vector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector,
                                      arith::FastMathFlags::reassoc);
 }
+Value KernelBuilder::combineEach(ArrayRef<Value> vectors,
+                                 function_ref<Value(Value, Value)> combine) {
+  int64_t lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
+  int64_t count = vectors.size();
+  assert(combinesEach(count, lanes) && "combineEach: not a power of two of "
+                                       "vectors, at most their lanes");
+  // The low (high) halves of the `runs` runs of `run` lanes of two vectors
+  // (the second's lanes numbered from `lanes`).
+  auto halves = [&](int64_t runs, int64_t run, bool high) {
+    SmallVector<int64_t> mask;
+    for (int64_t v : {int64_t(0), lanes})
+      for (int64_t r = 0; r < runs; ++r)
+        for (int64_t i = 0; i < run / 2; ++i)
+          mask.push_back(v + r * run + (high ? run / 2 : 0) + i);
+    return mask;
+  };
+  SmallVector<Value> level(vectors);
+  int64_t run = lanes;
+  for (int64_t runs = 1; level.size() > 1; runs *= 2, run /= 2) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i < level.size(); i += 2) {
+      Value low = vector::ShuffleOp::create(b, loc, level[i], level[i + 1],
+                                            halves(runs, run, false));
+      Value high = vector::ShuffleOp::create(b, loc, level[i], level[i + 1],
+                                             halves(runs, run, true));
+      next.push_back(combine(low, high));
+    }
+    level = std::move(next);
+  }
+  Value all = level[0];
+  for (int64_t half = run / 2; half >= 1; half /= 2) {
+    SmallVector<int64_t> mask;
+    for (int64_t i = 0; i < lanes; ++i)
+      mask.push_back(i % run < half ? i + half : i);
+    all = combine(all, shuffle(all, mask));
+  }
+  if (count == 1)
+    return vector::ExtractOp::create(b, loc, all, ArrayRef<int64_t>{0});
+  SmallVector<int64_t> firsts;
+  for (int64_t r = 0; r < count; ++r)
+    firsts.push_back(r * run);
+  return shuffle(all, firsts);
+}
 void KernelBuilder::maskedStore(Value value, Value ptr, Value byteOffset,
                                 Value mask, unsigned align) {
   LLVM::MaskedStoreOp::create(b, loc, value, gep(ptr, byteOffset), mask, align);

@@ -147,52 +147,23 @@ static Value dotChain(KernelBuilder &kb, Value x, Value y, Value acc) {
   return acc;
 }
 
-/// Sums the lanes of each of `vectors` (all of one width). For a power of
-/// two of them, halves of pairs are added until one vector holds a segment
-/// per input, then each segment is folded: fewer permutes than one
+/// Sums the lanes of each of `vectors` (all of one width): together
+/// (KernelBuilder::combineEach) for a power of two of them, else one
 /// reduction each.
 static SmallVector<Value> reduceEach(KernelBuilder &kb,
                                      ArrayRef<Value> vectors) {
   unsigned count = vectors.size();
   unsigned lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
   SmallVector<Value> sums;
-  if (!llvm::isPowerOf2_32(count) || count > lanes || count == 1) {
+  if (count == 1 || !KernelBuilder::combinesEach(count, lanes)) {
     for (Value v : vectors)
       sums.push_back(kb.reduceAdd(v));
     return sums;
   }
-  SmallVector<Value> level(vectors.begin(), vectors.end());
-  for (unsigned segment = lanes; level.size() > 1; segment /= 2) {
-    SmallVector<Value> next;
-    for (unsigned i = 0; i < level.size(); i += 2) {
-      // Lanes of `b` are numbered from `lanes` in a two-input shuffle.
-      SmallVector<int64_t> low, high;
-      for (unsigned from = 0; from < 2; ++from)
-        for (unsigned start = 0; start < lanes; start += segment)
-          for (unsigned k = 0; k < segment / 2; ++k) {
-            low.push_back(from * lanes + start + k);
-            high.push_back(from * lanes + start + segment / 2 + k);
-          }
-      OpBuilder &b = kb.builder();
-      Value lo = vector::ShuffleOp::create(b, kb.getLoc(), level[i],
-                                           level[i + 1], low);
-      Value hi = vector::ShuffleOp::create(b, kb.getLoc(), level[i],
-                                           level[i + 1], high);
-      next.push_back(kb.fadd(lo, hi));
-    }
-    level = std::move(next);
-  }
-  Value folded = level[0];
-  for (unsigned segment = lanes / count; segment > 1; segment /= 2) {
-    SmallVector<int64_t> mask;
-    for (unsigned lane = 0; lane < lanes; ++lane)
-      mask.push_back(lane % segment < segment / 2 ? lane + segment / 2 : lane);
-    folded = kb.fadd(folded, kb.shuffle(folded, mask));
-  }
+  Value all =
+      kb.combineEach(vectors, [&](Value x, Value y) { return kb.fadd(x, y); });
   for (unsigned i = 0; i < count; ++i)
-    sums.push_back(
-        vector::ExtractOp::create(kb.builder(), kb.getLoc(), folded,
-                                  ArrayRef<int64_t>{i * lanes / count}));
+    sums.push_back(laneOf(kb, all, i));
   return sums;
 }
 

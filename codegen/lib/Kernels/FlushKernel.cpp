@@ -474,61 +474,6 @@ static GroupParams laneOf(KernelBuilder &kb, const GroupParams &params,
   return lane;
 }
 
-/// Combines each of `partials` (vectors of `lanes`) across its lanes with
-/// `combine` (associative and commutative: min, max, or); lane i of the
-/// result (a scalar for one partial) is partial i's. Pairs of vectors are
-/// folded into one (each vector's runs of lanes halved: low half against
-/// high half) until one vector holds a run of every partial, then each run
-/// is folded in place: 2 shuffles and one op per fold, where a reduction
-/// per vector would take log2(lanes) of each.
-static Value combineEach(KernelBuilder &kb, ArrayRef<Value> partials,
-                         function_ref<Value(Value, Value)> combine) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
-  int64_t lanes = cast<VectorType>(partials[0].getType()).getNumElements();
-  int64_t count = partials.size();
-  // The low (high) halves of the `runs` runs of `run` lanes of two vectors.
-  auto halves = [](int64_t runs, int64_t run, int64_t lanes, bool high) {
-    SmallVector<int64_t> mask;
-    for (int64_t v : {int64_t(0), lanes})
-      for (int64_t r = 0; r < runs; ++r)
-        for (int64_t i = 0; i < run / 2; ++i)
-          mask.push_back(v + r * run + (high ? run / 2 : 0) + i);
-    return mask;
-  };
-  SmallVector<Value> level(partials);
-  int64_t run = lanes;
-  for (int64_t runs = 1; level.size() > 1; runs *= 2, run /= 2) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i < level.size(); i += 2) {
-      Value low = vector::ShuffleOp::create(b, loc, level[i], level[i + 1],
-                                            halves(runs, run, lanes, false));
-      Value high = vector::ShuffleOp::create(b, loc, level[i], level[i + 1],
-                                             halves(runs, run, lanes, true));
-      next.push_back(combine(low, high));
-    }
-    level = std::move(next);
-  }
-  Value all = level[0];
-  for (int64_t half = run / 2; half >= 1; half /= 2) {
-    SmallVector<int64_t> mask;
-    for (int64_t i = 0; i < lanes; ++i)
-      mask.push_back(i % run < half ? i + half : i);
-    all = combine(all, kb.shuffle(all, mask));
-  }
-  if (count == 1)
-    return vector::ExtractOp::create(b, loc, all, ArrayRef<int64_t>{0});
-  SmallVector<int64_t> firsts;
-  for (int64_t r = 0; r < count; ++r)
-    firsts.push_back(r * run);
-  return kb.shuffle(all, firsts);
-}
-
-/// Whether combineEach takes `count` partials of `lanes` lanes.
-static bool combinesEach(unsigned count, unsigned lanes) {
-  return llvm::isPowerOf2_32(count) && count <= lanes;
-}
-
 LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
   QuantAttr quant = slice.quant;
   unsigned chunks = quant.getGroup() / lanes;
@@ -606,7 +551,7 @@ bool FlushEmitter::packsTokenWords(unsigned count, unsigned lanes) const {
   unsigned chunks = slice.quant.getGroup() / lanes;
   return count > 1 && count == slice.groupsPerToken &&
          lanes * slice.quant.getBits() == 32 && slice.wordsPerGroup == chunks &&
-         combinesEach(count * chunks, lanes);
+         KernelBuilder::combinesEach(count * chunks, lanes);
 }
 
 void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
@@ -628,7 +573,7 @@ void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
         placed.push_back(kb.shl(codes, shifts));
     // The token's words in order: group-major, a chunk per word.
     access.storeWord(first.n, kb.i32(0),
-                     combineEach(kb, placed, [&](Value x, Value y) {
+                     kb.combineEach(placed, [&](Value x, Value y) {
                        return kb.bitOr(x, y);
                      }));
   }
@@ -656,11 +601,11 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
     auto extremum = [&](Value x, Value y) {
       return isMax ? kb.selectMax(x, y) : kb.selectMin(x, y);
     };
-    if (combinesEach(count, lanes))
-      return combineEach(kb, partials, extremum);
+    if (KernelBuilder::combinesEach(count, lanes))
+      return kb.combineEach(partials, extremum);
     SmallVector<Value> values;
     for (Value partial : partials)
-      values.push_back(combineEach(kb, partial, extremum));
+      values.push_back(kb.combineEach(partial, extremum));
     auto type = VectorType::get({int64_t(count)}, b.getF32Type());
     return vector::FromElementsOp::create(b, loc, type, values).getResult();
   };

@@ -304,6 +304,20 @@ public:
   mlir::Value shuffle(mlir::Value vector, llvm::ArrayRef<int64_t> mask);
   /// The sum of the lanes of an f32 vector (reassociated: attention only).
   mlir::Value reduceAdd(mlir::Value vector);
+  /// Combines the lanes of each of `vectors` (of one width; a power of two
+  /// of them, at most its lanes: combinesEach) with `combine`, associative
+  /// and commutative: lane i of the result (a scalar for one vector) is
+  /// vector i's. Pairs of vectors are folded into one (each vector's runs
+  /// of lanes halved, low half against high half) until one vector holds a
+  /// run of every input, then each run is folded in place: 2 shuffles and
+  /// one op per fold, where a reduction per vector would take log2(lanes)
+  /// of each.
+  mlir::Value combineEach(
+      llvm::ArrayRef<mlir::Value> vectors,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+  static bool combinesEach(unsigned count, unsigned lanes) {
+    return llvm::isPowerOf2_32(count) && count <= lanes;
+  }
   /// Stores the lanes of `value` whose i1 `mask` lane is set; the others'
   /// addresses are not accessed.
   void maskedStore(mlir::Value value, mlir::Value ptr, mlir::Value byteOffset,
