@@ -75,10 +75,21 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 // CHECK: vector.shuffle {{.*}} [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 // The span=tokens values' block weights: p of 16 tokens by one masked load
-// (tokens outside the split are 0), not a loop of scalar loads and selects.
+// (tokens outside the split are 0), not a loop of scalar loads and selects;
+// then rounded to i16 per block and head against their largest. Per token
+// pair each lane gathers its channel's two codes from the chunk's 16
+// streams of 12 bytes (codes at bits 3k and 3k + 3 of its stream), one
+// vpdpwssd per head.
 // CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
 // CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
-// CHECK-NOT: vpdpwssd
+// CHECK: vector.reduction <maxnumf>, %{{.*}} : vector<16xf32> into f32
+// CHECK: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
+// CHECK: arith.trunci {{.*}} : vector<16xi32> to vector<16xi16>
+// CHECK: vector.bitcast {{.*}} : vector<48xi32> to vector<192xi8>
+// CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 12, 13, 12, 13, 24, 25, 24, 25, 36, 37, 36, 37,
+// CHECK: arith.constant dense<[0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3]> : vector<32xi16>
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// CHECK: vector.shuffle {{.*}} [0, 1, 1, 2, 12, 13, 13, 14,
 // CHECK-LABEL: gpu.module @channel_keys_kernels
 
 // The same cache on a target without them keeps the f32 form.

@@ -249,6 +249,13 @@ private:
   /// times the block's scales.
   void sumBlockPassOnI16(SliceAccess &access, Value pageToken0,
                          const ValuePass &pass);
+  /// Whether span=tokens values are summed on 16-bit integer pair dots: a
+  /// block's weights p rounded to i16 per head.
+  bool sumsBlockValuesOnI16Dots();
+  /// Each head's sum over block `b`'s tokens of p times the codes of a
+  /// chunk of channels (`packed`: their streams, one after another), as
+  /// f32.
+  SmallVector<Value> blockValueDotsOnI16(Value packed, Value b);
   // The matrix forms (AttendMatrix.cpp), where the target has a matrix unit.
   /// What every matrix form needs of the keys' or values' slice: a matrix
   /// unit, codes of `span`, no reorder (keys: no pre-RoPE), a tile of heads
@@ -367,6 +374,9 @@ private:
   void foldBlockQueries(const TokenBlocks &blocks, Quantizer &quantizer);
   /// blockWeights and blockWeightSums of every value block.
   void loadBlockWeights(Range range, const TokenBlocks &blocks);
+  /// The i16 form's roundedBlockWeights and blockWeightScales of every
+  /// value block, from blockWeights.
+  void roundBlockValueWeights(const TokenBlocks &blocks);
   /// The matrix form's: matrixWeights and blockWeightSums.
   void loadBlockWeightsOnMatrix(Range range, const TokenBlocks &blocks);
   /// The tile's dots with reordered key `index` of the quantized region
@@ -433,6 +443,9 @@ private:
   /// [pair][head][group][token of the pair]) and their scales (f32,
   /// [head][group][token of the pair]).
   Value pairWeights, roundedPairWeights, pairWeightScales;
+  /// The i16 form of span=tokens values: each block's weights rounded
+  /// (i16, [block][head][token]) and their scales (f32, [block][head]).
+  Value roundedBlockWeights, blockWeightScales;
   /// Matrix forms: each warp's share of valueSums; span=channels keys'
   /// queries as split halves in field order.
   Value matrixPartials, matrixQueries;

@@ -554,3 +554,80 @@ void AttendEmitter::sumChannelGroupValuesOnI16(Range range) {
                      valueSums, at);
     }
 }
+
+//===----------------------------------------------------------------------===//
+// span = tokens values
+//===----------------------------------------------------------------------===//
+
+bool AttendEmitter::sumsBlockValuesOnI16Dots() {
+  if (!mayUseI16Dots(/*isKeys=*/false, Span::Tokens))
+    return false;
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &values = slice(false);
+  unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
+  unsigned lanes = target.getVectorLanes();
+  return getLanes(target, dim) == lanes && group % 2 == 0 && bits <= 8 &&
+         sumsFitI32(group, bits);
+}
+
+void AttendEmitter::roundBlockValueWeights(const TokenBlocks &blocks) {
+  // Per block and head: the weights' largest (they are >= 0), its scale,
+  // the weights rounded against it.
+  unsigned group = slice(false).quant.getGroup();
+  unsigned lanes = getLanes(kb.getTarget(), group), vectors = group / lanes;
+  kb.forEach(kb.i32(0), kb.mul(blocks.count, kb.i32(heads)), [&](Value i) {
+    Value row = kb.mul(i, kb.i32(group));
+    SmallVector<Value> weights;
+    Value largest;
+    for (unsigned v = 0; v < vectors; ++v) {
+      weights.push_back(loadVectorF32(kb, blockWeights,
+                                      kb.add(row, kb.i32(v * lanes)), lanes));
+      largest = v ? kb.selectMax(weights.back(), largest) : weights.back();
+    }
+    Value maximum = vector::ReductionOp::create(
+        kb.builder(), kb.getLoc(), vector::CombiningKind::MAXNUMF, largest);
+    kb.storeF32(kb.fmul(maximum, kb.f32(1 / kI16Max)), blockWeightScales, i);
+    Value toI16 = kb.splat(scaleToI16(kb, maximum), lanes);
+    for (unsigned v = 0; v < vectors; ++v)
+      kb.store(roundToI16(kb, weights[v], toI16), roundedBlockWeights,
+               kb.mul(kb.toI64(kb.add(row, kb.i32(v * lanes))), kb.i64(2)), 2);
+  });
+}
+
+SmallVector<Value> AttendEmitter::blockValueDotsOnI16(Value packed, Value b) {
+  // Per token pair (k, k + 1): lane j takes its channel's two codes from
+  // the chunk's consecutive streams, one vpdpwssd per head with the pair
+  // of rounded weights; the sums go to f32 times the block's scale.
+  KernelTarget &target = kb.getTarget();
+  const SliceLayout &values = slice(false);
+  unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
+  unsigned words = values.wordsPerGroup, lanes = target.getVectorLanes();
+  OpBuilder &builder = kb.builder();
+  Value bytes = vector::BitCastOp::create(
+      builder, kb.getLoc(),
+      VectorType::get({lanes * words * 4}, builder.getI8Type()), packed);
+  Value row =
+      kb.gep(roundedBlockWeights,
+             kb.mul(kb.toI64(kb.mul(b, kb.i32(heads * group))), kb.i64(2)));
+  SmallVector<Value> sums(heads, kb.splat(kb.i32(0), lanes));
+  for (unsigned k = 0; k < group; k += 2) {
+    SmallVector<unsigned> halfBits;
+    for (unsigned j = 0; j < lanes; ++j) {
+      unsigned bit = j * 32 * words + k * bits;
+      halfBits.append({bit, bit + bits});
+    }
+    Value codes = unpackHalves(kb, bytes, bits, halfBits);
+    for (unsigned r = 0; r < heads; ++r) {
+      Value pair = kb.load(builder.getI32Type(), row,
+                           kb.i64(int64_t(r * group + k) * 2), 4);
+      sums[r] = target.dotI16Pairs(kb, sums[r], codes, kb.splat(pair, lanes));
+    }
+  }
+  SmallVector<Value> dots;
+  for (unsigned r = 0; r < heads; ++r) {
+    Value scale = kb.loadF32(blockWeightScales,
+                             kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
+    dots.push_back(kb.fmul(kb.sitofp(sums[r]), kb.splat(scale, lanes)));
+  }
+  return dots;
+}

@@ -81,6 +81,10 @@ void AttendEmitter::allocateVectorBuffers() {
     else
       blockWeights = target.allocShared(kb, weights * 4);
     blockWeightSums = target.allocShared(kb, blocks * heads * 4);
+    if (sumsBlockValuesOnI16Dots()) {
+      roundedBlockWeights = target.allocShared(kb, weights * 2);
+      blockWeightScales = target.allocShared(kb, blocks * heads * 4);
+    }
   }
   // Reordered values keep the channel-per-lane form (variable groups).
   if (!values.hasReorder())
@@ -568,6 +572,9 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/false);
   loadBlockWeights(range, blocks);
+  bool onI16 = sumsBlockValuesOnI16Dots();
+  if (onI16)
+    roundBlockValueWeights(blocks);
   auto blockShare = [&](Value b, Value c0, ValueRange acc) {
     Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
     SliceAccess access = getBlockAccess(/*isKeys=*/false, first);
@@ -576,7 +583,9 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
     Value packed = loadGroupWords(access, n, lanes * words);
     Value weights = f32Row(kb, blockWeights, kb.mul(b, kb.i32(heads * group)));
     SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
-    for (unsigned k = 0; k < group; ++k) {
+    if (onI16)
+      dots = blockValueDotsOnI16(packed, b);
+    for (unsigned k = 0; !onI16 && k < group; ++k) {
       Value codes = unpackCodes(packed, bits, lanes, k * bits, 32 * words);
       for (unsigned r = 0; r < heads; ++r) {
         Value p = loadF32At(kb, weights, r * group + k);
