@@ -2,7 +2,7 @@
 //
 // Where the target adds products of 16-bit integers in pairs into 32-bit
 // lanes (KernelTarget::hasI16Dots: `vpdpwssd` on a CPU with AVX-512 VNNI),
-// three loops of the attend kernel multiply bare codes by f32 factors rounded
+// four loops of the attend kernel multiply bare codes by f32 factors rounded
 // to i16, so that one instruction per head does what two unpacks and two
 // FMAs did (docs/Numerics.md, "Attention on 16-bit integers"):
 //   - span=tokens keys: per block and head the folded queries are rounded
@@ -15,7 +15,10 @@
 //   - span=channels values: per 32-token block, head and group the weights
 //     p * slope are rounded against their largest magnitude; a lane holds
 //     one channel's codes of a pair of tokens. The i32 sums of a block are
-//     exact and go to f32 times the block's scale.
+//     exact and go to f32 times the block's scale;
+//   - span=tokens values: per block and head the weights p are rounded
+//     against their largest; a lane holds one channel's codes of a pair
+//     of tokens, and the block's slopes and offsets apply after the sums.
 // A lane's pair of codes is gathered by one byte shuffle, one shift per
 // lane or half and one mask (unpackHalves).
 //
