@@ -193,6 +193,8 @@ private:
   // The vector forms of the quantized loops (AttendVector.cpp).
   void scoreTokenBlocks(Range range);
   void scoreChannelGroups(Range range);
+  /// span=channels keys: `count` group sums of head r's query from group g.
+  Value groupSumsOf(unsigned r, Value g, unsigned count);
   /// span=channels keys: head r's `offsets` (one per group) times its
   /// query's group sums, in lanes [0, groups) of a vector of `lanes` (at
   /// least the groups), the other lanes 0.

@@ -575,23 +575,27 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
   bool onI16 = sumsBlockValuesOnI16Dots();
   if (onI16)
     roundBlockValueWeights(blocks);
-  auto blockShare = [&](Value b, Value c0, ValueRange acc) {
-    Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
-    SliceAccess access = getBlockAccess(/*isKeys=*/false, first);
-    Value pageBlock = getPageBlock(first, group);
-    Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
-    Value packed = loadGroupWords(access, n, lanes * words);
+  // Each head's sum over block b's tokens of p times a chunk's codes.
+  auto blockValueDots = [&](Value packed, Value b) {
     Value weights = f32Row(kb, blockWeights, kb.mul(b, kb.i32(heads * group)));
     SmallVector<Value> dots(heads, vectorF32(kb, lanes, 0));
-    if (onI16)
-      dots = blockValueDotsOnI16(packed, b);
-    for (unsigned k = 0; !onI16 && k < group; ++k) {
+    for (unsigned k = 0; k < group; ++k) {
       Value codes = unpackCodes(packed, bits, lanes, k * bits, 32 * words);
       for (unsigned r = 0; r < heads; ++r) {
         Value p = loadF32At(kb, weights, r * group + k);
         dots[r] = kb.fadd(dots[r], kb.fmul(kb.splat(p, lanes), codes));
       }
     }
+    return dots;
+  };
+  auto blockShare = [&](Value b, Value c0, ValueRange acc) {
+    Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
+    SliceAccess access = getBlockAccess(/*isKeys=*/false, first);
+    Value pageBlock = getPageBlock(first, group);
+    Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
+    Value packed = loadGroupWords(access, n, lanes * words);
+    SmallVector<Value> dots =
+        onI16 ? blockValueDotsOnI16(packed, b) : blockValueDots(packed, b);
     AffineTerms terms = loadBlockTerms(access, quantizer, first, c0, lanes);
     SmallVector<Value> next;
     for (unsigned r = 0; r < heads; ++r) {
@@ -712,11 +716,6 @@ void AttendEmitter::scoreChannelGroups(Range range) {
       }
     }
   };
-  auto groupSumsOf = [&](unsigned r, Value g, unsigned count) {
-    return kb.load(
-        VectorType::get({count}, kb.builder().getF32Type()), groupSums,
-        kb.mul(kb.toI64(kb.add(kb.i32(r * groups), g)), kb.i64(4)), 4);
-  };
   auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
                         ValueRange) -> SmallVector<Value> {
     Value n0 = kb.mul(pageToken, kb.i32(groups));
@@ -766,10 +765,15 @@ void AttendEmitter::scoreChannelGroups(Range range) {
   forEachTokenOfThreads(range, scoreToken);
 }
 
+Value AttendEmitter::groupSumsOf(unsigned r, Value g, unsigned count) {
+  unsigned groups = slice(true).groupsPerToken;
+  return kb.load(VectorType::get({count}, kb.builder().getF32Type()), groupSums,
+                 kb.mul(kb.toI64(kb.add(kb.i32(r * groups), g)), kb.i64(4)), 4);
+}
+
 Value AttendEmitter::groupBiasLanes(Value offsets, unsigned r, unsigned lanes) {
   unsigned groups = slice(true).groupsPerToken;
-  Value sums = kb.load(VectorType::get({groups}, kb.builder().getF32Type()),
-                       groupSums, kb.i64(int64_t(r) * groups * 4), 4);
+  Value sums = groupSumsOf(r, kb.i32(0), groups);
   SmallVector<int64_t> mask;
   for (unsigned lane = 0; lane < lanes; ++lane)
     mask.push_back(lane < groups ? lane : groups);
