@@ -14,10 +14,10 @@
 #    external objects, so the object travels on the interface link line.)
 # The directory is also the target property KVQ_ARTIFACT_DIR; it also holds
 # compiled.mlir, the IR after kvq-compile-pipeline (for inspection). <dir>
-# defaults to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq. HOST_CPU (default native)
-# is the CPU the host code is compiled for (`kvq-opt --kvq-host-cpu`): name a
-# generic one (x86-64-v2, x86-64-v3) for an artifact that ships to other
-# machines.
+# defaults to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq. HOST_CPU (default
+# KVQ_HOST_CPU, else native) is the CPU the host code is compiled for
+# (`kvq-opt --kvq-host-cpu`): name a generic one (x86-64-v2, x86-64-v3) for an
+# artifact that ships to other machines.
 #
 # kvq-opt is the in-tree target when it exists, else KVQ_OPT_EXECUTABLE (set
 # by kvqConfig.cmake for installed packages).
@@ -29,6 +29,9 @@
 
 function(kvq_add_spec target spec)
   cmake_parse_arguments(ARG "ARTIFACT_ONLY" "OUTPUT_DIR;HOST_CPU" "" ${ARGN})
+  if(NOT ARG_HOST_CPU)
+    set(ARG_HOST_CPU ${KVQ_HOST_CPU})
+  endif()
   if(NOT ARG_HOST_CPU)
     set(ARG_HOST_CPU native)
   endif()

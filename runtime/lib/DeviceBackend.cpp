@@ -98,19 +98,72 @@ private:
 
 } // namespace
 
+/// The SM version of a target name ("sm_90" -> 90, "sm_90a" -> 90); 0 when
+/// the name is no SM target.
+static unsigned smOf(const std::string &Target) {
+  if (Target.rfind("sm_", 0) != 0 || Target.size() < 5)
+    return 0;
+  unsigned Sm = 0;
+  for (size_t I = 3; I < Target.size() && Target[I] >= '0' && Target[I] <= '9';
+       ++I)
+    Sm = 10 * Sm + unsigned(Target[I] - '0');
+  return Sm;
+}
+
+Expected<std::string> kvq::runtime::choosePtxTarget(const Artifact &A,
+                                                    unsigned DeviceSm,
+                                                    const std::string &Target) {
+  std::vector<std::string> Targets = A.ptxTargets();
+  auto List = [&] {
+    std::string L;
+    for (const std::string &T : Targets)
+      L += (L.empty() ? "" : ", ") + T;
+    return L;
+  };
+  if (!Target.empty()) {
+    if (DeviceSm && smOf(Target) > DeviceSm)
+      return Status::error(ErrorCode::Unsupported,
+                           "PTX target " + Target +
+                               " is newer than the device (sm_" +
+                               std::to_string(DeviceSm) + ")");
+    return Target;
+  }
+  // The newest target the device loads: the newer PTX may use what the
+  // device has. Without a device SM (the interpreter), the oldest.
+  std::string Best;
+  for (const std::string &T : Targets) {
+    unsigned Sm = smOf(T);
+    if (Sm == 0 || (DeviceSm && Sm > DeviceSm))
+      continue;
+    if (Best.empty() || (DeviceSm ? Sm > smOf(Best) : Sm < smOf(Best)))
+      Best = T;
+  }
+  if (Best.empty())
+    return Status::error(ErrorCode::Unsupported,
+                         "artifact '" + A.directory() + "' has PTX for " +
+                             (Targets.empty() ? "no target" : List()) +
+                             ", none of which the device (sm_" +
+                             std::to_string(DeviceSm) + ") loads");
+  return Best;
+}
+
 Expected<std::unique_ptr<Backend>>
 kvq::runtime::createDeviceBackend(const Artifact &A,
                                   std::unique_ptr<DeviceDriver> Driver,
                                   const std::string &Target) {
   if (!Driver)
     return Status::error(ErrorCode::Backend, "device backend: no driver");
-  Expected<std::string> PTX = A.loadPTX(Target);
+  Expected<std::string> Chosen =
+      choosePtxTarget(A, Driver->smVersion(), Target);
+  if (!Chosen.ok())
+    return Chosen.status();
+  Expected<std::string> PTX = A.loadPTX(*Chosen);
   if (!PTX.ok())
     return PTX.status();
   Expected<ModuleHandle> Module = Driver->loadModule(*PTX);
   if (!Module.ok())
-    return Module.status().withContext("device backend: loading the " + Target +
-                                       " PTX of '" + A.directory() +
+    return Module.status().withContext("device backend: loading the " +
+                                       *Chosen + " PTX of '" + A.directory() +
                                        "' failed: ");
   std::unordered_map<std::string, KernelHandle> Kernels;
   for (const KernelInfo &K : A.manifest().Kernels) {

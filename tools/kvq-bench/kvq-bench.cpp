@@ -1,9 +1,11 @@
-//===- kvq-bench.cpp - CPU decode attention and append benchmark ----------===//
+//===- kvq-bench.cpp - Decode attention and append benchmark --------------===//
 //
 // Times layer 0 of a baseline artifact and one or more compiled specs on the
-// CPU backend, side by side in one run, and measures the machine's read
-// bandwidth in the same run (STREAM-style, same thread count), so that every
-// figure is a ratio taken under the same machine load:
+// CPU backend (or, with --device cuda, on a GPU), side by side in one run,
+// and measures the machine's bandwidth in the same run (Clocks.h: the
+// host's STREAM-style read bandwidth on as many threads, or the GPU's
+// device-to-device copy), so that every figure is a ratio taken under the
+// same machine load:
 //
 //   - decode attention at each context length and batch size, cold (the
 //     last-level cache evicted before every call, as in a model whose other
@@ -20,8 +22,15 @@
 //
 //   kvq-bench [--contexts N,...] [--batches N,...] [--threads N]
 //             [--repeat N] [--steps N] [--evict-mib N] [--probe-mib N]
-//             [--split-tokens N] [--gpu-model [--profile N]]
-//             BASELINE_ARTIFACT SPEC_ARTIFACT...
+//             [--split-tokens N] [--device cpu|cuda]
+//             [--gpu-model [--profile N]] BASELINE_ARTIFACT SPEC_ARTIFACT...
+//
+// --device cuda runs the caches on CUDA device 0 (the PTX target each
+// artifact has that the GPU loads best, choosePtxTarget), their tokens and
+// queries in device memory and the calls issued on a stream, timed by
+// events: cold calls after a write of --evict-mib (default 512) MiB that
+// flushes the L2, warm ones back to back. --probe-mib sizes the copy that
+// measures the device's bandwidth.
 //
 // --split-tokens pins attention's split size (planAttend); by default the
 // runtime plans it per batch for the backend (docs/KernelABI.md, "Splits").
@@ -32,17 +41,19 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Clocks.h"
 #include "GpuModel.h"
 
 #include "kvq/Runtime/Runtime.h"
 #include "kvq/Support/Float.h"
 
 #include <algorithm>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -50,10 +61,11 @@
 #include <vector>
 
 using namespace kvq::runtime;
+using kvq::bench::Clock;
+using kvq::bench::DeviceClock;
+using kvq::bench::Timing;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::vector<unsigned> contexts = {4096, 32768};
@@ -73,6 +85,8 @@ struct Options {
   /// Attention's split size, pinned for every batch (0: the runtime plans
   /// it for the batch and the backend).
   unsigned splitTokens = 0;
+  /// The backend timed: "cpu" or "cuda".
+  std::string device = "cpu";
   std::vector<std::string> artifacts;
 };
 
@@ -130,11 +144,13 @@ Options parseOptions(int argc, char **argv) {
       options.profileBlocks = std::stoul(value());
     } else if (arg == "--split-tokens") {
       options.splitTokens = std::stoul(value());
+    } else if (arg == "--device") {
+      options.device = value();
     } else if (arg == "--help" || arg == "-h") {
       std::printf(
           "usage: kvq-bench [--contexts N,...] [--batches N,...] "
           "[--threads N] [--repeat N] [--steps N] [--evict-mib N] "
-          "[--probe-mib N] [--split-tokens N] "
+          "[--probe-mib N] [--split-tokens N] [--device cpu|cuda] "
           "[--gpu-model [--profile N]] BASELINE_ARTIFACT SPEC_ARTIFACT...\n");
       std::exit(0);
     } else {
@@ -149,83 +165,13 @@ Options parseOptions(int argc, char **argv) {
     fail("contexts and batches must be positive");
   if (options.profileBlocks && !options.gpuModel)
     fail("--profile needs --gpu-model");
+  if (options.device != "cpu" && options.device != "cuda")
+    fail("--device must be cpu or cuda, not '" + options.device + "'");
+  if (options.gpuModel && options.device != "cpu")
+    fail("--gpu-model runs on the PTX interpreter, not --device " +
+         options.device);
   return options;
 }
-
-/// Sums every `stride`-th float of `data` over `threads` threads; returns
-/// the sum so that the reads are not optimised away.
-double parallelSum(const float *data, size_t floats, unsigned threads,
-                   size_t stride) {
-  std::vector<double> sums(threads);
-  std::vector<std::thread> workers;
-  for (unsigned t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      size_t begin = floats / threads * t, end = begin + floats / threads;
-      float acc[16] = {};
-      for (size_t i = begin; i + 16 * stride <= end; i += 16 * stride)
-        for (int j = 0; j < 16; ++j)
-          acc[j] += data[i + j * stride];
-      double total = 0;
-      for (float a : acc)
-        total += a;
-      sums[t] = total;
-    });
-  for (std::thread &worker : workers)
-    worker.join();
-  double total = 0;
-  for (double s : sums)
-    total += s;
-  return total;
-}
-
-/// Read bandwidth in bytes/s: `threads` threads summing disjoint parts of a
-/// buffer of `bytes` (far larger than the caches); the best of several
-/// passes.
-double measureReadBandwidth(unsigned threads, size_t bytes) {
-  size_t kFloats = bytes / sizeof(float);
-  std::vector<float> buffer(kFloats, 1.0f);
-  double best = 0.0, total = 0.0;
-  for (int pass = 0; pass < 5; ++pass) {
-    auto start = Clock::now();
-    total += parallelSum(buffer.data(), kFloats, threads, 1);
-    double seconds =
-        std::chrono::duration<double>(Clock::now() - start).count();
-    best = std::max(best, kFloats * sizeof(float) / seconds);
-  }
-  if (total <= 0)
-    fail("bandwidth probe was optimised away");
-  return best;
-}
-
-/// The last-level cache's size from sysfs (32 MiB when unknown).
-size_t lastLevelCacheBytes() {
-  std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index3/size");
-  size_t size = 0;
-  std::string unit;
-  if (file >> size && size > 0) {
-    file >> unit;
-    return size << (unit == "M" ? 20 : unit == "K" ? 10 : 0);
-  }
-  return size_t(32) << 20;
-}
-
-/// Reads a buffer several times the LLC on every benchmark thread, so that
-/// neither L3 nor the threads' L2 still holds the data of the previous call.
-class CacheEvictor {
-public:
-  CacheEvictor(size_t bytes, unsigned threads)
-      : buffer(bytes / sizeof(float), 1.0f), threads(threads) {}
-  void evict() {
-    sink +=
-        parallelSum(buffer.data(), buffer.size(), threads, 64 / sizeof(float));
-  }
-  size_t bytes() const { return buffer.size() * sizeof(float); }
-
-private:
-  std::vector<float> buffer;
-  unsigned threads;
-  double sink = 0;
-};
 
 /// Random keys and values in the model dtype, [tokens][Hkv][D] each.
 struct TokenPool {
@@ -273,22 +219,6 @@ std::vector<uint8_t> makeQueries(const ModelShape &model, unsigned batch) {
   return q;
 }
 
-/// Median, minimum and maximum of some timings, in seconds.
-struct Timing {
-  double median = 0, min = 0, max = 0;
-};
-
-Timing summarize(std::vector<double> times) {
-  if (times.empty())
-    return {};
-  std::sort(times.begin(), times.end());
-  return {times[times.size() / 2], times.front(), times.back()};
-}
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 /// Attention of one (artifact, batch, context).
 struct AttendResult {
   Timing cold, warm;
@@ -322,6 +252,8 @@ std::unique_ptr<Cache> makeCache(std::shared_ptr<const Artifact> artifact,
                                  const Options &options, unsigned sequences,
                                  unsigned tokens) {
   CacheOptions cacheOptions;
+  cacheOptions.Backend =
+      options.device == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   cacheOptions.MaxSequences = sequences;
   unsigned perSequence = tokens / artifact->manifest().PageTokens + 2;
   cacheOptions.PagesPerTensor = sequences * perSequence;
@@ -338,76 +270,143 @@ double attendBytes(const Cache &cache) {
                 stats.NormBytes);
 }
 
-AttendResult timeAttend(Cache &cache, const std::vector<SequenceId> &seqs,
-                        const std::vector<uint8_t> &q, CacheEvictor &evictor,
-                        const Options &options) {
+/// Device memory of the bench's own, freed with it.
+class DeviceBuffer {
+public:
+  DeviceBuffer(DeviceDriver &driver, size_t bytes)
+      : driver(driver), address(take(driver.allocate(bytes))) {}
+  DeviceBuffer(DeviceDriver &driver, const std::vector<uint8_t> &bytes)
+      : DeviceBuffer(driver, bytes.size()) {
+    check(driver.copyToDevice(address, bytes.data(), bytes.size()));
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() { (void)driver.free(address); }
+  DevicePtr get() const { return address; }
+
+private:
+  DeviceDriver &driver;
+  DevicePtr address;
+};
+
+/// Where the calls run and how they are timed: the CPU backend on the
+/// host's clock, or the CUDA backend on the GPU's, its inputs (tokens,
+/// queries) in device memory as an engine's are.
+struct Bench {
+  const Options &options;
+  /// Null where nothing is timed (--gpu-model).
+  Clock *clock = nullptr;
+  /// The CUDA backend's clock; null on the CPU.
+  DeviceClock *device = nullptr;
+  TokenPool pool;
+  std::unique_ptr<DeviceBuffer> deviceKeys, deviceValues;
+
+  /// Makes the pool hold tokens of `model`'s shape, keeping it when it does.
+  void usePool(const ModelShape &model) {
+    if (pool.row == size_t(model.KvHeads) * model.HeadDim &&
+        pool.elementBytes == (model.Type == DType::F32 ? 4u : 2u))
+      return;
+    pool = makeTokenPool(model, options.contexts.back());
+    if (device) {
+      deviceKeys = std::make_unique<DeviceBuffer>(device->driver(), pool.k);
+      deviceValues = std::make_unique<DeviceBuffer>(device->driver(), pool.v);
+    }
+  }
+
+  /// Appends the pool's tokens [first, first + count) to each of `seqs` in
+  /// one call to layer 0.
+  void append(Cache &cache, const std::vector<SequenceId> &seqs, unsigned first,
+              unsigned count) {
+    if (!device) {
+      std::vector<AppendItem> items;
+      for (SequenceId seq : seqs)
+        items.push_back({seq, count, pool.keys(first), pool.values(first)});
+      check(cache.append(0, items));
+      return;
+    }
+    size_t offset = size_t(first) * pool.row * pool.elementBytes;
+    std::vector<DeviceAppendItem> items;
+    for (SequenceId seq : seqs)
+      items.push_back({seq, count, deviceKeys->get() + offset,
+                       deviceValues->get() + offset});
+    check(cache.appendDevice(0, items, clock->stream()));
+  }
+};
+
+AttendResult timeAttend(Bench &bench, Cache &cache,
+                        const std::vector<SequenceId> &seqs,
+                        const std::vector<uint8_t> &q) {
   const ModelShape &model = cache.manifest().Model;
   std::vector<float> out(seqs.size() * model.Heads * model.HeadDim);
   // Planned once, as an engine would; the plan's split is the runtime's
   // choice unless pinned.
-  AttendPlan plan = take(cache.planAttend(seqs, 0, options.splitTokens));
-  auto call = [&] {
-    auto start = Clock::now();
+  AttendPlan plan = take(cache.planAttend(seqs, 0, bench.options.splitTokens));
+  std::function<void()> call = [&] {
     check(cache.attend(0, plan, q.data(), out.data()));
-    return secondsSince(start);
   };
-  call(); // Warm-up: page faults, lazily bound symbols.
-  std::vector<double> cold, warm;
-  for (unsigned r = 0; r < options.repeat; ++r) {
-    evictor.evict();
-    cold.push_back(call());
+  std::unique_ptr<DeviceBuffer> deviceQ, deviceOut;
+  if (bench.device) {
+    DeviceDriver &driver = bench.device->driver();
+    deviceQ = std::make_unique<DeviceBuffer>(driver, q);
+    deviceOut = std::make_unique<DeviceBuffer>(driver, out.size() * 4);
+    call = [&] {
+      check(cache.attendDevice(0, plan, deviceQ->get(), deviceOut->get(),
+                               bench.clock->stream()));
+    };
   }
-  for (unsigned r = 0; r < options.repeat; ++r)
-    warm.push_back(call());
-  return {summarize(cold), summarize(warm), attendBytes(cache)};
+  call(); // Warm-up: page faults, lazily bound symbols, module loads.
+  std::vector<double> cold;
+  for (unsigned r = 0; r < bench.options.repeat; ++r)
+    cold.push_back(bench.clock->cold(call));
+  Timing warm = bench.clock->warm(call, bench.options.repeat);
+  if (bench.device)
+    check(bench.device->driver().copyToHost(out.data(), deviceOut->get(),
+                                            out.size() * 4));
+  for (float x : out)
+    if (!std::isfinite(x))
+      fail("attention of " + cache.manifest().Name + " is not finite");
+  return {kvq::bench::summarize(cold), warm, attendBytes(cache)};
 }
 
 /// Grows `batch` sequences through every context and calls
 /// `atContext(cache, seqs, queries, context)` at each.
 template <typename Fn>
-void growThroughContexts(std::shared_ptr<const Artifact> artifact,
-                         const TokenPool &pool, unsigned batch,
-                         const Options &options, Fn atContext) {
-  unsigned maxContext = options.contexts.back();
-  auto cache = makeCache(artifact, options, batch, maxContext);
+void growThroughContexts(Bench &bench, std::shared_ptr<const Artifact> artifact,
+                         unsigned batch, Fn atContext) {
+  const Options &options = bench.options;
+  auto cache = makeCache(artifact, options, batch, options.contexts.back());
   std::vector<SequenceId> seqs;
   for (unsigned b = 0; b < batch; ++b)
     seqs.push_back(take(cache->addSequence()));
   std::vector<uint8_t> q = makeQueries(artifact->manifest().Model, batch);
   unsigned tokens = 0;
   for (unsigned context : options.contexts) {
-    std::vector<AppendItem> items;
-    for (SequenceId seq : seqs)
-      items.push_back(
-          {seq, context - tokens, pool.keys(tokens), pool.values(tokens)});
-    check(cache->append(0, items));
+    bench.append(*cache, seqs, tokens, context - tokens);
     tokens = context;
     atContext(*cache, seqs, q, context);
   }
 }
 
 /// Times attention at every context.
-std::vector<AttendResult> runAttend(std::shared_ptr<const Artifact> artifact,
-                                    const TokenPool &pool, unsigned batch,
-                                    CacheEvictor &evictor,
-                                    const Options &options) {
+std::vector<AttendResult> runAttend(Bench &bench,
+                                    std::shared_ptr<const Artifact> artifact,
+                                    unsigned batch) {
   std::vector<AttendResult> results;
-  growThroughContexts(artifact, pool, batch, options,
+  growThroughContexts(bench, artifact, batch,
                       [&](Cache &cache, const std::vector<SequenceId> &seqs,
                           const std::vector<uint8_t> &q, unsigned) {
-                        results.push_back(
-                            timeAttend(cache, seqs, q, evictor, options));
+                        results.push_back(timeAttend(bench, cache, seqs, q));
                       });
   return results;
 }
 
 /// Prints the GPU model of attention at every context.
-void runGpuModel(std::shared_ptr<const Artifact> artifact,
-                 const TokenPool &pool, unsigned batch,
-                 const Options &options) {
+void runGpuModel(Bench &bench, std::shared_ptr<const Artifact> artifact,
+                 unsigned batch) {
+  const Options &options = bench.options;
   const ModelShape &model = artifact->manifest().Model;
   growThroughContexts(
-      artifact, pool, batch, options,
+      bench, artifact, batch,
       [&](Cache &cache, const std::vector<SequenceId> &seqs,
           const std::vector<uint8_t> &q, unsigned context) {
         double elements = 2.0 * context * batch * model.KvHeads * model.HeadDim;
@@ -431,24 +430,21 @@ double tokenBytes(const Manifest &manifest, Tensor tensor, bool quantized) {
          (model.Type == DType::F32 ? 4 : 2);
 }
 
-/// `steps` single-token appends to sequence `seq`, each after an eviction
-/// when `evictor` is given.
-StepResult runSteps(Cache &cache, SequenceId seq, const TokenPool &pool,
-                    CacheEvictor *evictor, unsigned context, unsigned steps) {
+/// `steps` single-token appends to sequence `seq`, each timed alone, cold
+/// (its data evicted first) or warm.
+StepResult runSteps(Bench &bench, Cache &cache, SequenceId seq,
+                    unsigned context, bool cold) {
   const Manifest &manifest = cache.artifact().manifest();
+  unsigned steps = bench.options.steps;
   // Steps reuse the pool's first tokens: their values do not matter.
   std::vector<double> times;
   std::vector<unsigned> flushed;
   std::vector<double> bytes;
   SliceCounts before = take(cache.counts(seq, 0));
   for (unsigned s = 0; s < steps; ++s) {
-    unsigned token = s % context;
-    if (evictor)
-      evictor->evict();
-    auto start = Clock::now();
-    check(cache.append(0, std::vector<AppendItem>{
-                              {seq, 1, pool.keys(token), pool.values(token)}}));
-    times.push_back(secondsSince(start));
+    auto call = [&] { bench.append(cache, {seq}, s % context, 1); };
+    times.push_back(cold ? bench.clock->cold(call)
+                         : bench.clock->warm(call, 1).median);
     SliceCounts after = take(cache.counts(seq, 0));
     double stepBytes = 4 * tokenBytes(manifest, Tensor::Keys, false);
     unsigned tokens = 0;
@@ -465,7 +461,7 @@ StepResult runSteps(Cache &cache, SequenceId seq, const TokenPool &pool,
   StepResult result;
   if (steps == 0)
     return result;
-  result.step = summarize(times);
+  result.step = kvq::bench::summarize(times);
   result.flushTokens = *std::max_element(flushed.begin(), flushed.end());
   std::vector<double> flushTimes;
   for (unsigned s = 0; s < steps; ++s)
@@ -474,15 +470,14 @@ StepResult runSteps(Cache &cache, SequenceId seq, const TokenPool &pool,
       result.flushBytes = bytes[s];
     }
   result.flushSteps = flushTimes.size();
-  result.flushStep = summarize(flushTimes);
+  result.flushStep = kvq::bench::summarize(flushTimes);
   return result;
 }
 
 /// The prefill of the longest context into a fresh sequence, and then
 /// `options.steps` single-token appends cold and as many warm.
-AppendResult runAppend(std::shared_ptr<const Artifact> artifact,
-                       const TokenPool &pool, CacheEvictor &evictor,
-                       const Options &options) {
+AppendResult runAppend(Bench &bench, std::shared_ptr<const Artifact> artifact) {
+  const Options &options = bench.options;
   const Manifest &manifest = artifact->manifest();
   unsigned context = options.contexts.back();
   auto cache = makeCache(artifact, options, 1, context + 2 * options.steps);
@@ -493,25 +488,24 @@ AppendResult runAppend(std::shared_ptr<const Artifact> artifact,
     if (r > 0)
       check(cache->removeSequence(seq));
     seq = take(cache->addSequence());
-    evictor.evict();
-    auto start = Clock::now();
-    check(cache->append(0, std::vector<AppendItem>{
-                               {seq, context, pool.keys(0), pool.values(0)}}));
-    prefills.push_back(secondsSince(start));
+    prefills.push_back(
+        bench.clock->cold([&] { bench.append(*cache, {seq}, 0, context); }));
   }
-  result.prefill = summarize(prefills);
+  result.prefill = kvq::bench::summarize(prefills);
   result.prefillBytes =
       2 * context * tokenBytes(manifest, Tensor::Keys, false) +
       attendBytes(*cache);
-  result.cold = runSteps(*cache, seq, pool, &evictor, context, options.steps);
-  result.warm = runSteps(*cache, seq, pool, nullptr, context, options.steps);
+  result.cold = runSteps(bench, *cache, seq, context, true);
+  result.warm = runSteps(bench, *cache, seq, context, false);
   return result;
 }
 
 void printAttend(const std::vector<Series> &series, const Options &options,
                  double bandwidth) {
-  std::printf("decode attention, layer 0: median of %u calls [min-max]; "
-              "%% of bw on the bytes each call must read; speedup vs %s\n",
+  std::printf("decode attention, layer 0: cold: median of %u calls "
+              "[min-max]; warm: %s of %u calls; %% of bw on the bytes each "
+              "call must read; speedup vs %s\n",
+              options.repeat, options.device == "cpu" ? "median" : "mean",
               options.repeat, series[0].name.c_str());
   std::printf("%-24s %5s %7s %24s %7s %6s %8s | %9s %7s %8s\n", "cache",
               "batch", "context", "cold ms [min-max]", "MB read", "% bw",
@@ -580,50 +574,47 @@ std::string parentName(std::string path) {
   return path.substr(path.rfind('/') + 1);
 }
 
-} // namespace
-
-/// Makes `pool` hold tokens of `model`'s shape, keeping it when it does.
-void refillTokenPool(TokenPool &pool, const ModelShape &model,
-                     const Options &options) {
-  if (pool.row != size_t(model.KvHeads) * model.HeadDim ||
-      pool.elementBytes != (model.Type == DType::F32 ? 4u : 2u))
-    pool = makeTokenPool(model, options.contexts.back());
-}
-
 /// `--gpu-model`: the model table of every artifact, batch and context.
-int gpuModelMain(const Options &options) {
+int gpuModelMain(Bench &bench) {
   kvq::bench::printGpuModelHeader();
-  TokenPool pool;
-  for (const std::string &dir : options.artifacts) {
+  for (const std::string &dir : bench.options.artifacts) {
     auto artifact = take(Artifact::open(dir));
-    refillTokenPool(pool, artifact->manifest().Model, options);
-    for (unsigned batch : options.batches)
-      runGpuModel(artifact, pool, batch, options);
+    bench.usePool(artifact->manifest().Model);
+    for (unsigned batch : bench.options.batches)
+      runGpuModel(bench, artifact, batch);
   }
   return 0;
 }
 
+/// The backend's clock: the host's, or the GPU's (`--device cuda`).
+std::unique_ptr<Clock> makeClock(const Options &options) {
+  if (options.device == "cpu")
+    return kvq::bench::createHostClock(options.threads, options.evictBytes,
+                                       options.probeBytes);
+  // Several times the largest L2 (an H200's 60 MiB) unless given.
+  size_t flushBytes =
+      options.evictBytes ? options.evictBytes : size_t(512) << 20;
+  return take(kvq::bench::createDeviceClock(flushBytes, options.probeBytes));
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
-  if (options.gpuModel)
-    return gpuModelMain(options);
-  if (options.evictBytes == 0)
-    options.evictBytes = 4 * lastLevelCacheBytes();
-  double bandwidth = measureReadBandwidth(options.threads, options.probeBytes);
-  CacheEvictor evictor(options.evictBytes, options.threads);
-  std::printf("kvq-bench: CPU backend, %u threads; cold calls follow a read "
-              "of %zu MiB on every thread (LLC %zu MiB)\n",
-              options.threads, evictor.bytes() >> 20,
-              lastLevelCacheBytes() >> 20);
-  std::printf("machine read bandwidth (%u threads, STREAM-style sum): "
-              "%.2f GB/s\n\n",
-              options.threads, bandwidth / 1e9);
+  if (options.gpuModel) {
+    Bench bench{options};
+    return gpuModelMain(bench);
+  }
+  std::unique_ptr<Clock> clock = makeClock(options);
+  Bench bench{options, clock.get()};
+  if (options.device == "cuda")
+    bench.device = static_cast<DeviceClock *>(clock.get());
+  std::printf("kvq-bench: %s\n\n", clock->describe().c_str());
 
   std::vector<Series> series;
-  TokenPool pool;
   for (const std::string &dir : options.artifacts) {
     auto artifact = take(Artifact::open(dir));
-    refillTokenPool(pool, artifact->manifest().Model, options);
+    bench.usePool(artifact->manifest().Model);
     Series s;
     s.name = artifact->manifest().Name;
     // The same spec compiled twice (before / after a change): tell them
@@ -632,11 +623,11 @@ int main(int argc, char **argv) {
       if (other.name == s.name)
         s.name += "@" + parentName(dir);
     for (unsigned batch : options.batches)
-      s.attend.push_back(runAttend(artifact, pool, batch, evictor, options));
-    s.append = runAppend(artifact, pool, evictor, options);
+      s.attend.push_back(runAttend(bench, artifact, batch));
+    s.append = runAppend(bench, artifact);
     series.push_back(std::move(s));
   }
-  printAttend(series, options, bandwidth);
-  printAppend(series, options, bandwidth);
+  printAttend(series, options, clock->bandwidth());
+  printAppend(series, options, clock->bandwidth());
   return 0;
 }

@@ -25,6 +25,7 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUdeviceptr = unsigned long long;
 using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
 
 /// The driver entry points, resolved by name (the _v2 names are the ones
 /// cuda.h maps the unversioned API to).
@@ -54,20 +55,29 @@ struct CudaApi {
   CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int,
                                                         size_t);
   CUresult (*GetErrorString)(CUresult, const char **);
+  // Timing (optional: a driver without them answers Unsupported).
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
 };
 
 class CudaDriver : public DeviceDriver {
 public:
   CudaDriver(void *Library, const CudaApi &Api, CUdevice Device,
-             CUcontext Context, std::string DeviceName)
+             CUcontext Context, std::string DeviceName, unsigned SmVersion)
       : Library(Library), Api(Api), Device(Device), Context(Context),
-        DeviceName(std::move(DeviceName)) {}
+        DeviceName(std::move(DeviceName)), SmVersion(SmVersion) {}
   ~CudaDriver() override {
     Api.PrimaryCtxRelease(Device);
     dlclose(Library);
   }
 
   std::string name() const override { return "cuda: " + DeviceName; }
+  unsigned smVersion() const override { return SmVersion; }
 
   Expected<ModuleHandle> loadModule(const std::string &PTX) override {
     CUmodule M = nullptr;
@@ -165,6 +175,56 @@ public:
     return unsigned(std::max(1, SMs * PerSM));
   }
 
+  Expected<StreamHandle> createStream() override {
+    CUstream S = nullptr;
+    if (!Api.StreamCreate)
+      return DeviceDriver::createStream();
+    // CU_STREAM_NON_BLOCKING is 1: no implicit order with the default stream.
+    if (Status St = check(Api.StreamCreate(&S, 1), "cuStreamCreate"); !St.ok())
+      return St;
+    return StreamHandle(S);
+  }
+  Status destroyStream(StreamHandle S) override {
+    if (!Api.StreamDestroy)
+      return DeviceDriver::destroyStream(S);
+    return check(Api.StreamDestroy(static_cast<CUstream>(S)),
+                 "cuStreamDestroy");
+  }
+  Expected<EventHandle> createEvent() override {
+    CUevent E = nullptr;
+    if (!Api.EventCreate)
+      return DeviceDriver::createEvent();
+    if (Status St = check(Api.EventCreate(&E, 0), "cuEventCreate"); !St.ok())
+      return St;
+    return EventHandle(E);
+  }
+  Status destroyEvent(EventHandle E) override {
+    if (!Api.EventDestroy)
+      return DeviceDriver::destroyEvent(E);
+    return check(Api.EventDestroy(static_cast<CUevent>(E)), "cuEventDestroy");
+  }
+  Status recordEvent(EventHandle E) override {
+    if (!Api.EventRecord)
+      return DeviceDriver::recordEvent(E);
+    return check(Api.EventRecord(static_cast<CUevent>(E), Stream),
+                 "cuEventRecord");
+  }
+  Expected<double> elapsedSeconds(EventHandle Start, EventHandle End) override {
+    if (!Api.EventSynchronize || !Api.EventElapsedTime)
+      return DeviceDriver::elapsedSeconds(Start, End);
+    if (Status S = check(Api.EventSynchronize(static_cast<CUevent>(End)),
+                         "cuEventSynchronize");
+        !S.ok())
+      return S;
+    float Ms = 0;
+    if (Status S = check(Api.EventElapsedTime(&Ms, static_cast<CUevent>(Start),
+                                              static_cast<CUevent>(End)),
+                         "cuEventElapsedTime");
+        !S.ok())
+      return S;
+    return double(Ms) * 1e-3;
+  }
+
 private:
   Expected<CUfunction> function(KernelHandle Kernel) const {
     if (Kernel.Id == 0 || Kernel.Id > Functions.size())
@@ -177,6 +237,7 @@ private:
   CUdevice Device;
   CUcontext Context;
   std::string DeviceName;
+  unsigned SmVersion;
   std::vector<CUmodule> Modules;
   std::vector<CUfunction> Functions;
   CUstream Stream = nullptr;
@@ -235,6 +296,16 @@ kvq::runtime::createCudaDriver(int DeviceOrdinal) {
       resolve(Lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
               Api.OccupancyMaxActiveBlocksPerMultiprocessor);
   resolve(Lib, "cuGetErrorString", Api.GetErrorString);
+  resolve(Lib, "cuStreamCreate", Api.StreamCreate);
+  resolve(Lib, "cuStreamDestroy_v2", Api.StreamDestroy);
+  resolve(Lib, "cuEventCreate", Api.EventCreate);
+  resolve(Lib, "cuEventDestroy_v2", Api.EventDestroy);
+  resolve(Lib, "cuEventRecord", Api.EventRecord);
+  resolve(Lib, "cuEventSynchronize", Api.EventSynchronize);
+  // cuda.h maps cuEventElapsedTime to _v2 from CUDA 12.8 on; older drivers
+  // have only the first.
+  if (!resolve(Lib, "cuEventElapsedTime_v2", Api.EventElapsedTime))
+    resolve(Lib, "cuEventElapsedTime", Api.EventElapsedTime);
   if (!Ok) {
     dlclose(Lib);
     return Status::error(ErrorCode::Backend,
@@ -267,6 +338,11 @@ kvq::runtime::createCudaDriver(int DeviceOrdinal) {
                              Failed + ": " + Why);
   }
   Api.DeviceGetName(Name, sizeof(Name), Device);
-  return std::unique_ptr<DeviceDriver>(
-      new CudaDriver(Lib, Api, Device, Context, Name));
+  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR are 75 / 76.
+  int Major = 0, Minor = 0;
+  if (Api.DeviceGetAttribute(&Major, 75, Device) != 0 ||
+      Api.DeviceGetAttribute(&Minor, 76, Device) != 0)
+    Major = Minor = 0;
+  return std::unique_ptr<DeviceDriver>(new CudaDriver(
+      Lib, Api, Device, Context, Name, unsigned(10 * Major + Minor)));
 }

@@ -9,7 +9,9 @@
 // a fork (copy-on-write on the device) and decode steps through
 // appendDevice / attendDevice with a plan give the same outputs, windows,
 // sinks, pages and key norms, bit for bit, as the host-pointer calls (whose
-// results EndToEndTests check against the reference).
+// results EndToEndTests check against the reference). Where the machine has
+// a GPU, the same on it, the device-pointer calls issued on a stream of the
+// test's own (non-blocking, as an engine's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,11 +36,11 @@ std::ostream &operator<<(std::ostream &OS, const Spec &S) {
   return OS << S.Name;
 }
 
-std::unique_ptr<Cache> interpreterCache(const char *Dir) {
+std::unique_ptr<Cache> deviceCache(const char *Dir,
+                                   std::unique_ptr<DeviceDriver> Driver) {
   auto A = Artifact::open(Dir);
   EXPECT_TRUE(A.ok()) << A.message();
-  auto B =
-      createDeviceBackend(**A, std::make_unique<ptx::InterpDriver>(), "sm_80");
+  auto B = createDeviceBackend(**A, std::move(Driver));
   EXPECT_TRUE(B.ok()) << B.message();
   CacheOptions O;
   O.MaxSequences = 3;
@@ -60,24 +62,53 @@ std::vector<uint8_t> randomValues(DType Type, size_t N, unsigned Seed) {
   return Raw;
 }
 
-/// Two caches on the interpreter fed the same tokens, one through the
+/// Two caches on one kind of device fed the same tokens, one through the
 /// device-pointer calls, one through the host-pointer calls.
 class DevicePathTest : public ::testing::TestWithParam<Spec> {
 protected:
   void SetUp() override {
-    Dev = interpreterCache(GetParam().Dir);
-    Host = interpreterCache(GetParam().Dir);
+    Dev = deviceCache(GetParam().Dir, std::make_unique<ptx::InterpDriver>());
+    Host = deviceCache(GetParam().Dir, std::make_unique<ptx::InterpDriver>());
+    shapes();
+  }
+  void TearDown() override {
+    if (StreamOwner)
+      (void)StreamOwner->destroyStream(Stream);
+  }
+
+  /// Makes both caches CUDA caches and the device calls' stream one of the
+  /// test's own; false without a GPU.
+  bool onCuda(std::string &Why) {
+    auto Probe = createCudaDriver();
+    if (!Probe.ok()) {
+      Why = Probe.message();
+      return false;
+    }
+    Dev = deviceCache(GetParam().Dir, std::move(*createCudaDriver()));
+    Host = deviceCache(GetParam().Dir, std::move(*createCudaDriver()));
+    StreamOwner = std::move(*Probe);
+    Expected<StreamHandle> S = StreamOwner->createStream();
+    EXPECT_TRUE(S.ok()) << S.message();
+    Stream = S.ok() ? *S : nullptr;
+    shapes();
+    return Dev && Host;
+  }
+
+  void shapes() {
     const ModelShape &M = Dev->manifest().Model;
     Row = size_t(M.KvHeads) * M.HeadDim;
     QRow = size_t(M.Heads) * M.HeadDim;
     Type = M.Type;
   }
 
-  /// Device memory holding Data (freed with the cache's backend).
+  /// Device memory holding Data (freed with the cache's backend). The
+  /// copy is on the default stream: waited for, so that work on Stream
+  /// sees it.
   DevicePtr onDevice(const std::vector<uint8_t> &Data) {
     Backend &B = Dev->backend();
     DevicePtr P = *B.allocate(Data.size());
     EXPECT_TRUE(B.copyToDevice(P, Data.data(), Data.size()).ok());
+    EXPECT_TRUE(B.synchronize().ok());
     return P;
   }
 
@@ -97,7 +128,7 @@ protected:
         DevItems.push_back({Seqs[I], Tokens[I], onDevice(K), onDevice(V)});
       }
       ASSERT_TRUE(Host->append(L, HostItems).ok());
-      ASSERT_TRUE(Dev->appendDevice(L, DevItems).ok());
+      ASSERT_TRUE(Dev->appendDevice(L, DevItems, Stream).ok());
     }
   }
 
@@ -108,8 +139,8 @@ protected:
       std::vector<float> Want(Seqs.size() * QRow), Out(Want.size());
       ASSERT_TRUE(Host->attend(L, Seqs, Q.data(), Want.data()).ok());
       DevicePtr OutDev = *Dev->backend().allocate(Out.size() * 4);
-      ASSERT_TRUE(Dev->attendDevice(L, Plan, onDevice(Q), OutDev).ok());
-      ASSERT_TRUE(Dev->synchronize().ok());
+      ASSERT_TRUE(Dev->attendDevice(L, Plan, onDevice(Q), OutDev, Stream).ok());
+      ASSERT_TRUE(Dev->synchronize(Stream).ok());
       ASSERT_TRUE(
           Dev->backend().copyToHost(Out.data(), OutDev, Out.size() * 4).ok());
       EXPECT_EQ(Out, Want) << "layer " << L;
@@ -118,6 +149,7 @@ protected:
 
   /// Every piece of state of every sequence, bit for bit.
   void compareState() {
+    ASSERT_TRUE(Dev->synchronize(Stream).ok());
     const Manifest &M = Dev->manifest();
     for (size_t I = 0; I < Seqs.size(); ++I)
       for (unsigned L = 0; L < M.Model.Layers; ++L) {
@@ -141,30 +173,71 @@ protected:
   }
 
   std::unique_ptr<Cache> Dev, Host;
+  /// The device calls' stream (null: the default one) and its driver.
+  std::unique_ptr<DeviceDriver> StreamOwner;
+  StreamHandle Stream = nullptr;
   std::vector<SequenceId> Seqs;
   size_t Row = 0, QRow = 0;
   DType Type = DType::F16;
+
+  /// A prefill, a fork and decode steps, each followed by attention.
+  void prefillForkAndDecode() {
+    for (int I = 0; I < 2; ++I) {
+      SequenceId S = *Dev->addSequence();
+      ASSERT_EQ(S, *Host->addSequence());
+      Seqs.push_back(S);
+    }
+    append({200, 150}, 1);
+    // The fork shares the first sequence's pages; the decode steps below
+    // write into them (copy-on-write, on the device).
+    SequenceId Fork = *Dev->forkSequence(Seqs[0]);
+    ASSERT_EQ(Fork, *Host->forkSequence(Seqs[0]));
+    Seqs.push_back(Fork);
+    Expected<AttendPlan> Plan = Dev->planAttend(Seqs, 256);
+    ASSERT_TRUE(Plan.ok()) << Plan.message();
+    for (unsigned Step = 0; Step < 3; ++Step) {
+      append({1, 1, 1}, 10 + Step);
+      attendAndCompare(*Plan, 20 + Step);
+    }
+    compareState();
+  }
 };
 
-TEST_P(DevicePathTest, DeviceCallsEqualHostCalls) {
-  for (int I = 0; I < 2; ++I) {
-    SequenceId S = *Dev->addSequence();
-    ASSERT_EQ(S, *Host->addSequence());
-    Seqs.push_back(S);
-  }
-  append({200, 150}, 1);
-  // The fork shares the first sequence's pages; the decode steps below
-  // write into them (copy-on-write, on the device).
-  SequenceId Fork = *Dev->forkSequence(Seqs[0]);
-  ASSERT_EQ(Fork, *Host->forkSequence(Seqs[0]));
-  Seqs.push_back(Fork);
-  Expected<AttendPlan> Plan = Dev->planAttend(Seqs, 256);
-  ASSERT_TRUE(Plan.ok()) << Plan.message();
-  for (unsigned Step = 0; Step < 3; ++Step) {
-    append({1, 1, 1}, 10 + Step);
-    attendAndCompare(*Plan, 20 + Step);
-  }
-  compareState();
+TEST_P(DevicePathTest, DeviceCallsEqualHostCalls) { prefillForkAndDecode(); }
+
+TEST_P(DevicePathTest, DeviceCallsEqualHostCallsOnCuda) {
+  std::string Why;
+  if (!onCuda(Why))
+    GTEST_SKIP() << Why;
+  prefillForkAndDecode();
+}
+
+/// The PTX a device backend loads: the newest target of the artifact the
+/// device runs, the oldest on the interpreter, a named one if the device
+/// runs it.
+TEST(PtxTargetTest, NewestTheDeviceLoads) {
+  auto A = Artifact::open(KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA1);
+  ASSERT_TRUE(A.ok()) << A.message();
+  ASSERT_EQ((*A)->ptxTargets(), (std::vector<std::string>{"sm_80", "sm_90"}));
+  auto Pick = [&](unsigned Sm, const std::string &Target = "") {
+    Expected<std::string> T = choosePtxTarget(**A, Sm, Target);
+    return T.ok() ? *T : "error: " + T.message();
+  };
+  EXPECT_EQ(Pick(90), "sm_90");
+  EXPECT_EQ(Pick(120), "sm_90");
+  EXPECT_EQ(Pick(89), "sm_80");
+  EXPECT_EQ(Pick(0), "sm_80");
+  EXPECT_EQ(Pick(0, "sm_90"), "sm_90");
+  EXPECT_EQ(Pick(90, "sm_80"), "sm_80");
+  EXPECT_EQ(Pick(86, "sm_90"),
+            "error: PTX target sm_90 is newer than the device (sm_86)");
+  Expected<std::string> Old = choosePtxTarget(**A, 75);
+  ASSERT_FALSE(Old.ok());
+  EXPECT_EQ(Old.status().code(), ErrorCode::Unsupported);
+  EXPECT_NE(Old.message().find("has PTX for sm_80, sm_90, none of which the "
+                               "device (sm_75) loads"),
+            std::string::npos)
+      << Old.message();
 }
 
 INSTANTIATE_TEST_SUITE_P(

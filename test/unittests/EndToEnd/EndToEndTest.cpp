@@ -628,15 +628,20 @@ std::unique_ptr<Cache> cpuCache(const SpecParam &P, unsigned Seqs,
   return C.ok() ? std::move(*C) : nullptr;
 }
 
-std::unique_ptr<Cache> interpreterCache(const SpecParam &P, unsigned Seqs,
-                                        unsigned Pages, std::string &Error) {
+/// A cache of spec P whose backend runs the PTX for Target (empty: as
+/// choosePtxTarget picks) on Driver.
+std::unique_ptr<Cache> deviceCache(const SpecParam &P, unsigned Seqs,
+                                   unsigned Pages,
+                                   std::unique_ptr<DeviceDriver> Driver,
+                                   const std::string &Target,
+                                   std::string &Error) {
   Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
   if (!A.ok()) {
     Error = A.message();
     return nullptr;
   }
   Expected<std::unique_ptr<Backend>> B =
-      createDeviceBackend(**A, std::make_unique<ptx::InterpDriver>(), "sm_80");
+      createDeviceBackend(**A, std::move(Driver), Target);
   if (!B.ok()) {
     Error = B.message();
     return nullptr;
@@ -650,6 +655,44 @@ std::unique_ptr<Cache> interpreterCache(const SpecParam &P, unsigned Seqs,
     return nullptr;
   }
   return std::move(*C);
+}
+
+std::unique_ptr<Cache> interpreterCache(const SpecParam &P, unsigned Seqs,
+                                        unsigned Pages, std::string &Error) {
+  return deviceCache(P, Seqs, Pages, std::make_unique<ptx::InterpDriver>(),
+                     "sm_80", Error);
+}
+
+/// Four sequences of `Prompts` tokens prefilled in every layer, then two
+/// decode steps: codes and parameters bit for bit, attention within the
+/// tolerance, after the prefill and after the steps. The first three
+/// sequences attend as one batch, the last alone (several splits when it is
+/// longer than the planner's); after the steps all four attend in splits of
+/// the granule, the shortest a plan may pin.
+void checkPrefillAndDecode(Harness &H, const std::vector<unsigned> &Prompts,
+                           const std::string &Backend) {
+  std::vector<unsigned> All;
+  for (size_t I = 0; I < Prompts.size(); ++I)
+    All.push_back(H.addSequence());
+  for (unsigned L = 0; L < kLayers; ++L)
+    H.append(L, All, Prompts);
+  const std::vector<unsigned> Short = {All[0], All[1], All[2]};
+  for (unsigned L = 0; L < kLayers; ++L) {
+    H.checkAttention(L, Short, Backend + ", after prefill");
+    H.checkAttention(L, {All[3]}, Backend + ", after prefill");
+  }
+  for (unsigned Step = 0; Step < 2; ++Step)
+    for (unsigned L = 0; L < kLayers; ++L)
+      H.append(L, All, {1, 1, 1, 1});
+  for (unsigned S : All)
+    H.checkState(S, Backend);
+  unsigned Granule = H.C->manifest().SplitGranule;
+  for (unsigned L = 0; L < kLayers; ++L) {
+    H.checkAttention(L, Short, Backend + ", after decode");
+    H.checkAttention(L, {All[3]}, Backend + ", after decode");
+    H.checkAttention(L, All, Backend + ", splits of the granule", {},
+                     QueryRope::Rotated, Granule);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -777,32 +820,39 @@ TEST_P(EndToEndTest, InterpreterMatchesTheReference) {
   std::unique_ptr<Cache> C = interpreterCache(P, 4, 16, Error);
   ASSERT_TRUE(C) << "PTX interpreter: " << Error;
   Harness H(P, std::move(C), 300);
-  const std::vector<unsigned> Prompts = {1, 31, 200, 700};
-  std::vector<unsigned> All;
-  for (size_t I = 0; I < Prompts.size(); ++I)
-    All.push_back(H.addSequence());
-  for (unsigned L = 0; L < kLayers; ++L)
-    H.append(L, All, Prompts);
-  // One split for the first three (batched), three for the last (alone):
-  // the planner's 256-token splits.
-  const std::vector<unsigned> Short = {All[0], All[1], All[2]};
-  for (unsigned L = 0; L < kLayers; ++L) {
-    H.checkAttention(L, Short, "interpreter, after prefill");
-    H.checkAttention(L, {All[3]}, "interpreter, after prefill");
+  // One split for the first three, three for the last: the planner's
+  // 256-token splits.
+  checkPrefillAndDecode(H, {1, 31, 200, 700}, "interpreter");
+}
+
+/// The PTX kernels on a GPU, where this machine has one (skipped where it
+/// has not): each PTX target of the artifact that the device loads, JIT-
+/// compiled by the driver, through the same checks as the interpreter's at
+/// a context of several thousand tokens.
+TEST_P(EndToEndTest, CudaMatchesTheReference) {
+  const SpecParam &P = GetParam();
+  Expected<std::unique_ptr<DeviceDriver>> Probe = createCudaDriver();
+  if (!Probe.ok())
+    GTEST_SKIP() << Probe.message();
+  unsigned Sm = (*Probe)->smVersion();
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  unsigned Ran = 0;
+  for (const std::string &Target : (*A)->ptxTargets()) {
+    if (!choosePtxTarget(**A, Sm, Target).ok())
+      continue; // newer than the device
+    SCOPED_TRACE(Target + " on " + (*Probe)->name());
+    Expected<std::unique_ptr<DeviceDriver>> Driver = createCudaDriver();
+    ASSERT_TRUE(Driver.ok()) << Driver.message();
+    std::string Error;
+    std::unique_ptr<Cache> C =
+        deviceCache(P, 4, 128, std::move(*Driver), Target, Error);
+    ASSERT_TRUE(C) << "CUDA, " << Target << ": " << Error;
+    Harness H(P, std::move(C), 301);
+    checkPrefillAndDecode(H, {1, 31, 700, 5000}, "cuda " + Target);
+    ++Ran;
   }
-  for (unsigned Step = 0; Step < 2; ++Step)
-    for (unsigned L = 0; L < kLayers; ++L)
-      H.append(L, All, {1, 1, 1, 1});
-  for (unsigned S : All)
-    H.checkState(S, "interpreter");
-  unsigned Granule = H.C->manifest().SplitGranule;
-  for (unsigned L = 0; L < kLayers; ++L) {
-    H.checkAttention(L, Short, "interpreter, after decode");
-    H.checkAttention(L, {All[3]}, "interpreter, after decode");
-    // The shortest splits a plan may pin: splits start on every granule.
-    H.checkAttention(L, All, "interpreter, splits of the granule", {},
-                     QueryRope::Rotated, Granule);
-  }
+  EXPECT_GT(Ran, 0u) << "no PTX target of the artifact loads on sm_" << Sm;
 }
 
 /// Windows are ring buffers (docs/KernelABI.md, "Window rings"): appends

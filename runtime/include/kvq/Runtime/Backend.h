@@ -110,17 +110,25 @@ Expected<std::unique_ptr<Backend>>
 createCpuBackend(const Artifact &A, unsigned Threads = 2,
                  HostCode Code = HostCode::SharedObject);
 
-/// A backend on Driver running the artifact's PTX for Target. Loads the
-/// module and resolves every kernel of the manifest up front.
+/// The PTX target of A to load on a device of SM version DeviceSm
+/// (DeviceDriver::smVersion): Target when given (an error if the device is
+/// older), else the newest of the artifact's targets the device loads, or
+/// the oldest where DeviceSm is 0 (no GPU: the interpreter).
+Expected<std::string> choosePtxTarget(const Artifact &A, unsigned DeviceSm,
+                                      const std::string &Target = "");
+
+/// A backend on Driver running the artifact's PTX for Target (empty: as
+/// choosePtxTarget picks). Loads the module and resolves every kernel of the
+/// manifest up front.
 Expected<std::unique_ptr<Backend>>
 createDeviceBackend(const Artifact &A, std::unique_ptr<DeviceDriver> Driver,
-                    const std::string &Target = "sm_80");
+                    const std::string &Target = "");
 
 /// The device backend on the CUDA driver (device DeviceOrdinal). Fails with
 /// "no CUDA driver ..." on machines without one.
 Expected<std::unique_ptr<Backend>>
 createCudaBackend(const Artifact &A, int DeviceOrdinal = 0,
-                  const std::string &Target = "sm_80");
+                  const std::string &Target = "");
 
 } // namespace kvq::runtime
 

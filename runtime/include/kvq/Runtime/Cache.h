@@ -88,9 +88,10 @@ struct CacheOptions {
   /// addresses of PagesPerTensor x page_bytes bytes each (16-byte aligned);
   /// 0: the cache allocates the pool, the engine still assigns its pages.
   DevicePtr EnginePagePools[2] = {0, 0};
-  /// CUDA backend: device ordinal and PTX target.
+  /// CUDA backend: device ordinal and PTX target (empty: the newest of the
+  /// artifact's targets the device loads, choosePtxTarget).
   int CudaDevice = 0;
-  std::string PtxTarget = "sm_80";
+  std::string PtxTarget;
 };
 
 /// New tokens of one sequence for one layer: K and V are [NumTokens][Hkv][D]

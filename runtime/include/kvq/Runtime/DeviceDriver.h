@@ -93,6 +93,9 @@ using DevicePtr = uint64_t;
 /// A CUDA stream (CUstream), opaque here; null is the default stream.
 using StreamHandle = void *;
 
+/// A CUDA event (CUevent), opaque here.
+using EventHandle = void *;
+
 /// Opaque handles issued by a driver; zero is never a valid handle.
 struct ModuleHandle {
   uint64_t Id = 0;
@@ -113,6 +116,9 @@ public:
 
   /// A human-readable name ("cuda: <device name>", "ptx-interpreter").
   virtual std::string name() const = 0;
+  /// The GPU's SM version (90 for sm_90), which bounds the PTX targets it
+  /// loads; 0 for a driver that has no GPU behind it.
+  virtual unsigned smVersion() const { return 0; }
 
   /// Loads (JIT-compiles) a module from PTX text.
   virtual Expected<ModuleHandle> loadModule(const std::string &PTX) = 0;
@@ -146,6 +152,28 @@ public:
   /// Attention plans its splits to fill them.
   virtual Expected<unsigned> residentBlocks(KernelHandle Kernel, Dim3 Block,
                                             unsigned DynamicSharedBytes) = 0;
+
+  /// Timing on the device's clock, for benchmarks and engines that measure
+  /// what they launch: streams and events of the driver's context (the
+  /// primary context, which every driver of one device shares). A driver
+  /// without a device clock (the interpreter) answers Unsupported.
+  virtual Expected<StreamHandle> createStream() { return noClock(); }
+  virtual Status destroyStream(StreamHandle) { return noClock(); }
+  virtual Expected<EventHandle> createEvent() { return noClock(); }
+  virtual Status destroyEvent(EventHandle) { return noClock(); }
+  /// Records Event on the current stream (setStream).
+  virtual Status recordEvent(EventHandle) { return noClock(); }
+  /// Seconds from Start to End, two recorded events; waits for End.
+  virtual Expected<double> elapsedSeconds(EventHandle /*Start*/,
+                                          EventHandle /*End*/) {
+    return noClock();
+  }
+
+private:
+  Status noClock() const {
+    return Status::error(ErrorCode::Unsupported,
+                         name() + ": no device clock (streams and events)");
+  }
 };
 
 /// Opens the CUDA driver (libcuda.so.1, loaded at run time) on device
