@@ -29,8 +29,11 @@ namespace abi = kvq::abi;
 
 namespace {
 
-/// The shortest split planSplits chooses by itself (see planSplits).
-constexpr uint64_t kMinSplitTokens = 256;
+/// The shortest split planSplits chooses by itself (see planSplits). Timed
+/// on an H200 (docs/Performance.md, fourteenth session): at batch 1, 4k
+/// tokens 128-token splits beat 256-token ones by 10-22% (fp16, KIVI-2,
+/// InnerQ-base), 64-token ones gain nothing more, and 32-token ones lose.
+constexpr uint64_t kMinSplitTokens = 128;
 
 uint64_t ceilDiv(uint64_t A, uint64_t B) { return (A + B - 1) / B; }
 uint64_t roundUp(uint64_t A, uint64_t B) { return ceilDiv(A, B) * B; }

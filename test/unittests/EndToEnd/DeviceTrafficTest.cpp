@@ -375,7 +375,7 @@ TEST(DeviceTrafficTest, SplitsArePlannedForTheBackend) {
     // the CPU backend runs one block per thread.
     EXPECT_EQ(*Resident, Interpreter ? 528u : F.C->options().Threads);
     uint64_t G = M.SplitGranule, Cap = M.SplitTokens;
-    uint64_t Floor = std::min(Cap, (256 + G - 1) / G * G);
+    uint64_t Floor = std::min(Cap, (128 + G - 1) / G * G);
     uint64_t Slots =
         std::max<uint64_t>(1, *Resident / (M.Model.KvHeads * kBatch));
     auto Splits = [](uint64_t T, uint64_t S) { return (T + S - 1) / S; };

@@ -820,8 +820,8 @@ TEST_P(EndToEndTest, InterpreterMatchesTheReference) {
   std::unique_ptr<Cache> C = interpreterCache(P, 4, 16, Error);
   ASSERT_TRUE(C) << "PTX interpreter: " << Error;
   Harness H(P, std::move(C), 300);
-  // One split for the first three, three for the last: the planner's
-  // 256-token splits.
+  // The planner's shortest splits, 128 tokens: up to two for the first
+  // three, six for the last.
   checkPrefillAndDecode(H, {1, 31, 200, 700}, "interpreter");
 }
 
