@@ -370,6 +370,33 @@ SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, Value step,
   return SmallVector<Value>(loop.getResults());
 }
 
+SmallVector<Value> KernelBuilder::forLoopInFlight(Value begin, Value end,
+                                                  unsigned stride,
+                                                  ValueRange init,
+                                                  const LoopBody &body) {
+  // `unroll` indices an iteration while the last of them is below `end`,
+  // then the rest one by one.
+  unsigned unroll = getTarget().getLoadsInFlight();
+  SmallVector<Value> acc(init.begin(), init.end());
+  end = maxS(end, begin);
+  if (unroll > 1) {
+    Value mainEnd = maxS(sub(end, i32((unroll - 1) * stride)), begin);
+    acc = forLoop(begin, mainEnd, i32(unroll * stride), acc,
+                  [&](Value index, ValueRange sums) {
+                    SmallVector<Value> next(sums.begin(), sums.end());
+                    for (unsigned u = 0; u < unroll; ++u)
+                      next = body(add(index, i32(u * stride)), next);
+                    return next;
+                  });
+    // The unrolled loop ran ceil((mainEnd - begin) / (unroll x stride))
+    // iterations.
+    Value iterations = divU(add(sub(mainEnd, begin), i32(unroll * stride - 1)),
+                            i32(unroll * stride));
+    begin = add(begin, mul(iterations, i32(unroll * stride)));
+  }
+  return forLoop(begin, maxS(end, begin), i32(stride), acc, body);
+}
+
 void KernelBuilder::forEach(Value lb, Value ub,
                             llvm::function_ref<void(Value)> body) {
   forLoop(lb, ub, i32(1), {}, [&](Value iv, ValueRange) {

@@ -284,14 +284,13 @@ AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
         Value begin = kb.add(kb.maxS(first, pageStart), worker);
         Value pageEnd = kb.add(pageStart, pageTokens);
         Value stop = kb.select(kb.ult(end, pageEnd), end, pageEnd);
-        return kb.forLoop(begin, kb.maxS(stop, begin), kb.i32(workers), acc,
-                          [&](Value index, ValueRange sums) {
-                            Value pageToken = kb.sub(index, pageStart);
-                            if (next)
-                              prefetchTokens(*next, pageToken, 1);
-                            return step(access, pageToken, kb.add(index, sink),
-                                        sums);
-                          });
+        auto tokenStep = [&](Value index, ValueRange sums) {
+          Value pageToken = kb.sub(index, pageStart);
+          if (next)
+            prefetchTokens(*next, pageToken, 1);
+          return step(access, pageToken, kb.add(index, sink), sums);
+        };
+        return kb.forLoopInFlight(begin, stop, workers, acc, tokenStep);
       });
 }
 
@@ -968,12 +967,13 @@ void AttendEmitter::scoreFullPrecisionRows(Range range) {
       for (unsigned k = 0; k < chunks; ++k)
         addChunk(access, row, kb.i32(k * lanes), dots);
     } else {
-      dots = kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(lanes), dots,
-                        [&](Value c0, ValueRange acc) -> SmallVector<Value> {
-                          SmallVector<Value> next(acc.begin(), acc.end());
-                          addChunk(access, row, c0, next);
-                          return next;
-                        });
+      dots = kb.forLoopInFlight(
+          kb.i32(0), kb.i32(dim), lanes, dots,
+          [&](Value c0, ValueRange acc) -> SmallVector<Value> {
+            SmallVector<Value> next(acc.begin(), acc.end());
+            addChunk(access, row, c0, next);
+            return next;
+          });
     }
     storeScores(t, dots, {});
     return {};

@@ -186,6 +186,7 @@ public:
                             {acc, asHalves(x), asHalves(y)});
   }
   bool prefersWideLoads() const override { return false; }
+  unsigned getLoadsInFlight() const override { return 1; }
   unsigned getVectorLanes() const override { return vectorLanes; }
   /// AVX-512 has 32 vector registers, AVX and SSE 16.
   unsigned getVectorRegisters() const override {

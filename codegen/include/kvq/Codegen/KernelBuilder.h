@@ -158,6 +158,12 @@ public:
   /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
   /// leave vectorization to LLVM's loop vectorizer (CPU).
   virtual bool prefersWideLoads() const = 0;
+  /// Iterations of a streaming loop (tokens, chunks of a row) emitted
+  /// together so that their loads are in flight at once: 1 where the core
+  /// runs ahead by itself (the CPU's out-of-order window), more where a
+  /// thread issues in order and waits at the first use of a load (the
+  /// GPU's warps, too few of which fit on an SM to hide DRAM latency alone).
+  virtual unsigned getLoadsInFlight() const = 0;
 
   /// The f32 lanes one thread computes on at once: a vector register on the
   /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), a run of
@@ -381,6 +387,13 @@ public:
                                          mlir::Value step,
                                          mlir::ValueRange init,
                                          const LoopBody &body);
+  /// forLoop over begin, begin + stride, ... below `end`, its body emitted
+  /// getTarget().getLoadsInFlight() times an iteration (then once per
+  /// index for the rest), so that the loads of several indices are issued
+  /// before the first of them is used.
+  llvm::SmallVector<mlir::Value>
+  forLoopInFlight(mlir::Value begin, mlir::Value end, unsigned stride,
+                  mlir::ValueRange init, const LoopBody &body);
   /// A loop without loop-carried values.
   void forEach(mlir::Value lb, mlir::Value ub,
                llvm::function_ref<void(mlir::Value)> body);

@@ -1,0 +1,42 @@
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
+
+// The GPU's streaming loops emit KernelTarget::getLoadsInFlight() = 4
+// iterations at a time (KernelBuilder::forLoopInFlight), so that a thread
+// has four 16-byte row loads in flight before it waits on the first: a
+// chunk loop over a key row (8 channels a chunk, 32 an iteration) and a
+// token loop over value rows (a worker's tokens 8 apart, 32 an iteration),
+// each followed by the loop of the indices left over, one at a time. The
+// CPU's out-of-order cores run ahead by themselves: their loops step by one.
+kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
+  kvq.keys window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}
+
+// GPU-LABEL: gpu.func @fp_attend_0(
+// GPU: scf.for %{{.*}} step %c32_i32{{.*}} iter_args
+// GPU-NOT: scf.yield
+// GPU: -> vector<8xf16>
+// GPU-NOT: scf.yield
+// GPU: -> vector<8xf16>
+// GPU-NOT: scf.yield
+// GPU: -> vector<8xf16>
+// GPU-NOT: scf.yield
+// GPU: -> vector<8xf16>
+// GPU-NOT: -> vector<8xf16>
+// GPU: scf.yield
+// GPU-NEXT: }
+// GPU: scf.for %{{.*}} step %c8_i32{{.*}} iter_args
+// GPU-NOT: scf.yield
+// GPU: -> vector<8xf16>
+// GPU-NOT: -> vector<8xf16>
+// GPU: scf.yield
+// GPU: gpu.return
+
+// CPU-LABEL: func.func @fp_attend_0(
+// CPU-NOT: step %c32_i32
+// CPU: return
