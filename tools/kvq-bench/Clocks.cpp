@@ -26,6 +26,14 @@ namespace {
 
 using WallClock = std::chrono::steady_clock;
 
+/// printf into a string (a line or two of the bench's header).
+template <typename... Args>
+std::string format(const char *pattern, Args... args) {
+  char text[256];
+  std::snprintf(text, sizeof(text), pattern, args...);
+  return text;
+}
+
 double secondsSince(WallClock::time_point start) {
   return std::chrono::duration<double>(WallClock::now() - start).count();
 }
@@ -78,14 +86,11 @@ public:
         readBandwidth(measureReadBandwidth(probeBytes)) {}
 
   std::string describe() const override {
-    char text[256];
-    std::snprintf(text, sizeof(text),
-                  "CPU backend, %u threads; cold calls follow a read of %zu "
+    return format("CPU backend, %u threads; cold calls follow a read of %zu "
                   "MiB on every thread (LLC %zu MiB)\nmachine read bandwidth "
                   "(%u threads, STREAM-style sum): %.2f GB/s",
                   threads, (evictBuffer.size() * sizeof(float)) >> 20,
                   lastLevelCacheBytes() >> 20, threads, readBandwidth / 1e9);
-    return text;
   }
   double bandwidth() const override { return readBandwidth; }
   double cold(const std::function<void()> &call) override {
@@ -171,14 +176,11 @@ public:
   runtime::StreamHandle stream() const override { return calls; }
 
   std::string describe() const override {
-    char text[256];
-    std::snprintf(text, sizeof(text),
-                  "CUDA backend (%s), timed by events; cold calls follow a "
+    return format("CUDA backend (%s), timed by events; cold calls follow a "
                   "write of %zu MiB\ndevice copy bandwidth (read + write): "
                   "%.0f GB/s",
                   device->name().c_str(), flushBytes >> 20,
                   copyBandwidth / 1e9);
-    return text;
   }
   double bandwidth() const override { return copyBandwidth; }
 
