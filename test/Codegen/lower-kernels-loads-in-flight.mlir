@@ -40,3 +40,24 @@ kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype 
 // CPU-LABEL: func.func @fp_attend_0(
 // CPU-NOT: step %c32_i32
 // CPU: return
+
+// KIVI-2's span=channels values on the matrix unit: a warp's 16-token steps
+// load the next step's page memory before the current step's arithmetic
+// (sumWarpSharePipelined). The step loop carries, beside the 36 sums (8
+// tiles of 4 and the offsets' 4), a thread's four tokens' code word, scale
+// bits and zero-point bits: loaded one step ahead, converted in the step
+// that uses them.
+kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// GPU-LABEL: gpu.func @kivi_attend_0(
+// GPU: scf.for {{.*}} -> ({{(f32, )+}}i32, i16, i16, i32, i16, i16, i32, i16, i16, i32, i16, i16)
+// GPU: arith.bitcast %arg{{[0-9]+}} : i16 to f16
+// GPU: nvvm.mma.sync
+// GPU: scf.yield

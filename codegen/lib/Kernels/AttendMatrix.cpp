@@ -166,6 +166,44 @@ static void sumWarpShare(KernelBuilder &kb, const FragmentThread &thread,
       });
 }
 
+/// As sumWarpShare, with each iteration's memory loaded one iteration
+/// ahead: `load(i)` issues iteration i's loads, `compute(i, loaded, sums)`
+/// uses them. An iteration loads the next one's (the last reloads its own)
+/// before it computes, so that the loads are in flight during a whole
+/// step's arithmetic instead of stalling its first instructions.
+static void sumWarpSharePipelined(
+    KernelBuilder &kb, const FragmentThread &thread, Value count,
+    ArrayRef<Value> zeros, function_ref<SmallVector<Value>(Value)> load,
+    function_ref<SmallVector<Value>(Value, ValueRange, ValueRange)> compute,
+    function_ref<void(ArrayRef<Value>)> store) {
+  unsigned warps = getWarps(kb.getTarget());
+  size_t sums = zeros.size();
+  kb.ifThenElse(
+      kb.ult(thread.warp, count), {},
+      [&]() -> SmallVector<Value> {
+        SmallVector<Value> init(zeros.begin(), zeros.end());
+        llvm::append_range(init, load(thread.warp));
+        Value lastIteration = kb.sub(count, kb.i32(1));
+        SmallVector<Value> result = kb.forLoop(
+            thread.warp, count, kb.i32(warps), init,
+            [&](Value i, ValueRange carried) -> SmallVector<Value> {
+              Value ahead = kb.add(i, kb.i32(warps));
+              SmallVector<Value> next =
+                  load(kb.select(kb.ult(ahead, count), ahead, lastIteration));
+              SmallVector<Value> out = compute(i, carried.drop_front(sums),
+                                               carried.take_front(sums));
+              llvm::append_range(out, next);
+              return out;
+            });
+        store(ArrayRef<Value>(result).take_front(sums));
+        return {};
+      },
+      [&]() -> SmallVector<Value> {
+        store(zeros);
+        return {};
+      });
+}
+
 void AttendEmitter::storeMatrixShare(
     const FragmentThread &thread, Value rowChannel0, unsigned rowChannels,
     function_ref<Value(unsigned channel, unsigned column)> valueAt) {
@@ -238,18 +276,41 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
     // tokens, whose addresses differ by constants. Steps that straddle the
     // range (`partial`, warp-uniform) give tokens outside it slope, offset
     // and weight 0, so that no stale page data reaches the sums.
-    auto emitStep = [&](Value q0, ValueRange acc,
-                        bool partial) -> SmallVector<Value> {
+    Value pageTokens = kb.i32(layout.pageTokens);
+    // The page memory of one step, loaded a step ahead of its use
+    // (sumWarpSharePipelined): per token (column) its rowWords code words
+    // from a word boundary, its group's scale bits and (where the slice
+    // stores them) its zero-point bits.
+    bool hasZeros = values.zerosOffset >= 0;
+    unsigned perColumn = rowWords + 1 + (hasZeros ? 1 : 0);
+    auto loadStep = [&](Value q0) -> SmallVector<Value> {
       SliceAccess access(kb, tensor(false), values, layout.pageTokens,
                          args.pages[1], tableRow(false), q0, head);
-      Value pageToken = kb.add(kb.remU(q0, kb.i32(layout.pageTokens)), column0);
-      Value token = kb.add(kb.add(q0, column0), sink);
-      // The thread's code bytes of its first token, from a word boundary.
+      Value pageToken = kb.add(kb.remU(q0, pageTokens), column0);
       Value byte = kb.add(kb.mul(pageToken, kb.i32(tokenBytes)), rowByte);
       Value codes =
           kb.gep(access.getCodesBase(), kb.toI64(kb.bitAnd(byte, kb.i32(~3))));
-      Value shift = kb.mul(kb.bitAnd(byte, kb.i32(3)), kb.i32(8));
       Value n = kb.add(kb.mul(pageToken, kb.i32(groups)), groupIndex);
+      SmallVector<Value> loaded;
+      for (unsigned column : columns) {
+        for (unsigned w = 0; w < rowWords; ++w)
+          loaded.push_back(kb.load(kb.builder().getI32Type(), codes,
+                                   kb.i64(int64_t(column) * tokenBytes + 4 * w),
+                                   4, /*invariant=*/true));
+        loaded.push_back(access.loadScaleBits(quantizer, n, column * groups));
+        if (hasZeros)
+          loaded.push_back(access.loadZeroBits(quantizer, n, column * groups));
+      }
+      return loaded;
+    };
+    auto emitStep = [&](Value q0, ValueRange loaded, ValueRange acc,
+                        bool partial) -> SmallVector<Value> {
+      Value pageToken = kb.add(kb.remU(q0, pageTokens), column0);
+      Value token = kb.add(kb.add(q0, column0), sink);
+      // The thread's code bytes of its first token start `shift` bits into
+      // its first word.
+      Value byte = kb.add(kb.mul(pageToken, kb.i32(tokenBytes)), rowByte);
+      Value shift = kb.mul(kb.bitAnd(byte, kb.i32(3)), kb.i32(8));
       Value weightRow =
           partial ? Value()
                   : f32Row(kb, scores,
@@ -257,18 +318,15 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
                                   kb.sub(token, splitRange.begin)));
       SmallVector<SmallVector<Value, 4>, 4> words;
       SmallVector<Value, 4> slopes, offsets, weights;
-      for (unsigned column : columns) {
+      for (auto [c, column] : llvm::enumerate(columns)) {
+        ValueRange own = loaded.slice(c * perColumn, perColumn);
         SmallVector<Value, 4> tokenWords;
-        for (unsigned w = 0; w < rowWords; ++w) {
-          Value word = kb.load(kb.builder().getI32Type(), codes,
-                               kb.i64(int64_t(column) * tokenBytes + 4 * w), 4,
-                               /*invariant=*/true);
-          tokenWords.push_back(rowBytes < 4 ? kb.shrU(word, shift) : word);
-        }
+        for (unsigned w = 0; w < rowWords; ++w)
+          tokenWords.push_back(rowBytes < 4 ? kb.shrU(own[w], shift) : own[w]);
         words.push_back(tokenWords);
-        AffineTerms terms =
-            quantizer.affine(access.loadScale(quantizer, n, column * groups),
-                             access.loadZero(quantizer, n, column * groups));
+        AffineTerms terms = quantizer.affine(
+            quantizer.paramFromBits(own[rowWords]),
+            hasZeros ? quantizer.paramFromBits(own[rowWords + 1]) : kb.f32(0));
         Value slope = terms.slope, offset = terms.offset, weight;
         if (partial) {
           Value columnToken = kb.add(token, kb.i32(column));
@@ -350,14 +408,19 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
     };
     SmallVector<Type> types((tiles + 1) * 4, kb.builder().getF32Type());
     SmallVector<Value> zeros((tiles + 1) * 4, kb.f32(0));
-    sumWarpShare(
+    auto stepStart = [&](Value step) {
+      return kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
+    };
+    sumWarpSharePipelined(
         kb, thread, steps, zeros,
-        [&](Value step, ValueRange acc) -> SmallVector<Value> {
-          Value q0 = kb.add(first, kb.mul(step, kb.i32(kStepTokens)));
+        [&](Value step) { return loadStep(stepStart(step)); },
+        [&](Value step, ValueRange loaded,
+            ValueRange acc) -> SmallVector<Value> {
+          Value q0 = stepStart(step);
           Value inside = covers(range, kb.add(q0, sink), kStepTokens);
           return kb.ifThenElse(
-              inside, types, [&] { return emitStep(q0, acc, false); },
-              [&] { return emitStep(q0, acc, true); });
+              inside, types, [&] { return emitStep(q0, loaded, acc, false); },
+              [&] { return emitStep(q0, loaded, acc, true); });
         },
         storeShare);
   });

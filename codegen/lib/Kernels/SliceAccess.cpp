@@ -67,20 +67,28 @@ Value SliceAccess::paramOffset(uint64_t arrayOffset, Value n) {
                 kb.mul(kb.toI64(n), kb.i64(slice.paramBytes)));
 }
 
-Value SliceAccess::loadScale(Quantizer &quantizer, Value n, unsigned after) {
+Value SliceAccess::loadScaleBits(Quantizer &quantizer, Value n,
+                                 unsigned after) {
   uint64_t offset = slice.scalesOffset + uint64_t(after) * slice.paramBytes;
-  return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
-                                         paramOffset(offset, n),
-                                         slice.paramBytes, /*invariant=*/true));
+  return kb.load(quantizer.getParamBitsType(), base, paramOffset(offset, n),
+                 slice.paramBytes, /*invariant=*/true);
+}
+
+Value SliceAccess::loadZeroBits(Quantizer &quantizer, Value n, unsigned after) {
+  if (slice.zerosOffset < 0)
+    return {};
+  uint64_t offset = slice.zerosOffset + uint64_t(after) * slice.paramBytes;
+  return kb.load(quantizer.getParamBitsType(), base, paramOffset(offset, n),
+                 slice.paramBytes, /*invariant=*/true);
+}
+
+Value SliceAccess::loadScale(Quantizer &quantizer, Value n, unsigned after) {
+  return quantizer.paramFromBits(loadScaleBits(quantizer, n, after));
 }
 
 Value SliceAccess::loadZero(Quantizer &quantizer, Value n, unsigned after) {
-  if (slice.zerosOffset < 0)
-    return kb.f32(0);
-  uint64_t offset = slice.zerosOffset + uint64_t(after) * slice.paramBytes;
-  return quantizer.paramFromBits(kb.load(quantizer.getParamBitsType(), base,
-                                         paramOffset(offset, n),
-                                         slice.paramBytes, /*invariant=*/true));
+  Value bits = loadZeroBits(quantizer, n, after);
+  return bits ? quantizer.paramFromBits(bits) : kb.f32(0);
 }
 
 Value SliceAccess::loadParams(Quantizer &quantizer, uint64_t arrayOffset,

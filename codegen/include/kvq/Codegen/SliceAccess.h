@@ -45,6 +45,13 @@ public:
   mlir::Value loadScale(Quantizer &quantizer, mlir::Value n,
                         unsigned after = 0);
   mlir::Value loadZero(Quantizer &quantizer, mlir::Value n, unsigned after = 0);
+  /// The same as stored (Quantizer::getParamBitsType), for a caller that
+  /// converts them later (Quantizer::paramFromBits); the zero-point's is
+  /// null where the slice stores none.
+  mlir::Value loadScaleBits(Quantizer &quantizer, mlir::Value n,
+                            unsigned after = 0);
+  mlir::Value loadZeroBits(Quantizer &quantizer, mlir::Value n,
+                           unsigned after = 0);
   /// Stored scales / zero-points of groups [n, n + count) as a vector of
   /// f32: one vector load for float parameter dtypes, aligned to its size
   /// (up to kLayoutAlignment) when `alignedN` says n is a multiple of count.
