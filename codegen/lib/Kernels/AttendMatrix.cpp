@@ -145,32 +145,15 @@ static Value codeHalves(KernelBuilder &kb, MatrixUnit &unit, Value bytes,
   return kb.fsub(biasedHalves(kb, unit, bytes, mask), splatHalves(kb, 1024.0));
 }
 
-/// Runs `step` for thread's warp over iterations warp, warp + warps, ...
-/// below `count`, the sums starting at `zeros`, and stores them with
-/// `store`; a warp with no iteration stores `zeros`, so that no zeros are
-/// carried past a loop that might not run.
-static void sumWarpShare(KernelBuilder &kb, const FragmentThread &thread,
-                         Value count, ArrayRef<Value> zeros,
-                         const KernelBuilder::LoopBody &step,
-                         function_ref<void(ArrayRef<Value>)> store) {
-  unsigned warps = getWarps(kb.getTarget());
-  kb.ifThenElse(
-      kb.ult(thread.warp, count), {},
-      [&]() -> SmallVector<Value> {
-        store(kb.forLoop(thread.warp, count, kb.i32(warps), zeros, step));
-        return {};
-      },
-      [&]() -> SmallVector<Value> {
-        store(zeros);
-        return {};
-      });
-}
-
-/// As sumWarpShare, with each iteration's memory loaded one iteration
-/// ahead: `load(i)` issues iteration i's loads, `compute(i, loaded, sums)`
-/// uses them. An iteration loads the next one's (the last reloads its own)
-/// before it computes, so that the loads are in flight during a whole
-/// step's arithmetic instead of stalling its first instructions.
+/// Runs thread's warp over iterations warp, warp + warps, ... below
+/// `count`, the sums starting at `zeros`, and stores them with `store`; a
+/// warp with no iteration stores `zeros`, so that no zeros are carried past
+/// a loop that might not run. Each iteration's memory is loaded one
+/// iteration ahead: `load(i)` issues iteration i's loads and
+/// `compute(i, loaded, sums)` uses them; an iteration loads the next one's
+/// (the last reloads its own) before it computes, so that the loads are in
+/// flight during a whole step's arithmetic instead of stalling its first
+/// instructions.
 static void sumWarpSharePipelined(
     KernelBuilder &kb, const FragmentThread &thread, Value count,
     ArrayRef<Value> zeros, function_ref<SmallVector<Value>(Value)> load,
@@ -202,6 +185,17 @@ static void sumWarpSharePipelined(
         store(zeros);
         return {};
       });
+}
+
+/// sumWarpSharePipelined for a `step` that loads what it uses itself.
+static void sumWarpShare(KernelBuilder &kb, const FragmentThread &thread,
+                         Value count, ArrayRef<Value> zeros,
+                         const KernelBuilder::LoopBody &step,
+                         function_ref<void(ArrayRef<Value>)> store) {
+  sumWarpSharePipelined(
+      kb, thread, count, zeros, [](Value) { return SmallVector<Value>(); },
+      [&](Value i, ValueRange, ValueRange sums) { return step(i, sums); },
+      store);
 }
 
 void AttendEmitter::storeMatrixShare(
