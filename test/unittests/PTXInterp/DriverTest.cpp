@@ -6,6 +6,8 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
+
 using namespace kvq;
 using namespace kvq::ptx::test;
 
@@ -95,7 +97,52 @@ TEST(DriverTest, CudaDriverRunsKernel) {
     GTEST_SKIP() << D.message();
   }
   EXPECT_EQ((*D)->name().rfind("cuda: ", 0), 0u);
+  EXPECT_GE((*D)->smVersion(), 30u) << "a compute capability";
   runAddOne(**D);
+}
+
+/// A kernel timed by two events on a stream of the driver's own: the
+/// elapsed time is positive and below the wall time around it.
+TEST(DriverTest, CudaDriverTimesKernelsOnAStream) {
+  auto D = runtime::createCudaDriver();
+  if (!D.ok())
+    GTEST_SKIP() << D.message();
+  runtime::DeviceDriver &Cuda = **D;
+  auto Stream = Cuda.createStream();
+  ASSERT_TRUE(Stream.ok()) << Stream.message();
+  auto Start = Cuda.createEvent(), End = Cuda.createEvent();
+  ASSERT_TRUE(Start.ok() && End.ok()) << Start.message() << End.message();
+  Cuda.setStream(*Stream);
+  auto Wall = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Cuda.recordEvent(*Start).ok());
+  runAddOne(Cuda);
+  ASSERT_TRUE(Cuda.recordEvent(*End).ok());
+  auto Seconds = Cuda.elapsedSeconds(*Start, *End);
+  double WallSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - Wall)
+          .count();
+  ASSERT_TRUE(Seconds.ok()) << Seconds.message();
+  EXPECT_GT(*Seconds, 0.0);
+  EXPECT_LE(*Seconds, WallSeconds);
+  Cuda.setStream(nullptr);
+  EXPECT_TRUE(Cuda.destroyEvent(*Start).ok());
+  EXPECT_TRUE(Cuda.destroyEvent(*End).ok());
+  EXPECT_TRUE(Cuda.destroyStream(*Stream).ok());
+}
+
+/// The interpreter has no device clock: streams and events are a clean
+/// Unsupported error, and it is no GPU (no SM version).
+TEST(DriverTest, InterpDriverHasNoClock) {
+  ptx::InterpDriver D;
+  EXPECT_EQ(D.smVersion(), 0u);
+  auto Event = D.createEvent();
+  ASSERT_FALSE(Event.ok());
+  EXPECT_EQ(Event.status().code(), runtime::ErrorCode::Unsupported);
+  EXPECT_EQ(Event.message(),
+            "ptx-interpreter: no device clock (streams and events)");
+  EXPECT_FALSE(D.createStream().ok());
+  EXPECT_FALSE(D.recordEvent(nullptr).ok());
+  EXPECT_FALSE(D.elapsedSeconds(nullptr, nullptr).ok());
 }
 
 TEST(DriverTest, InterpDriverRunsKernels) {
