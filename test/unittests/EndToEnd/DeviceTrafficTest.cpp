@@ -25,6 +25,8 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+#include <map>
 #include <random>
 
 using namespace kvq;
@@ -57,8 +59,14 @@ public:
     Streams.push_back(Current);
     return InterpDriver::copyToDevice(Dst, Src, Bytes);
   }
+  Status memset(DevicePtr Dst, uint8_t Value, size_t Bytes) override {
+    MemsetBytes.push_back(Bytes);
+    return InterpDriver::memset(Dst, Value, Bytes);
+  }
   StreamHandle Current = nullptr;
   std::vector<StreamHandle> Streams;
+  /// The size of every memset, in order.
+  std::vector<size_t> MemsetBytes;
 };
 
 struct Fixture {
@@ -500,6 +508,34 @@ TEST(DeviceTrafficTest, PlanServesEveryLayerAndStep) {
   ASSERT_TRUE(Dev.C->removeSequence(Dev.Seqs[2]).ok());
   EXPECT_EQ(Dev.C->attend(1, *Plan, Long.Q.data(), Out.data()).code(),
             ErrorCode::InvalidArgument);
+}
+
+/// A prefill clears the pages it takes by runs of consecutive pages, one
+/// memset each (a fresh pool hands them out in order): on a GPU a memset
+/// per page cost more than the flush (docs/Performance.md).
+TEST(DeviceTrafficTest, PrefillClearsPagesByRuns) {
+  Fixture F = makeCache(/*Interpreter=*/true);
+  const Manifest &M = F.C->manifest();
+  unsigned Tokens = 3 * M.PageTokens + 10;
+  size_t Halfs = Tokens * F.Row / sizeof(uint16_t);
+  std::vector<uint16_t> K = randomHalfs(Halfs, 1), V = randomHalfs(Halfs, 2);
+  F.Driver->MemsetBytes.clear();
+  ASSERT_TRUE(F.C->append(0, {{F.Seqs[0], Tokens, K.data(), V.data()}}).ok());
+  const std::vector<size_t> &Sizes = F.Driver->MemsetBytes;
+  auto Count = [&](size_t Bytes) {
+    return std::count(Sizes.begin(), Sizes.end(), Bytes);
+  };
+  // Each tensor's new pages in one clear (keys and values may have pages
+  // of one size), and no clear of a single page.
+  std::map<size_t, long> Clears;
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    unsigned Pages = *F.C->numPages(T, F.Seqs[0]);
+    ASSERT_GE(Pages, 2u) << toString(T);
+    ++Clears[Pages * M.tensor(T).PageBytes];
+    EXPECT_EQ(Count(M.tensor(T).PageBytes), 0) << toString(T);
+  }
+  for (auto [Bytes, Tensors] : Clears)
+    EXPECT_EQ(Count(Bytes), Tensors) << "clears of " << Bytes << " bytes";
 }
 
 } // namespace
