@@ -171,6 +171,7 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
         {key::Block,
          llvm::json::Array{getCacheTarget(cache).getBlockThreads(), 1, 1}},
         {key::SharedBytes, 0},
+        {key::DeviceUnits, kernel.deviceUnits},
         {key::Args, std::move(args)}});
   }
   llvm::json::Object ptx;

@@ -402,6 +402,8 @@ KernelInfo parseKernel(const Json &J, const std::string &P) {
   K.Block = Dim3{Block[0].get<unsigned>(), Block[1].get<unsigned>(),
                  Block[2].get<unsigned>()};
   K.SharedBytes = getU32(J, key::SharedBytes, P);
+  K.DeviceUnits = unsigned(getBounded(J, key::DeviceUnits, P, 1u << 16));
+  check(K.DeviceUnits >= 1, "'" + P + ".device_units' must be >= 1");
   const Json &Args = field(J, key::Args, P);
   check(Args.is_array(), "'" + P + ".args' must be an array");
   for (const Json &A : Args) {

@@ -308,8 +308,14 @@ Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
   Args.set(A::WindowTokens, int32_t(Plan.Flushed - inputTokens(Plan)));
   Args.set(A::DestPos, int32_t(Destination));
   Args.set(A::NumTokens, int32_t(Plan.Flushed));
+  // A block of the GPU kernel moves DeviceUnits flush units, one of the
+  // host code's one.
+  unsigned Units = Plan.Flushed / TL.Flush;
+  const KernelInfo *K = C.manifest().kernel(LL.FlushKernel);
+  unsigned PerBlock = C.B->readsHostMemory() || !K ? 1 : K->DeviceUnits;
   return C.launch(LL.FlushKernel,
-                  Dim3{Plan.Flushed / TL.Flush, C.manifest().Model.KvHeads, 1},
+                  Dim3{(Units + PerBlock - 1) / PerBlock,
+                       C.manifest().Model.KvHeads, 1},
                   Args);
 }
 

@@ -31,11 +31,14 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // PLAN: kvq.attend_kernel @kivi_attend_0 of @kivi layers [0, 1]
 
 // Kernel IR: the cache stays; per cache, a host module and a GPU module, each
-// function keeping what the manifest needs of its kernel op.
+// function keeping what the manifest needs of its kernel op; the host
+// function also the flush units a block of its GPU kernel moves (a key flush
+// unit is 128 tokens: 4 blocks of 32 tokens x 64 channels, 256 groups, each
+// a thread's task; 128 threads x 4 loads in flight / 256 = 2).
 // KERNELS-LABEL: module attributes {gpu.container_module}
 // KERNELS: kvq.cache @kivi
 // KERNELS: module @kivi_host attributes {kvq.cache = @kivi, kvq.host_cpu = "native"}
-// KERNELS: func.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel = {kind = "flush", layers = array<i64: 0, 1>, tensor = "keys"}}
+// KERNELS: func.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel = {device_units = 2 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "keys"}}
 // KERNELS: func.func @kivi_attend_0({{.*}}) attributes {kvq.kernel = {kind = "attend", layers = array<i64: 0, 1>}}
 // KERNELS: gpu.module @kivi_kernels
 // KERNELS: gpu.func @kivi_flush_keys_0({{.*}}) kernel attributes {{{.*}}kvq.kernel = {kind = "flush"

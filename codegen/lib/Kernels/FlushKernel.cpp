@@ -1,6 +1,8 @@
 //===- FlushKernel.cpp - quantize and pack flushed tokens -----------------===//
 //
-// Block (u, h) moves flush unit u of kv-head h into the pages. The tokens
+// Block (b, h) moves flush units b x U .. b x U + U - 1 of kv-head h into
+// the pages (U = getFlushUnits: 1 on the CPU, more on the GPU where a unit
+// has fewer tasks than the block has threads). The tokens
 // are read where they are: the oldest from the sequence's window ring, the
 // rest from a linear input buffer (FlushSource). Each thread quantizes whole
 // groups, so a group's parameters and codes are computed by one thread in index
@@ -65,8 +67,8 @@ struct LaneGroup {
   GroupStats stats;
 };
 
-/// Emits the flush kernel of one slice: block (u, h) moves flush unit u of
-/// kv-head h into the pages. The scalar forms serve every target; the CPU's
+/// Emits the flush kernel of one slice: block (b, h) moves its flush units
+/// of kv-head h into the pages. The scalar forms serve every target; the CPU's
 /// vector forms are used where the target's lanes allow.
 class FlushEmitter {
 public:
@@ -74,12 +76,19 @@ public:
                const CacheLayout &layout, unsigned layer, bool isKeys)
       : kb(kb), layout(layout), tensor(layout.get(isKeys)),
         slice(tensor.layers[layer]), args(entry, tensor.windowCapacity),
-        unit(entry.blockId[0]), head(entry.blockId[1]),
+        blockUnit(entry.blockId[0]), unit(entry.blockId[0]),
+        head(entry.blockId[1]),
         tables(kb, layout, layer, isKeys, entry.blockId[1]) {}
 
   void emit();
+  /// The flush units a block moves (getFlushUnits), once emitted.
+  unsigned getUnitsPerBlock() const { return unitsPerBlock; }
 
 private:
+  /// Runs `body(task)` for the `tasks` tasks of each flush unit of the
+  /// block, spread over its threads: `unit` is the task's unit, and units
+  /// past the flush's are skipped.
+  void forEachUnitTask(unsigned tasks, function_ref<void(Value)> body);
   /// Group `g` of the flush unit.
   GroupPlace placeGroup(Value g);
   /// Channel reorder: places group `g` of a token already placed as if
@@ -121,10 +130,34 @@ private:
   const TensorLayout &tensor;
   const SliceLayout &slice;
   FlushArgs args;
-  Value unit, head;
+  /// blockId.x, and the unit the code being emitted moves.
+  Value blockUnit, unit, head;
   ChannelTables tables;
+  unsigned unitsPerBlock = 1;
 };
 } // namespace
+
+unsigned kvq::getFlushUnits(const KernelTarget &target, unsigned tasks) {
+  // As many units as give each thread getLoadsInFlight() tasks: on the
+  // GPU a unit of a span=channels value flush is a token's few groups,
+  // and a block of one unit left most of its threads idle.
+  return std::max(1u,
+                  target.getBlockThreads() * target.getLoadsInFlight() / tasks);
+}
+
+void FlushEmitter::forEachUnitTask(unsigned tasks,
+                                   function_ref<void(Value)> body) {
+  KernelTarget &target = kb.getTarget();
+  unitsPerBlock = getFlushUnits(target, tasks);
+  if (unitsPerBlock == 1)
+    return target.parallelFor(kb, kb.i32(tasks), body);
+  Value first = kb.mul(blockUnit, kb.i32(unitsPerBlock));
+  Value units = kb.divU(args.numTokens, kb.i32(tensor.window.getFlush()));
+  target.parallelFor(kb, kb.i32(unitsPerBlock * tasks), [&](Value i) {
+    unit = kb.add(first, kb.divU(i, kb.i32(tasks)));
+    kb.ifThen(kb.ult(unit, units), [&] { body(kb.remU(i, kb.i32(tasks))); });
+  });
+}
 
 GroupPlace FlushEmitter::placeGroup(Value g) {
   ModelAttr model = layout.model;
@@ -230,7 +263,7 @@ void FlushEmitter::emitQuantized() {
           ? flush * slice.groupsPerToken
           : flush / quant.getGroup() * layout.model.getHeadDim();
   unsigned dim = layout.model.getHeadDim();
-  kb.getTarget().parallelFor(kb, kb.i32(groupsPerUnit), [&](Value g) {
+  forEachUnitTask(groupsPerUnit, [&](Value g) {
     GroupPlace place = placeGroup(g);
     auto element = [&](Value k) {
       auto [x, channel] = loadElement(place, k);
@@ -377,7 +410,7 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
   unsigned flush = tensor.window.getFlush(), chunks = dim / lanes;
   unsigned words = slice.wordsPerGroup;
   Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
-  kb.getTarget().parallelFor(kb, kb.i32(flush / group * chunks), [&](Value i) {
+  forEachUnitTask(flush / group * chunks, [&](Value i) {
     Value block = kb.divU(i, kb.i32(chunks));
     Value c0 = kb.mul(kb.remU(i, kb.i32(chunks)), kb.i32(lanes));
     Value token =
@@ -646,10 +679,10 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
 void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
   unsigned flush = tensor.window.getFlush(), groups = slice.groupsPerToken;
   if (groups > kMaxUnrolledGroups)
-    return kb.getTarget().parallelFor(kb, kb.i32(flush * groups), [&](Value g) {
+    return forEachUnitTask(flush * groups, [&](Value g) {
       quantizeLaneGroups(g, 1, lanes);
     });
-  kb.getTarget().parallelFor(kb, kb.i32(flush), [&](Value token) {
+  forEachUnitTask(flush, [&](Value token) {
     quantizeLaneGroups(kb.mul(token, kb.i32(groups)), groups, lanes);
   });
 }
@@ -663,7 +696,7 @@ void FlushEmitter::emitFullPrecision(unsigned lanes) {
   if (lanes > 1)
     bitsType = VectorType::get({lanes}, bitsType);
   unsigned align = layout.dtypeBytes;
-  kb.getTarget().parallelFor(kb, kb.i32(flush * chunks), [&](Value e) {
+  forEachUnitTask(flush * chunks, [&](Value e) {
     Value token =
         kb.add(kb.mul(unit, kb.i32(flush)), kb.divU(e, kb.i32(chunks)));
     Value channel = kb.mul(kb.remU(e, kb.i32(chunks)), kb.i32(lanes));
@@ -700,8 +733,10 @@ void FlushEmitter::emit() {
   emitQuantized();
 }
 
-void kvq::emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
-                          const CacheLayout &layout, unsigned layer,
-                          bool isKeys) {
-  FlushEmitter(kb, entry, layout, layer, isKeys).emit();
+unsigned kvq::emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
+                              const CacheLayout &layout, unsigned layer,
+                              bool isKeys) {
+  FlushEmitter emitter(kb, entry, layout, layer, isKeys);
+  emitter.emit();
+  return emitter.getUnitsPerBlock();
 }

@@ -111,6 +111,7 @@ std::optional<LoweredKernel> kvq::getLoweredKernel(Operation *func) {
   auto kindName = attr.getAs<StringAttr>("kind");
   auto layers = attr.getAs<DenseI64ArrayAttr>("layers");
   auto tensor = attr.getAs<StringAttr>("tensor");
+  auto deviceUnits = attr.getAs<IntegerAttr>("device_units");
   if (!kindName || !layers || layers.empty())
     return std::nullopt;
   const abi::KernelDesc *kind = abi::findKernel(kindName.str().c_str());
@@ -118,9 +119,11 @@ std::optional<LoweredKernel> kvq::getLoweredKernel(Operation *func) {
     return std::nullopt;
   bool isKeys =
       !tensor || symbolizeTensorKind(tensor.getValue()) == TensorKind::Keys;
-  return LoweredKernel{{SymbolTable::getSymbolName(func).str(), kind->Kind,
-                        static_cast<unsigned>(layers[0]), isKeys},
-                       llvm::to_vector(layers.asArrayRef())};
+  return LoweredKernel{
+      {SymbolTable::getSymbolName(func).str(), kind->Kind,
+       static_cast<unsigned>(layers[0]), isKeys},
+      llvm::to_vector(layers.asArrayRef()),
+      deviceUnits ? static_cast<unsigned>(deviceUnits.getInt()) : 1u};
 }
 
 std::string kvq::getHostModuleName(CacheOp cache) {
@@ -131,17 +134,18 @@ std::string kvq::getDeviceModuleName(CacheOp cache) {
   return (cache.getSymName() + "_kernels").str();
 }
 
-void kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
-                     KernelTarget &target, OpBuilder &b, Location loc) {
+unsigned kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
+                         KernelTarget &target, OpBuilder &b, Location loc) {
   OpBuilder::InsertionGuard guard(b);
   KernelEntry entry = target.createKernel(b, loc, spec.name, spec.getArgs());
   KernelBuilder kb(b, loc, target);
+  unsigned units = 1;
   switch (spec.kind) {
   case KernelKind::KeyNorm:
     emitKeyNormKernel(kb, entry, layout);
     break;
   case KernelKind::Flush:
-    emitFlushKernel(kb, entry, layout, spec.layer, spec.isKeys);
+    units = emitFlushKernel(kb, entry, layout, spec.layer, spec.isKeys);
     break;
   case KernelKind::Track:
     emitTrackKernel(kb, entry, layout);
@@ -151,6 +155,7 @@ void kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
     break;
   }
   target.finishKernel(b, loc);
+  return units;
 }
 
 unsigned kvq::getLanes(const KernelTarget &target, unsigned count) {

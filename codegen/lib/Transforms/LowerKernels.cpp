@@ -44,12 +44,24 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
     CacheKernels &kernels = cache->second;
     KernelSpec spec = getKernelSpec(op);
     NamedAttribute tag = getLoweredKernelAttr(op);
+    unsigned deviceUnits = 1;
     for (auto [target, container] : {std::pair<KernelTarget *, Operation *>{
                                          kernels.cpu.get(), kernels.host},
                                      {kernels.gpu.get(), kernels.device}}) {
-      emitKernel(spec, cache->second.layout, *target, rewriter, op.getLoc());
+      unsigned units =
+          emitKernel(spec, cache->second.layout, *target, rewriter, op.getLoc());
+      if (target == kernels.gpu.get())
+        deviceUnits = units;
       SymbolTable::lookupSymbolIn(container, spec.name)
           ->setAttr(tag.getName(), tag.getValue());
+    }
+    // The host function carries what the manifest needs after the GPU
+    // module has become PTX: the GPU flush block's units.
+    if (deviceUnits > 1) {
+      Operation *host = SymbolTable::lookupSymbolIn(kernels.host, spec.name);
+      NamedAttrList fields(cast<DictionaryAttr>(tag.getValue()));
+      fields.set("device_units", rewriter.getI64IntegerAttr(deviceUnits));
+      host->setAttr(tag.getName(), fields.getDictionary(rewriter.getContext()));
     }
     rewriter.eraseOp(op);
     return success();

@@ -49,7 +49,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 6);
+  EXPECT_EQ(M.Version, 7);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -100,6 +100,7 @@ TEST(ManifestTest, ParsesAQuantizedScheme) {
        {"kind", "keynorm"},
        {"block", {32, 1, 1}},
        {"shared_bytes", 0},
+       {"device_units", 1},
        {"args", {"ptr", "ptr", "ptr", "i32", "i32", "i32"}}});
   Expected<Manifest> M = parseManifest(J.dump());
   ASSERT_TRUE(M.ok()) << M.message();
@@ -189,7 +190,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 7, runtime expects 6"),
+  EXPECT_NE(A.message().find("artifact version 8, runtime expects 7"),
             std::string::npos)
       << A.message();
 }
@@ -228,6 +229,11 @@ TEST(ManifestTest, NamesTheOffendingField) {
             }),
             "manifest: 'tensors.values.layers[1].flush_kernel' names kernel "
             "'gone' missing from the kernel table");
+  EXPECT_EQ(errorAfter([](Json &J) { J["kernels"][0]["device_units"] = 0; }),
+            "manifest: 'kernels[0].device_units' must be >= 1");
+  EXPECT_EQ(
+      errorAfter([](Json &J) { J["kernels"][0]["device_units"] = 1 << 17; }),
+      "manifest: 'kernels[0].device_units' is out of range (at most 65536)");
   EXPECT_EQ(errorAfter([](Json &J) { J["kernels"][0]["args"].erase(0); }),
             "manifest: kernel 'kvq_mock_flush_keys_0' has the wrong argument "
             "list for a flush kernel");
@@ -274,6 +280,7 @@ TEST(ManifestTest, NamesTheOffendingField) {
                    {"kind", "track"},
                    {"block", {32, 1, 1}},
                    {"shared_bytes", 0},
+                   {"device_units", 1},
                    {"args",
                     {"ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32",
                      "i32", "i32", "i32"}}});
@@ -417,7 +424,7 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 6");
+            "artifact version 4294967297, runtime expects 7");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -44,6 +44,9 @@ KernelSpec getKernelSpec(mlir::Operation *kernelOp);
 struct LoweredKernel {
   KernelSpec spec;
   llvm::SmallVector<int64_t> layers;
+  /// Flush kernels: the flush units a block of the GPU kernel moves
+  /// (getFlushUnits; the CPU's move one).
+  unsigned deviceUnits = 1;
 };
 
 /// The `kvq.kernel` attribute for the functions of kernel op `kernelOp`.
@@ -83,15 +86,20 @@ void mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
                  mlir::Value partial, mlir::Value out, mlir::Value numSplits,
                  mlir::Value firstRow, unsigned rows);
 
-/// Emits kernel `spec` of `layout` through `target`.
-void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
-                KernelTarget &target, mlir::OpBuilder &b, mlir::Location loc);
+/// Emits kernel `spec` of `layout` through `target`; returns the flush
+/// units a block moves (1 for the other kinds).
+unsigned emitKernel(const KernelSpec &spec, const CacheLayout &layout,
+                    KernelTarget &target, mlir::OpBuilder &b,
+                    mlir::Location loc);
+/// The flush units a block of `target` moves when a unit has `tasks` tasks.
+unsigned getFlushUnits(const KernelTarget &target, unsigned tasks);
 
 // One emitter per kernel kind (one file each under lib/Kernels).
 void emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
                        const CacheLayout &layout);
-void emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
-                     const CacheLayout &layout, unsigned layer, bool isKeys);
+unsigned emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
+                         const CacheLayout &layout, unsigned layer,
+                         bool isKeys);
 void emitTrackKernel(KernelBuilder &kb, const KernelEntry &entry,
                      const CacheLayout &layout);
 void emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,

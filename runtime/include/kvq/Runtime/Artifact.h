@@ -127,6 +127,9 @@ struct KernelInfo {
   std::string Kind;
   Dim3 Block;
   unsigned SharedBytes = 0;
+  /// Flush kernels: the flush units a block of the PTX kernel moves (the
+  /// host code's blocks move one); 1 for the other kinds.
+  unsigned DeviceUnits = 1;
   std::vector<ArgKind> Args;
 };
 

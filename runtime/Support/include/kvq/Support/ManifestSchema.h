@@ -78,6 +78,7 @@
   X(IndexWords, "index_words")                                                 \
   X(Block, "block")                                                            \
   X(SharedBytes, "shared_bytes")                                               \
+  X(DeviceUnits, "device_units")                                               \
   X(Args, "args")                                                              \
   X(Cpu, "cpu")                                                                \
   X(Features, "features")                                                      \
@@ -89,7 +90,7 @@ namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 6;
+inline constexpr int kVersion = 7;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";
