@@ -540,6 +540,9 @@ Manifest parseTopLevel(const Json &J) {
     M.HostFeatures.push_back(F.get<std::string>());
   }
   checkConsistency(M);
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    for (LayerLayout &L : (T == Tensor::Keys ? M.Keys : M.Values).Layers)
+      L.FlushDeviceUnits = M.kernel(L.FlushKernel)->DeviceUnits;
   return M;
 }
 

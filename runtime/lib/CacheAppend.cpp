@@ -311,12 +311,11 @@ Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
   // A block of the GPU kernel moves DeviceUnits flush units, one of the
   // host code's one.
   unsigned Units = Plan.Flushed / TL.Flush;
-  const KernelInfo *K = C.manifest().kernel(LL.FlushKernel);
-  unsigned PerBlock = C.B->readsHostMemory() || !K ? 1 : K->DeviceUnits;
-  return C.launch(LL.FlushKernel,
-                  Dim3{(Units + PerBlock - 1) / PerBlock,
-                       C.manifest().Model.KvHeads, 1},
-                  Args);
+  unsigned PerBlock = C.B->readsHostMemory() ? 1 : LL.FlushDeviceUnits;
+  return C.launch(
+      LL.FlushKernel,
+      Dim3{(Units + PerBlock - 1) / PerBlock, C.manifest().Model.KvHeads, 1},
+      Args);
 }
 
 /// After the flush (in stream order: the new rows may take the ring rows it

@@ -137,7 +137,8 @@ private:
 };
 } // namespace
 
-unsigned kvq::getFlushUnits(const KernelTarget &target, unsigned tasks) {
+/// The flush units a block of `target` moves when a unit has `tasks` tasks.
+static unsigned getFlushUnits(const KernelTarget &target, unsigned tasks) {
   // As many units as give each thread getLoadsInFlight() tasks: on the
   // GPU a unit of a span=channels value flush is a token's few groups,
   // and a block of one unit left most of its threads idle.
@@ -679,9 +680,8 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
 void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
   unsigned flush = tensor.window.getFlush(), groups = slice.groupsPerToken;
   if (groups > kMaxUnrolledGroups)
-    return forEachUnitTask(flush * groups, [&](Value g) {
-      quantizeLaneGroups(g, 1, lanes);
-    });
+    return forEachUnitTask(flush * groups,
+                           [&](Value g) { quantizeLaneGroups(g, 1, lanes); });
   forEachUnitTask(flush, [&](Value token) {
     quantizeLaneGroups(kb.mul(token, kb.i32(groups)), groups, lanes);
   });

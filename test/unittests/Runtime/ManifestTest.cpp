@@ -82,6 +82,18 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_FALSE((*A)->hostSharedPath().ok());
 }
 
+TEST(ManifestTest, LayersTakeTheirFlushKernelsDeviceUnits) {
+  Json J = mockJson();
+  for (Json &K : J["kernels"])
+    if (K["name"] == "kvq_mock_flush_values_0")
+      K["device_units"] = 128;
+  Expected<Manifest> M = parseManifest(J.dump());
+  ASSERT_TRUE(M.ok()) << M.message();
+  EXPECT_EQ(M->Values.Layers[0].FlushDeviceUnits, 128u);
+  EXPECT_EQ(M->Values.Layers[1].FlushDeviceUnits, 1u);
+  EXPECT_EQ(M->Keys.Layers[0].FlushDeviceUnits, 1u);
+}
+
 TEST(ManifestTest, ParsesAQuantizedScheme) {
   Json J = mockJson();
   J["tensors"]["keys"]["layers"][0]["scheme"] = {

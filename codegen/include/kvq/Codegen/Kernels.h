@@ -91,8 +91,6 @@ void mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
 unsigned emitKernel(const KernelSpec &spec, const CacheLayout &layout,
                     KernelTarget &target, mlir::OpBuilder &b,
                     mlir::Location loc);
-/// The flush units a block of `target` moves when a unit has `tasks` tasks.
-unsigned getFlushUnits(const KernelTarget &target, unsigned tasks);
 
 // One emitter per kernel kind (one file each under lib/Kernels).
 void emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,

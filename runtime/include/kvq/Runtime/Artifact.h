@@ -90,6 +90,9 @@ struct LayerLayout {
   uint64_t Offset = 0;
   uint64_t SliceBytes = 0;
   std::string FlushKernel;
+  /// The flush units a block of FlushKernel moves on a GPU (its kernel
+  /// entry's device_units, resolved once when the manifest is parsed).
+  unsigned FlushDeviceUnits = 1;
   /// XQuant code sharing: the earlier layer whose codes this layer's kernels
   /// read (it stores only its parameters), or -1.
   int CodesFrom = -1;
