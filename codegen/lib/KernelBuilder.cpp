@@ -195,12 +195,11 @@ Value KernelBuilder::reduceAdd(Value vector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector,
                                      arith::FastMathFlags::reassoc);
 }
-Value KernelBuilder::combineEach(ArrayRef<Value> vectors,
-                                 function_ref<Value(Value, Value)> combine) {
+Value KernelBuilder::combineVectors(ArrayRef<Value> vectors,
+                                    function_ref<Value(Value, Value)> combine) {
   int64_t lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
-  int64_t count = vectors.size();
-  assert(combinesEach(count, lanes) && "combineEach: not a power of two of "
-                                       "vectors, at most their lanes");
+  assert(combinesEach(vectors.size(), lanes) &&
+         "combineVectors: not a power of two of vectors, at most their lanes");
   // The low (high) halves of the `runs` runs of `run` lanes of two vectors
   // (the second's lanes numbered from `lanes`).
   auto halves = [&](int64_t runs, int64_t run, bool high) {
@@ -224,13 +223,25 @@ Value KernelBuilder::combineEach(ArrayRef<Value> vectors,
     }
     level = std::move(next);
   }
-  Value all = level[0];
-  for (int64_t half = run / 2; half >= 1; half /= 2) {
+  return level[0];
+}
+Value KernelBuilder::foldRuns(Value all, int64_t run, int64_t downTo,
+                              function_ref<Value(Value, Value)> combine) {
+  int64_t lanes = cast<VectorType>(all.getType()).getNumElements();
+  for (int64_t half = run / 2; half >= downTo; half /= 2) {
     SmallVector<int64_t> mask;
     for (int64_t i = 0; i < lanes; ++i)
       mask.push_back(i % run < half ? i + half : i);
     all = combine(all, shuffle(all, mask));
   }
+  return all;
+}
+Value KernelBuilder::combineEach(ArrayRef<Value> vectors,
+                                 function_ref<Value(Value, Value)> combine) {
+  int64_t lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
+  int64_t count = vectors.size();
+  int64_t run = lanes / count;
+  Value all = foldRuns(combineVectors(vectors, combine), run, 1, combine);
   if (count == 1)
     return vector::ExtractOp::create(b, loc, all, ArrayRef<int64_t>{0});
   SmallVector<int64_t> firsts;

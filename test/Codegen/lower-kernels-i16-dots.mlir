@@ -47,12 +47,15 @@ kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 
 // Span=channels keys: each head's normalised query is rounded to i16 once,
 // in the order of the vectors (here 2 groups of 32 channels; each vector
-// holds 16 channels of both groups, a lane a pair of adjacent channels);
-// per token one 64-byte load of its 24 bytes of codes (the slice's
-// parameters follow), per vector one byte shuffle, one shift per i16 half
-// (3-bit codes at different offsets within their bytes) and one mask, one
-// vpdpwssd per head; the i32 sums go to f32 times each lane's group slope
-// and the query's scale.
+// holds 16 channels of both groups, a lane a pair of adjacent channels,
+// lane l in group l % 2); per token one 64-byte load of its 24 bytes of
+// codes (the slice's parameters follow), per vector one byte shuffle, one
+// shift per i16 half (3-bit codes at different offsets within their bytes)
+// and one mask, one vpdpwssd per head. Then the four heads' i32 lanes are
+// summed per head and group (two folds across vectors, one within), go to
+// f32 once, times the group's slope and the head's query scale plus the
+// group's offset term, and the two groups are summed: a head's score in
+// lanes 0, 4, 8 and 12.
 kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
   kvq.keys window <recent = 1, flush = 1> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
@@ -65,15 +68,27 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 // CHECK-LABEL: func.func @channel_keys_attend_0(
 // CHECK-COUNT-4: vector.reduction <maxnumf>, %{{.*}} : vector<64xf32> into f32
 // CHECK: llvm.load {{.*}} : !llvm.ptr -> vector<64xi8>
-// CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 0, 1, 1, 2, 1, 2, 1, 2, 2, 3, 2, 3, 3, 4, 3, 4, 3, 4, 4, 5, 4, 5, 4, 5, 5, 6, 5, 6, 12, 13,
+// CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 12, 13, 12, 13, 0, 1, 1, 2, 12, 13, 13, 14, 1, 2, 1, 2, 13, 14, 13, 14,
 // CHECK-NEXT: vector.bitcast {{.*}} : vector<64xi8> to vector<32xi16>
 // CHECK: arith.constant dense<7> : vector<32xi16>
-// CHECK: arith.constant dense<[0, 3, 6, 1, 4, 7, 2, 5, 0, 3, 6, 1, 4, 7, 2, 5, 0, 3, 6, 1, 4, 7, 2, 5, 0, 3, 6, 1, 4, 7, 2, 5]> : vector<32xi16>
+// CHECK: arith.constant dense<[0, 3, 0, 3, 6, 1, 6, 1, 4, 7, 4, 7, 2, 5, 2, 5, 0, 3, 0, 3, 6, 1, 6, 1, 4, 7, 4, 7, 2, 5, 2, 5]> : vector<32xi16>
 // CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
-// CHECK: vector.shuffle {{.*}} [6, 7, 6, 7, 6, 7, 7, 8,
+// CHECK: vector.shuffle {{.*}} [6, 7, 6, 7, 18, 19, 18, 19, 6, 7, 7, 8,
 // CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
-// CHECK: vector.shuffle {{.*}} [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1] : vector<2xf32>, vector<2xf32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
+// CHECK: arith.addi {{.*}} : vector<16xi32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
+// CHECK: arith.addi {{.*}} : vector<16xi32>
+// CHECK-NEXT: vector.shuffle {{.*}} [2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT: arith.addi {{.*}} : vector<16xi32>
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: vector.extract {{.*}}[0] : f32 from vector<16xf32>
+// CHECK-NEXT: vector.extract {{.*}}[4] : f32 from vector<16xf32>
+// CHECK-NEXT: vector.extract {{.*}}[8] : f32 from vector<16xf32>
+// CHECK-NEXT: vector.extract {{.*}}[12] : f32 from vector<16xf32>
 // The span=tokens values' block weights: p of 16 tokens by one masked load
 // (tokens outside the split are 0), not a loop of scalar loads and selects;
 // then rounded to i16 per block and head against their largest. Per token

@@ -346,6 +346,8 @@ private:
   /// `dots`, plus its bias where `biases` is not empty.
   void storeScores(Value t, llvm::ArrayRef<Value> dots,
                    llvm::ArrayRef<Value> biases);
+  /// Stores token t's score of each head (`values`, one scalar a head).
+  void storeScoreValues(Value t, llvm::ArrayRef<Value> values);
   /// The span=tokens blocks overlapping a range: the first block's index
   /// among the quantized positions, their count, and its bound per split.
   struct TokenBlocks {

@@ -30,6 +30,9 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/bit.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace kvq;
@@ -221,8 +224,9 @@ SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
 //===----------------------------------------------------------------------===//
 
 /// The shape of the span=channels key form: each vector holds every group
-/// of a token, `groupLanes` adjacent i32 lanes each, a lane a pair of
-/// adjacent channels; `vectors` vectors cover the token.
+/// of a token, `groupLanes` i32 lanes each, a lane a pair of adjacent
+/// channels; `vectors` vectors cover the token. Lane l belongs to group
+/// l % groups, so that folding lanes `groups` apart sums within groups.
 struct ChannelPairs {
   unsigned groups, group, groupLanes, vectors;
   ChannelPairs(const SliceLayout &keys, unsigned lanes)
@@ -230,7 +234,7 @@ struct ChannelPairs {
         groupLanes(lanes / groups), vectors(group / (2 * groupLanes)) {}
   /// The channel in half `half` (of the i16 halves) of vector `v`.
   unsigned channelOf(unsigned v, unsigned half) const {
-    unsigned lane = half / 2, g = lane / groupLanes, k = lane % groupLanes;
+    unsigned lane = half / 2, g = lane % groups, k = lane / groups;
     return g * group + v * 2 * groupLanes + 2 * k + half % 2;
   }
 };
@@ -247,24 +251,27 @@ bool AttendEmitter::scoresChannelKeysOnI16Dots() {
   if (bits > 8 || groups > lanes || lanes % groups != 0 ||
       groups * keys.wordsPerGroup * 4 > 64 || group % (2 * lanes / groups) != 0)
     return false;
-  return sumsFitI32(2 * ChannelPairs(keys, lanes).vectors, bits);
+  // A head's i32 lanes of a group are summed before they go to f32.
+  return sumsFitI32(group, bits);
 }
 
 void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   // Each head's normalised query is rounded to i16 against its largest
   // magnitude once, in the vectors' channel order. Per token: its codes in
   // one vector, a byte shuffle, shift and mask per vector, one vpdpwssd per
-  // head and vector; a head's i32 lanes (each within one group) go to f32
-  // times their group's slope and the query's scale, and start from the
-  // offsets times the query's group sums.
+  // head and vector. Then, per chunk of heads, their i32 lanes are summed
+  // per head and group (lanes of a group lie `groups` apart), the sums go
+  // to f32 times their group's slope and the head's query scale, plus the
+  // group's offset times the query's group sum, and the groups are summed.
   const SliceLayout &keys = slice(true);
   KernelTarget &target = kb.getTarget();
   unsigned lanes = target.getVectorLanes(), bits = keys.quant.getBits();
   ChannelPairs pairs(keys, lanes);
+  unsigned groups = pairs.groups;
   // A token's codes load as one 64-byte vector where the bytes after the
   // last token's exist (its slice's parameters follow the codes), so that
   // LLVM shuffles one register.
-  unsigned rowBytes = pairs.groups * keys.wordsPerGroup * 4;
+  unsigned rowBytes = groups * keys.wordsPerGroup * 4;
   if (!keys.sharesCodes() && keys.sliceBytes - keys.codesBytes >= 64 - rowBytes)
     rowBytes = 64;
   OpBuilder &b = kb.builder();
@@ -275,8 +282,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
     Value largest = vector::ReductionOp::create(
         b, kb.getLoc(), vector::CombiningKind::MAXNUMF, kb.fabs(row));
     Value toI16 = kb.splat(scaleToI16(kb, largest), 2 * lanes);
-    queryScales.push_back(
-        kb.splat(kb.fmul(largest, kb.f32(1 / kI16Max)), lanes));
+    queryScales.push_back(kb.fmul(largest, kb.f32(1 / kI16Max)));
     for (unsigned v = 0; v < pairs.vectors; ++v) {
       SmallVector<int64_t> channels;
       for (unsigned half = 0; half < 2 * lanes; ++half)
@@ -296,11 +302,38 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
     }
   SmallVector<int64_t> laneGroups;
   for (unsigned l = 0; l < lanes; ++l)
-    laneGroups.push_back(l / pairs.groupLanes);
+    laneGroups.push_back(l % groups);
+  // Chunks of heads whose sums fold into one vector without mixing groups
+  // (a run of lanes / count lanes keeps every group), and per chunk its
+  // heads' query scales and group sums by lane (run r's first `groups`
+  // lanes: head r's).
+  struct HeadChunk {
+    unsigned first, count;
+    Value scales, groupSums;
+  };
+  SmallVector<HeadChunk> chunks;
+  for (unsigned h0 = 0; h0 < heads;) {
+    unsigned count = llvm::bit_floor(std::min(heads - h0, pairs.groupLanes));
+    unsigned run = lanes / count;
+    SmallVector<Value> scales, sums;
+    for (unsigned l = 0; l < lanes; ++l) {
+      unsigned r = h0 + l / run, g = l % run;
+      scales.push_back(queryScales[r]);
+      sums.push_back(g < groups
+                         ? laneOf(kb, groupSumsOf(r, kb.i32(0), groups), g)
+                         : kb.f32(0));
+    }
+    auto f32Lanes = VectorType::get({lanes}, b.getF32Type());
+    chunks.push_back(
+        {h0, count,
+         vector::FromElementsOp::create(b, kb.getLoc(), f32Lanes, scales),
+         vector::FromElementsOp::create(b, kb.getLoc(), f32Lanes, sums)});
+    h0 += count;
+  }
   Quantizer quantizer(kb, keys.quant);
   auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
                         ValueRange) -> SmallVector<Value> {
-    Value n0 = kb.mul(pageToken, kb.i32(pairs.groups));
+    Value n0 = kb.mul(pageToken, kb.i32(groups));
     Value bytes = kb.load(
         VectorType::get({rowBytes}, b.getI8Type()), access.getCodesBase(),
         kb.mul(kb.toI64(n0), kb.i64(keys.wordsPerGroup * 4)), 4,
@@ -313,16 +346,27 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
                                      queryPairs[r * pairs.vectors + v]);
     }
     AffineTerms terms =
-        quantizer.affine(access.loadScales(quantizer, n0, pairs.groups),
-                         access.loadZeros(quantizer, n0, pairs.groups));
+        quantizer.affine(access.loadScales(quantizer, n0, groups),
+                         access.loadZeros(quantizer, n0, groups));
     Value slopes = kb.shuffle(terms.slope, laneGroups);
-    SmallVector<Value> dots;
-    for (unsigned r = 0; r < heads; ++r) {
-      Value scaled =
-          kb.fmul(kb.sitofp(sums[r]), kb.fmul(slopes, queryScales[r]));
-      dots.push_back(kb.fadd(groupBiasLanes(terms.offset, r, lanes), scaled));
+    Value offsets = kb.shuffle(terms.offset, laneGroups);
+    auto addI = [&](Value x, Value y) { return kb.add(x, y); };
+    auto addF = [&](Value x, Value y) { return kb.fadd(x, y); };
+    SmallVector<Value> scores;
+    for (const HeadChunk &chunk : chunks) {
+      unsigned run = lanes / chunk.count;
+      Value groupDots =
+          kb.foldRuns(kb.combineVectors(
+                          ArrayRef(sums).slice(chunk.first, chunk.count), addI),
+                      run, groups, addI);
+      Value groupScores =
+          kb.fadd(kb.fmul(offsets, chunk.groupSums),
+                  kb.fmul(kb.sitofp(groupDots), kb.fmul(slopes, chunk.scales)));
+      Value dots = kb.foldRuns(groupScores, groups, 1, addF);
+      for (unsigned r = 0; r < chunk.count; ++r)
+        scores.push_back(laneOf(kb, dots, r * run));
     }
-    storeScores(t, dots, {});
+    storeScoreValues(t, scores);
     return {};
   };
   forEachTokenOfThreads(range, scoreToken);

@@ -783,10 +783,16 @@ Value AttendEmitter::groupBiasLanes(Value offsets, unsigned r, unsigned lanes) {
 
 void AttendEmitter::storeScores(Value t, ArrayRef<Value> dots,
                                 ArrayRef<Value> biases) {
+  SmallVector<Value> values = reduceEach(kb, dots);
+  for (size_t r = 0; r < biases.size(); ++r)
+    values[r] = kb.fadd(values[r], biases[r]);
+  storeScoreValues(t, values);
+}
+
+void AttendEmitter::storeScoreValues(Value t, ArrayRef<Value> values) {
   Value local = kb.sub(t, splitRange.begin);
-  for (auto [r, score] : llvm::enumerate(reduceEach(kb, dots)))
-    kb.storeF32(biases.empty() ? score : kb.fadd(score, biases[r]), scores,
-                kb.add(kb.i32(r * layout.splitTokens), local));
+  for (auto [r, score] : llvm::enumerate(values))
+    kb.storeF32(score, scores, kb.add(kb.i32(r * layout.splitTokens), local));
 }
 
 void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step) {

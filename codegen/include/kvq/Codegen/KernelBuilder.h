@@ -321,6 +321,19 @@ public:
   mlir::Value combineEach(
       llvm::ArrayRef<mlir::Value> vectors,
       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+  /// The first stage of combineEach: `vectors` folded pairwise into one,
+  /// whose run r of lanes / count lanes holds vector r's lanes, lane i of
+  /// a run combining the input's lanes i, i + run, i + 2 * run, ...
+  mlir::Value combineVectors(
+      llvm::ArrayRef<mlir::Value> vectors,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+  /// Folds each run of `run` lanes of `all` in place (its high half into
+  /// its low half, halving) down to `downTo` lanes: lane i < downTo of a
+  /// run then combines its lanes i, i + downTo, i + 2 * downTo, ...; the
+  /// other lanes are left partial.
+  mlir::Value
+  foldRuns(mlir::Value all, int64_t run, int64_t downTo,
+           llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
   static bool combinesEach(unsigned count, unsigned lanes) {
     return llvm::isPowerOf2_32(count) && count <= lanes;
   }
