@@ -308,8 +308,8 @@ Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
   Args.set(A::WindowTokens, int32_t(Plan.Flushed - inputTokens(Plan)));
   Args.set(A::DestPos, int32_t(Destination));
   Args.set(A::NumTokens, int32_t(Plan.Flushed));
-  // A block of the GPU kernel moves DeviceUnits flush units, one of the
-  // host code's one.
+  // A block of the GPU kernel moves FlushDeviceUnits flush units; a block
+  // of the host code moves one.
   unsigned Units = Plan.Flushed / TL.Flush;
   unsigned PerBlock = C.B->readsHostMemory() ? 1 : LL.FlushDeviceUnits;
   return C.launch(

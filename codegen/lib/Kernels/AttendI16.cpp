@@ -311,17 +311,19 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
     unsigned first, count;
     Value scales, groupSums;
   };
+  SmallVector<Value> headGroupSums;
+  for (unsigned r = 0; r < heads; ++r)
+    headGroupSums.push_back(groupSumsOf(r, kb.i32(0), groups));
   SmallVector<HeadChunk> chunks;
   for (unsigned h0 = 0; h0 < heads;) {
     unsigned count = llvm::bit_floor(std::min(heads - h0, pairs.groupLanes));
     unsigned run = lanes / count;
     SmallVector<Value> scales, sums;
     for (unsigned l = 0; l < lanes; ++l) {
-      unsigned r = h0 + l / run, g = l % run;
+      unsigned r = h0 + l / run, inRun = l % run;
       scales.push_back(queryScales[r]);
-      sums.push_back(g < groups
-                         ? laneOf(kb, groupSumsOf(r, kb.i32(0), groups), g)
-                         : kb.f32(0));
+      sums.push_back(inRun < groups ? laneOf(kb, headGroupSums[r], inRun)
+                                    : kb.f32(0));
     }
     auto f32Lanes = VectorType::get({lanes}, b.getF32Type());
     chunks.push_back(
