@@ -208,13 +208,21 @@ static unsigned computeSplitGranule(const CacheLayout &layout) {
   return layout.splitTokens % granule ? layout.splitTokens : unsigned(granule);
 }
 
+/// The host's capacity as a whole number of granules (rounded down, at
+/// least one), so that every size the runtime plans suits both backends.
+static unsigned alignHostSplitTokens(unsigned hostSplitTokens,
+                                     unsigned granule) {
+  return std::max(granule, hostSplitTokens / granule * granule);
+}
+
 FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
   if (failed(cache.verifyTablesPresent()))
     return failure();
   CacheLayout layout;
   layout.model = cache.getModel();
   layout.pageTokens = cache.getPage();
-  layout.splitTokens = getCacheTarget(cache).getSplitTokens();
+  TargetAttr target = getCacheTarget(cache);
+  layout.splitTokens = target.getSplitTokens();
   layout.dtypeBytes = layout.model.getDtype().getIntOrFloatBitWidth() / 8;
   FailureOr<TensorLayout> keys = computeTensor(
       cache.getKeys(), layout.model, layout.pageTokens, layout.dtypeBytes);
@@ -229,6 +237,8 @@ FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
     return failure();
   layout.pool = *pool;
   layout.splitGranule = computeSplitGranule(layout);
+  layout.hostSplitTokens =
+      alignHostSplitTokens(target.getHostSplitTokens(), layout.splitGranule);
   return layout;
 }
 
@@ -259,8 +269,8 @@ static TensorLayoutAttr getTensorAttr(const TensorLayout &tensor,
 
 LayoutAttr kvq::getLayoutAttr(const CacheLayout &layout, MLIRContext *ctx) {
   return LayoutAttr::get(ctx, layout.pageTokens, layout.splitTokens,
-                         layout.splitGranule, layout.dtypeBytes,
-                         getTensorAttr(layout.keys, ctx),
+                         layout.hostSplitTokens, layout.splitGranule,
+                         layout.dtypeBytes, getTensorAttr(layout.keys, ctx),
                          getTensorAttr(layout.values, ctx), layout.pool);
 }
 
@@ -337,6 +347,7 @@ FailureOr<CacheLayout> kvq::getCacheLayout(CacheOp cache) {
   layout.model = cache.getModel();
   layout.pageTokens = attr.getPageTokens();
   layout.splitTokens = attr.getSplitTokens();
+  layout.hostSplitTokens = attr.getHostSplitTokens();
   layout.splitGranule = attr.getSplitGranule();
   layout.dtypeBytes = attr.getDtypeBytes();
   if (layout.pageTokens != cache.getPage())

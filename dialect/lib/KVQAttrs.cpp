@@ -626,13 +626,18 @@ PoolLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  unsigned pageTokens, unsigned splitTokens,
+                                 unsigned hostSplitTokens,
                                  unsigned splitGranule, unsigned dtypeBytes,
                                  TensorLayoutAttr keys, TensorLayoutAttr values,
                                  PoolLayoutAttr pool) {
-  if (!pageTokens || !splitTokens)
-    return emitError() << "page_tokens and split_tokens must be positive";
-  if (!splitGranule || splitTokens % splitGranule)
-    return emitError() << "split_granule must divide split_tokens";
+  if (!pageTokens || !splitTokens || !hostSplitTokens)
+    return emitError()
+           << "page_tokens, split_tokens and host_split_tokens must be "
+              "positive";
+  if (!splitGranule || splitTokens % splitGranule ||
+      hostSplitTokens % splitGranule)
+    return emitError()
+           << "split_granule must divide split_tokens and host_split_tokens";
   if (dtypeBytes != 2 && dtypeBytes != 4)
     return emitError() << "dtype_bytes must be 2 or 4";
   if (keys.getSlices().size() != values.getSlices().size())
@@ -649,8 +654,8 @@ LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef hostCpu, ArrayAttr chips,
                                  unsigned warpSize, unsigned blockThreads,
-                                 unsigned splitTokens, unsigned vectorLanes,
-                                 bool i16Dots) {
+                                 unsigned splitTokens, unsigned hostSplitTokens,
+                                 unsigned vectorLanes, bool i16Dots) {
   if (hostCpu.empty())
     return emitError() << "host_cpu must name a CPU (or 'native')";
   if (!chips || chips.empty())
@@ -668,9 +673,10 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       blockThreads > 1024)
     return emitError() << "block_threads must be a power of two in "
                           "[warp_size, 1024]";
-  if (splitTokens == 0 || splitTokens > kMaxWindowTokens)
-    return emitError() << "split_tokens must be in [1, " << kMaxWindowTokens
-                       << "]";
+  if (splitTokens == 0 || splitTokens > kMaxWindowTokens ||
+      hostSplitTokens == 0 || hostSplitTokens > kMaxWindowTokens)
+    return emitError() << "split_tokens and host_split_tokens must be in [1, "
+                       << kMaxWindowTokens << "]";
   if (!llvm::isPowerOf2_32(vectorLanes) || vectorLanes > 64)
     return emitError() << "vector_lanes must be a power of two <= 64";
   // vpdpwssd's 16 i32 lanes are one 512-bit register.
@@ -690,7 +696,8 @@ TargetAttr TargetAttr::getDefault(MLIRContext *ctx, StringRef hostCpu,
       names.push_back(StringAttr::get(ctx, chip));
   return TargetAttr::get(ctx, hostCpu, ArrayAttr::get(ctx, names),
                          /*warpSize=*/32, /*blockThreads=*/128,
-                         /*splitTokens=*/512, vectorLanes, i16Dots);
+                         /*splitTokens=*/512, kDefaultHostSplitTokens,
+                         vectorLanes, i16Dots);
 }
 
 SmallVector<std::string> TargetAttr::getChipNames() const {

@@ -539,6 +539,10 @@ Manifest parseTopLevel(const Json &J) {
     check(F.is_string(), "'host.features' entries must be strings");
     M.HostFeatures.push_back(F.get<std::string>());
   }
+  M.HostSplitTokens =
+      unsigned(getBounded(Host, key::SplitTokens, "host", kMaxTokens));
+  check(M.HostSplitTokens > 0 && M.HostSplitTokens % M.SplitGranule == 0,
+        "split_granule must divide a positive host.split_tokens");
   checkConsistency(M);
   for (Tensor T : {Tensor::Keys, Tensor::Values})
     for (LayerLayout &L : (T == Tensor::Keys ? M.Keys : M.Values).Layers)

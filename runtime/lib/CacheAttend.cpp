@@ -219,7 +219,8 @@ Expected<unsigned> Cache::Impl::residentAttendBlocks() {
 Expected<SplitPlan> Cache::Impl::planSplits(uint64_t Longest, size_t Batch,
                                             uint32_t Pinned) {
   const Manifest &M = manifest();
-  uint64_t Granule = M.SplitGranule, Capacity = M.SplitTokens;
+  uint64_t Granule = M.SplitGranule;
+  uint64_t Capacity = M.splitTokens(B->runsHostCode());
   uint64_t Tokens = Pinned;
   if (Pinned && (Pinned % Granule || Pinned > Capacity))
     return Status::error(ErrorCode::InvalidArgument,
@@ -227,8 +228,8 @@ Expected<SplitPlan> Cache::Impl::planSplits(uint64_t Longest, size_t Batch,
                              " tokens; splits are multiples of " +
                              std::to_string(Granule) + " up to " +
                              std::to_string(Capacity) +
-                             " (the manifest's "
-                             "split_granule and split_tokens)");
+                             " (the manifest's split_granule and this "
+                             "backend's split_tokens)");
   if (!Pinned) {
     // FlashInfer's split-kv planning: as many splits per (sequence, kv-head)
     // as keep every resident block busy, each at least kMinSplitTokens (a

@@ -227,8 +227,8 @@ public:
                 QueryRope Query = QueryRope::Rotated);
   /// The splits of Batch sequences of up to Longest tokens (OTT pool
   /// entries included): Pinned tokens each where non-zero (a multiple of
-  /// the manifest's split_granule, at most its split_tokens), else as many
-  /// as keep the device's resident blocks busy (see CacheAttend.cpp).
+  /// the manifest's split_granule, at most the backend's split_tokens), else as
+  /// many as keep the device's resident blocks busy (see CacheAttend.cpp).
   Expected<SplitPlan> planSplits(uint64_t Longest, size_t Batch,
                                  uint32_t Pinned = 0);
   /// The fewest blocks of any layer's attend kernel the backend runs at

@@ -60,6 +60,7 @@ public:
     return "cpu (" + std::to_string(Pool.size()) + " threads)";
   }
   bool readsHostMemory() const override { return true; }
+  bool runsHostCode() const override { return true; }
   void forEachOnHost(uint64_t N,
                      const std::function<void(uint64_t)> &Body) override {
     Pool.parallelFor(N, Body);

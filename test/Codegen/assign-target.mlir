@@ -18,6 +18,18 @@
 // RUN: not kvq-opt %s --kvq-assign-target="host-cpu=no-such-cpu" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: unknown host CPU 'no-such-cpu'
 
+// The host's split capacity is its own (2048 unless stated), a whole number
+// of split granules (1000 -> 992 at 32); the host code's score buffer holds
+// that many tokens a head, the GPU's the GPU's split size.
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-assign-target,kvq.cache(kvq-expand-schedule),kvq-assign-layout)' | FileCheck %s --check-prefix=LAYOUT
+// LAYOUT: kvq.cache @defaults {{.*}}#kvq.layout<page_tokens = 128, split_tokens = 512, split_granule = 32,
+// LAYOUT: kvq.cache @host_split {{.*}}#kvq.layout<page_tokens = 128, split_tokens = 256, host_split_tokens = 992, split_granule = 32,
+// LAYOUT-SAME: host_split_tokens = 1000
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels)' | FileCheck %s --check-prefix=BUFFERS
+// BUFFERS-LABEL: func.func @host_split_attend_0(
+// BUFFERS: llvm.alloca %c15872_i64 x i8
+// BUFFERS: llvm.mlir.global internal @host_split_attend_0_shared0() {{.*}} : !llvm.array<4096 x i8>
+
 // The layout takes the split size, the GPU kernels the block size, the
 // manifest both; the PTX assembles with them.
 // RUN: rm -rf %t && kvq-opt %s --kvq-compile=%t -o /dev/null
@@ -29,6 +41,14 @@
 // DEFAULTS: "block": [
 // DEFAULTS-NEXT: 128,
 // DEFAULTS: "split_tokens": 512,
+// RUN: FileCheck %s --check-prefix=DEFAULT-HOST < %t/defaults/manifest.json
+// DEFAULT-HOST: "features": [
+// DEFAULT-HOST: "split_tokens": 2048
+// RUN: FileCheck %s --check-prefix=HOST-SPLIT < %t/host_split/manifest.json
+// HOST-SPLIT: "features": [
+// HOST-SPLIT: "split_tokens": 992
+// HOST-SPLIT: "split_granule": 32,
+// HOST-SPLIT: "split_tokens": 256,
 // RUN: ls %t/custom | FileCheck %s --check-prefix=CHIPS
 // CHIPS-NOT: sm_90
 // CHIPS: kernels.sm_80.ptx
@@ -44,6 +64,15 @@ kvq.cache @defaults model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, d
 }
 
 kvq.cache @custom model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 256, split_tokens = 128>} {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+kvq.cache @host_split model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, host_split_tokens = 1000>} {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
   }

@@ -139,7 +139,8 @@ public:
       : kb(kb), args(entry), layout(layout), model(layout.model), layer(layer),
         split(entry.blockId[0]), head(entry.blockId[1]),
         batch(entry.blockId[2]), ratio(model.getGroupRatio()),
-        heads(getTileHeads(ratio)), dim(model.getHeadDim()) {}
+        heads(getTileHeads(ratio)), dim(model.getHeadDim()),
+        splitTokens(kb.getTarget().getSplitTokens(layout)) {}
 
   void emit();
 
@@ -426,6 +427,8 @@ private:
   Value split, head, batch;
   /// R, and the query heads of one tile (a divisor of R).
   unsigned ratio, heads, dim;
+  /// The most tokens of a split on this target (its score buffer's rows).
+  unsigned splitTokens;
   /// The model's index of the current tile's first query head.
   Value firstQueryHead;
   Value slot, tokens, poolEnd;

@@ -441,7 +441,7 @@ Value AttendEmitter::roundBlockWeights(SliceAccess &access,
         Value index = kb.add(first, splitBase);
         SmallVector<Value> next(acc.begin(), acc.end());
         for (unsigned r = 0; r < heads; ++r) {
-          Value at = kb.add(index, kb.i32(r * layout.splitTokens));
+          Value at = kb.add(index, kb.i32(r * splitTokens));
           Value p = kb.maskedLoad(VectorType::get({2}, b.getF32Type()), scores,
                                   kb.mul(kb.toI64(at), kb.i64(4)), valid, 4);
           Value pByGroup = kb.shuffle(p, pairOfP);

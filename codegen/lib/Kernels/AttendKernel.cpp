@@ -194,8 +194,7 @@ void AttendEmitter::scoreRange(Range range, unsigned region) {
     }
     Value local = kb.sub(t, splitRange.begin);
     for (unsigned r = 0; r < heads; ++r)
-      kb.storeF32(dots[r], scores,
-                  kb.add(kb.i32(r * layout.splitTokens), local));
+      kb.storeF32(dots[r], scores, kb.add(kb.i32(r * splitTokens), local));
   });
 }
 
@@ -208,7 +207,7 @@ void AttendEmitter::softmax() {
                      : m;
   };
   auto rowOf = [&](Value r) {
-    return kb.gep(scores, kb.mul(kb.toI64(r), kb.i64(layout.splitTokens * 4)));
+    return kb.gep(scores, kb.mul(kb.toI64(r), kb.i64(splitTokens * 4)));
   };
   if (target.getBlockThreads() == 1) {
     for (unsigned r = 0; r < heads; ++r) {
@@ -227,8 +226,8 @@ void AttendEmitter::softmax() {
   // workers-th group of 4 tokens (one 128-bit access), then the tail one by
   // one, and combine their maxima and sums by shuffles, all heads at once
   // instead of a block-wide reduction each.
-  unsigned workers = getWorkers(target, heads, layout.splitTokens);
-  unsigned width = layout.splitTokens % 4 == 0 ? 4 : 1;
+  unsigned workers = getWorkers(target, heads, splitTokens);
+  unsigned width = splitTokens % 4 == 0 ? 4 : 1;
   Value stats = target.allocShared(kb, heads * 2 * 4);
   Type f32 = kb.builder().getF32Type();
   auto lanesOf = [&](Value v) {
@@ -355,8 +354,7 @@ void AttendEmitter::accumulateValues() {
       Value local = kb.sub(t, splitRange.begin);
       SmallVector<Value> next;
       for (unsigned r = 0; r < heads; ++r) {
-        Value p =
-            kb.loadF32(scores, kb.add(kb.i32(r * layout.splitTokens), local));
+        Value p = kb.loadF32(scores, kb.add(kb.i32(r * splitTokens), local));
         next.push_back(kb.fadd(sums[r], kb.fmul(p, v)));
       }
       return next;
@@ -420,7 +418,7 @@ void AttendEmitter::emit() {
                 descriptor(F::KWindowHead)};
   regions[1] = {descriptor(F::VSink), descriptor(F::VQuantized),
                 descriptor(F::VWindowHead)};
-  // The planned split size: at most layout.splitTokens (the buffers'
+  // The planned split size: at most splitTokens (the buffers'
   // capacity), a multiple of layout.splitGranule.
   Value begin = kb.mul(split, args.splitTokens);
   Value end = kb.add(begin, args.splitTokens);
@@ -429,7 +427,7 @@ void AttendEmitter::emit() {
   splitRange = clip({begin, end}, kb.i32(0), poolEnd);
   // Block-local buffers are sized for one tile and reused by every tile.
   KernelTarget &target = kb.getTarget();
-  scores = target.allocShared(kb, heads * layout.splitTokens * 4);
+  scores = target.allocShared(kb, heads * splitTokens * 4);
   queries = target.allocShared(kb, heads * dim * 4);
   normQueries = layout.hasKeyNorm(layer) || slice(true).hasReorder()
                     ? target.allocShared(kb, heads * dim * 4)

@@ -308,7 +308,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
       Value weightRow =
           partial ? Value()
                   : f32Row(kb, scores,
-                           kb.add(kb.mul(headOfB, kb.i32(layout.splitTokens)),
+                           kb.add(kb.mul(headOfB, kb.i32(splitTokens)),
                                   kb.sub(token, splitRange.begin)));
       SmallVector<SmallVector<Value, 4>, 4> words;
       SmallVector<Value, 4> slopes, offsets, weights;
@@ -328,8 +328,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
           Value local = kb.select(valid, kb.sub(columnToken, splitRange.begin),
                                   kb.i32(0));
           weight = kb.loadF32(
-              scores,
-              kb.add(kb.mul(headOfB, kb.i32(layout.splitTokens)), local));
+              scores, kb.add(kb.mul(headOfB, kb.i32(splitTokens)), local));
           slope = kb.select(valid, slope, kb.f32(0));
           offset = kb.select(valid, offset, kb.f32(0));
           weight = kb.select(valid, weight, kb.f32(0));
@@ -591,7 +590,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
                            bias);
           };
           Value row0 =
-              kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+              kb.add(kb.mul(r, kb.i32(splitTokens)),
                      kb.sub(kb.add(blockStart, rowToken), splitRange.begin));
           kb.ifThenElse(
               inside, {},
@@ -829,7 +828,7 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
       for (unsigned column = 0; column < 2; ++column) {
         Value r = headOfC(kb, t, column);
         kb.ifThen(kb.ult(r, kb.i32(heads)), [&] {
-          Value row0 = kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+          Value row0 = kb.add(kb.mul(r, kb.i32(splitTokens)),
                               kb.sub(token, splitRange.begin));
           for (unsigned h = 0; h < 2; ++h) {
             Value score = scoresOf[2 * h + column];
@@ -893,8 +892,8 @@ void AttendEmitter::loadBlockWeightsOnMatrix(Range range,
       Value t = kb.add(first, kb.i32(k));
       Value inRange = kb.bitAnd(valid, contains(range, t));
       Value local = kb.select(inRange, kb.sub(t, splitRange.begin), kb.i32(0));
-      Value p = kb.loadF32(
-          scores, kb.add(kb.mul(r, kb.i32(layout.splitTokens)), local));
+      Value p =
+          kb.loadF32(scores, kb.add(kb.mul(r, kb.i32(splitTokens)), local));
       weights.push_back(kb.select(inRange, p, kb.f32(0)));
     }
     OpBuilder &builder = kb.builder();

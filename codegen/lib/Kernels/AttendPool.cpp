@@ -35,8 +35,7 @@ void AttendEmitter::scorePool(Range range) {
     SmallVector<Value> dots = fullPrecisionDots(args.pool[0], row, queries);
     Value local = kb.sub(t, splitRange.begin);
     for (unsigned r = 0; r < heads; ++r)
-      kb.storeF32(dots[r], scores,
-                  kb.add(kb.i32(r * layout.splitTokens), local));
+      kb.storeF32(dots[r], scores, kb.add(kb.i32(r * splitTokens), local));
   });
 }
 
@@ -53,7 +52,7 @@ void AttendEmitter::maskPooledTokens() {
     kb.ifThen(inSplit, [&] {
       for (unsigned r = 0; r < heads; ++r)
         kb.storeF32(kb.f32(-inf), scores,
-                    kb.add(kb.i32(r * layout.splitTokens), local));
+                    kb.add(kb.i32(r * splitTokens), local));
     });
   });
 }

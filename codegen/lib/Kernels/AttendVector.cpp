@@ -306,7 +306,7 @@ unsigned AttendEmitter::getMaxTokenBlocks(bool isKeys) {
   unsigned group = slice(isKeys).quant.getGroup();
   unsigned sink = tensor(isKeys).window.getSink();
   bool aligned = layout.splitGranule % group == 0 && sink % group == 0;
-  return (layout.splitTokens + group - 1) / group + (aligned ? 0 : 1);
+  return (splitTokens + group - 1) / group + (aligned ? 0 : 1);
 }
 
 AttendEmitter::TokenBlocks AttendEmitter::getTokenBlocks(Range range,
@@ -529,7 +529,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
           Value bias = kb.loadF32(blockBiases,
                                   kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
           Value score = kb.fadd(dots[t * heads + r], kb.splat(bias, lanes));
-          Value index = kb.add(kb.i32(r * layout.splitTokens), local);
+          Value index = kb.add(kb.i32(r * splitTokens), local);
           kb.maskedStore(score, scores, signedF32Offset(kb, index), mask, 4);
         }
       }
@@ -668,7 +668,7 @@ void AttendEmitter::loadBlockWeights(Range range, const TokenBlocks &blocks) {
                                       kb.splat(kb.sub(t, range.begin), lanes)),
                                rangeTokens);
           // Lanes before the split are masked: their offset may be negative.
-          Value local = kb.add(kb.mul(r, kb.i32(layout.splitTokens)),
+          Value local = kb.add(kb.mul(r, kb.i32(splitTokens)),
                                kb.sub(t, splitRange.begin));
           Value p =
               kb.maskedLoad(type, scores, signedF32Offset(kb, local), valid, 4);
@@ -792,7 +792,7 @@ void AttendEmitter::storeScores(Value t, ArrayRef<Value> dots,
 void AttendEmitter::storeScoreValues(Value t, ArrayRef<Value> values) {
   Value local = kb.sub(t, splitRange.begin);
   for (auto [r, score] : llvm::enumerate(values))
-    kb.storeF32(score, scores, kb.add(kb.i32(r * layout.splitTokens), local));
+    kb.storeF32(score, scores, kb.add(kb.i32(r * splitTokens), local));
 }
 
 void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step) {
@@ -899,10 +899,9 @@ void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
         SmallVector<Value> next(acc.begin(), acc.end());
         SmallVector<Value> weights;
         for (unsigned r = 0; r < count; ++r) {
-          Value p =
-              kb.splat(loadF32At(kb, probabilities,
-                                 (pass.firstHead + r) * layout.splitTokens),
-                       passGroups);
+          Value p = kb.splat(
+              loadF32At(kb, probabilities, (pass.firstHead + r) * splitTokens),
+              passGroups);
           weights.push_back(kb.fmul(p, terms.slope));
           Value &offsets = next[count * chunks + r];
           offsets = kb.fadd(offsets, kb.fmul(p, terms.offset));
@@ -1044,8 +1043,7 @@ void AttendEmitter::sumFullPrecisionValues(Range range, unsigned region) {
               Value v =
                   loadRowChunk(base, kb.add(row, kb.i32(k * lanes)), lanes);
               for (unsigned r = 0; r < count; ++r) {
-                Value p =
-                    loadF32At(kb, probabilities, (h0 + r) * layout.splitTokens);
+                Value p = loadF32At(kb, probabilities, (h0 + r) * splitTokens);
                 Value &sum = next[r * passChunks + k];
                 sum = kb.fadd(sum, kb.fmul(kb.splat(p, lanes), v));
               }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/Codegen/Layout.h"
 #include "kvq/Codegen/Targets.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -187,6 +188,9 @@ public:
   }
   bool prefersWideLoads() const override { return false; }
   unsigned getLoadsInFlight() const override { return 1; }
+  unsigned getSplitTokens(const CacheLayout &layout) const override {
+    return layout.hostSplitTokens;
+  }
   unsigned getVectorLanes() const override { return vectorLanes; }
   /// AVX-512 has 32 vector registers, AVX and SSE 16.
   unsigned getVectorRegisters() const override {

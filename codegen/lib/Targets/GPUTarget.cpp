@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/Codegen/Layout.h"
 #include "kvq/Codegen/Targets.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -255,6 +256,9 @@ public:
   /// A thread's vectors: 8 f32 registers, so that the quantized attention
   /// loops keep 4 of them per thread as accumulators (32 registers) beside
   /// codes, weights and addresses, with no spills.
+  unsigned getSplitTokens(const CacheLayout &layout) const override {
+    return layout.splitTokens;
+  }
   unsigned getVectorLanes() const override { return 8; }
   unsigned getVectorRegisters() const override { return 8; }
   unsigned getBlockThreads() const override { return blockThreads; }

@@ -366,9 +366,10 @@ TEST(DeviceTrafficTest, BadDeviceBatchChangesNothing) {
   EXPECT_EQ(*F.C->readWindow(Tensor::Values, F.Seqs[0], 0), Window);
 }
 
-/// The planned split fills the backend's resident blocks within [256,
-/// split_tokens] tokens (docs/KernelABI.md, "Splits"); a pinned one is
-/// checked.
+/// The planned split fills the backend's resident blocks within [128,
+/// split_tokens] tokens, the capacity of the kernels the backend runs
+/// (host.split_tokens on the CPU; docs/KernelABI.md, "Splits"); a pinned
+/// one is checked.
 TEST(DeviceTrafficTest, SplitsArePlannedForTheBackend) {
   for (bool Interpreter : {true, false}) {
     Fixture F = makeCache(Interpreter);
@@ -382,7 +383,9 @@ TEST(DeviceTrafficTest, SplitsArePlannedForTheBackend) {
     // The interpreter models an H100 (132 SMs x 4 blocks of 128 threads);
     // the CPU backend runs one block per thread.
     EXPECT_EQ(*Resident, Interpreter ? 528u : F.C->options().Threads);
-    uint64_t G = M.SplitGranule, Cap = M.SplitTokens;
+    // The capacities differ, so the plans below tell them apart.
+    ASSERT_NE(M.HostSplitTokens, M.SplitTokens);
+    uint64_t G = M.SplitGranule, Cap = M.splitTokens(/*OnHost=*/!Interpreter);
     uint64_t Floor = std::min(Cap, (128 + G - 1) / G * G);
     uint64_t Slots =
         std::max<uint64_t>(1, *Resident / (M.Model.KvHeads * kBatch));

@@ -49,7 +49,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 7);
+  EXPECT_EQ(M.Version, 8);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -59,6 +59,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_DOUBLE_EQ(M.Model.Scale, 0.35355339059327373);
   EXPECT_EQ(M.PageTokens, 4u);
   EXPECT_EQ(M.SplitTokens, 5u);
+  EXPECT_EQ(M.HostSplitTokens, 5u);
   EXPECT_EQ(M.SplitGranule, 5u);
   EXPECT_EQ(M.Keys.Sink, 2u);
   EXPECT_EQ(M.Keys.Recent, 3u);
@@ -202,7 +203,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 8, runtime expects 7"),
+  EXPECT_NE(A.message().find("artifact version 9, runtime expects 8"),
             std::string::npos)
       << A.message();
 }
@@ -241,6 +242,12 @@ TEST(ManifestTest, NamesTheOffendingField) {
             }),
             "manifest: 'tensors.values.layers[1].flush_kernel' names kernel "
             "'gone' missing from the kernel table");
+  EXPECT_EQ(errorAfter([](Json &J) { J["host"].erase("split_tokens"); }),
+            "manifest: missing field 'host.split_tokens'");
+  EXPECT_EQ(errorAfter([](Json &J) { J["host"]["split_tokens"] = 7; }),
+            "manifest: split_granule must divide a positive host.split_tokens");
+  EXPECT_EQ(errorAfter([](Json &J) { J["host"]["split_tokens"] = 0; }),
+            "manifest: split_granule must divide a positive host.split_tokens");
   EXPECT_EQ(errorAfter([](Json &J) { J["kernels"][0]["device_units"] = 0; }),
             "manifest: 'kernels[0].device_units' must be >= 1");
   EXPECT_EQ(
@@ -436,7 +443,7 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 7");
+            "artifact version 4294967297, runtime expects 8");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -22,6 +22,7 @@
 namespace kvq {
 
 class KernelBuilder;
+struct CacheLayout;
 
 /// The kinds of kernel arguments (kvq/Support/KernelABI.h). `InPtr` points
 /// to memory the kernel only reads and no other argument aliases.
@@ -164,6 +165,11 @@ public:
   /// thread issues in order and waits at the first use of a load (the
   /// GPU's warps, too few of which fit on an SM to hide DRAM latency alone).
   virtual unsigned getLoadsInFlight() const = 0;
+
+  /// The most tokens one attention block covers on this target (the
+  /// capacity of its score buffer; the runtime plans splits up to it):
+  /// the layout's splitTokens or hostSplitTokens.
+  virtual unsigned getSplitTokens(const CacheLayout &layout) const = 0;
 
   /// The f32 lanes one thread computes on at once: a vector register on the
   /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), a run of

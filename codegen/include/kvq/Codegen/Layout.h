@@ -78,11 +78,14 @@ struct TensorLayout {
 struct CacheLayout {
   ModelAttr model;
   unsigned pageTokens = 0;
-  /// The most tokens one block of the attention kernel covers (the
-  /// flash-decoding split the runtime plans per batch, up to this).
+  /// The most tokens one block of the GPU's attention kernel covers (the
+  /// flash-decoding split the runtime plans per batch, up to this), and
+  /// one of the host CPU's (KernelTarget::getSplitTokens picks).
   unsigned splitTokens = 0;
-  /// The step of planned split sizes: divides splitTokens; a whole number
-  /// of every token-spanning group where one fits (see computeSplitGranule).
+  unsigned hostSplitTokens = 0;
+  /// The step of planned split sizes: divides both capacities; a whole
+  /// number of every token-spanning group where one fits (see
+  /// computeSplitGranule).
   unsigned splitGranule = 0;
   unsigned dtypeBytes = 0;
   TensorLayout keys, values;

@@ -166,8 +166,8 @@ struct Manifest {
   std::string Name;
   ModelShape Model;
   unsigned PageTokens = 0;
-  /// The most tokens of one attention split, and the step of planned
-  /// split sizes (it divides SplitTokens).
+  /// The most tokens of one attention split of the GPU kernels, and the
+  /// step of planned split sizes (it divides both capacities).
   unsigned SplitTokens = 0;
   unsigned SplitGranule = 0;
   double CodeBits = 0.0;
@@ -185,9 +185,15 @@ struct Manifest {
   /// use (LLVM names, kvq/Support/HostFeatures.h).
   std::string HostCpu;
   std::vector<std::string> HostFeatures;
+  /// The most tokens of one attention split of the host code.
+  unsigned HostSplitTokens = 0;
 
   const TensorLayout &tensor(Tensor T) const {
     return T == Tensor::Keys ? Keys : Values;
+  }
+  /// The split capacity of the host code (OnHost) or of the GPU kernels.
+  unsigned splitTokens(bool OnHost) const {
+    return OnHost ? HostSplitTokens : SplitTokens;
   }
   /// The kernel named Name, or null.
   const KernelInfo *kernel(const std::string &Name) const;

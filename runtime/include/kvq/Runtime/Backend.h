@@ -53,6 +53,9 @@ public:
   /// whose device memory is host memory and whose calls finish before they
   /// return): host inputs then need no staging copy.
   virtual bool readsHostMemory() const { return false; }
+  /// Whether its kernels are the artifact's host code (kernels.so) rather
+  /// than its PTX: they take the manifest's host split capacity.
+  virtual bool runsHostCode() const { return false; }
 
   /// Calls Body(I) for every I in [0, N), in any order, on the threads that
   /// run host-side work (the CPU backend's pool; elsewhere the caller's

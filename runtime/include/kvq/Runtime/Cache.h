@@ -332,7 +332,8 @@ public:
   /// least the longest the batch holds now, in any layer) and reserves its
   /// scratch, so that running it allocates nothing. The split size is
   /// chosen for the batch and the device unless SplitTokens pins it (a
-  /// multiple of the manifest's split_granule, at most its split_tokens):
+  /// multiple of the manifest's split_granule, at most the backend's
+  /// split_tokens: Manifest::splitTokens):
   /// a pinned size makes a sequence's result independent of its batch.
   Expected<AttendPlan> planAttend(const std::vector<SequenceId> &Seqs,
                                   unsigned MaxTokens = 0,

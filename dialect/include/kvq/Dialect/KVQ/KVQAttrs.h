@@ -23,6 +23,13 @@ constexpr uint64_t kMaxTableElements = uint64_t(1) << 24;
 /// 128-bit loads; the layout computation and the attribute's verifier share
 /// it.
 constexpr uint64_t kLayoutAlignment = 16;
+/// The most tokens one attention split of the host CPU's kernels covers
+/// unless a target says otherwise: one CPU thread runs a split, so long
+/// splits amortise its fixed work (query, softmax, the merge of partial
+/// outputs) where the GPU's 512 keep its blocks' score buffers in shared
+/// memory (docs/Performance.md, sixteenth session: 2048 against 512, 5-15%
+/// fewer samples for fp16, KIVI-2 and InnerQ-base).
+constexpr unsigned kDefaultHostSplitTokens = 2048;
 /// The GPUs an artifact carries PTX for unless told otherwise.
 inline constexpr const char *kDefaultChips[] = {"sm_80", "sm_90"};
 /// True when `table` has more than kMaxTableElements elements.

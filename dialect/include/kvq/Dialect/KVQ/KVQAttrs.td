@@ -415,11 +415,12 @@ def KVQ_LayoutAttr : KVQ_Attr<"Layout", "layout"> {
   let description = [{
     Computed once by `kvq-assign-layout` and attached to each `kvq.cache` as
     `kvq.layout`; the kernels and the manifest read it. `page_tokens` tokens
-    per page, `split_tokens` at most per attention block (flash-decoding
-    split: the capacity of a block's score buffer), `split_granule` the step
-    of the split sizes the runtime may plan (it divides `split_tokens` and
-    is a whole number of every token-spanning group, so a split starts on
-    a group), `dtype_bytes` per full-precision element, and the OTT pools
+    per page, `split_tokens` at most per attention block of the GPU kernels
+    and `host_split_tokens` of the host CPU's (flash-decoding split: the
+    capacity of a block's score buffer; the target's), `split_granule` the
+    step of the split sizes the runtime may plan (it divides both
+    capacities and is a whole number of every token-spanning group, so a
+    split starts on a group), `dtype_bytes` per full-precision element, and the OTT pools
     (`pool`, a `#kvq.pool_layout`) when the cache has them.
 
     ```mlir
@@ -431,6 +432,8 @@ def KVQ_LayoutAttr : KVQ_Attr<"Layout", "layout"> {
   let parameters = (ins
     "unsigned":$page_tokens,
     "unsigned":$split_tokens,
+    DefaultValuedParameter<"unsigned", "::kvq::kDefaultHostSplitTokens">:
+      $host_split_tokens,
     "unsigned":$split_granule,
     "unsigned":$dtype_bytes,
     "TensorLayoutAttr":$keys,
@@ -451,9 +454,11 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     layout (split size), the GPU kernels (warp size, block threads), the host
     code (CPU) and the manifest read it, so each fact has one definition.
     `host_cpu` is `native` or an LLVM CPU name; `chips` the GPUs PTX is
-    emitted for; `split_tokens` the most tokens one attention block covers
+    emitted for; `split_tokens` the most tokens one attention block of the
+    GPU kernels covers and `host_split_tokens` one of the host CPU's
     (flash-decoding split; the runtime plans each batch's split size up to
-    it); `vector_lanes` the f32 lanes of the host CPU's
+    the capacity of the backend it runs on; 2048 where a spec states a
+    target without it); `vector_lanes` the f32 lanes of the host CPU's
     vector registers, which the CPU kernels' vector forms compute on (16
     with AVX-512, 8 with AVX; kvq-assign-target reads them off the CPU,
     16 where a spec states a target without them); `i16_dots` whether it
@@ -474,6 +479,8 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
     "unsigned":$warp_size,
     "unsigned":$block_threads,
     "unsigned":$split_tokens,
+    DefaultValuedParameter<"unsigned", "::kvq::kDefaultHostSplitTokens">:
+      $host_split_tokens,
     DefaultValuedParameter<"unsigned", "16">:$vector_lanes,
     DefaultValuedParameter<"bool", "false">:$i16_dots);
   let assemblyFormat = "`<` struct(params) `>`";
