@@ -420,8 +420,9 @@ def KVQ_LayoutAttr : KVQ_Attr<"Layout", "layout"> {
     capacity of a block's score buffer; the target's), `split_granule` the
     step of the split sizes the runtime may plan (it divides both
     capacities and is a whole number of every token-spanning group, so a
-    split starts on a group), `dtype_bytes` per full-precision element, and the OTT pools
-    (`pool`, a `#kvq.pool_layout`) when the cache has them.
+    split starts on a group), `dtype_bytes` per full-precision element,
+    and the OTT pools (`pool`, a `#kvq.pool_layout`) when the cache has
+    them.
 
     ```mlir
     #kvq.layout<page_tokens = 128, split_tokens = 512, split_granule = 32,
