@@ -253,12 +253,12 @@ public:
   /// than one at a time (2: 10-12%). The matrix forms' loops are left one
   /// at a time: unrolled, KIVI-2 gained nothing and InnerQ-base lost 6%.
   unsigned getLoadsInFlight() const override { return 4; }
-  /// A thread's vectors: 8 f32 registers, so that the quantized attention
-  /// loops keep 4 of them per thread as accumulators (32 registers) beside
-  /// codes, weights and addresses, with no spills.
   unsigned getSplitTokens(const CacheLayout &layout) const override {
     return layout.splitTokens;
   }
+  /// A thread's vectors: 8 f32 registers, so that the quantized attention
+  /// loops keep 4 of them per thread as accumulators (32 registers) beside
+  /// codes, weights and addresses, with no spills.
   unsigned getVectorLanes() const override { return 8; }
   unsigned getVectorRegisters() const override { return 8; }
   unsigned getBlockThreads() const override { return blockThreads; }

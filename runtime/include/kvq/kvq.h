@@ -245,7 +245,8 @@ kvq_status kvq_cache_synchronize(kvq_cache *cache, kvq_stream stream);
  *  tokens (at least the longest they hold now); the plan serves every layer
  *  and step until a sequence outgrows it. `split_tokens` pins the split
  *  size (a multiple of the manifest's split_granule, at most the backend's
- *  split_tokens: host.split_tokens on the CPU); 0 lets the runtime choose it for the batch and device. */
+ *  split_tokens: host.split_tokens on the CPU); 0 lets the runtime choose
+ *  it for the batch and device. */
 kvq_status kvq_cache_plan_attend(kvq_cache *cache,
                                  const kvq_sequence *sequences,
                                  size_t num_sequences, uint32_t max_tokens,
