@@ -311,7 +311,7 @@ Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
   // A block of the GPU kernel moves FlushDeviceUnits flush units; a block
   // of the host code moves one.
   unsigned Units = Plan.Flushed / TL.Flush;
-  unsigned PerBlock = C.B->readsHostMemory() ? 1 : LL.FlushDeviceUnits;
+  unsigned PerBlock = C.B->runsHostCode() ? 1 : LL.FlushDeviceUnits;
   return C.launch(
       LL.FlushKernel,
       Dim3{(Units + PerBlock - 1) / PerBlock, C.manifest().Model.KvHeads, 1},
