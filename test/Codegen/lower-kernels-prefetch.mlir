@@ -6,8 +6,9 @@
 // apart at random): token i of a page asks for lines 4i .. 4i + 3 of the
 // next page's slice (256 bytes a token), into L2 (hint 2); the block table
 // entry after the last page of the range is never read (the last page
-// prefetches itself). The GPU kernels hide latency with warps and ask for
-// nothing.
+// prefetches itself). The GPU's fp16 kernels keep loads in flight instead
+// and ask for nothing; its matrix forms ask for their split's quantized
+// pages on entry (@kivi, below).
 kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
   kvq.keys window <recent = 0, flush = 1> {
     kvq.layers 0 to 1 : #kvq.full_precision
@@ -33,3 +34,56 @@ kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype 
 // GPU-LABEL: gpu.func @fp_attend_0(
 // GPU-NOT: llvm.intr.prefetch
 // GPU: gpu.return
+
+// KIVI-2, on the GPU, before its first phase the attend block asks for the
+// 64-byte lines of its split's quantized keys, then values, spread over its
+// threads (prefetch.global.L2, one per line). A page's slice of either is
+// 96 lines: codes (512 groups of 8 bytes: 64 lines), scales from byte 4096
+// and zero-points from 5120 (16 lines each). A line is asked for where it
+// meets the bytes of the split's groups of the page, [8 n0, 8 n1) for codes.
+// The CPU has no matrix forms and asks for no split.
+kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// CPU-LABEL: func.func @kivi_attend_0(
+// CPU-NOT: prefetch.global.L2
+// CPU: return
+
+// GPU-LABEL: gpu.func @kivi_attend_0(
+// GPU: %[[COUNT:.*]] = arith.muli %{{.*}}, %c96_i32 : i32
+// GPU: scf.for %{{.*}} = %{{.*}} to %[[COUNT]] step %c128_i32{{.*}} : i32 {
+// GPU: %[[LINE:.*]] = arith.remui %{{.*}}, %c96_i32{{.*}} : i32
+// GPU: %[[G0:.*]] = arith.muli %{{.*}}, %c512_i32
+// GPU: %[[N0:.*]] = arith.divui %[[G0]], %c128_i32
+// GPU: %[[G1:.*]] = arith.muli %{{.*}}, %c512_i32
+// GPU: %[[N1:.*]] = arith.divui %[[G1]], %c128_i32
+// GPU: %[[SLICE:.*]] = llvm.getelementptr %arg5[
+// GPU: %[[CODE_LINE:.*]] = arith.subi %[[LINE]], %c0_i32
+// GPU: %[[START:.*]] = arith.muli %[[CODE_LINE]], %c64_i32
+// GPU: %[[END:.*]] = arith.addi %[[START]], %c64_i32
+// GPU: %[[LO:.*]] = arith.muli %[[N0]], %c8_i32
+// GPU: arith.cmpi ult, %[[LO]], %[[END]]
+// GPU: %[[HI:.*]] = arith.muli %[[N1]], %c8_i32
+// GPU: arith.cmpi ult, %[[START]], %[[HI]]
+// GPU: arith.cmpi ult, %[[CODE_LINE]], %c64_i32
+// GPU: scf.if
+// GPU: llvm.getelementptr %[[SLICE]]
+// GPU: llvm.inline_asm has_side_effects asm_dialect = att "prefetch.global.L2 [$0];", "l"
+// GPU: arith.subi %[[LINE]], %c64_i32
+// GPU: %c4096_i64
+// GPU: "prefetch.global.L2 [$0];"
+// GPU: arith.subi %[[LINE]], %c80_i32
+// GPU: %c5120_i64
+// GPU: "prefetch.global.L2 [$0];"
+// GPU: gpu.barrier
+// GPU: llvm.getelementptr %arg6[
+// GPU-COUNT-3: "prefetch.global.L2 [$0];"
+// GPU: gpu.barrier
+// GPU-NOT: prefetch.global.L2
+// GPU: nvvm.mma.sync

@@ -284,6 +284,14 @@ private:
   /// Whether span=channels keys of 3 bits are scored on the matrix unit.
   bool scoresChannelKeysOnMatrix();
   void scoreChannelGroupsOnMatrix(Range range);
+  /// Whether a matrix form reads the keys' (values') quantized pages.
+  bool readsOnMatrix(bool isKeys);
+  /// On targets that prefetch splits (KernelTarget::prefetchesSplits): the
+  /// block asks for the quantized pages its matrix forms will read.
+  void prefetchSplit();
+  /// The 64-byte lines of the split's quantized codes and parameters of
+  /// the keys (values), spread over the block's threads.
+  void prefetchQuantized(bool isKeys);
   /// Stores `count` f32 values of `from` at `to` as split halves, each 8 in
   /// the order of a thread's 3-bit field (AttendMatrix.cpp).
   void storeFieldOrdered(Value from, Value to, unsigned count);

@@ -425,6 +425,7 @@ void AttendEmitter::emit() {
   poolEnd = hasPool() ? kb.add(tokens, countPoolEntries()) : tokens;
   // A split past the sequence's end is empty: [begin, begin).
   splitRange = clip({begin, end}, kb.i32(0), poolEnd);
+  prefetchSplit();
   // Block-local buffers are sized for one tile and reused by every tile.
   KernelTarget &target = kb.getTarget();
   scores = target.allocShared(kb, heads * splitTokens * 4);

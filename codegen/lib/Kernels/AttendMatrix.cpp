@@ -1017,3 +1017,99 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
   });
   addMatrixShares();
 }
+
+//===----------------------------------------------------------------------===//
+// The split's quantized pages, asked for on entry
+//===----------------------------------------------------------------------===//
+//
+// A matrix form's warp loads a step (a key block) and waits for it before
+// the next, and at ~16 warps an SM those waits are DRAM's latency, one per
+// step (docs/Performance.md, "Measured on an H200"). Where the target
+// prefetches splits, the block first asks for every 64-byte line of the
+// codes and parameters its split's quantized tokens occupy, so that the
+// steps' own loads find them in the L2. A page's codes, scales and
+// zero-points are each ordered by group, and a page's groups by token (a
+// span=tokens group by its block), so tokens [t0, t1) of a page are groups
+// [t0 G / P, t1 G / P) of each (G groups a page, P tokens).
+
+bool AttendEmitter::readsOnMatrix(bool isKeys) {
+  return isKeys ? scoresKeysOnMatrix() || scoresChannelKeysOnMatrix()
+                : sumsValuesOnMatrix() || sumsBlockValuesOnMatrix();
+}
+
+void AttendEmitter::prefetchSplit() {
+  if (!kb.getTarget().prefetchesSplits())
+    return;
+  for (bool isKeys : {true, false})
+    if (readsOnMatrix(isKeys))
+      prefetchQuantized(isKeys);
+}
+
+void AttendEmitter::prefetchQuantized(bool isKeys) {
+  const SliceLayout &s = slice(isKeys);
+  const Regions &region = regions[isKeys ? 0 : 1];
+  unsigned pageTokens = layout.pageTokens, groups = s.groupsPerPage;
+  // Quantized positions, out to whole blocks of span=tokens.
+  unsigned block = s.quant.getSpan() == Span::Tokens ? s.quant.getGroup() : 1;
+  Range range =
+      clip(splitRange, region.sink, kb.add(region.sink, region.quantized));
+  Value first = kb.mul(kb.divU(kb.sub(range.begin, region.sink), kb.i32(block)),
+                       kb.i32(block));
+  Value end =
+      kb.mul(kb.divU(kb.add(kb.sub(range.end, region.sink), kb.i32(block - 1)),
+                     kb.i32(block)),
+             kb.i32(block));
+  Value firstPage = kb.divU(first, kb.i32(pageTokens));
+  Value endPage =
+      kb.maxS(kb.divU(kb.add(end, kb.i32(pageTokens - 1)), kb.i32(pageTokens)),
+              firstPage);
+  // A page's arrays: bytes per group, offset from the slice (codes: from
+  // the codes' base), and the first of its lines in a page's line index.
+  struct Array {
+    uint64_t groupBytes;
+    int64_t offset;
+    unsigned firstLine, lines;
+  };
+  SmallVector<Array, 3> arrays;
+  unsigned pageLines = 0;
+  auto addArray = [&](uint64_t groupBytes, int64_t offset) {
+    unsigned lines = llvm::divideCeil(groups * groupBytes, 64);
+    arrays.push_back({groupBytes, offset, pageLines, lines});
+    pageLines += lines;
+  };
+  addArray(uint64_t(s.wordsPerGroup) * 4, 0);
+  addArray(s.paramBytes, s.scalesOffset);
+  if (s.zerosOffset >= 0)
+    addArray(s.paramBytes, s.zerosOffset);
+  Value count = kb.mul(kb.sub(endPage, firstPage), kb.i32(pageLines));
+  kb.getTarget().parallelFor(kb, count, [&](Value i) {
+    Value page = kb.add(firstPage, kb.divU(i, kb.i32(pageLines)));
+    Value line = kb.remU(i, kb.i32(pageLines));
+    Value pageStart = kb.mul(page, kb.i32(pageTokens));
+    Value t0 = kb.sub(kb.maxS(first, pageStart), pageStart);
+    Value t1 =
+        kb.sub(kb.minU(end, kb.add(pageStart, kb.i32(pageTokens))), pageStart);
+    Value n0 = kb.divU(kb.mul(t0, kb.i32(groups)), kb.i32(pageTokens));
+    Value n1 = kb.divU(kb.mul(t1, kb.i32(groups)), kb.i32(pageTokens));
+    SliceAccess access(kb, tensor(isKeys), s, pageTokens,
+                       args.pages[isKeys ? 0 : 1], tableRow(isKeys), pageStart,
+                       head);
+    for (const Array &array : arrays) {
+      // Line l of the array holds bytes [64 l, 64 l + 64): wanted where
+      // they meet the groups' bytes [n0 B, n1 B).
+      Value l = kb.sub(line, kb.i32(array.firstLine));
+      Value lineStart = kb.mul(l, kb.i32(64));
+      Value wanted = kb.bitAnd(
+          kb.ult(l, kb.i32(array.lines)),
+          kb.bitAnd(kb.ult(lineStart, kb.mul(n1, kb.i32(array.groupBytes))),
+                    kb.ult(kb.mul(n0, kb.i32(array.groupBytes)),
+                           kb.add(lineStart, kb.i32(64)))));
+      Value base =
+          &array == &arrays.front() ? access.getCodesBase() : access.getBase();
+      kb.ifThen(wanted, [&] {
+        kb.getTarget().prefetch(
+            kb, base, kb.add(kb.i64(array.offset), kb.toI64(lineStart)), 1);
+      });
+    }
+  });
+}

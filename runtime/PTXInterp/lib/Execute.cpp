@@ -194,6 +194,8 @@ private:
   Outcome execMov(Warp &W, const Instruction &I, uint32_t Pc, uint32_t Exec);
   Outcome execCvta(Warp &W, const Instruction &I, uint32_t Pc, uint32_t Exec);
   Outcome execMemory(Warp &W, const Instruction &I, uint32_t Pc, uint32_t Exec);
+  Outcome execPrefetch(Warp &W, const Instruction &I, uint32_t Pc,
+                       uint32_t Exec);
   Outcome execAtomic(Warp &W, const Instruction &I, uint32_t Pc, uint32_t Exec);
   Outcome execCall(Warp &W, const Instruction &I, uint32_t Pc, uint32_t Active,
                    uint32_t Exec);
@@ -512,6 +514,7 @@ Outcome BlockRunner::execute(Warp &W, const Instruction &I, uint32_t Pc,
   case Opcode::Red:
     return execAtomic(W, I, Pc, Exec);
   case Opcode::Prefetch:
+    return execPrefetch(W, I, Pc, Exec);
   case Opcode::Membar:
   case Opcode::Nanosleep:
     return Outcome::Next;
@@ -1146,6 +1149,34 @@ Outcome BlockRunner::execMemory(Warp &W, const Instruction &I, uint32_t Pc,
     countGlobal(Addrs, GlobalMask, Size);
   if (SharedMask)
     countShared(Addrs, SharedMask, Size);
+  return Outcome::Next;
+}
+
+/// A prefetch changes no state; it is counted as the traffic it causes, the
+/// 64-byte line from its address (kvq's kernels prefetch in such lines:
+/// KernelTarget::prefetch), so that lines no load reads show in the
+/// distinct sectors. The address must lie in an allocation (a kernel's
+/// prefetch past its pages is a bug, although the GPU ignores it).
+Outcome BlockRunner::execPrefetch(Warp &W, const Instruction &I, uint32_t Pc,
+                                  uint32_t Exec) {
+  const Operand &Addr = I.Ops[0];
+  if (Addr.K != Operand::Mem) {
+    fail(W, ctz(Exec), Pc, "expected an address operand");
+    return Outcome::Error;
+  }
+  uint64_t Addrs[32];
+  uint32_t GlobalMask = 0;
+  FOR_LANES(L, Exec) {
+    uint64_t A = (Addr.RegIdx >= 0 ? W.Frame[Addr.RegIdx * 32 + L] : 0) +
+                 static_cast<uint64_t>(Addr.Value);
+    Space Resolved = Space::Global;
+    if (!resolve(W, L, Pc, I.Sp, A, 1, "prefetch", false, Resolved))
+      return Outcome::Error;
+    Addrs[L] = A;
+    GlobalMask |= (Resolved == Space::Global) << L;
+  }
+  if (GlobalMask)
+    countGlobal(Addrs, GlobalMask, 64);
   return Outcome::Next;
 }
 

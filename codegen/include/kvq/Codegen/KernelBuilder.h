@@ -134,6 +134,12 @@ public:
   /// one (the CPU: its prefetchers stop at 4 KiB pages, and a page's slice
   /// is random in memory); the GPU hides latency with warps instead.
   virtual bool prefetchesPages() const { return false; }
+  /// Whether an attention block asks, on entry, for the quantized codes and
+  /// parameters of its split that its matrix forms will read (the GPU:
+  /// those forms wait for each step's loads, and ~16 warps an SM do not
+  /// hide DRAM's latency; asked for at once, the later steps find them in
+  /// the L2).
+  virtual bool prefetchesSplits() const { return false; }
   /// Asks for the `lines` 64-byte lines from `ptr` + `byteOffset`.
   virtual void prefetch(KernelBuilder &kb, mlir::Value ptr,
                         mlir::Value byteOffset, unsigned lines) {}
