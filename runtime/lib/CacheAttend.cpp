@@ -124,6 +124,13 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
             ": plan again");
   }
   uint32_t NumSplits = Splits.Count;
+  // Blocks prefetch their split where the grid runs in waves: their
+  // requests then overlap other blocks' work (docs/Performance.md,
+  // "Measured on an H200").
+  Expected<unsigned> Resident = residentAttendBlocks();
+  if (!Resident.ok())
+    return Resident.status();
+  bool Waves = uint64_t(NumSplits) * M.KvHeads * Batch > *Resident;
 
   size_t QBytes = QElems * elemBytes();
   size_t PartialBytes =
@@ -186,6 +193,7 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
              Tracked ? poolEntriesAddr(Tensor::Values, Layer, 0) : Norms);
   Attend.set(A::PoolIndex, Tracked ? poolIndexAddr(Layer, 0) : Norms);
   Attend.set(A::RotateQuery, int32_t(Rotate));
+  Attend.set(A::PrefetchSplit, int32_t(Waves));
   if (Status S = launch(manifest().Layers[Layer].Attend,
                         Dim3{NumSplits, M.KvHeads, Batch}, Attend);
       !S.ok()) {

@@ -35,13 +35,15 @@ kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype 
 // GPU-NOT: llvm.intr.prefetch
 // GPU: gpu.return
 
-// KIVI-2, on the GPU, before its first phase the attend block asks for the
-// 64-byte lines of its split's quantized keys, then values, spread over its
-// threads (prefetch.global.L2, one per line). A page's slice of either is
-// 96 lines: codes (512 groups of 8 bytes: 64 lines), scales from byte 4096
-// and zero-points from 5120 (16 lines each). A line is asked for where it
-// meets the bytes of the split's groups of the page, [8 n0, 8 n1) for codes.
-// The CPU has no matrix forms and asks for no split.
+// KIVI-2, on the GPU, before its first phase: where the launch asks
+// (prefetchSplit, the last argument: the grid runs in waves) the attend
+// block asks for the 64-byte lines of its split's quantized keys, then
+// values, in one loop over the block's threads that nobody waits for
+// (prefetch.global.L2, one per line). A page's slice of either is 96
+// lines: codes (512 groups of 8 bytes: 64 lines), scales from byte 4096 and
+// zero-points from 5120 (16 lines each). A line is asked for where it meets
+// the bytes of the split's groups of the page, [8 n0, 8 n1) for codes. The
+// CPU has no matrix forms and asks for no split.
 kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
@@ -56,9 +58,16 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtyp
 // CPU: return
 
 // GPU-LABEL: gpu.func @kivi_attend_0(
-// GPU: %[[COUNT:.*]] = arith.muli %{{.*}}, %c96_i32 : i32
-// GPU: scf.for %{{.*}} = %{{.*}} to %[[COUNT]] step %c128_i32{{.*}} : i32 {
-// GPU: %[[LINE:.*]] = arith.remui %{{.*}}, %c96_i32{{.*}} : i32
+// GPU-SAME: %[[PREFETCH:arg[0-9]+]]: i32) kernel
+// GPU: %[[KEYS:.*]] = arith.muli %{{.*}}, %c96_i32 : i32
+// GPU: %[[VALUES:.*]] = arith.muli %{{.*}}, %c96_i32{{.*}} : i32
+// GPU: %[[BOTH:.*]] = arith.addi %[[KEYS]], %[[VALUES]] : i32
+// GPU: %[[OFF:.*]] = arith.cmpi eq, %[[PREFETCH]], %c0_i32
+// GPU: %[[COUNT:.*]] = arith.select %[[OFF]], %c0_i32{{.*}}, %[[BOTH]] : i32
+// GPU: scf.for %[[I:.*]] = %{{.*}} to %[[COUNT]] step %c128_i32{{.*}} : i32 {
+// GPU: %[[IS_KEY:.*]] = arith.cmpi ult, %[[I]], %[[KEYS]] : i32
+// GPU: scf.if %[[IS_KEY]] {
+// GPU: %[[LINE:.*]] = arith.remui %[[I]], %c96_i32{{.*}} : i32
 // GPU: %[[G0:.*]] = arith.muli %{{.*}}, %c512_i32
 // GPU: %[[N0:.*]] = arith.divui %[[G0]], %c128_i32
 // GPU: %[[G1:.*]] = arith.muli %{{.*}}, %c512_i32
@@ -81,9 +90,12 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtyp
 // GPU: arith.subi %[[LINE]], %c80_i32
 // GPU: %c5120_i64
 // GPU: "prefetch.global.L2 [$0];"
-// GPU: gpu.barrier
+// GPU: %[[J:.*]] = arith.subi %[[I]], %[[KEYS]] : i32
+// GPU: %[[IS_VALUE:.*]] = arith.cmpi ult, %[[J]], %[[VALUES]] : i32
+// GPU: scf.if %[[IS_VALUE]] {
 // GPU: llvm.getelementptr %arg6[
 // GPU-COUNT-3: "prefetch.global.L2 [$0];"
-// GPU: gpu.barrier
+// GPU-NOT: gpu.barrier
+// GPU: scf.for
 // GPU-NOT: prefetch.global.L2
 // GPU: nvvm.mma.sync

@@ -31,7 +31,8 @@ struct AttendArgs {
   using A = abi::AttendArgs;
   Value q, partial, out, arrivals, seqs, pages[2], tables[2], sink[2],
       window[2], norms;
-  Value maxPages, numSplits, splitTokens, pool[2], poolIndex, rotateQuery;
+  Value maxPages, numSplits, splitTokens, pool[2], poolIndex, rotateQuery,
+      prefetchSplit;
   explicit AttendArgs(const KernelEntry &e)
       : q(e.args[A::Q]), partial(e.args[A::Partial]), out(e.args[A::Out]),
         arrivals(e.args[A::Arrivals]),
@@ -42,7 +43,8 @@ struct AttendArgs {
         maxPages(e.args[A::MaxPagesPerSeq]), numSplits(e.args[A::NumSplits]),
         splitTokens(e.args[A::SplitTokens]), pool{e.args[A::KPool],
                                                   e.args[A::VPool]},
-        poolIndex(e.args[A::PoolIndex]), rotateQuery(e.args[A::RotateQuery]) {}
+        poolIndex(e.args[A::PoolIndex]), rotateQuery(e.args[A::RotateQuery]),
+        prefetchSplit(e.args[A::PrefetchSplit]) {}
 };
 
 /// Token counts of one tensor of the sequence: [0, sink) are sink tokens,
@@ -289,9 +291,11 @@ private:
   /// On targets that prefetch splits (KernelTarget::prefetchesSplits): the
   /// block asks for the quantized pages its matrix forms will read.
   void prefetchSplit();
-  /// The 64-byte lines of the split's quantized codes and parameters of
-  /// the keys (values), spread over the block's threads.
-  void prefetchQuantized(bool isKeys);
+  struct SplitLines;
+  /// The 64-byte lines of the split's codes and parameters of the keys
+  /// (values), and line `i` of them.
+  SplitLines getSplitLines(bool isKeys);
+  void prefetchSplitLine(const SplitLines &lines, Value i);
   /// Stores `count` f32 values of `from` at `to` as split halves, each 8 in
   /// the order of a thread's 3-bit field (AttendMatrix.cpp).
   void storeFieldOrdered(Value from, Value to, unsigned count);

@@ -1037,79 +1037,119 @@ bool AttendEmitter::readsOnMatrix(bool isKeys) {
                 : sumsValuesOnMatrix() || sumsBlockValuesOnMatrix();
 }
 
-void AttendEmitter::prefetchSplit() {
-  if (!kb.getTarget().prefetchesSplits())
-    return;
-  for (bool isKeys : {true, false})
-    if (readsOnMatrix(isKeys))
-      prefetchQuantized(isKeys);
-}
-
-void AttendEmitter::prefetchQuantized(bool isKeys) {
-  const SliceLayout &s = slice(isKeys);
-  const Regions &region = regions[isKeys ? 0 : 1];
-  unsigned pageTokens = layout.pageTokens, groups = s.groupsPerPage;
-  // Quantized positions, out to whole blocks of span=tokens.
-  unsigned block = s.quant.getSpan() == Span::Tokens ? s.quant.getGroup() : 1;
-  Range range =
-      clip(splitRange, region.sink, kb.add(region.sink, region.quantized));
-  Value first = kb.mul(kb.divU(kb.sub(range.begin, region.sink), kb.i32(block)),
-                       kb.i32(block));
-  Value end =
-      kb.mul(kb.divU(kb.add(kb.sub(range.end, region.sink), kb.i32(block - 1)),
-                     kb.i32(block)),
-             kb.i32(block));
-  Value firstPage = kb.divU(first, kb.i32(pageTokens));
-  Value endPage =
-      kb.maxS(kb.divU(kb.add(end, kb.i32(pageTokens - 1)), kb.i32(pageTokens)),
-              firstPage);
-  // A page's arrays: bytes per group, offset from the slice (codes: from
-  // the codes' base), and the first of its lines in a page's line index.
+/// What a block asks for of one tensor: the lines of pages [firstPage,
+/// firstPage + pages) that meet quantized positions [first, end).
+struct AttendEmitter::SplitLines {
+  bool isKeys;
+  Value first, end, firstPage, count;
+  /// Groups a page; its arrays' lines, one after another.
+  unsigned groups, pageLines = 0;
   struct Array {
     uint64_t groupBytes;
     int64_t offset;
     unsigned firstLine, lines;
   };
   SmallVector<Array, 3> arrays;
-  unsigned pageLines = 0;
-  auto addArray = [&](uint64_t groupBytes, int64_t offset) {
-    unsigned lines = llvm::divideCeil(groups * groupBytes, 64);
-    arrays.push_back({groupBytes, offset, pageLines, lines});
-    pageLines += lines;
-  };
-  addArray(uint64_t(s.wordsPerGroup) * 4, 0);
-  addArray(s.paramBytes, s.scalesOffset);
-  if (s.zerosOffset >= 0)
-    addArray(s.paramBytes, s.zerosOffset);
-  Value count = kb.mul(kb.sub(endPage, firstPage), kb.i32(pageLines));
-  kb.getTarget().parallelFor(kb, count, [&](Value i) {
-    Value page = kb.add(firstPage, kb.divU(i, kb.i32(pageLines)));
-    Value line = kb.remU(i, kb.i32(pageLines));
-    Value pageStart = kb.mul(page, kb.i32(pageTokens));
-    Value t0 = kb.sub(kb.maxS(first, pageStart), pageStart);
-    Value t1 =
-        kb.sub(kb.minU(end, kb.add(pageStart, kb.i32(pageTokens))), pageStart);
-    Value n0 = kb.divU(kb.mul(t0, kb.i32(groups)), kb.i32(pageTokens));
-    Value n1 = kb.divU(kb.mul(t1, kb.i32(groups)), kb.i32(pageTokens));
-    SliceAccess access(kb, tensor(isKeys), s, pageTokens,
-                       args.pages[isKeys ? 0 : 1], tableRow(isKeys), pageStart,
-                       head);
-    for (const Array &array : arrays) {
-      // Line l of the array holds bytes [64 l, 64 l + 64): wanted where
-      // they meet the groups' bytes [n0 B, n1 B).
-      Value l = kb.sub(line, kb.i32(array.firstLine));
-      Value lineStart = kb.mul(l, kb.i32(64));
-      Value wanted = kb.bitAnd(
-          kb.ult(l, kb.i32(array.lines)),
-          kb.bitAnd(kb.ult(lineStart, kb.mul(n1, kb.i32(array.groupBytes))),
-                    kb.ult(kb.mul(n0, kb.i32(array.groupBytes)),
-                           kb.add(lineStart, kb.i32(64)))));
-      Value base =
-          &array == &arrays.front() ? access.getCodesBase() : access.getBase();
-      kb.ifThen(wanted, [&] {
-        kb.getTarget().prefetch(
-            kb, base, kb.add(kb.i64(array.offset), kb.toI64(lineStart)), 1);
-      });
+};
+
+void AttendEmitter::prefetchSplit() {
+  if (!kb.getTarget().prefetchesSplits())
+    return;
+  SmallVector<SplitLines, 2> tensors;
+  for (bool isKeys : {true, false})
+    if (readsOnMatrix(isKeys))
+      tensors.push_back(getSplitLines(isKeys));
+  if (tensors.empty())
+    return;
+  // Only where the launch asks (prefetchSplit: the grid runs in several
+  // waves, so a block's requests overlap other blocks' work); in one wave
+  // they only delay the first phase's own loads. One loop over both
+  // tensors' lines, which no thread waits for.
+  Value count = tensors[0].count;
+  if (tensors.size() == 2)
+    count = kb.add(count, tensors[1].count);
+  count = kb.select(kb.eq(args.prefetchSplit, kb.i32(0)), kb.i32(0), count);
+  kb.getTarget().parallelForNoWait(kb, count, [&](Value i) {
+    Value index = i;
+    for (const SplitLines &lines : tensors) {
+      Value in = kb.ult(index, lines.count);
+      kb.ifThen(in, [&] { prefetchSplitLine(lines, index); });
+      index = kb.sub(index, lines.count);
     }
   });
+}
+
+AttendEmitter::SplitLines AttendEmitter::getSplitLines(bool isKeys) {
+  const SliceLayout &s = slice(isKeys);
+  const Regions &region = regions[isKeys ? 0 : 1];
+  unsigned pageTokens = layout.pageTokens;
+  SplitLines lines;
+  lines.isKeys = isKeys;
+  // A full-precision page is one array of rows, a group a token.
+  lines.groups = s.isQuantized() ? s.groupsPerPage : pageTokens;
+  // Quantized positions, out to whole blocks of span=tokens.
+  unsigned block = s.isQuantized() && s.quant.getSpan() == Span::Tokens
+                       ? s.quant.getGroup()
+                       : 1;
+  Range range =
+      clip(splitRange, region.sink, kb.add(region.sink, region.quantized));
+  lines.first = kb.mul(kb.divU(kb.sub(range.begin, region.sink), kb.i32(block)),
+                       kb.i32(block));
+  lines.end =
+      kb.mul(kb.divU(kb.add(kb.sub(range.end, region.sink), kb.i32(block - 1)),
+                     kb.i32(block)),
+             kb.i32(block));
+  lines.firstPage = kb.divU(lines.first, kb.i32(pageTokens));
+  Value endPage = kb.maxS(
+      kb.divU(kb.add(lines.end, kb.i32(pageTokens - 1)), kb.i32(pageTokens)),
+      lines.firstPage);
+  auto addArray = [&](uint64_t groupBytes, int64_t offset) {
+    unsigned count = llvm::divideCeil(lines.groups * groupBytes, 64);
+    lines.arrays.push_back({groupBytes, offset, lines.pageLines, count});
+    lines.pageLines += count;
+  };
+  if (!s.isQuantized()) {
+    addArray(s.sliceBytes / pageTokens, 0);
+  } else {
+    addArray(uint64_t(s.wordsPerGroup) * 4, 0);
+    addArray(s.paramBytes, s.scalesOffset);
+    if (s.zerosOffset >= 0)
+      addArray(s.paramBytes, s.zerosOffset);
+  }
+  lines.count =
+      kb.mul(kb.sub(endPage, lines.firstPage), kb.i32(lines.pageLines));
+  return lines;
+}
+
+void AttendEmitter::prefetchSplitLine(const SplitLines &lines, Value i) {
+  const SliceLayout &s = slice(lines.isKeys);
+  unsigned pageTokens = layout.pageTokens;
+  Value page = kb.add(lines.firstPage, kb.divU(i, kb.i32(lines.pageLines)));
+  Value line = kb.remU(i, kb.i32(lines.pageLines));
+  Value pageStart = kb.mul(page, kb.i32(pageTokens));
+  Value t0 = kb.sub(kb.maxS(lines.first, pageStart), pageStart);
+  Value t1 = kb.sub(kb.minU(lines.end, kb.add(pageStart, kb.i32(pageTokens))),
+                    pageStart);
+  Value n0 = kb.divU(kb.mul(t0, kb.i32(lines.groups)), kb.i32(pageTokens));
+  Value n1 = kb.divU(kb.mul(t1, kb.i32(lines.groups)), kb.i32(pageTokens));
+  SliceAccess access(kb, tensor(lines.isKeys), s, pageTokens,
+                     args.pages[lines.isKeys ? 0 : 1], tableRow(lines.isKeys),
+                     pageStart, head);
+  for (const SplitLines::Array &array : lines.arrays) {
+    // Line l of the array holds bytes [64 l, 64 l + 64): wanted where they
+    // meet the groups' bytes [n0 B, n1 B).
+    Value l = kb.sub(line, kb.i32(array.firstLine));
+    Value lineStart = kb.mul(l, kb.i32(64));
+    Value wanted = kb.bitAnd(
+        kb.ult(l, kb.i32(array.lines)),
+        kb.bitAnd(kb.ult(lineStart, kb.mul(n1, kb.i32(array.groupBytes))),
+                  kb.ult(kb.mul(n0, kb.i32(array.groupBytes)),
+                         kb.add(lineStart, kb.i32(64)))));
+    Value base = &array == &lines.arrays.front() ? access.getCodesBase()
+                                                 : access.getBase();
+    kb.ifThen(wanted, [&] {
+      kb.getTarget().prefetch(
+          kb, base, kb.add(kb.i64(array.offset), kb.toI64(lineStart)), 1);
+    });
+  }
 }

@@ -66,6 +66,10 @@ public:
                    llvm::function_ref<void(Value)> body) override {
     kb.forEach(kb.i32(0), count, body);
   }
+  void parallelForNoWait(KernelBuilder &kb, Value count,
+                         llvm::function_ref<void(Value)> body) override {
+    parallelFor(kb, count, body);
+  }
 
   bool prefetchesPages() const override { return true; }
   void prefetch(KernelBuilder &kb, Value ptr, Value byteOffset,

@@ -154,12 +154,16 @@ public:
 
   void parallelFor(KernelBuilder &kb, Value count,
                    llvm::function_ref<void(Value)> body) override {
+    parallelForNoWait(kb, count, body);
+    barrier(kb);
+  }
+  void parallelForNoWait(KernelBuilder &kb, Value count,
+                         llvm::function_ref<void(Value)> body) override {
     kb.forLoop(threadId, count, kb.i32(blockThreads), {},
                [&](Value i, ValueRange) {
                  body(i);
                  return SmallVector<Value>();
                });
-    barrier(kb);
   }
 
   Value allocShared(KernelBuilder &kb, uint64_t bytes) override {

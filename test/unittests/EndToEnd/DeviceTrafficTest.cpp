@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 using namespace kvq;
 using namespace kvq::runtime;
@@ -39,15 +40,26 @@ constexpr unsigned kBatch = 3, kPrefill = 256;
 constexpr size_t kSeqsRowBytes =
     kvq::abi::SeqsFields::NumFields * sizeof(uint32_t);
 
-/// Records the stream each launch and copy was issued on. With
-/// StopAfterFirstSplit, a launch over several splits (an attend) runs only
-/// the blocks of split 0 and fails, as a launch stopped part-way would.
+/// Records the stream each launch and copy was issued on, and each attend
+/// launch's prefetchSplit argument. With StopAfterFirstSplit, a launch over
+/// several splits (an attend) runs only the blocks of split 0 and fails, as
+/// a launch stopped part-way would.
 class StreamRecordingDriver : public ptx::InterpDriver {
 public:
   void setStream(StreamHandle S) override { Current = S; }
+  Expected<KernelHandle> getKernel(ModuleHandle Module,
+                                   const std::string &Name) override {
+    Expected<KernelHandle> K = InterpDriver::getKernel(Module, Name);
+    if (K.ok() && Name.find("_attend_") != std::string::npos)
+      AttendKernels.insert(K->Id);
+    return K;
+  }
   Status launch(KernelHandle K, Dim3 Grid, Dim3 Block, unsigned Shared,
                 void **Args) override {
     Streams.push_back(Current);
+    if (AttendKernels.count(K.Id))
+      PrefetchFlags.push_back(
+          *static_cast<int32_t *>(Args[kvq::abi::AttendArgs::PrefetchSplit]));
     if (!StopAfterFirstSplit || Grid.X < 2)
       return InterpDriver::launch(K, Grid, Block, Shared, Args);
     Status S =
@@ -63,8 +75,19 @@ public:
     MemsetBytes.push_back(Bytes);
     return InterpDriver::memset(Dst, Value, Bytes);
   }
+  /// The blocks the device runs at once, if set (the interpreter's modeled
+  /// H100 otherwise).
+  Expected<unsigned> residentBlocks(KernelHandle Kernel, Dim3 Block,
+                                    unsigned Shared) override {
+    if (Resident)
+      return Resident;
+    return InterpDriver::residentBlocks(Kernel, Block, Shared);
+  }
+  unsigned Resident = 0;
   StreamHandle Current = nullptr;
   std::vector<StreamHandle> Streams;
+  std::set<uint64_t> AttendKernels;
+  std::vector<int32_t> PrefetchFlags;
   /// The size of every memset, in order.
   std::vector<size_t> MemsetBytes;
 };
@@ -451,6 +474,39 @@ TEST(DeviceTrafficTest, AttendRecoversFromALaunchStoppedPartWay) {
   F.Driver->StopAfterFirstSplit = false;
   ASSERT_TRUE(F.C->attend(0, *Plan, Q2.data(), After.data()).ok());
   EXPECT_EQ(After, Expected);
+}
+
+/// Blocks prefetch their split only where the attend grid runs in waves
+/// (more blocks than the device runs at once: here, one at a time). The
+/// prefetches change no output and ask only for lines the kernel reads
+/// (not the unwritten rest of a page): the launch's distinct sectors stay,
+/// its sector requests grow.
+TEST(DeviceTrafficTest, BlocksPrefetchTheirSplitOnlyInWaves) {
+  std::vector<float> Outs[2];
+  ptx::Counters Counts[2];
+  for (bool Waves : {false, true}) {
+    Fixture F = makeCache(/*Interpreter=*/true);
+    if (Waves)
+      F.Driver->Resident = 1;
+    F.Driver->setCountDistinctSectors(true);
+    // 71 quantized value tokens: the rest of their page is not read.
+    appendHost(F, 0, stepData(F, 200, 1), 200);
+    ASSERT_EQ(F.C->counts(F.Seqs[0], 0)->Values.Quantized, 71u);
+    Expected<AttendPlan> Plan =
+        F.C->planAttend(F.Seqs, 0, F.C->manifest().SplitGranule);
+    ASSERT_TRUE(Plan.ok()) << Plan.message();
+    const ModelShape &M = F.C->manifest().Model;
+    std::vector<float> Out(kBatch * M.Heads * M.HeadDim);
+    std::vector<uint16_t> Q = stepData(F, 1, 13).Q;
+    ASSERT_TRUE(F.C->attend(0, *Plan, Q.data(), Out.data()).ok());
+    ASSERT_EQ(F.Driver->PrefetchFlags.size(), 1u);
+    EXPECT_EQ(F.Driver->PrefetchFlags[0], Waves ? 1 : 0);
+    Counts[Waves] = F.Driver->lastCounters();
+    Outs[Waves] = Out;
+  }
+  EXPECT_EQ(Outs[0], Outs[1]);
+  EXPECT_EQ(Counts[1].GlobalDistinctSectors, Counts[0].GlobalDistinctSectors);
+  EXPECT_GT(Counts[1].GlobalSectors, Counts[0].GlobalSectors);
 }
 
 TEST(DeviceTrafficTest, PlanServesEveryLayerAndStep) {

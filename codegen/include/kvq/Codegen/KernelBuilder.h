@@ -87,6 +87,11 @@ public:
   /// threads, then makes every write visible to the whole block.
   virtual void parallelFor(KernelBuilder &kb, mlir::Value count,
                            llvm::function_ref<void(mlir::Value)> body) = 0;
+  /// parallelFor for work no thread of the block reads (prefetches): the
+  /// threads go on without waiting for each other.
+  virtual void
+  parallelForNoWait(KernelBuilder &kb, mlir::Value count,
+                    llvm::function_ref<void(mlir::Value)> body) = 0;
   /// Block-local memory of `bytes` bytes, 16-byte aligned.
   virtual mlir::Value allocShared(KernelBuilder &kb, uint64_t bytes) = 0;
   /// Reduces the `count` f32 values at `ptr` (block-local memory, written by

@@ -78,7 +78,8 @@
   X(KPool, InPtr, "the layer's key pool entries (OTT layers only)")            \
   X(VPool, InPtr, "the layer's value pool entries (OTT layers only)")          \
   X(PoolIndex, InPtr, "the layer's pool indexes (OTT layers only)")            \
-  X(RotateQuery, I32, "1: rotate q to position tokens - 1 (pre_rope), else 0")
+  X(RotateQuery, I32, "1: rotate q to position tokens - 1 (pre_rope), else 0") \
+  X(PrefetchSplit, I32, "1: blocks prefetch their split (several waves)")
 
 // The fields of one row of the attend kernel's `seqs`
 // descriptor, in order: X(Id, Meaning). Counts are this layer's.
