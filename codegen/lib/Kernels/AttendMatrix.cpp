@@ -1037,8 +1037,8 @@ bool AttendEmitter::readsOnMatrix(bool isKeys) {
                 : sumsValuesOnMatrix() || sumsBlockValuesOnMatrix();
 }
 
-/// What a block asks for of one tensor: the lines of pages [firstPage,
-/// firstPage + pages) that meet quantized positions [first, end).
+/// What a block asks for of one tensor: the lines of its pages from
+/// firstPage that meet quantized positions [first, end), `count` in all.
 struct AttendEmitter::SplitLines {
   bool isKeys;
   Value first, end, firstPage, count;
@@ -1085,12 +1085,9 @@ AttendEmitter::SplitLines AttendEmitter::getSplitLines(bool isKeys) {
   unsigned pageTokens = layout.pageTokens;
   SplitLines lines;
   lines.isKeys = isKeys;
-  // A full-precision page is one array of rows, a group a token.
-  lines.groups = s.isQuantized() ? s.groupsPerPage : pageTokens;
+  lines.groups = s.groupsPerPage;
   // Quantized positions, out to whole blocks of span=tokens.
-  unsigned block = s.isQuantized() && s.quant.getSpan() == Span::Tokens
-                       ? s.quant.getGroup()
-                       : 1;
+  unsigned block = s.quant.getSpan() == Span::Tokens ? s.quant.getGroup() : 1;
   Range range =
       clip(splitRange, region.sink, kb.add(region.sink, region.quantized));
   lines.first = kb.mul(kb.divU(kb.sub(range.begin, region.sink), kb.i32(block)),
@@ -1108,14 +1105,10 @@ AttendEmitter::SplitLines AttendEmitter::getSplitLines(bool isKeys) {
     lines.arrays.push_back({groupBytes, offset, lines.pageLines, count});
     lines.pageLines += count;
   };
-  if (!s.isQuantized()) {
-    addArray(s.sliceBytes / pageTokens, 0);
-  } else {
-    addArray(uint64_t(s.wordsPerGroup) * 4, 0);
-    addArray(s.paramBytes, s.scalesOffset);
-    if (s.zerosOffset >= 0)
-      addArray(s.paramBytes, s.zerosOffset);
-  }
+  addArray(uint64_t(s.wordsPerGroup) * 4, 0);
+  addArray(s.paramBytes, s.scalesOffset);
+  if (s.zerosOffset >= 0)
+    addArray(s.paramBytes, s.zerosOffset);
   lines.count =
       kb.mul(kb.sub(endPage, lines.firstPage), kb.i32(lines.pageLines));
   return lines;
