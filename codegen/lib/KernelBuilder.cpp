@@ -12,6 +12,14 @@ using namespace mlir;
 using namespace kvq;
 
 KernelTarget::~KernelTarget() = default;
+
+void KernelTarget::prefetch(KernelBuilder &kb, Value ptr, Value byteOffset,
+                            unsigned lines) {
+  for (unsigned line = 0; line < lines; ++line)
+    prefetchLine(
+        kb, kb.gep(ptr, line ? kb.add(byteOffset, kb.i64(int64_t(line) * 64))
+                             : byteOffset));
+}
 MatrixUnit::~MatrixUnit() = default;
 
 Value KernelBuilder::i1(bool value) {

@@ -72,15 +72,9 @@ public:
   }
 
   bool prefetchesPages() const override { return true; }
-  void prefetch(KernelBuilder &kb, Value ptr, Value byteOffset,
-                unsigned lines) override {
-    OpBuilder &b = kb.builder();
-    for (unsigned line = 0; line < lines; ++line) {
-      Value at =
-          line ? kb.add(byteOffset, kb.i64(int64_t(line) * 64)) : byteOffset;
-      LLVM::Prefetch::create(b, kb.getLoc(), kb.gep(ptr, at), /*rw=*/0,
-                             /*hint=*/2, /*cache=*/1);
-    }
+  void prefetchLine(KernelBuilder &kb, Value address) override {
+    LLVM::Prefetch::create(kb.builder(), kb.getLoc(), address, /*rw=*/0,
+                           /*hint=*/2, /*cache=*/1);
   }
 
   /// The block's one thread adds itself with an acquire-release

@@ -251,22 +251,17 @@ public:
   }
 
   bool prefetchesSplits() const override { return true; }
-  /// One `prefetch.global.L2` per line, a hint that faults on no address.
-  /// Inline PTX: LLVM selects its prefetch intrinsics from sm_90 and PTX 8.0
-  /// only, and the oldest chip's PTX (sm_80, ISA 7.0) must carry it too.
-  void prefetch(KernelBuilder &kb, Value ptr, Value byteOffset,
-                unsigned lines) override {
+  /// `prefetch.global.L2` as inline PTX: LLVM selects its prefetch
+  /// intrinsics from sm_90 and PTX 8.0 only, and the oldest chip's PTX
+  /// (sm_80, ISA 7.0) must carry it too.
+  void prefetchLine(KernelBuilder &kb, Value address) override {
     OpBuilder &b = kb.builder();
-    for (unsigned line = 0; line < lines; ++line) {
-      Value at =
-          line ? kb.add(byteOffset, kb.i64(int64_t(line) * 64)) : byteOffset;
-      LLVM::InlineAsmOp::create(
-          b, kb.getLoc(), Type(), ValueRange{kb.gep(ptr, at)},
-          "prefetch.global.L2 [$0];", "l", /*has_side_effects=*/true,
-          /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
-          LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-          ArrayAttr());
-    }
+    LLVM::InlineAsmOp::create(
+        b, kb.getLoc(), Type(), ValueRange{address}, "prefetch.global.L2 [$0];",
+        "l", /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+        ArrayAttr());
   }
 
   bool hasMinMaxNum() const override { return true; }

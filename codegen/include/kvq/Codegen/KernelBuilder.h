@@ -146,8 +146,11 @@ public:
   /// the L2).
   virtual bool prefetchesSplits() const { return false; }
   /// Asks for the `lines` 64-byte lines from `ptr` + `byteOffset`.
-  virtual void prefetch(KernelBuilder &kb, mlir::Value ptr,
-                        mlir::Value byteOffset, unsigned lines) {}
+  void prefetch(KernelBuilder &kb, mlir::Value ptr, mlir::Value byteOffset,
+                unsigned lines);
+  /// Asks for the line that holds `address`: a hint, which faults on no
+  /// address.
+  virtual void prefetchLine(KernelBuilder &kb, mlir::Value address) {}
 
   /// Whether min/max skipping a NaN operand (llvm.minnum/maxnum) are one
   /// instruction (PTX min.f32/max.f32); x86's vminps/vmaxps are x < y ? x :
