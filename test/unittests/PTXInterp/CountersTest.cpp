@@ -101,6 +101,55 @@ TEST_F(CountersTest, SharedBankConflicts) {
   }
 }
 
+/// Thread t asks for the 64-byte line at p + 64 t + off and loads nothing.
+const char *const PrefetchLines = R"(
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry prefetch_lines(.param .u64 p, .param .u64 off)
+{
+  .reg .b32 %r<2>; .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u64 %rd2, [off];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 64;
+  add.s64 %rd4, %rd1, %rd3;
+  add.s64 %rd4, %rd4, %rd2;
+  prefetch.global.L2 [%rd4];
+  ret;
+}
+)";
+
+/// A prefetch counts as its line's traffic (two sectors from a 32-byte
+/// boundary, three from a 16-byte one) and changes no memory; one outside
+/// every allocation is an error, as a load's would be.
+TEST_F(CountersTest, PrefetchesCountTheirLines) {
+  load(PrefetchLines);
+  std::vector<uint32_t> Data(64);
+  std::iota(Data.begin(), Data.end(), 1u);
+  uint64_t Buffer = upload(Data);
+  Driver.setCountDistinctSectors(true);
+  for (uint64_t Off : {uint64_t(0), uint64_t(16)}) {
+    Args A;
+    A.add(Buffer).add(Off);
+    Status S =
+        Driver.launch(kernel("prefetch_lines"), dim(1), dim(3), 0, A.get());
+    ASSERT_TRUE(S.ok()) << S.message();
+    const Counters &C = Driver.lastCounters();
+    EXPECT_EQ(C.GlobalWarpAccesses, 1u);
+    EXPECT_EQ(C.GlobalBytesRequested, 3u * 64);
+    // Lines from 16 bytes in share their end sectors: 3 x 2 + 1.
+    EXPECT_EQ(C.GlobalDistinctSectors, Off ? 7u : 6u) << "offset " << Off;
+  }
+  EXPECT_EQ(download<uint32_t>(Buffer, 64), Data);
+  Args Outside;
+  Outside.add(Buffer).add(uint64_t(4 * 64));
+  Status S =
+      Driver.launch(kernel("prefetch_lines"), dim(1), dim(1), 0, Outside.get());
+  EXPECT_FALSE(S.ok());
+  EXPECT_NE(S.message().find("prefetch"), std::string::npos) << S.message();
+}
+
 TEST_F(CountersTest, InstructionClassesAddUp) {
   loadCorpus("reduce.ptx");
   uint64_t In = zeros(256 * 4), Out = zeros(4);
