@@ -40,10 +40,11 @@ kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype 
 // block asks for the 64-byte lines of its split's quantized keys, then
 // values, in one loop over the block's threads that nobody waits for
 // (prefetch.global.L2, one per line). A page's slice of either is 96
-// lines: codes (512 groups of 8 bytes: 64 lines), scales from byte 4096 and
-// zero-points from 5120 (16 lines each). A line is asked for where it meets
-// the bytes of the split's groups of the page, [8 n0, 8 n1) for codes. The
-// CPU has no matrix forms and asks for no split.
+// lines: codes (512 groups of 8 bytes: lines 0-63), scales from byte 4096
+// and zero-points from 5120 (2 bytes a group: lines 64-79 and 80-95). A
+// line is asked for where it meets the bytes of the split's groups of the
+// page, [8 n0, 8 n1) for codes. The CPU has no matrix forms and asks for
+// no split.
 kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
@@ -73,28 +74,32 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtyp
 // GPU: %[[G1:.*]] = arith.muli %{{.*}}, %c512_i32
 // GPU: %[[N1:.*]] = arith.divui %[[G1]], %c128_i32
 // GPU: %[[SLICE:.*]] = llvm.getelementptr %arg5[
-// GPU: %[[CODE_LINE:.*]] = arith.subi %[[LINE]], %c0_i32
-// GPU: %[[START:.*]] = arith.muli %[[CODE_LINE]], %c64_i32
+// GPU: %[[IN_CODES:.*]] = arith.cmpi ult, %[[LINE]], %c64_i32
+// GPU: %[[FIRST1:.*]] = arith.select %[[IN_CODES]], %c0_i32{{.*}}, %c64_i32{{.*}} : i32
+// GPU: %[[BYTES1:.*]] = arith.select %[[IN_CODES]], %c8_i32{{.*}}, %c2_i32{{.*}} : i32
+// GPU: %[[OFF1:.*]] = arith.select %[[IN_CODES]], %c0_i64, %c4096_i64 : i64
+// GPU: %[[IN_SCALES:.*]] = arith.cmpi ult, %[[LINE]], %c80_i32
+// GPU: %[[FIRST:.*]] = arith.select %[[IN_SCALES]], %[[FIRST1]], %c80_i32{{.*}} : i32
+// GPU: %[[BYTES:.*]] = arith.select %[[IN_SCALES]], %[[BYTES1]], %c2_i32{{.*}} : i32
+// GPU: %[[OFF:.*]] = arith.select %[[IN_SCALES]], %[[OFF1]], %c5120_i64 : i64
+// GPU: %[[BASE:.*]] = arith.select %[[IN_SCALES]], %{{.*}}, %[[SLICE]] : !llvm.ptr<1>
+// GPU: %[[L:.*]] = arith.subi %[[LINE]], %[[FIRST]] : i32
+// GPU: %[[START:.*]] = arith.muli %[[L]], %c64_i32
 // GPU: %[[END:.*]] = arith.addi %[[START]], %c64_i32
-// GPU: %[[LO:.*]] = arith.muli %[[N0]], %c8_i32
+// GPU: %[[LO:.*]] = arith.muli %[[N0]], %[[BYTES]] : i32
 // GPU: arith.cmpi ult, %[[LO]], %[[END]]
-// GPU: %[[HI:.*]] = arith.muli %[[N1]], %c8_i32
+// GPU: %[[HI:.*]] = arith.muli %[[N1]], %[[BYTES]] : i32
 // GPU: arith.cmpi ult, %[[START]], %[[HI]]
-// GPU: arith.cmpi ult, %[[CODE_LINE]], %c64_i32
 // GPU: scf.if
-// GPU: llvm.getelementptr %[[SLICE]]
-// GPU: llvm.inline_asm has_side_effects asm_dialect = att "prefetch.global.L2 [$0];", "l"
-// GPU: arith.subi %[[LINE]], %c64_i32
-// GPU: %c4096_i64
-// GPU: "prefetch.global.L2 [$0];"
-// GPU: arith.subi %[[LINE]], %c80_i32
-// GPU: %c5120_i64
-// GPU: "prefetch.global.L2 [$0];"
+// GPU: %[[WIDE:.*]] = arith.extui %[[START]] : i32 to i64
+// GPU: %[[AT:.*]] = arith.addi %[[OFF]], %[[WIDE]] : i64
+// GPU: %[[ADDR:.*]] = llvm.getelementptr %[[BASE]][%[[AT]]]
+// GPU: llvm.inline_asm has_side_effects asm_dialect = att "prefetch.global.L2 [$0];", "l" %[[ADDR]]
 // GPU: %[[J:.*]] = arith.subi %[[I]], %[[KEYS]] : i32
 // GPU: %[[IS_VALUE:.*]] = arith.cmpi ult, %[[J]], %[[VALUES]] : i32
 // GPU: scf.if %[[IS_VALUE]] {
 // GPU: llvm.getelementptr %arg6[
-// GPU-COUNT-3: "prefetch.global.L2 [$0];"
+// GPU: "prefetch.global.L2 [$0];"
 // GPU-NOT: gpu.barrier
 // GPU: scf.for
 // GPU-NOT: prefetch.global.L2

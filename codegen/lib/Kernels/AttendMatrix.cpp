@@ -1047,7 +1047,7 @@ struct AttendEmitter::SplitLines {
   struct Array {
     uint64_t groupBytes;
     int64_t offset;
-    unsigned firstLine, lines;
+    unsigned firstLine;
   };
   SmallVector<Array, 3> arrays;
 };
@@ -1101,9 +1101,8 @@ AttendEmitter::SplitLines AttendEmitter::getSplitLines(bool isKeys) {
       kb.divU(kb.add(lines.end, kb.i32(pageTokens - 1)), kb.i32(pageTokens)),
       lines.firstPage);
   auto addArray = [&](uint64_t groupBytes, int64_t offset) {
-    unsigned count = llvm::divideCeil(lines.groups * groupBytes, 64);
-    lines.arrays.push_back({groupBytes, offset, lines.pageLines, count});
-    lines.pageLines += count;
+    lines.arrays.push_back({groupBytes, offset, lines.pageLines});
+    lines.pageLines += llvm::divideCeil(lines.groups * groupBytes, 64);
   };
   addArray(uint64_t(s.wordsPerGroup) * 4, 0);
   addArray(s.paramBytes, s.scalesOffset);
@@ -1128,21 +1127,25 @@ void AttendEmitter::prefetchSplitLine(const SplitLines &lines, Value i) {
   SliceAccess access(kb, tensor(lines.isKeys), s, pageTokens,
                      args.pages[lines.isKeys ? 0 : 1], tableRow(lines.isKeys),
                      pageStart, head);
-  for (const SplitLines::Array &array : lines.arrays) {
-    // Line l of the array holds bytes [64 l, 64 l + 64): wanted where they
-    // meet the groups' bytes [n0 B, n1 B).
-    Value l = kb.sub(line, kb.i32(array.firstLine));
-    Value lineStart = kb.mul(l, kb.i32(64));
-    Value wanted = kb.bitAnd(
-        kb.ult(l, kb.i32(array.lines)),
-        kb.bitAnd(kb.ult(lineStart, kb.mul(n1, kb.i32(array.groupBytes))),
-                  kb.ult(kb.mul(n0, kb.i32(array.groupBytes)),
-                         kb.add(lineStart, kb.i32(64)))));
-    Value base = &array == &lines.arrays.front() ? access.getCodesBase()
-                                                 : access.getBase();
-    kb.ifThen(wanted, [&] {
-      kb.getTarget().prefetch(
-          kb, base, kb.add(kb.i64(array.offset), kb.toI64(lineStart)), 1);
-    });
+  // The line's array (the last that starts at or before it), its line
+  // within that array, holding bytes [64 l, 64 l + 64): wanted where they
+  // meet the groups' bytes [n0 B, n1 B).
+  const SplitLines::Array &codes = lines.arrays.front();
+  Value firstLine = kb.i32(codes.firstLine);
+  Value groupBytes = kb.i32(codes.groupBytes);
+  Value offset = kb.i64(codes.offset), base = access.getCodesBase();
+  for (const SplitLines::Array &array : ArrayRef(lines.arrays).drop_front()) {
+    Value before = kb.ult(line, kb.i32(array.firstLine));
+    firstLine = kb.select(before, firstLine, kb.i32(array.firstLine));
+    groupBytes = kb.select(before, groupBytes, kb.i32(array.groupBytes));
+    offset = kb.select(before, offset, kb.i64(array.offset));
+    base = kb.select(before, base, access.getBase());
   }
+  Value lineStart = kb.mul(kb.sub(line, firstLine), kb.i32(64));
+  Value wanted =
+      kb.bitAnd(kb.ult(lineStart, kb.mul(n1, groupBytes)),
+                kb.ult(kb.mul(n0, groupBytes), kb.add(lineStart, kb.i32(64))));
+  kb.ifThen(wanted, [&] {
+    kb.getTarget().prefetch(kb, base, kb.add(offset, kb.toI64(lineStart)), 1);
+  });
 }
