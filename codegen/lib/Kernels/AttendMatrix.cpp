@@ -1042,8 +1042,8 @@ bool AttendEmitter::readsOnMatrix(bool isKeys) {
 struct AttendEmitter::SplitLines {
   bool isKeys;
   Value first, end, firstPage, count;
-  /// Groups a page; its arrays' lines, one after another.
-  unsigned groups, pageLines = 0;
+  /// Lines a page: its arrays', one after another.
+  unsigned pageLines = 0;
   struct Array {
     uint64_t groupBytes;
     int64_t offset;
@@ -1085,7 +1085,6 @@ AttendEmitter::SplitLines AttendEmitter::getSplitLines(bool isKeys) {
   unsigned pageTokens = layout.pageTokens;
   SplitLines lines;
   lines.isKeys = isKeys;
-  lines.groups = s.groupsPerPage;
   // Quantized positions, out to whole blocks of span=tokens.
   unsigned block = s.quant.getSpan() == Span::Tokens ? s.quant.getGroup() : 1;
   Range range =
@@ -1102,7 +1101,7 @@ AttendEmitter::SplitLines AttendEmitter::getSplitLines(bool isKeys) {
       lines.firstPage);
   auto addArray = [&](uint64_t groupBytes, int64_t offset) {
     lines.arrays.push_back({groupBytes, offset, lines.pageLines});
-    lines.pageLines += llvm::divideCeil(lines.groups * groupBytes, 64);
+    lines.pageLines += llvm::divideCeil(s.groupsPerPage * groupBytes, 64);
   };
   addArray(uint64_t(s.wordsPerGroup) * 4, 0);
   addArray(s.paramBytes, s.scalesOffset);
@@ -1122,8 +1121,8 @@ void AttendEmitter::prefetchSplitLine(const SplitLines &lines, Value i) {
   Value t0 = kb.sub(kb.maxS(lines.first, pageStart), pageStart);
   Value t1 = kb.sub(kb.minU(lines.end, kb.add(pageStart, kb.i32(pageTokens))),
                     pageStart);
-  Value n0 = kb.divU(kb.mul(t0, kb.i32(lines.groups)), kb.i32(pageTokens));
-  Value n1 = kb.divU(kb.mul(t1, kb.i32(lines.groups)), kb.i32(pageTokens));
+  Value n0 = kb.divU(kb.mul(t0, kb.i32(s.groupsPerPage)), kb.i32(pageTokens));
+  Value n1 = kb.divU(kb.mul(t1, kb.i32(s.groupsPerPage)), kb.i32(pageTokens));
   SliceAccess access(kb, tensor(lines.isKeys), s, pageTokens,
                      args.pages[lines.isKeys ? 0 : 1], tableRow(lines.isKeys),
                      pageStart, head);

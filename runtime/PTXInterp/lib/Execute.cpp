@@ -174,6 +174,11 @@ private:
     return O.K == Operand::Reg ? W.Frame[O.RegIdx * 32 + L]
                                : static_cast<uint64_t>(O.Value);
   }
+  /// Lane L's address of a memory operand `[reg + offset]`.
+  uint64_t address(const Warp &W, const Operand &M, unsigned L) const {
+    return (M.RegIdx >= 0 ? W.Frame[M.RegIdx * 32 + L] : 0) +
+           static_cast<uint64_t>(M.Value);
+  }
   void set(Warp &W, int32_t Reg, unsigned L, uint64_t V) {
     if (Reg >= 0)
       W.Frame[Reg * 32 + L] = V;
@@ -1120,8 +1125,7 @@ Outcome BlockRunner::execMemory(Warp &W, const Instruction &I, uint32_t Pc,
   Space Resolved = Space::Global;
   uint32_t GlobalMask = 0, SharedMask = 0;
   FOR_LANES(L, Exec) {
-    uint64_t A = (Addr.RegIdx >= 0 ? W.Frame[Addr.RegIdx * 32 + L] : 0) +
-                 static_cast<uint64_t>(Addr.Value);
+    uint64_t A = address(W, Addr, L);
     uint8_t *P = resolve(W, L, Pc, I.Sp, A, Size, IsLoad ? "load" : "store",
                          !IsLoad, Resolved);
     if (!P)
@@ -1167,8 +1171,7 @@ Outcome BlockRunner::execPrefetch(Warp &W, const Instruction &I, uint32_t Pc,
   uint64_t Addrs[32];
   uint32_t GlobalMask = 0;
   FOR_LANES(L, Exec) {
-    uint64_t A = (Addr.RegIdx >= 0 ? W.Frame[Addr.RegIdx * 32 + L] : 0) +
-                 static_cast<uint64_t>(Addr.Value);
+    uint64_t A = address(W, Addr, L);
     Space Resolved = Space::Global;
     if (!resolve(W, L, Pc, I.Sp, A, 1, "prefetch", false, Resolved))
       return Outcome::Error;
@@ -1194,8 +1197,7 @@ Outcome BlockRunner::execAtomic(Warp &W, const Instruction &I, uint32_t Pc,
   // Lanes are applied in lane order; blocks and warps run one at a time, so
   // every read-modify-write is atomic.
   FOR_LANES(L, Exec) {
-    uint64_t A = (Addr.RegIdx >= 0 ? W.Frame[Addr.RegIdx * 32 + L] : 0) +
-                 static_cast<uint64_t>(Addr.Value);
+    uint64_t A = address(W, Addr, L);
     Space Resolved;
     uint8_t *P = resolve(W, L, Pc, I.Sp, A, Size, "atomic", true, Resolved);
     if (!P)
@@ -1584,10 +1586,8 @@ Outcome BlockRunner::execCpAsync(Warp &W, const Instruction &I, uint32_t Pc,
                " exceeds cp-size " + std::to_string(CopySize));
       return Outcome::Error;
     }
-    uint64_t DA = (Dst.RegIdx >= 0 ? W.Frame[Dst.RegIdx * 32 + L] : 0) +
-                  static_cast<uint64_t>(Dst.Value);
-    uint64_t SA = (Src.RegIdx >= 0 ? W.Frame[Src.RegIdx * 32 + L] : 0) +
-                  static_cast<uint64_t>(Src.Value);
+    uint64_t DA = address(W, Dst, L);
+    uint64_t SA = address(W, Src, L);
     Space Resolved;
     uint8_t *DP = resolve(W, L, Pc, Space::Shared, DA, CopySize,
                           "cp.async shared write", true, Resolved);
@@ -1658,8 +1658,7 @@ Outcome BlockRunner::execLdmatrix(Warp &W, const Instruction &I, uint32_t Pc,
   const uint8_t *Rows[32] = {};
   uint64_t Offsets[32];
   FOR_LANES(L, RowLanes) {
-    uint64_t A = (Addr.RegIdx >= 0 ? W.Frame[Addr.RegIdx * 32 + L] : 0) +
-                 static_cast<uint64_t>(Addr.Value);
+    uint64_t A = address(W, Addr, L);
     Space Resolved;
     uint8_t *P =
         resolve(W, L, Pc, I.Sp, A, 16, "ldmatrix row read", false, Resolved);

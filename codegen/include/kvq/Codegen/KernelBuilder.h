@@ -140,10 +140,10 @@ public:
   /// is random in memory); the GPU hides latency with warps instead.
   virtual bool prefetchesPages() const { return false; }
   /// Whether an attention block asks, on entry, for the quantized codes and
-  /// parameters of its split that its matrix forms will read (the GPU:
-  /// those forms wait for each step's loads, and ~16 warps an SM do not
-  /// hide DRAM's latency; asked for at once, the later steps find them in
-  /// the L2).
+  /// parameters of its split that its matrix forms will read, where the
+  /// launch says the grid runs in waves (the GPU: those forms wait for each
+  /// step's loads, and ~16 warps an SM do not hide DRAM's latency; asked
+  /// for at once, the later steps find them in the L2).
   virtual bool prefetchesSplits() const { return false; }
   /// Asks for the `lines` 64-byte lines from `ptr` + `byteOffset`.
   void prefetch(KernelBuilder &kb, mlir::Value ptr, mlir::Value byteOffset,
