@@ -114,10 +114,19 @@ private:
   /// a chunk of `lanes` codes fills one word, and the token's chunks fold
   /// into one vector.
   bool packsTokenWords(unsigned count, unsigned lanes) const;
-  /// Stores a token's groups (`params`: vectors of groups) at once: each
-  /// chunk's codes shifted to their bits, every chunk ORed across its lanes
-  /// by one fold (combineEach) into the token's words, one store for them
-  /// and one for each parameter.
+  /// Whether `chunks` chunks of consecutive groups pack through bytes
+  /// (packCodeBytes): every 8 codes of a group fill whole bytes and its
+  /// stream fills its words, so the groups' streams are their words back to
+  /// back.
+  bool packsCodeBytes(unsigned chunks, unsigned lanes) const;
+  /// Whether the `count` groups of a token are stored at once
+  /// (storeTokenGroups).
+  bool storesTokenGroups(unsigned count, unsigned lanes) const;
+  /// Stores a token's groups (`params`: vectors of groups) at once, one
+  /// store for the codes and one for each parameter. The codes: each
+  /// chunk's shifted to their bits and every chunk ORed across its lanes by
+  /// one fold (combineEach) into the token's words where a chunk fills a
+  /// word, else through bytes (packCodeBytes).
   void storeTokenGroups(ArrayRef<LaneGroup> groups, Quantizer &quantizer,
                         const GroupParams &params, unsigned lanes);
   /// Quantizes groups [first, first + count), their parameters computed as
@@ -399,6 +408,79 @@ static Value wordOfPieces(KernelBuilder &kb, ArrayRef<StreamPiece> pieces,
   return kb.toI32(word);
 }
 
+/// A constant of `type` (a vector of integers) in every lane.
+static Value splatConstant(KernelBuilder &kb, VectorType type, int64_t value) {
+  return arith::ConstantOp::create(
+      kb.builder(), kb.getLoc(), type,
+      DenseIntElementsAttr::get(
+          type, APInt(type.getElementTypeBitWidth(), uint64_t(value))));
+}
+
+/// `bytes` (vector of i8, fields of `width` bits in the low bits of every
+/// half of a `laneBits` lane, nothing above them) with the two fields of
+/// each lane merged: the high one moves down next to the low one, x & low |
+/// (x >> (laneBits / 2 - width)) & high: a shift and a bit select (one
+/// vpternlog on x86) for the whole vector.
+static Value mergeHalves(KernelBuilder &kb, Value bytes, unsigned laneBits,
+                         unsigned width) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  int64_t count = cast<VectorType>(bytes.getType()).getNumElements();
+  auto type =
+      VectorType::get({count * 8 / laneBits}, b.getIntegerType(laneBits));
+  Value x = vector::BitCastOp::create(b, loc, type, bytes);
+  uint64_t low = (uint64_t(1) << width) - 1;
+  uint64_t high =
+      (low << width) &
+      (laneBits == 64 ? ~uint64_t(0) : (uint64_t(1) << laneBits) - 1);
+  Value moved = kb.shrU(x, splatConstant(kb, type, laneBits / 2 - width));
+  Value merged =
+      kb.bitOr(kb.bitAnd(x, splatConstant(kb, type, int64_t(low))),
+               kb.bitAnd(moved, splatConstant(kb, type, int64_t(high))));
+  return vector::BitCastOp::create(b, loc, bytes.getType(), merged);
+}
+
+/// The packed stream of consecutive codes (`codes`: vectors of i32 codes
+/// below 2^bits, code k at bit k * bits), 8 * n codes in all, as n * bits
+/// bytes: every code to a byte, adjacent fields merged in 16-, 32- and
+/// 64-bit lanes (8 codes in the low 8 * bits bits of each i64, little-
+/// endian), then the low `bits` bytes of each i64 are the stream. Three
+/// shifts, three selects and one byte permute per 64 codes, where shifting
+/// each code to its word and ORing them takes a shift and an OR per code.
+static Value packCodeBytes(KernelBuilder &kb, ArrayRef<Value> codes,
+                           unsigned bits) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  SmallVector<Value> parts;
+  for (Value chunk : codes) {
+    auto type = cast<VectorType>(chunk.getType());
+    parts.push_back(arith::TruncIOp::create(
+        b, loc, VectorType::get(type.getShape(), b.getI8Type()), chunk));
+  }
+  // Concatenated pairwise (vector.shuffle takes two vectors of one type).
+  while (parts.size() > 1) {
+    assert(parts.size() % 2 == 0 && "a power of two of chunks");
+    SmallVector<Value> next;
+    for (unsigned i = 0; i < parts.size(); i += 2) {
+      int64_t n = cast<VectorType>(parts[i].getType()).getNumElements();
+      next.push_back(vector::ShuffleOp::create(
+          b, loc, parts[i], parts[i + 1],
+          llvm::to_vector(llvm::seq<int64_t>(0, 2 * n))));
+    }
+    parts = std::move(next);
+  }
+  Value bytes = parts[0];
+  for (unsigned laneBits = 16, width = bits; laneBits <= 64;
+       laneBits *= 2, width *= 2)
+    bytes = mergeHalves(kb, bytes, laneBits, width);
+  int64_t count = cast<VectorType>(bytes.getType()).getNumElements();
+  SmallVector<int64_t> stream;
+  for (int64_t q = 0; q < count / 8; ++q)
+    for (unsigned i = 0; i < bits; ++i)
+      stream.push_back(8 * q + i);
+  return kb.shuffle(bytes, stream);
+}
+
 /// The CPU's vector form of a span=tokens flush: a vector's lanes are the
 /// groups of consecutive channels of one block, whose elements at one token
 /// are contiguous in its row. Every lane runs the scalar
@@ -571,11 +653,17 @@ void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
   SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                      args.table, group.place.qpos, head);
   if (!slice.sharesCodes()) {
-    SmallVector<StreamPiece> pieces =
-        packLanes(kb, computeLaneCodes(group, quantizer, params, lanes),
-                  slice.quant.getBits());
-    for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
-      access.storeWord(group.place.n, kb.i32(w), wordOfPieces(kb, pieces, w));
+    unsigned bits = slice.quant.getBits();
+    SmallVector<Value> codes =
+        computeLaneCodes(group, quantizer, params, lanes);
+    if (packsCodeBytes(codes.size(), lanes)) {
+      access.storeWord(group.place.n, kb.i32(0),
+                       packCodeBytes(kb, codes, bits));
+    } else {
+      SmallVector<StreamPiece> pieces = packLanes(kb, codes, bits);
+      for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
+        access.storeWord(group.place.n, kb.i32(w), wordOfPieces(kb, pieces, w));
+    }
   }
   access.storeScale(group.place.n, quantizer.paramBits(params.scale));
   access.storeZero(group.place.n, quantizer.paramBits(params.zero));
@@ -588,6 +676,19 @@ bool FlushEmitter::packsTokenWords(unsigned count, unsigned lanes) const {
          KernelBuilder::combinesEach(count * chunks, lanes);
 }
 
+bool FlushEmitter::packsCodeBytes(unsigned chunks, unsigned lanes) const {
+  unsigned group = slice.quant.getGroup();
+  return llvm::isPowerOf2_32(chunks) && lanes % 8 == 0 &&
+         group * slice.quant.getBits() == slice.wordsPerGroup * 32;
+}
+
+bool FlushEmitter::storesTokenGroups(unsigned count, unsigned lanes) const {
+  unsigned chunks = slice.quant.getGroup() / lanes;
+  return packsTokenWords(count, lanes) ||
+         (count > 1 && count == slice.groupsPerToken &&
+          packsCodeBytes(count * chunks, lanes));
+}
+
 void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
                                     Quantizer &quantizer,
                                     const GroupParams &params, unsigned lanes) {
@@ -595,21 +696,27 @@ void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
   SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                      args.table, first.qpos, head);
   if (!slice.sharesCodes()) {
-    // Lane l's code goes to bits [l b, l b + b) of its chunk's word.
-    SmallVector<int32_t> places;
-    for (unsigned l = 0; l < lanes; ++l)
-      places.push_back(int32_t(l * slice.quant.getBits()));
-    Value shifts = kb.vectorI32(places);
-    SmallVector<Value> placed;
+    unsigned bits = slice.quant.getBits();
+    SmallVector<Value> codes;
     for (auto [i, group] : llvm::enumerate(groups))
-      for (Value codes :
-           computeLaneCodes(group, quantizer, laneOf(kb, params, i), lanes))
-        placed.push_back(kb.shl(codes, shifts));
-    // The token's words in order: group-major, a chunk per word.
-    access.storeWord(first.n, kb.i32(0),
-                     kb.combineEach(placed, [&](Value x, Value y) {
-                       return kb.bitOr(x, y);
-                     }));
+      llvm::append_range(codes, computeLaneCodes(group, quantizer,
+                                                 laneOf(kb, params, i), lanes));
+    Value words;
+    if (packsTokenWords(groups.size(), lanes)) {
+      // Lane l's code goes to bits [l b, l b + b) of its chunk's word; the
+      // token's words in order: group-major, a chunk per word.
+      SmallVector<int32_t> places;
+      for (unsigned l = 0; l < lanes; ++l)
+        places.push_back(int32_t(l * bits));
+      Value shifts = kb.vectorI32(places);
+      for (Value &chunk : codes)
+        chunk = kb.shl(chunk, shifts);
+      words = kb.combineEach(codes,
+                             [&](Value x, Value y) { return kb.bitOr(x, y); });
+    } else {
+      words = packCodeBytes(kb, codes, bits);
+    }
+    access.storeWord(first.n, kb.i32(0), words);
   }
   // The parameters are vectors of the groups.
   kb.setLanes(groups.size());
@@ -650,7 +757,7 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
   kb.setLanes(count > 1 ? count : 0);
   GroupParams params = quantizer.paramsFromStats(stats);
   kb.setLanes(0);
-  if (packsTokenWords(count, lanes))
+  if (storesTokenGroups(count, lanes))
     storeTokenGroups(groups, quantizer, params, lanes);
   else
     for (unsigned i = 0; i < count; ++i)
