@@ -118,8 +118,42 @@ size_t scanNonFinite(Backend &B, DType Type, const void *In, size_t N) {
   return First.load();
 }
 
-Status validateItem(const Cache::Impl &C, const AppendItem &I,
-                    Cache::Impl::Memory Inputs) {
+Status launchKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
+                     DevicePtr Src, unsigned Phase);
+
+/// Validates the host keys of a first append to a key-norm layer on a
+/// backend that reads host memory: phase 0 of the key-norm kernel reads
+/// every key anyway, and its chunk maxima are non-finite exactly where a
+/// key is (KeyNormKernel.cpp), so they replace a host scan, a pass over the
+/// keys from memory. Only the partials scratch changes; the first bad key,
+/// when there is one, is found by scanning the keys.
+Status validateKeysByNorm(Cache::Impl &C, unsigned Layer, AppendWork &W) {
+  const AppendItem &I = *W.Item;
+  if (Status S = launchKeyNorm(C, Layer, W,
+                               DevicePtr(reinterpret_cast<uintptr_t>(I.K)), 0);
+      !S.ok())
+    return S;
+  const ModelShape &M = C.manifest().Model;
+  size_t Row = size_t(M.KvHeads) * M.HeadDim;
+  std::vector<float> Maxima(keyNormChunks(I.NumTokens) * Row);
+  if (Status S = C.B->copyToHost(Maxima.data(), C.KeyNormPartials,
+                                 Maxima.size() * sizeof(float));
+      !S.ok())
+    return S;
+  W.MaximaReady = true;
+  if (findNonFinite(DType::F32, Maxima.data(), Maxima.size()) == Maxima.size())
+    return Status::success();
+  size_t N = size_t(I.NumTokens) * Row;
+  return Status::error(
+      ErrorCode::InvalidArgument,
+      describeNonFinite("key", scanNonFinite(*C.B, M.Type, I.K, N), M, I.Seq));
+}
+
+/// Checks an item's shape and pointers and that its host input is finite
+/// (keys through validateKeysByNorm where `KeysByNorm`).
+Status validateItem(Cache::Impl &C, unsigned Layer, AppendWork &W,
+                    Cache::Impl::Memory Inputs, bool KeysByNorm) {
+  const AppendItem &I = *W.Item;
   const ModelShape &M = C.manifest().Model;
   size_t Bytes = size_t(I.NumTokens) * C.rowBytes();
   if ((I.KBytes && I.KBytes != Bytes) || (I.VBytes && I.VBytes != Bytes))
@@ -138,9 +172,13 @@ Status validateItem(const Cache::Impl &C, const AppendItem &I,
   if (Inputs == Cache::Impl::Memory::Device)
     return Status::success();
   size_t N = size_t(I.NumTokens) * M.KvHeads * M.HeadDim;
-  if (size_t Bad = scanNonFinite(*C.B, M.Type, I.K, N); Bad != N)
+  if (KeysByNorm) {
+    if (Status S = validateKeysByNorm(C, Layer, W); !S.ok())
+      return S;
+  } else if (size_t Bad = scanNonFinite(*C.B, M.Type, I.K, N); Bad != N) {
     return Status::error(ErrorCode::InvalidArgument,
                          describeNonFinite("key", Bad, M, I.Seq));
+  }
   if (size_t Bad = scanNonFinite(*C.B, M.Type, I.V, N); Bad != N)
     return Status::error(ErrorCode::InvalidArgument,
                          describeNonFinite("value", Bad, M, I.Seq));
@@ -193,39 +231,43 @@ Status ensurePages(Cache::Impl &C, SequenceState &S, Tensor T,
                            (Needed - First) * sizeof(uint32_t));
 }
 
-Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
-                  Cache::Impl::Memory Inputs) {
-  // Device keys are read where they are; host keys through the key staging
-  // buffer (reserved), which the key flush after it reuses in stream order.
-  DevicePtr Src = DevicePtr(reinterpret_cast<uintptr_t>(W.Item->K));
-  if (Inputs == Cache::Impl::Memory::Host && !C.B->readsHostMemory()) {
-    Src = C.Staging[0].Ptr;
-    if (Status S =
-            C.B->copyToDevice(Src, W.Item->K, W.Item->NumTokens * C.rowBytes());
-        !S.ok())
-      return S;
-  }
-  const ModelShape &M = C.manifest().Model;
+/// Phase 0 (each chunk's maxima into the partials, a block a chunk) or
+/// phase 1 (each kv-head's norms from them) of the key-norm kernel on the
+/// keys at Src.
+Status launchKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
+                     DevicePtr Src, unsigned Phase) {
   unsigned Tokens = W.Item->NumTokens;
-  unsigned Chunks =
-      std::clamp((Tokens + kKeyNormChunkTokens - 1) / kKeyNormChunkTokens, 1u,
-                 kKeyNormMaxChunks);
   using A = abi::KeyNormArgs;
   abi::KernelArgs Args(abi::KernelKind::KeyNorm);
   Args.set(A::Src, Src);
   Args.set(A::Norms, C.normsAddr(Layer, W.Seq->Slot));
   Args.set(A::Partials, C.KeyNormPartials);
   Args.set(A::NumTokens, int32_t(Tokens));
-  Args.set(A::NumChunks, int32_t(Chunks));
-  // Phase 0: each chunk's maxima (a block a chunk); phase 1: each kv-head's
-  // norms from them.
-  for (auto [Phase, Blocks] : {std::pair{0u, Chunks}, {1u, M.KvHeads}}) {
-    Args.set(A::Phase, int32_t(Phase));
-    if (Status S = C.launch(C.manifest().Layers[Layer].KeyNorm,
-                            Dim3{Blocks, 1, 1}, Args);
-        !S.ok())
+  Args.set(A::NumChunks, int32_t(keyNormChunks(Tokens)));
+  Args.set(A::Phase, int32_t(Phase));
+  unsigned Blocks =
+      Phase == 0 ? keyNormChunks(Tokens) : C.manifest().Model.KvHeads;
+  return C.launch(C.manifest().Layers[Layer].KeyNorm, Dim3{Blocks, 1, 1}, Args);
+}
+
+Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
+                  Cache::Impl::Memory Inputs) {
+  // Device keys are read where they are; host keys through the key staging
+  // buffer (reserved), which the key flush after it reuses in stream order.
+  DevicePtr Src = DevicePtr(reinterpret_cast<uintptr_t>(W.Item->K));
+  if (!W.MaximaReady) {
+    if (Inputs == Cache::Impl::Memory::Host && !C.B->readsHostMemory()) {
+      Src = C.Staging[0].Ptr;
+      if (Status S = C.B->copyToDevice(Src, W.Item->K,
+                                       W.Item->NumTokens * C.rowBytes());
+          !S.ok())
+        return S;
+    }
+    if (Status S = launchKeyNorm(C, Layer, W, Src, 0); !S.ok())
       return S;
   }
+  if (Status S = launchKeyNorm(C, Layer, W, Src, 1); !S.ok())
+    return S;
   W.Seq->HasNorms[Layer] = true;
   return Status::success();
 }
@@ -460,7 +502,13 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
       return Status::error(ErrorCode::InvalidArgument,
                            "sequence " + std::to_string(I.Seq) +
                                " appears twice in one append");
-    if (Status St = validateItem(*this, I, Inputs); !St.ok())
+    AppendWork W{*S, &I, {}, false};
+    W.KeyNorm = LayerKeyNorm && I.NumTokens && !(*S)->HasNorms[Layer];
+    // One item: its maxima stay in the partials until pass 2 (another
+    // item's key norms would overwrite them).
+    bool KeysByNorm = W.KeyNorm && Batch.size() == 1 &&
+                      Inputs == Memory::Host && B->readsHostMemory();
+    if (Status St = validateItem(*this, Layer, W, Inputs, KeysByNorm); !St.ok())
       return St;
     if ((*S)->Layers[Layer].Keys.total() + uint64_t(I.NumTokens) > 0x7fffffff)
       return Status::error(ErrorCode::Capacity,
@@ -468,8 +516,6 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
                                " would exceed 2^31 tokens");
     if (Status St = checkSharingOrder(**S, Layer, I); !St.ok())
       return St;
-    AppendWork W{*S, &I, {}, false};
-    W.KeyNorm = LayerKeyNorm && I.NumTokens && !(*S)->HasNorms[Layer];
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
       W.Plan[int(T)] =
           planAppend(layout(T), (*S)->Layers[Layer][T], I.NumTokens);

@@ -17,6 +17,7 @@
 #include "kvq/Runtime/Cache.h"
 #include "kvq/Support/KernelABI.h"
 
+#include <algorithm>
 #include <array>
 #include <initializer_list>
 #include <map>
@@ -30,6 +31,11 @@ unsigned pagesFor(unsigned Quantized, unsigned PageTokens);
 /// CPU's threads busy on a long prompt.
 constexpr unsigned kKeyNormMaxChunks = 256;
 constexpr unsigned kKeyNormChunkTokens = 128;
+/// The key-norm kernel's chunks (phase 0's blocks) for a prompt of Tokens.
+inline unsigned keyNormChunks(unsigned Tokens) {
+  return std::clamp((Tokens + kKeyNormChunkTokens - 1) / kKeyNormChunkTokens,
+                    1u, kKeyNormMaxChunks);
+}
 
 /// A device buffer that grows on demand (per-call inputs and outputs).
 struct ScratchBuffer {
@@ -86,6 +92,9 @@ struct AppendWork {
   const AppendItem *Item;
   AppendPlan Plan[2];
   bool KeyNorm = false;
+  /// The key-norm kernel's chunk maxima of these keys are in the partials
+  /// already: pass 1 validated the keys with them (validateKeysByNorm).
+  bool MaximaReady = false;
 };
 
 /// Physical pages a flush writes into that other sequences also hold

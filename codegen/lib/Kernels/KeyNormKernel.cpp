@@ -63,6 +63,18 @@ static Value normOf(KernelBuilder &kb, Value maxAbs) {
                    kb.sqrt(maxAbs));
 }
 
+/// max(|x|, acc) compared as bits: a non-negative float's bits order as its
+/// value, and a NaN's lie above infinity's, so a NaN key stays in its
+/// chunk's maxima where a float max would skip it. Phase 0's maxima are
+/// then non-finite exactly where a key is, which the runtime reads instead
+/// of scanning the keys itself (docs/Reliability.md); finite and infinite
+/// maxima are the float max's. One integer max (vpmaxsd, max.s32).
+static Value maxMagnitude(KernelBuilder &kb, Value acc, Value x) {
+  Type i32 = kb.builder().getI32Type(), f32 = kb.builder().getF32Type();
+  return kb.bitcast(f32,
+                    kb.maxS(kb.bitcast(i32, kb.fabs(x)), kb.bitcast(i32, acc)));
+}
+
 Value KeyNormEmitter::loadChannels(Type type, Value ptr, Value index,
                                    bool invariant) {
   if (lanes > 1)
@@ -93,15 +105,14 @@ void KeyNormEmitter::emitChunkMaxima() {
             Value x = loadChannels(dtype, args.src,
                                    kb.add(kb.mul(t, kb.i32(rowChannels)), c),
                                    /*invariant=*/true);
-            return {kb.runningMax(acc[0], kb.fabs(x))};
+            return {maxMagnitude(kb, acc[0], x)};
           })[0];
       storeChannels(maxAbs, args.partials, kb.add(out, c));
     });
     return;
   }
   // The CPU: whole rows in token order (one stream), the maxima kept in the
-  // block's row of partials (a row is more vectors than registers). A NaN
-  // (device input is not scanned) is skipped, as by fmax.
+  // block's row of partials (a row is more vectors than registers).
   Value vectors = kb.i32(rowChannels / lanes);
   Value zeros = kb.splat(kb.f32(0), lanes);
   auto channelOf = [&](Value v) { return kb.mul(v, kb.i32(lanes)); };
@@ -116,8 +127,7 @@ void KeyNormEmitter::emitChunkMaxima() {
                              /*invariant=*/true);
       Value acc = loadChannels(f32, args.partials, kb.add(out, c),
                                /*invariant=*/false);
-      storeChannels(kb.selectMax(kb.fabs(x), acc), args.partials,
-                    kb.add(out, c));
+      storeChannels(maxMagnitude(kb, acc, x), args.partials, kb.add(out, c));
     });
   });
 }
@@ -127,7 +137,8 @@ void KeyNormEmitter::emitNorms() {
   Type f32 = kb.builder().getF32Type();
   Value headChannel = kb.mul(block, kb.i32(dim));
   // Channels [c, c + lanes) of kv-head `block`: the largest of their chunk
-  // maxima, as norms.
+  // maxima, as norms. A NaN maximum (a NaN in device keys, which nothing
+  // scans) is skipped, as the float max skips a NaN key.
   auto normsAt = [&](Value c) {
     Value channel = kb.add(headChannel, c);
     Value zero = lanes > 1 ? kb.splat(kb.f32(0), lanes) : kb.f32(0);

@@ -978,6 +978,65 @@ TEST(KeyNormEndToEndTest, LongPromptSpansEveryChunk) {
   EXPECT_GE(Tested, 2u) << "the key_norm specs of kSpecs";
 }
 
+/// A first append of host keys to a key_norm layer on the CPU is validated
+/// by the key-norm kernel's chunk maxima, not by a scan of the keys
+/// (docs/Reliability.md): a NaN of either sign inside a chunk (after
+/// larger keys of its channel), an infinity on a chunk's first token and
+/// one on the prompt's last are each reported where they are; the sequence
+/// keeps no tokens and no norms; the prompt made finite then matches the
+/// reference (every key_norm spec; 1000 tokens are 8 chunks of 125).
+TEST(KeyNormEndToEndTest, NonFiniteKeysAreFoundByTheNormKernel) {
+  constexpr unsigned Tokens = 1000;
+  struct Bad {
+    unsigned Token, Head, Channel;
+    uint16_t Bits;
+  };
+  const Bad Cases[] = {{300, 1, 5, 0x7e00},
+                       {301, 0, 0, 0xfe01},
+                       {375, 1, 17, 0x7c00},
+                       {Tokens - 1, 0, 63, 0xfc00}};
+  unsigned Tested = 0;
+  for (const SpecParam &P : kSpecs) {
+    if (!referenceConfig(P).keyNorm)
+      continue;
+    SCOPED_TRACE(P.Name);
+    Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
+    ASSERT_TRUE(A.ok()) << A.message();
+    unsigned PageTokens = (*A)->manifest().PageTokens;
+    Harness H(P, cpuCache(P, 1, (Tokens + PageTokens - 1) / PageTokens + 2),
+              701);
+    unsigned Seq = H.addSequence();
+    SequenceId Id = H.Seqs[Seq].Id;
+    std::vector<float> K = H.tokens(Tokens, true), V = H.tokens(Tokens, false);
+    size_t Row = H.rowElems();
+    for (unsigned T = 250; T < 300; ++T)
+      K[T * Row + P.HeadDim + 5] = 100.0f + float(T);
+    std::vector<uint16_t> Values = Harness::toBits(V);
+    for (const Bad &B : Cases) {
+      unsigned Channel = B.Channel % P.HeadDim, Head = B.Head % P.KvHeads;
+      std::vector<uint16_t> Keys = Harness::toBits(K);
+      Keys[B.Token * Row + Head * P.HeadDim + Channel] = B.Bits;
+      Status S = H.C->append(0, {{Id, Tokens, Keys.data(), Values.data()}});
+      ASSERT_FALSE(S.ok());
+      std::string Want = "non-finite key at token " + std::to_string(B.Token) +
+                         ", kv-head " + std::to_string(Head) + ", channel " +
+                         std::to_string(Channel);
+      EXPECT_NE(S.message().find(Want), std::string::npos) << S.message();
+      Expected<SliceCounts> Counts = H.C->counts(Id, 0);
+      ASSERT_TRUE(Counts.ok()) << Counts.message();
+      for (Tensor T : {Tensor::Keys, Tensor::Values})
+        EXPECT_EQ((*Counts)[T].total(), 0u);
+      Expected<std::vector<float>> Norms = H.C->readKeyNorms(Id, 0);
+      ASSERT_TRUE(Norms.ok()) << Norms.message();
+      EXPECT_TRUE(Norms->empty());
+    }
+    H.appendData(0, {Seq}, {Tokens}, {K, V});
+    H.checkState(Seq, "finite prompt after rejected ones");
+    ++Tested;
+  }
+  EXPECT_GE(Tested, 2u) << "the key_norm specs of kSpecs";
+}
+
 TEST_P(EndToEndTest, EmptySequenceAttendsToZero) {
   const SpecParam &P = GetParam();
   Harness H(P, cpuCache(P, 2, 4), 500);
