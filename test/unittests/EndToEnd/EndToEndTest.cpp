@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -945,15 +946,10 @@ TEST(OttEndToEndTest, RepeatedTokensTieToTheOlder) {
   }
 }
 
-/// A sequence without tokens attends to zero (the reference's convention),
-/// alone and next to a one-token sequence.
-/// A prompt long enough for the key-norm kernel's most chunks, the last of
-/// them empty (32769 tokens: 256 chunks of 129), matches the reference's
-/// norms, codes and parameters (CPU; every key_norm spec). Every channel's
-/// largest |K| is on the prompt's last token or on the first of a chunk, so
-/// a chunk that misses a token changes a norm.
-TEST(KeyNormEndToEndTest, LongPromptSpansEveryChunk) {
-  constexpr unsigned Tokens = 32769, ChunkStart = 100 * 129;
+/// Runs Body on a CPU cache with room for a Tokens-token sequence, for
+/// every key_norm spec of kSpecs (at least two).
+void forEachKeyNormSpec(unsigned Tokens, uint32_t Seed,
+                        const std::function<void(Harness &)> &Body) {
   unsigned Tested = 0;
   for (const SpecParam &P : kSpecs) {
     if (!referenceConfig(P).keyNorm)
@@ -963,19 +959,31 @@ TEST(KeyNormEndToEndTest, LongPromptSpansEveryChunk) {
     ASSERT_TRUE(A.ok()) << A.message();
     unsigned PageTokens = (*A)->manifest().PageTokens;
     Harness H(P, cpuCache(P, 1, (Tokens + PageTokens - 1) / PageTokens + 2),
-              700);
+              Seed);
+    Body(H);
+    ++Tested;
+  }
+  EXPECT_GE(Tested, 2u) << "the key_norm specs of kSpecs";
+}
+
+/// A prompt long enough for the key-norm kernel's most chunks, the last of
+/// them empty (32769 tokens: 256 chunks of 129), matches the reference's
+/// norms, codes and parameters (CPU; every key_norm spec). Every channel's
+/// largest |K| is on the prompt's last token or on the first of a chunk, so
+/// a chunk that misses a token changes a norm.
+TEST(KeyNormEndToEndTest, LongPromptSpansEveryChunk) {
+  constexpr unsigned Tokens = 32769, ChunkStart = 100 * 129;
+  forEachKeyNormSpec(Tokens, 700, [&](Harness &H) {
     unsigned Seq = H.addSequence();
     std::vector<float> K = H.tokens(Tokens, true), V = H.tokens(Tokens, false);
-    size_t Row = size_t(P.KvHeads) * P.HeadDim;
+    size_t Row = H.rowElems();
     for (size_t E = 0; E < Row; ++E) {
       float Big = (E % 3 ? 64.0f : -64.0f) + float(E % 7);
       (E % 2 ? K[ChunkStart * Row + E] : K[(Tokens - 1) * Row + E]) = Big;
     }
     H.appendData(0, {Seq}, {Tokens}, {K, V});
     H.checkState(Seq, "long prompt");
-    ++Tested;
-  }
-  EXPECT_GE(Tested, 2u) << "the key_norm specs of kSpecs";
+  });
 }
 
 /// A first append of host keys to a key_norm layer on the CPU is validated
@@ -995,16 +1003,8 @@ TEST(KeyNormEndToEndTest, NonFiniteKeysAreFoundByTheNormKernel) {
                        {301, 0, 0, 0xfe01},
                        {375, 1, 17, 0x7c00},
                        {Tokens - 1, 0, 63, 0xfc00}};
-  unsigned Tested = 0;
-  for (const SpecParam &P : kSpecs) {
-    if (!referenceConfig(P).keyNorm)
-      continue;
-    SCOPED_TRACE(P.Name);
-    Expected<std::shared_ptr<const Artifact>> A = Artifact::open(P.Dir);
-    ASSERT_TRUE(A.ok()) << A.message();
-    unsigned PageTokens = (*A)->manifest().PageTokens;
-    Harness H(P, cpuCache(P, 1, (Tokens + PageTokens - 1) / PageTokens + 2),
-              701);
+  forEachKeyNormSpec(Tokens, 701, [&](Harness &H) {
+    const SpecParam &P = H.P;
     unsigned Seq = H.addSequence();
     SequenceId Id = H.Seqs[Seq].Id;
     std::vector<float> K = H.tokens(Tokens, true), V = H.tokens(Tokens, false);
@@ -1032,11 +1032,11 @@ TEST(KeyNormEndToEndTest, NonFiniteKeysAreFoundByTheNormKernel) {
     }
     H.appendData(0, {Seq}, {Tokens}, {K, V});
     H.checkState(Seq, "finite prompt after rejected ones");
-    ++Tested;
-  }
-  EXPECT_GE(Tested, 2u) << "the key_norm specs of kSpecs";
+  });
 }
 
+/// A sequence without tokens attends to zero (the reference's convention),
+/// alone and next to a one-token sequence.
 TEST_P(EndToEndTest, EmptySequenceAttendsToZero) {
   const SpecParam &P = GetParam();
   Harness H(P, cpuCache(P, 2, 4), 500);
