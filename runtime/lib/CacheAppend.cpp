@@ -140,9 +140,11 @@ Status validateKeysByNorm(Cache::Impl &C, unsigned Layer, AppendWork &W) {
                                  Maxima.size() * sizeof(float));
       !S.ok())
     return S;
-  W.MaximaReady = true;
-  if (findNonFinite(DType::F32, Maxima.data(), Maxima.size()) == Maxima.size())
+  if (findNonFinite(DType::F32, Maxima.data(), Maxima.size()) ==
+      Maxima.size()) {
+    W.MaximaReady = true;
     return Status::success();
+  }
   size_t N = size_t(I.NumTokens) * Row;
   return Status::error(
       ErrorCode::InvalidArgument,

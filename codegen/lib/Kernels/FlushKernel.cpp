@@ -349,6 +349,14 @@ struct StreamPiece {
   unsigned width;
 };
 
+/// A constant of `type` (a vector of integers) in every lane.
+static Value splatConstant(KernelBuilder &kb, VectorType type, int64_t value) {
+  return arith::ConstantOp::create(
+      kb.builder(), kb.getLoc(), type,
+      DenseIntElementsAttr::get(
+          type, APInt(type.getElementTypeBitWidth(), uint64_t(value))));
+}
+
 /// Merges adjacent lanes of `codes` (vector<n x i32>, fields of `width` bits
 /// with nothing above them, 2 * width <= 32): lane i of the result is lane 2i
 /// | lane 2i+1 << width. Viewed as i64 lanes (little-endian hosts: lane 2i
@@ -362,9 +370,7 @@ static Value mergeAdjacentLanes(KernelBuilder &kb, Value codes,
   int64_t lanes = cast<VectorType>(codes.getType()).getNumElements();
   auto wide = VectorType::get({lanes / 2}, b.getI64Type());
   Value x = vector::BitCastOp::create(b, loc, wide, codes);
-  Value shift = arith::ConstantOp::create(
-      b, loc, wide, DenseIntElementsAttr::get(wide, int64_t(32 - width)));
-  Value merged = kb.bitOr(x, kb.shrU(x, shift));
+  Value merged = kb.bitOr(x, kb.shrU(x, splatConstant(kb, wide, 32 - width)));
   return arith::TruncIOp::create(
       b, loc, VectorType::get({lanes / 2}, b.getI32Type()), merged);
 }
@@ -406,14 +412,6 @@ static Value wordOfPieces(KernelBuilder &kb, ArrayRef<StreamPiece> pieces,
     word = word ? kb.bitOr(word, part) : part;
   }
   return kb.toI32(word);
-}
-
-/// A constant of `type` (a vector of integers) in every lane.
-static Value splatConstant(KernelBuilder &kb, VectorType type, int64_t value) {
-  return arith::ConstantOp::create(
-      kb.builder(), kb.getLoc(), type,
-      DenseIntElementsAttr::get(
-          type, APInt(type.getElementTypeBitWidth(), uint64_t(value))));
 }
 
 /// `bytes` (vector of i8, fields of `width` bits in the low bits of every
