@@ -45,6 +45,12 @@ kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype 
 // line is asked for where it meets the bytes of the split's groups of the
 // page, [8 n0, 8 n1) for codes. The CPU has no matrix forms and asks for
 // no split.
+//
+// The CPU folds every key block's queries (foldBlockQueries) before it
+// scores a token, a pass that reads only parameters, 512 bytes a block, a
+// page apart: block b first asks for the scales and zero-points of block
+// b + 4 (page 128 / group 32, the same block of the next page; the range's
+// last block asks for itself), 4 lines each, into L2.
 kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
@@ -56,6 +62,23 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtyp
 
 // CPU-LABEL: func.func @kivi_attend_0(
 // CPU-NOT: prefetch.global.L2
+// CPU-NOT: llvm.intr.prefetch
+// CPU: %[[BLOCKS:.*]]:4 = scf.if %{{.*}} -> (f32, f32, f32, f32) {
+// CPU: %[[LASTB:.*]] = arith.subi %[[COUNT:.*]], %c1_i32
+// CPU: %[[AHEAD:.*]] = arith.addi %[[B:.*]], %c4_i32{{.*}} : i32
+// CPU: arith.minui %[[AHEAD]], %[[LASTB]] : i32
+// CPU: %[[SCALES:.*]] = arith.addi %c4096_i64, %[[N:.*]] : i64
+// CPU: %[[S0:.*]] = llvm.getelementptr %[[SLICE:.*]][%[[SCALES]]]
+// CPU: "llvm.intr.prefetch"(%[[S0]]) <{cache = 1 : i32, hint = 2 : i32, rw = 0 : i32}>
+// CPU-COUNT-3: "llvm.intr.prefetch"
+// CPU: %[[ZEROS:.*]] = arith.addi %c5120_i64, %{{.*}} : i64
+// CPU: %[[Z0:.*]] = llvm.getelementptr %[[SLICE]][%[[ZEROS]]]
+// CPU: "llvm.intr.prefetch"(%[[Z0]])
+// CPU-COUNT-3: "llvm.intr.prefetch"
+// CPU-NOT: "llvm.intr.prefetch"
+// CPU: scf.for
+// CPU-NOT: "llvm.intr.prefetch"
+// CPU: llvm.load %{{.*}} invariant {alignment = 16 : i64} : !llvm.ptr -> vector<16xf16>
 // CPU: return
 
 // GPU-LABEL: gpu.func @kivi_attend_0(

@@ -377,6 +377,9 @@ private:
                       unsigned tokens);
   /// Block b's share of the next page (where the target prefetches).
   void prefetchNextPage(bool isKeys, const TokenBlocks &blocks, Value b);
+  /// Where the target prefetches pages: the key parameters foldBlockQueries
+  /// reads a page after block b's.
+  void prefetchBlockTerms(const TokenBlocks &blocks, Value b);
   TokenBlocks getTokenBlocks(Range range, bool isKeys);
   /// The page slice of the block at quantized position `first`.
   SliceAccess getBlockAccess(bool isKeys, Value first);

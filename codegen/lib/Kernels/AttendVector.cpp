@@ -359,6 +359,20 @@ void AttendEmitter::prefetchNextPage(bool isKeys, const TokenBlocks &blocks,
     prefetchTokens(*next, kb.remU(first, pageTokens), group);
 }
 
+void AttendEmitter::prefetchBlockTerms(const TokenBlocks &blocks, Value b) {
+  // The fold reads only parameters, a block's 2 x dim of them a page apart,
+  // and runs ahead of the scoring that streams the pages in: it asks for
+  // the block a page ahead (the range's last block asks for itself).
+  if (!kb.getTarget().prefetchesPages())
+    return;
+  unsigned group = slice(true).quant.getGroup();
+  Value ahead = kb.minU(kb.add(b, kb.i32(layout.pageTokens / group)),
+                        kb.sub(blocks.count, kb.i32(1)));
+  Value first = kb.mul(kb.add(blocks.first, ahead), kb.i32(group));
+  SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
+  access.prefetchParams(kb.mul(getPageBlock(first, group), kb.i32(dim)), dim);
+}
+
 Value AttendEmitter::getPageBlock(Value first, unsigned group) {
   return kb.divU(kb.remU(first, kb.i32(layout.pageTokens)), kb.i32(group));
 }
@@ -399,6 +413,7 @@ void AttendEmitter::foldBlockQueries(const TokenBlocks &blocks,
         [&]() -> SmallVector<Value> {
           Value first = kb.mul(kb.add(blocks.first, b), kb.i32(group));
           SliceAccess access = getBlockAccess(/*isKeys=*/true, first);
+          prefetchBlockTerms(blocks, b);
           Value rows = kb.mul(b, kb.i32(heads * dim));
           SmallVector<Value> init(heads * (i16 ? 2 : 1),
                                   oneChunk ? kb.f32(0)

@@ -131,6 +131,14 @@ Value SliceAccess::loadZeros(Quantizer &quantizer, Value n, unsigned count,
   return loadParams(quantizer, slice.zerosOffset, n, count, alignedN);
 }
 
+void SliceAccess::prefetchParams(Value n, unsigned count) {
+  unsigned lines = llvm::divideCeil(uint64_t(count) * slice.paramBytes, 64);
+  KernelTarget &target = kb.getTarget();
+  target.prefetch(kb, base, paramOffset(slice.scalesOffset, n), lines);
+  if (slice.zerosOffset >= 0)
+    target.prefetch(kb, base, paramOffset(slice.zerosOffset, n), lines);
+}
+
 void SliceAccess::storeScale(Value n, Value bits) {
   kb.store(bits, base, paramOffset(slice.scalesOffset, n), slice.paramBytes);
 }

@@ -59,6 +59,9 @@ public:
                          bool alignedN = false);
   mlir::Value loadZeros(Quantizer &quantizer, mlir::Value n, unsigned count,
                         bool alignedN = false);
+  /// Asks for the lines of the stored scales and zero-points of groups
+  /// [n, n + count) (KernelTarget::prefetch), n a multiple of count.
+  void prefetchParams(mlir::Value n, unsigned count);
   /// Stores raw parameter bits of group `n`.
   void storeScale(mlir::Value n, mlir::Value bits);
   void storeZero(mlir::Value n, mlir::Value bits);
