@@ -10,7 +10,9 @@
 
 using namespace kvq::runtime;
 
-ThreadPool::ThreadPool(unsigned Threads) {
+ThreadPool::ThreadPool(unsigned Threads,
+                       std::chrono::microseconds SpinForNextJob)
+    : SpinForNextJob(SpinForNextJob) {
   try {
     for (unsigned I = 1; I < Threads; ++I)
       Workers.emplace_back([this] { workerLoop(); });
@@ -52,6 +54,13 @@ void ThreadPool::workerLoop() {
   uint64_t Seen = 0;
   std::unique_lock<std::mutex> Lock(Mutex);
   while (true) {
+    // Poll a while before sleeping: the next job often follows at once,
+    // and a wake costs it ~11 us (ThreadPool.h).
+    Lock.unlock();
+    for (auto Until = Clock::now() + SpinForNextJob;
+         Generation.load() == Seen && !Stopping.load() && Clock::now() < Until;)
+      std::this_thread::yield();
+    Lock.lock();
     Wake.wait(Lock, [&] { return Stopping || Generation != Seen; });
     if (Stopping)
       return;

@@ -8,7 +8,9 @@
 // calling thread takes part, so a pool of N threads starts N - 1 workers.
 // It also starts alone: waking a sleeping worker costs more than the small
 // grids of a decode step's appends take in all (docs/Performance.md,
-// "Small launches on the calling thread").
+// "Small launches on the calling thread"). A worker that has just run a job
+// polls for the next a while before it sleeps, so grids launched back to
+// back (a flushing decode step's) share the workers without wakes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,9 +30,12 @@ namespace kvq::runtime {
 
 class ThreadPool {
 public:
-  /// Starts Threads - 1 workers. Throws std::system_error if a thread
-  /// cannot be started, after stopping the ones that were.
-  explicit ThreadPool(unsigned Threads);
+  /// Starts Threads - 1 workers, which poll for SpinForNextJob after each
+  /// job before they sleep. Throws std::system_error if a thread cannot be
+  /// started, after stopping the ones that were.
+  explicit ThreadPool(
+      unsigned Threads,
+      std::chrono::microseconds SpinForNextJob = kSpinForNextJob);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
@@ -55,6 +60,10 @@ public:
   /// How long a caller whose blocks are done polls for a worker's last ones
   /// before it sleeps.
   static constexpr std::chrono::microseconds kSpinBeforeSleep{20};
+  /// How long a worker whose job is done polls (yielding its core) for the
+  /// next before it sleeps, by default: a decode step's appends and
+  /// attention launch grids back to back, and each would pay a wake.
+  static constexpr std::chrono::microseconds kSpinForNextJob{200};
 
 private:
   void workerLoop();
@@ -67,12 +76,15 @@ private:
   void stopWorkers();
   void runItems(const std::function<void(uint64_t)> *Body, uint64_t N);
 
+  const std::chrono::microseconds SpinForNextJob;
   std::vector<std::thread> Workers;
   std::mutex Mutex;
   std::condition_variable Wake;
   std::condition_variable Done;
-  uint64_t Generation = 0;
-  bool Stopping = false;
+  /// Bumped under Mutex for every job; spinning workers read it without.
+  std::atomic<uint64_t> Generation{0};
+  /// Set under Mutex; polling workers read it without.
+  std::atomic<bool> Stopping{false};
   /// Workers inside the current job (changed under Mutex).
   std::atomic<unsigned> Busy{0};
   const std::function<void(uint64_t)> *Job = nullptr;
