@@ -76,28 +76,29 @@ TEST(ThreadPoolTest, AWorkerFreshFromAJobJoinsTheNextUnwoken) {
   // After a job a worker polls for the next before it sleeps (here for up
   // to 10 s, which no loaded machine outwaits), so a small grid started
   // meanwhile takes it in without a wake. Blocks on the calling thread wait
-  // (up to 2 s) for a block to run on the worker: the first grid wakes it
-  // and returns when it is done with its blocks; the second must not wake
-  // it.
+  // (2 s at most a grid) for a block to run on the worker: the first grid
+  // wakes it and returns when it is done with its blocks; the second must
+  // not wake it.
   ThreadPool Pool(2, std::chrono::seconds(10));
   std::thread::id Caller = std::this_thread::get_id();
   std::atomic<bool> OnWorker{false};
+  std::chrono::steady_clock::time_point Until;
   auto Block = [&](uint64_t) {
     if (std::this_thread::get_id() != Caller) {
       OnWorker = true;
       return;
     }
-    for (auto Until =
-             std::chrono::steady_clock::now() + std::chrono::seconds(2);
-         !OnWorker && std::chrono::steady_clock::now() < Until;)
+    while (!OnWorker && std::chrono::steady_clock::now() < Until)
       std::this_thread::yield();
   };
+  Until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   Pool.parallelFor(ThreadPool::kWakeAtOnce, Block);
   ASSERT_TRUE(OnWorker);
   ASSERT_EQ(Pool.wakes(), 1u);
   // Long enough for a worker that does not poll to be asleep.
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   OnWorker = false;
+  Until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   Pool.parallelFor(2, Block);
   EXPECT_TRUE(OnWorker);
   EXPECT_EQ(Pool.wakes(), 1u);
