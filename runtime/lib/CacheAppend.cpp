@@ -118,8 +118,23 @@ size_t scanNonFinite(Backend &B, DType Type, const void *In, size_t N) {
   return First.load();
 }
 
+/// Phase 0 (each chunk's maxima into the partials, a block a chunk) or
+/// phase 1 (each kv-head's norms from them) of the key-norm kernel on the
+/// keys at Src.
 Status launchKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
-                     DevicePtr Src, unsigned Phase);
+                     DevicePtr Src, unsigned Phase) {
+  unsigned Tokens = W.Item->NumTokens, Chunks = keyNormChunks(Tokens);
+  using A = abi::KeyNormArgs;
+  abi::KernelArgs Args(abi::KernelKind::KeyNorm);
+  Args.set(A::Src, Src);
+  Args.set(A::Norms, C.normsAddr(Layer, W.Seq->Slot));
+  Args.set(A::Partials, C.KeyNormPartials);
+  Args.set(A::NumTokens, int32_t(Tokens));
+  Args.set(A::NumChunks, int32_t(Chunks));
+  Args.set(A::Phase, int32_t(Phase));
+  unsigned Blocks = Phase == 0 ? Chunks : C.manifest().Model.KvHeads;
+  return C.launch(C.manifest().Layers[Layer].KeyNorm, Dim3{Blocks, 1, 1}, Args);
+}
 
 /// Validates the host keys of a first append to a key-norm layer on a
 /// backend that reads host memory: phase 0 of the key-norm kernel reads
@@ -231,25 +246,6 @@ Status ensurePages(Cache::Impl &C, SequenceState &S, Tensor T,
   return C.B->copyToDevice(C.tableAddr(T, S.Slot) + First * sizeof(uint32_t),
                            Pages.data() + First,
                            (Needed - First) * sizeof(uint32_t));
-}
-
-/// Phase 0 (each chunk's maxima into the partials, a block a chunk) or
-/// phase 1 (each kv-head's norms from them) of the key-norm kernel on the
-/// keys at Src.
-Status launchKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
-                     DevicePtr Src, unsigned Phase) {
-  unsigned Tokens = W.Item->NumTokens;
-  using A = abi::KeyNormArgs;
-  abi::KernelArgs Args(abi::KernelKind::KeyNorm);
-  Args.set(A::Src, Src);
-  Args.set(A::Norms, C.normsAddr(Layer, W.Seq->Slot));
-  Args.set(A::Partials, C.KeyNormPartials);
-  Args.set(A::NumTokens, int32_t(Tokens));
-  Args.set(A::NumChunks, int32_t(keyNormChunks(Tokens)));
-  Args.set(A::Phase, int32_t(Phase));
-  unsigned Blocks =
-      Phase == 0 ? keyNormChunks(Tokens) : C.manifest().Model.KvHeads;
-  return C.launch(C.manifest().Layers[Layer].KeyNorm, Dim3{Blocks, 1, 1}, Args);
 }
 
 Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
