@@ -203,6 +203,10 @@ Value KernelBuilder::reduceAdd(Value vector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector,
                                      arith::FastMathFlags::reassoc);
 }
+Value KernelBuilder::reduceMax(Value vector) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF,
+                                     vector, arith::FastMathFlags::nnan);
+}
 Value KernelBuilder::combineVectors(ArrayRef<Value> vectors,
                                     function_ref<Value(Value, Value)> combine) {
   int64_t lanes = cast<VectorType>(vectors[0].getType()).getNumElements();

@@ -3,7 +3,9 @@
 // Where the target has i16_dots (AVX-512 VNNI), the CPU scores span=tokens
 // keys on 16-bit integers (docs/Numerics.md, "Attention on 16-bit
 // integers"): per block and head, the folded queries' largest magnitude
-// sets a scale, the queries are rounded to i16 (round to nearest even);
+// (a `nnan` reduction: its lanes are magnitudes of finite products, so LLVM
+// reduces by a shuffle tree, not a chain of NaN-checked scalar maxima) sets
+// a scale, the queries are rounded to i16 (round to nearest even);
 // per channel pair, each lane gathers a token's two codes from the two
 // channels' streams (one byte shuffle, one shift per lane, one mask of
 // both 2-bit fields), and one vpdpwssd per head adds both products; the
@@ -23,7 +25,7 @@ kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 }
 
 // CHECK-LABEL: func.func @dots_attend_0(
-// CHECK: vector.reduction <maxnumf>, %{{.*}} : vector<16xf32> into f32
+// CHECK: vector.reduction <maxnumf>, %{{.*}} fastmath<nnan> : vector<16xf32> into f32
 // CHECK: arith.divf %{{.*}}, %{{.*}} : f32
 // CHECK: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
 // CHECK-NEXT: arith.fptosi {{.*}} : vector<16xf32> to vector<16xi32>
@@ -66,7 +68,7 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 }
 
 // CHECK-LABEL: func.func @channel_keys_attend_0(
-// CHECK-COUNT-4: vector.reduction <maxnumf>, %{{.*}} : vector<64xf32> into f32
+// CHECK-COUNT-4: vector.reduction <maxnumf>, %{{.*}} fastmath<nnan> : vector<64xf32> into f32
 // CHECK: llvm.load {{.*}} : !llvm.ptr -> vector<64xi8>
 // CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 12, 13, 12, 13, 0, 1, 1, 2, 12, 13, 13, 14, 1, 2, 1, 2, 13, 14, 13, 14,
 // CHECK-NEXT: vector.bitcast {{.*}} : vector<64xi8> to vector<32xi16>
@@ -97,7 +99,7 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 // vpdpwssd per head.
 // CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
 // CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
-// CHECK: vector.reduction <maxnumf>, %{{.*}} : vector<16xf32> into f32
+// CHECK: vector.reduction <maxnumf>, %{{.*}} fastmath<nnan> : vector<16xf32> into f32
 // CHECK: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
 // CHECK: arith.trunci {{.*}} : vector<16xi32> to vector<16xi16>
 // CHECK: vector.bitcast {{.*}} : vector<48xi32> to vector<192xi8>

@@ -146,8 +146,7 @@ void AttendEmitter::roundFoldedQueries(Value b, Value rows,
                                        ArrayRef<Value> maxima) {
   unsigned lanes = kb.getTarget().getVectorLanes();
   for (auto [r, maximum] : llvm::enumerate(maxima)) {
-    Value largest = vector::ReductionOp::create(
-        kb.builder(), kb.getLoc(), vector::CombiningKind::MAXNUMF, maximum);
+    Value largest = kb.reduceMax(maximum);
     Value toI16 = kb.splat(scaleToI16(kb, largest), lanes);
     kb.storeF32(kb.fmul(largest, kb.f32(1 / kI16Max)), blockQueryScales,
                 kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
@@ -279,8 +278,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   SmallVector<Value> queryPairs, queryScales;
   for (unsigned r = 0; r < heads; ++r) {
     Value row = loadVectorF32(kb, normQueries, kb.i32(r * dim), dim);
-    Value largest = vector::ReductionOp::create(
-        b, kb.getLoc(), vector::CombiningKind::MAXNUMF, kb.fabs(row));
+    Value largest = kb.reduceMax(kb.fabs(row));
     Value toI16 = kb.splat(scaleToI16(kb, largest), 2 * lanes);
     queryScales.push_back(kb.fmul(largest, kb.f32(1 / kI16Max)));
     for (unsigned v = 0; v < pairs.vectors; ++v) {
@@ -633,8 +631,7 @@ void AttendEmitter::roundBlockValueWeights(const TokenBlocks &blocks) {
                                       kb.add(row, kb.i32(v * lanes)), lanes));
       largest = v ? kb.selectMax(weights.back(), largest) : weights.back();
     }
-    Value maximum = vector::ReductionOp::create(
-        kb.builder(), kb.getLoc(), vector::CombiningKind::MAXNUMF, largest);
+    Value maximum = kb.reduceMax(largest);
     kb.storeF32(kb.fmul(maximum, kb.f32(1 / kI16Max)), blockWeightScales, i);
     Value toI16 = kb.splat(scaleToI16(kb, maximum), lanes);
     for (unsigned v = 0; v < vectors; ++v)
