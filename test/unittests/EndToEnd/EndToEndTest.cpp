@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RealActivations.h"
+#include "SlicePages.h"
 #include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Reference/Reference.h"
 #include "kvq/Runtime/Runtime.h"
@@ -259,19 +260,6 @@ private:
 // The harness: one cache and the reference slices of its sequences
 //===----------------------------------------------------------------------===//
 
-uint32_t extractBits(const uint8_t *Bytes, uint64_t Bit, unsigned Width) {
-  uint64_t V = 0;
-  for (unsigned I = 0; I < Width; ++I, ++Bit)
-    V |= uint64_t((Bytes[Bit / 8] >> (Bit % 8)) & 1) << I;
-  return uint32_t(V);
-}
-
-uint32_t readParam(const uint8_t *Bytes, uint64_t Offset, unsigned Size) {
-  uint32_t V = 0;
-  std::memcpy(&V, Bytes + Offset, Size);
-  return V;
-}
-
 class Harness {
 public:
   Harness(const SpecParam &P, std::unique_ptr<Cache> C, uint32_t Seed)
@@ -446,7 +434,7 @@ public:
     const ref::CacheSide &Side = side(S, L, H, T);
     const SchemeLayout &Layout = C->manifest().tensor(T).Layers[L].Scheme;
     const ref::QuantScheme &Q = Side.scheme();
-    unsigned D = P.HeadDim, G = Layout.Group, B = Layout.Bits;
+    unsigned D = P.HeadDim;
     std::vector<uint8_t> Page;
     for (int I = 0; I < Side.numQuantized(); ++I) {
       unsigned PageIndex = unsigned(I) / kPageTokens,
@@ -458,43 +446,21 @@ public:
         Page = std::move(*Bytes);
       }
       for (unsigned Ch = 0; Ch < D; ++Ch) {
-        unsigned N;
-        uint64_t Bit;
-        if (!Layout.Perm.empty()) {
-          // Reordered (KernelABI.md, "Channel reorder"): the channel's
-          // position, its group, and the group's first word in the token.
-          const std::vector<unsigned> &Perm = Layout.Perm[H];
-          unsigned Pos =
-              unsigned(std::find(Perm.begin(), Perm.end(), Ch) - Perm.begin());
-          unsigned Grp = 0, Start = 0;
-          while (Start + Layout.GroupSizes[H][Grp] <= Pos)
-            Start += Layout.GroupSizes[H][Grp++];
-          N = Pi * (D / G) + Grp;
-          Bit = (uint64_t(Pi) * Layout.WordsPerToken +
-                 Layout.GroupWords[H][Grp]) *
-                    32 +
-                (Pos - Start) * B;
-        } else if (Layout.SpanTokens) {
-          N = (Pi / G) * D + Ch;
-          Bit = uint64_t(N) * Layout.WordsPerGroup * 32 + (Pi % G) * B;
-        } else {
-          N = Pi * (D / G) + Ch / G;
-          Bit = uint64_t(N) * Layout.WordsPerGroup * 32 + (Ch % G) * B;
-        }
+        auto [N, Bit] = test::codePlace(Layout, D, H, Pi, Ch);
         std::string At = Where + " token " + std::to_string(I) + " channel " +
                          std::to_string(Ch);
-        uint32_t Code = extractBits(Page.data(), Bit, B);
+        uint32_t Code = test::extractBits(Page.data(), Bit, Layout.Bits);
         if (Code != Side.codes()[size_t(I) * D + Ch])
           M.add("code", At);
         int Group = Side.groupOf(I, int(Ch));
         unsigned PB = Layout.ParamBytes;
         uint32_t Scale =
-            readParam(Page.data(), Layout.ScalesOffset + N * PB, PB);
+            test::readParam(Page.data(), Layout.ScalesOffset + N * PB, PB);
         if (Scale != ref::toParamBits(Side.scales()[Group], Q.params))
           M.add("scale", At);
         if (Layout.ZerosOffset >= 0) {
           uint32_t Zero =
-              readParam(Page.data(), Layout.ZerosOffset + N * PB, PB);
+              test::readParam(Page.data(), Layout.ZerosOffset + N * PB, PB);
           if (Zero != ref::toParamBits(Side.zeros()[Group], Q.params))
             M.add("zero", At);
         }

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SlicePages.h"
 #include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Reference/Reference.h"
 #include "kvq/Runtime/Runtime.h"
@@ -80,14 +81,6 @@ ref::SliceConfig referenceConfig(int l, int h) {
       c.value.groupClips.push_back(0.5f + float((ch + h + l) % 16) / 32);
   }
   return c;
-}
-
-/// Bits [bit, bit + width) of a little-endian byte stream.
-uint32_t extractBits(const uint8_t *bytes, uint64_t bit, unsigned width) {
-  uint32_t v = 0;
-  for (unsigned i = 0; i < width; ++i, ++bit)
-    v |= uint32_t((bytes[bit / 8] >> (bit % 8)) & 1) << i;
-  return v;
 }
 
 /// The word offset of each group of a reordered token, and the words of one
@@ -180,13 +173,13 @@ protected:
       unsigned n = (pi / kGroup) * kDim + unsigned(ch);
       uint64_t bit =
           uint64_t(n) * layout.WordsPerGroup * 32 + (pi % kGroup) * bits;
-      return {extractBits(page.data(), bit, bits), n};
+      return {test::extractBits(page.data(), bit, bits), n};
     }
     if (side.config().perm.empty()) {
       unsigned n = pi * (kDim / kGroup) + unsigned(ch) / kGroup;
       uint64_t bit = uint64_t(n) * layout.WordsPerGroup * 32 +
                      (unsigned(ch) % kGroup) * bits;
-      return {extractBits(page.data(), bit, bits), n};
+      return {test::extractBits(page.data(), bit, bits), n};
     }
     ReorderWords words =
         reorderWords(keys ? kKeySizes[l] : kValueSizes[l], bits);
@@ -199,7 +192,7 @@ protected:
     uint64_t bit =
         (uint64_t(pi) * words.perToken + words.groupWord[h][g]) * 32 +
         uint64_t(position - side.groupStart(g)) * bits;
-    return {extractBits(page.data(), bit, bits), pi * 4 + unsigned(g)};
+    return {test::extractBits(page.data(), bit, bits), pi * 4 + unsigned(g)};
   }
 
   void checkCodes() {
