@@ -102,7 +102,10 @@ std::vector<float> boundaryTokens(const ref::QuantScheme &scheme,
       ref::QuantizedGroup g = sym ? ref::quantizeSym(scheme, ends, 2)
                                   : ref::quantizeAsym(scheme, ends, 2);
       int levels = sym ? (1 << (scheme.bits - 1)) - 1 : scheme.numLevels() - 1;
-      int k = int(rng() % unsigned(levels)) - (sym ? levels : 0);
+      // Boundaries k + 1/2 between codes: asym 1/2 .. levels - 1/2, sym
+      // -levels + 1/2 .. levels - 1/2.
+      int k = sym ? int(rng() % unsigned(2 * levels)) - levels
+                  : int(rng() % unsigned(levels));
       float v = g.zero + (float(k) + 0.5f) * std::fabs(g.scale);
       for (int ulps = int(rng() % 7) - 3; ulps; ulps -= ulps > 0 ? 1 : -1)
         v = std::nextafter(v, ulps > 0 ? INFINITY : -INFINITY);
