@@ -433,7 +433,6 @@ public:
                       const std::string &Where, Mismatches &M) {
     const ref::CacheSide &Side = side(S, L, H, T);
     const SchemeLayout &Layout = C->manifest().tensor(T).Layers[L].Scheme;
-    const ref::QuantScheme &Q = Side.scheme();
     unsigned D = P.HeadDim;
     std::vector<uint8_t> Page;
     for (int I = 0; I < Side.numQuantized(); ++I) {
@@ -446,24 +445,16 @@ public:
         Page = std::move(*Bytes);
       }
       for (unsigned Ch = 0; Ch < D; ++Ch) {
-        auto [N, Bit] = test::codePlace(Layout, D, H, Pi, Ch);
+        test::SlotMismatch Slot =
+            test::compareSlot(Page.data(), Layout, Side, D, H, I, Pi, Ch);
         std::string At = Where + " token " + std::to_string(I) + " channel " +
                          std::to_string(Ch);
-        uint32_t Code = test::extractBits(Page.data(), Bit, Layout.Bits);
-        if (Code != Side.codes()[size_t(I) * D + Ch])
+        if (Slot.Code)
           M.add("code", At);
-        int Group = Side.groupOf(I, int(Ch));
-        unsigned PB = Layout.ParamBytes;
-        uint32_t Scale =
-            test::readParam(Page.data(), Layout.ScalesOffset + N * PB, PB);
-        if (Scale != ref::toParamBits(Side.scales()[Group], Q.params))
+        if (Slot.Scale)
           M.add("scale", At);
-        if (Layout.ZerosOffset >= 0) {
-          uint32_t Zero =
-              test::readParam(Page.data(), Layout.ZerosOffset + N * PB, PB);
-          if (Zero != ref::toParamBits(Side.zeros()[Group], Q.params))
-            M.add("zero", At);
-        }
+        if (Slot.Zero)
+          M.add("zero", At);
       }
     }
   }

@@ -25,8 +25,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OneSequenceCache.h"
 #include "SlicePages.h"
-#include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Reference/Reference.h"
 #include "kvq/Runtime/Runtime.h"
 
@@ -133,30 +133,11 @@ unsigned nearBoundaries(const ref::CacheSide &side,
   return near;
 }
 
-std::unique_ptr<Cache> makeCache(const std::shared_ptr<const Artifact> &a,
-                                 bool interpreter) {
-  CacheOptions options;
-  options.MaxSequences = 1;
-  options.PagesPerTensor = 8;
-  Expected<std::unique_ptr<Cache>> cache = Cache::create(a, options);
-  if (interpreter) {
-    auto backend =
-        createDeviceBackend(*a, std::make_unique<ptx::InterpDriver>(), "sm_80");
-    EXPECT_TRUE(backend.ok()) << backend.message();
-    if (!backend.ok())
-      return nullptr;
-    cache = Cache::create(a, options, std::move(*backend));
-  }
-  EXPECT_TRUE(cache.ok()) << cache.message();
-  return cache.ok() ? std::move(*cache) : nullptr;
-}
-
 class QuotientTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(QuotientTest, CodesAtRoundingBoundariesMatchTheReference) {
-  auto artifact = Artifact::open(KVQ_ARTIFACT_DIR_E2E_QUOTIENT_F32_D64);
-  ASSERT_TRUE(artifact.ok()) << artifact.message();
-  std::unique_ptr<Cache> cache = makeCache(*artifact, GetParam());
+  std::unique_ptr<Cache> cache = test::makeOneSequenceCache(
+      KVQ_ARTIFACT_DIR_E2E_QUOTIENT_F32_D64, GetParam());
   ASSERT_TRUE(cache);
   SequenceId seq = *cache->addSequence();
   std::mt19937 rng(20);
@@ -192,24 +173,14 @@ TEST_P(QuotientTest, CodesAtRoundingBoundariesMatchTheReference) {
           page = std::move(*bytes);
         }
         for (unsigned c = 0; c < kDim; ++c) {
-          auto [n, bit] = test::codePlace(layout, kDim, 0, pi, c);
-          int g = side.groupOf(i, int(c));
-          unsigned pb = layout.ParamBytes;
-          auto param = [&](int64_t offset, float want) {
-            return offset < 0 ||
-                   test::readParam(page.data(), offset + n * pb, pb) ==
-                       ref::toParamBits(want, side.scheme().params);
-          };
-          bool same = test::extractBits(page.data(), bit, layout.Bits) ==
-                          side.codes()[size_t(i) * kDim + c] &&
-                      param(layout.ScalesOffset, side.scales()[g]) &&
-                      param(layout.ZerosOffset, side.zeros()[g]);
-          if (!same && bad++ < 5)
+          test::SlotMismatch slot =
+              test::compareSlot(page.data(), layout, side, kDim, 0, i, pi, c);
+          if ((slot.Code || slot.Scale || slot.Zero) && bad++ < 5)
             ADD_FAILURE() << where << ", token " << i << ", channel " << c
-                          << ": x = " << x[size_t(i) * kDim + c] << ", code "
-                          << test::extractBits(page.data(), bit, layout.Bits)
-                          << ", reference "
-                          << side.codes()[size_t(i) * kDim + c];
+                          << ": x = " << x[size_t(i) * kDim + c]
+                          << (slot.Code ? ", code differs" : "")
+                          << (slot.Scale ? ", scale differs" : "")
+                          << (slot.Zero ? ", zero-point differs" : "");
         }
       }
       EXPECT_EQ(bad, 0u) << where;

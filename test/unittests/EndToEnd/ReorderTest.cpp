@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OneSequenceCache.h"
 #include "SlicePages.h"
-#include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Reference/Reference.h"
 #include "kvq/Runtime/Runtime.h"
 
@@ -107,24 +107,9 @@ ReorderWords reorderWords(const int (&sizes)[2][4], unsigned bits) {
 class ReorderTest : public ::testing::TestWithParam<bool> {
 protected:
   void SetUp() override {
-    Expected<std::shared_ptr<const Artifact>> a =
-        Artifact::open(KVQ_ARTIFACT_DIR_E2E_SKVQ_REORDER_D64);
-    ASSERT_TRUE(a.ok()) << a.message();
-    CacheOptions options;
-    options.MaxSequences = 1;
-    options.PagesPerTensor = 8;
-    if (GetParam()) {
-      auto backend = createDeviceBackend(
-          **a, std::make_unique<ptx::InterpDriver>(), "sm_80");
-      ASSERT_TRUE(backend.ok()) << backend.message();
-      auto c = Cache::create(*a, options, std::move(*backend));
-      ASSERT_TRUE(c.ok()) << c.message();
-      cache = std::move(*c);
-    } else {
-      auto c = Cache::create(*a, options);
-      ASSERT_TRUE(c.ok()) << c.message();
-      cache = std::move(*c);
-    }
+    cache = test::makeOneSequenceCache(KVQ_ARTIFACT_DIR_E2E_SKVQ_REORDER_D64,
+                                       GetParam());
+    ASSERT_TRUE(cache);
     seq = *cache->addSequence();
     for (int l = 0; l < kLayers; ++l)
       for (int h = 0; h < kKvHeads; ++h)

@@ -13,6 +13,7 @@
 #ifndef KVQ_TEST_ENDTOEND_SLICEPAGES_H
 #define KVQ_TEST_ENDTOEND_SLICEPAGES_H
 
+#include "kvq/Reference/Reference.h"
 #include "kvq/Runtime/Artifact.h"
 
 #include <algorithm>
@@ -70,6 +71,30 @@ inline CodePlace codePlace(const runtime::SchemeLayout &Layout, unsigned D,
   }
   unsigned N = Pi * (D / G) + Ch / G;
   return {N, uint64_t(N) * Layout.WordsPerGroup * 32 + (Ch % G) * B};
+}
+
+/// Which of the code, scale and zero-point that `Page` holds for channel
+/// `Ch` of quantized token `I` (token `Pi` of the page) differ from the
+/// reference's `Side`.
+struct SlotMismatch {
+  bool Code, Scale, Zero;
+};
+
+inline SlotMismatch compareSlot(const uint8_t *Page,
+                                const runtime::SchemeLayout &Layout,
+                                const ref::CacheSide &Side, unsigned D,
+                                unsigned H, int I, unsigned Pi, unsigned Ch) {
+  auto [N, Bit] = codePlace(Layout, D, H, Pi, Ch);
+  int Group = Side.groupOf(I, int(Ch));
+  unsigned PB = Layout.ParamBytes;
+  auto Differs = [&](int64_t Offset, float Want) {
+    return Offset >= 0 && readParam(Page, Offset + N * PB, PB) !=
+                              ref::toParamBits(Want, Side.scheme().params);
+  };
+  return {extractBits(Page, Bit, Layout.Bits) !=
+              Side.codes()[size_t(I) * D + Ch],
+          Differs(Layout.ScalesOffset, Side.scales()[Group]),
+          Differs(Layout.ZerosOffset, Side.zeros()[Group])};
 }
 
 } // namespace kvq::test

@@ -10,7 +10,7 @@
 #ifndef KVQ_TEST_ENDTOEND_XQUANTTESTUTIL_H
 #define KVQ_TEST_ENDTOEND_XQUANTTESTUTIL_H
 
-#include "kvq/PTXInterp/InterpDriver.h"
+#include "OneSequenceCache.h"
 #include "kvq/Reference/Reference.h"
 #include "kvq/Runtime/Runtime.h"
 
@@ -44,25 +44,8 @@ inline ref::SliceConfig xquantSliceConfig() {
 /// A one-sequence cache of the spec's artifact on the CPU backend or on the
 /// PTX interpreter (sm_80).
 inline std::unique_ptr<runtime::Cache> makeXQuantCache(bool interpreter) {
-  using namespace runtime;
-  auto artifact = Artifact::open(KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4);
-  EXPECT_TRUE(artifact.ok()) << artifact.message();
-  if (!artifact.ok())
-    return nullptr;
-  CacheOptions options;
-  options.MaxSequences = 1;
-  options.PagesPerTensor = 8;
-  Expected<std::unique_ptr<Cache>> cache =
-      interpreter ? [&]() -> Expected<std::unique_ptr<Cache>> {
-    auto backend = createDeviceBackend(
-        **artifact, std::make_unique<ptx::InterpDriver>(), "sm_80");
-    if (!backend.ok())
-      return backend.status();
-    return Cache::create(*artifact, options, std::move(*backend));
-  }()
-      : Cache::create(*artifact, options);
-  EXPECT_TRUE(cache.ok()) << cache.message();
-  return cache.ok() ? std::move(*cache) : nullptr;
+  return makeOneSequenceCache(KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4,
+                              interpreter);
 }
 
 /// The f16 parameter at byte `offset` of a slice page.
