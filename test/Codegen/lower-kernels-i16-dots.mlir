@@ -12,9 +12,10 @@
 // sums return to f32 times the block's scale. Span=channels values
 // likewise: per 32-token block, head and group the weights p * slope are
 // rounded to i16 (a token pair's p read by one masked load, so that tokens
-// outside the range weigh 0), both tokens' code rows go into one vector,
-// each lane gathers one channel's pair of codes, one vpdpwssd per head and
-// chunk; the block's sums are added to valueSums times its scales.
+// outside the range weigh 0), both tokens' code rows come in one 64-byte
+// load (16 bytes apart: one register for the byte shuffle), each lane
+// gathers one channel's pair of codes, one vpdpwssd per head and chunk;
+// the block's sums are added to valueSums times its scales.
 kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
@@ -42,8 +43,9 @@ kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CHECK: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<4xf32>) -> vector<4xf32>
 // CHECK-NEXT: arith.fptosi
 // CHECK-NEXT: arith.trunci {{.*}} : vector<4xi32> to vector<4xi16>
-// CHECK: vector.shuffle {{.*}} [0, 1, 2, {{.*}}, 30, 31] : vector<16xi8>, vector<16xi8>
-// CHECK: vector.bitcast {{.*}} : vector<64xi8> to vector<16xi32>
+// CHECK: llvm.load {{.*}} : !llvm.ptr -> vector<64xi8>
+// CHECK: vector.shuffle {{.*}} [0, 1, 16, 17, 0, 1, 16, 17, 0, 1, 16, 17, 0, 1, 16, 17, 1, 2, 17, 18, {{.*}} : vector<64xi8>, vector<64xi8>
+// CHECK-NEXT: vector.bitcast {{.*}} : vector<64xi8> to vector<16xi32>
 // CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
 
@@ -94,19 +96,30 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 // The span=tokens values' block weights: p of 16 tokens by one masked load
 // (tokens outside the split are 0), not a loop of scalar loads and selects;
 // then rounded to i16 per block and head against their largest. Per token
-// pair each lane gathers its channel's two codes from the chunk's 16
-// streams of 12 bytes (codes at bits 3k and 3k + 3 of its stream), one
-// vpdpwssd per head.
+// quad and half of the chunk's 16 streams of 12 bytes, lane (j, s) gathers
+// stream j's codes of pair s (bits 3k + 6s and 3k + 6s + 3), so that the
+// bytes of a vector lie in two 64-byte registers; each head's weights of
+// the quad's two pairs alternate across the lanes (one 64-bit load), one
+// vpdpwssd per head and half. After the block each stream's two lanes are
+// added.
 // CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
 // CHECK: llvm.intr.masked.load {{.*}} : (!llvm.ptr, vector<16xi1>, vector<16xf32>) -> vector<16xf32>
 // CHECK: vector.reduction <maxnumf>, %{{.*}} fastmath<nnan> : vector<16xf32> into f32
 // CHECK: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
 // CHECK: arith.trunci {{.*}} : vector<16xi32> to vector<16xi16>
 // CHECK: vector.bitcast {{.*}} : vector<48xi32> to vector<192xi8>
-// CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 12, 13, 12, 13, 24, 25, 24, 25, 36, 37, 36, 37,
-// CHECK: arith.constant dense<[0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3, 0, 3]> : vector<32xi16>
+// CHECK-COUNT-4: vector.shuffle {{.*}} [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1] : vector<2xi32>, vector<2xi32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 0, 1, 0, 1, 1, 2, 12, 13, 12, 13, 12, 13, 13, 14, 24, 25,
+// CHECK: arith.constant dense<[0, 3, 6, 1, 0, 3, 6, 1, 0, 3, 6, 1, 0, 3, 6, 1, 0, 3, 6, 1, 0, 3, 6, 1, 0, 3, 6, 1, 0, 3, 6, 1]> : vector<32xi16>
 // CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
-// CHECK: vector.shuffle {{.*}} [0, 1, 1, 2, 12, 13, 13, 14,
+// CHECK: vector.shuffle {{.*}} [96, 97, 96, 97, 96, 97, 97, 98, 108, 109,
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+// CHECK: vector.shuffle {{.*}} [1, 2, 1, 2, 2, 3, 2, 3, 13, 14, 13, 14,
+// CHECK: arith.constant dense<[4, 7, 2, 5, 4, 7, 2, 5,
+// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT: vector.shuffle {{.*}} [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31] : vector<16xi32>, vector<16xi32>
+// CHECK-NEXT: %[[CHANNELS:.*]] = arith.addi {{.*}} : vector<16xi32>
+// CHECK: arith.sitofp %[[CHANNELS]] : vector<16xi32> to vector<16xf32>
 // CHECK-LABEL: gpu.module @channel_keys_kernels
 
 // The same cache on a target without them keeps the f32 form.

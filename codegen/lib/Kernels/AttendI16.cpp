@@ -492,22 +492,33 @@ void AttendEmitter::sumBlockPassOnI16(SliceAccess &access, Value pageToken0,
   unsigned passBytes = chunks / groupChunks * words * 4;
   OpBuilder &b = kb.builder();
   Type i32 = b.getI32Type();
-  auto rowType = VectorType::get({passBytes}, b.getI8Type());
+  // Both tokens' bytes of the pass load as one 64-byte vector from the
+  // first's where they lie within it and the bytes after the page's last
+  // pair exist (its slice's parameters follow the codes): LLVM then
+  // shuffles one register, not two (no copy for the two-source shuffle).
+  unsigned rowBytes = groups * words * 4;
+  int64_t overread = int64_t(layout.pageTokens - 2) * rowBytes +
+                     g0 * words * 4 + 64 - int64_t(values.codesBytes);
+  bool oneLoad = rowBytes + passBytes <= 64 && !values.sharesCodes() &&
+                 int64_t(values.sliceBytes - values.codesBytes) >= overread;
+  unsigned streamBytes = oneLoad ? rowBytes : passBytes;
+  auto row = [&](Value t, unsigned bytes) {
+    Value word = kb.add(kb.mul(t, kb.i32(groups * words)), kb.i32(g0 * words));
+    return kb.load(VectorType::get({bytes}, b.getI8Type()),
+                   access.getCodesBase(), kb.mul(kb.toI64(word), kb.i64(4)), 4,
+                   /*invariant=*/true);
+  };
   auto concat = llvm::to_vector(llvm::seq<int64_t>(0, 2 * passBytes));
   SmallVector<Value> zeros(count * chunks, kb.splat(kb.i32(0), lanes));
   SmallVector<Value> sums = kb.forLoop(
       kb.i32(0), kb.i32(kValueBlockTokens / 2), kb.i32(1), zeros,
       [&](Value j, ValueRange acc) -> SmallVector<Value> {
         Value token = kb.add(pageToken0, kb.mul(j, kb.i32(2)));
-        auto row = [&](Value t) {
-          Value word =
-              kb.add(kb.mul(t, kb.i32(groups * words)), kb.i32(g0 * words));
-          return kb.load(rowType, access.getCodesBase(),
-                         kb.mul(kb.toI64(word), kb.i64(4)), 4,
-                         /*invariant=*/true);
-        };
-        Value bytes = vector::ShuffleOp::create(
-            b, kb.getLoc(), row(token), row(kb.add(token, kb.i32(1))), concat);
+        Value bytes =
+            oneLoad ? row(token, 64)
+                    : vector::ShuffleOp::create(
+                          b, kb.getLoc(), row(token, passBytes),
+                          row(kb.add(token, kb.i32(1)), passBytes), concat);
         Value weightRow = kb.gep(
             roundedPairWeights,
             kb.mul(kb.toI64(kb.mul(j, kb.i32(heads * width))), kb.i64(2)));
@@ -517,7 +528,7 @@ void AttendEmitter::sumBlockPassOnI16(SliceAccess &access, Value pageToken0,
           for (unsigned l = 0; l < lanes; ++l)
             laneBits.push_back(k / groupChunks * words * 32 +
                                (k % groupChunks * lanes + l) * bits);
-          Value codes = unpackPairs(kb, bytes, passBytes, bits, laneBits);
+          Value codes = unpackPairs(kb, bytes, streamBytes, bits, laneBits);
           unsigned g = g0 + k / groupChunks;
           for (unsigned r = 0; r < count; ++r) {
             unsigned entry = (pass.firstHead + r) * width + 2 * g;
@@ -613,8 +624,9 @@ bool AttendEmitter::sumsBlockValuesOnI16Dots() {
   const SliceLayout &values = slice(false);
   unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
   unsigned lanes = target.getVectorLanes();
-  return getLanes(target, dim) == lanes && group % 2 == 0 && bits <= 8 &&
-         sumsFitI32(group, bits);
+  // Token quads; lanes of two halves of a chunk's streams.
+  return getLanes(target, dim) == lanes && lanes % 2 == 0 && group % 4 == 0 &&
+         bits <= 8 && sumsFitI32(group, bits);
 }
 
 void AttendEmitter::roundBlockValueWeights(const TokenBlocks &blocks) {
@@ -641,39 +653,70 @@ void AttendEmitter::roundBlockValueWeights(const TokenBlocks &blocks) {
 }
 
 SmallVector<Value> AttendEmitter::blockValueDotsOnI16(Value packed, Value b) {
-  // Per token pair (k, k + 1): lane j takes its channel's two codes from
-  // the chunk's consecutive streams, one vpdpwssd per head with the pair
-  // of rounded weights; the sums go to f32 times the block's scale.
+  // Per token quad (k .. k + 3) and half of the chunk's streams: lane
+  // (j, s) of a vector takes stream j's codes of pair k + 2s, so that a
+  // vector's bytes come from half the chunk's streams (one two-source
+  // byte shuffle where all of them took two); each head's weights of the
+  // quad's two pairs alternate across lanes (one 64-bit broadcast), and one
+  // vpdpwssd per head and half adds them. After the block, each stream's
+  // two lanes are added (the i32 sums stay exact) and go to f32 times the
+  // block's scale.
   KernelTarget &target = kb.getTarget();
   const SliceLayout &values = slice(false);
   unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
   unsigned words = values.wordsPerGroup, lanes = target.getVectorLanes();
+  unsigned streams = lanes / 2;
   OpBuilder &builder = kb.builder();
+  Location loc = kb.getLoc();
   Value bytes = vector::BitCastOp::create(
-      builder, kb.getLoc(),
-      VectorType::get({lanes * words * 4}, builder.getI8Type()), packed);
+      builder, loc, VectorType::get({lanes * words * 4}, builder.getI8Type()),
+      packed);
   Value row =
       kb.gep(roundedBlockWeights,
              kb.mul(kb.toI64(kb.mul(b, kb.i32(heads * group))), kb.i64(2)));
-  SmallVector<Value> sums(heads, kb.splat(kb.i32(0), lanes));
-  for (unsigned k = 0; k < group; k += 2) {
-    SmallVector<unsigned> halfBits;
-    for (unsigned j = 0; j < lanes; ++j) {
-      unsigned bit = j * 32 * words + k * bits;
-      halfBits.append({bit, bit + bits});
-    }
-    Value codes = unpackHalves(kb, bytes, bits, halfBits);
+  auto pairType = VectorType::get({2}, builder.getI32Type());
+  SmallVector<int64_t> alternate;
+  for (unsigned l = 0; l < lanes; ++l)
+    alternate.push_back(l % 2);
+  SmallVector<Value> sums(2 * heads, kb.splat(kb.i32(0), lanes));
+  for (unsigned k = 0; k < group; k += 4) {
+    SmallVector<Value> quads;
     for (unsigned r = 0; r < heads; ++r) {
-      Value pair = kb.load(builder.getI32Type(), row,
-                           kb.i64(int64_t(r * group + k) * 2), 4);
-      sums[r] = target.dotI16Pairs(kb, sums[r], codes, kb.splat(pair, lanes));
+      Value quad =
+          kb.load(pairType, row, kb.i64(int64_t(r * group + k) * 2), 4);
+      quads.push_back(kb.shuffle(quad, alternate));
     }
+    for (unsigned half = 0; half < 2; ++half) {
+      SmallVector<unsigned> halfBits;
+      for (unsigned j = half * streams; j < (half + 1) * streams; ++j)
+        for (unsigned s = 0; s < 2; ++s) {
+          unsigned bit = j * 32 * words + (k + 2 * s) * bits;
+          halfBits.append({bit, bit + bits});
+        }
+      Value codes = unpackHalves(kb, bytes, bits, halfBits);
+      for (unsigned r = 0; r < heads; ++r) {
+        Value &sum = sums[half * heads + r];
+        sum = target.dotI16Pairs(kb, sum, codes, quads[r]);
+      }
+    }
+  }
+  // Channel c's lanes: (c, 0) and (c, 1) of the low half's sums, or of the
+  // high half's (numbered from `lanes`).
+  SmallVector<int64_t> first, second;
+  for (unsigned c = 0; c < lanes; ++c) {
+    unsigned lane = c < streams ? 2 * c : lanes + 2 * (c - streams);
+    first.push_back(lane);
+    second.push_back(lane + 1);
   }
   SmallVector<Value> dots;
   for (unsigned r = 0; r < heads; ++r) {
+    Value low = sums[r], high = sums[heads + r];
+    Value firsts = vector::ShuffleOp::create(builder, loc, low, high, first);
+    Value seconds = vector::ShuffleOp::create(builder, loc, low, high, second);
+    Value channels = kb.add(firsts, seconds);
     Value scale = kb.loadF32(blockWeightScales,
                              kb.add(kb.mul(b, kb.i32(heads)), kb.i32(r)));
-    dots.push_back(kb.fmul(kb.sitofp(sums[r]), kb.splat(scale, lanes)));
+    dots.push_back(kb.fmul(kb.sitofp(channels), kb.splat(scale, lanes)));
   }
   return dots;
 }
