@@ -237,6 +237,51 @@ Value KernelBuilder::combineVectors(ArrayRef<Value> vectors,
   }
   return level[0];
 }
+Value KernelBuilder::gatherLanes(ArrayRef<Value> vectors,
+                                 ArrayRef<int64_t> picks) {
+  assert(llvm::isPowerOf2_64(vectors.size()) &&
+         "gatherLanes: not a power of two of vectors");
+  // Each part of a level: a vector and, per pick, the lanes holding that
+  // pick of its inputs in order.
+  struct Part {
+    Value vector;
+    SmallVector<SmallVector<int64_t>> lanes;
+  };
+  SmallVector<Part> level;
+  for (Value vector : vectors) {
+    Part part{vector, {}};
+    for (int64_t pick : picks)
+      part.lanes.push_back({pick});
+    level.push_back(std::move(part));
+  }
+  while (level.size() > 1) {
+    SmallVector<Part> next;
+    for (size_t i = 0; i < level.size(); i += 2) {
+      const Part &low = level[i], &high = level[i + 1];
+      int64_t lowLanes =
+          cast<VectorType>(low.vector.getType()).getNumElements();
+      SmallVector<int64_t> mask;
+      Part part;
+      for (size_t r = 0; r < picks.size(); ++r) {
+        SmallVector<int64_t> lanes;
+        for (int64_t lane : low.lanes[r]) {
+          lanes.push_back(mask.size());
+          mask.push_back(lane);
+        }
+        for (int64_t lane : high.lanes[r]) {
+          lanes.push_back(mask.size());
+          mask.push_back(lowLanes + lane);
+        }
+        part.lanes.push_back(std::move(lanes));
+      }
+      part.vector =
+          vector::ShuffleOp::create(b, loc, low.vector, high.vector, mask);
+      next.push_back(std::move(part));
+    }
+    level = std::move(next);
+  }
+  return level[0].vector;
+}
 Value KernelBuilder::foldRuns(Value all, int64_t run, int64_t downTo,
                               function_ref<Value(Value, Value)> combine) {
   int64_t lanes = cast<VectorType>(all.getType()).getNumElements();
@@ -393,31 +438,38 @@ SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, Value step,
   return SmallVector<Value>(loop.getResults());
 }
 
+SmallVector<Value>
+KernelBuilder::forLoopBatched(Value begin, Value end, unsigned stride,
+                              unsigned batch, ValueRange init,
+                              const LoopBody &batchBody, const LoopBody &body) {
+  SmallVector<Value> acc(init.begin(), init.end());
+  end = maxS(end, begin);
+  if (batch > 1) {
+    Value mainEnd = maxS(sub(end, i32((batch - 1) * stride)), begin);
+    acc = forLoop(begin, mainEnd, i32(batch * stride), acc, batchBody);
+    // The batched loop ran ceil((mainEnd - begin) / (batch x stride))
+    // iterations.
+    Value iterations = divU(add(sub(mainEnd, begin), i32(batch * stride - 1)),
+                            i32(batch * stride));
+    begin = add(begin, mul(iterations, i32(batch * stride)));
+  }
+  return forLoop(begin, maxS(end, begin), i32(stride), acc, body);
+}
+
 SmallVector<Value> KernelBuilder::forLoopInFlight(Value begin, Value end,
                                                   unsigned stride,
                                                   ValueRange init,
                                                   const LoopBody &body) {
-  // `unroll` indices an iteration while the last of them is below `end`,
-  // then the rest one by one.
   unsigned unroll = getTarget().getLoadsInFlight();
-  SmallVector<Value> acc(init.begin(), init.end());
-  end = maxS(end, begin);
-  if (unroll > 1) {
-    Value mainEnd = maxS(sub(end, i32((unroll - 1) * stride)), begin);
-    acc = forLoop(begin, mainEnd, i32(unroll * stride), acc,
-                  [&](Value index, ValueRange sums) {
-                    SmallVector<Value> next(sums.begin(), sums.end());
-                    for (unsigned u = 0; u < unroll; ++u)
-                      next = body(add(index, i32(u * stride)), next);
-                    return next;
-                  });
-    // The unrolled loop ran ceil((mainEnd - begin) / (unroll x stride))
-    // iterations.
-    Value iterations = divU(add(sub(mainEnd, begin), i32(unroll * stride - 1)),
-                            i32(unroll * stride));
-    begin = add(begin, mul(iterations, i32(unroll * stride)));
-  }
-  return forLoop(begin, maxS(end, begin), i32(stride), acc, body);
+  return forLoopBatched(
+      begin, end, stride, unroll, init,
+      [&](Value index, ValueRange sums) {
+        SmallVector<Value> next(sums.begin(), sums.end());
+        for (unsigned u = 0; u < unroll; ++u)
+          next = body(add(index, i32(u * stride)), next);
+        return next;
+      },
+      body);
 }
 
 void KernelBuilder::forEach(Value lb, Value ub,

@@ -59,7 +59,10 @@ kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // summed per head and group (two folds across vectors, one within), go to
 // f32 once, times the group's slope and the head's query scale plus the
 // group's offset term, and the two groups are summed: a head's score in
-// lanes 0, 4, 8 and 12.
+// lanes 0, 4, 8 and 12. Tokens go in batches of four: their heads' lanes
+// gathered by a tree of shuffles into one row a head, stored as one
+// vector<4xf32> a head; the page's last tokens one by one (an extract and
+// a store a head).
 kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
   kvq.keys window <recent = 1, flush = 1> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
@@ -87,6 +90,14 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 // CHECK-NEXT: vector.shuffle {{.*}} [2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15] : vector<16xi32>, vector<16xi32>
 // CHECK-NEXT: arith.addi {{.*}} : vector<16xi32>
 // CHECK: arith.sitofp {{.*}} : vector<16xi32> to vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: arith.addf
+// CHECK-COUNT-3: vector.shuffle {{.*}} [1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: vector.shuffle {{.*}} [0, 16, 4, 20, 8, 24, 12, 28] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: vector.shuffle {{.*}} [0, 16, 4, 20, 8, 24, 12, 28] : vector<16xf32>, vector<16xf32>
+// CHECK-NEXT: vector.shuffle {{.*}} [0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15] : vector<8xf32>, vector<8xf32>
+// CHECK-COUNT-4: llvm.store {{.*}} : vector<4xf32>, !llvm.ptr
 // CHECK: vector.shuffle {{.*}} [1, 1, 3, 3, 5, 5, 7, 7, 9, 9, 11, 11, 13, 13, 15, 15] : vector<16xf32>, vector<16xf32>
 // CHECK-NEXT: arith.addf
 // CHECK-NEXT: vector.extract {{.*}}[0] : f32 from vector<16xf32>

@@ -345,22 +345,33 @@ private:
   /// (quantized region of keys or values) in order, with `access` the
   /// token's page slice; returns the final sums. Worker `worker` of
   /// `workers` takes every workers-th token.
+  /// A `batch` step, where given, takes `tokens` consecutive tokens of a
+  /// page from (pageToken, t) while they are left (one worker).
   using TokenStep = std::function<SmallVector<Value>(
       SliceAccess &access, Value pageToken, Value t, ValueRange sums)>;
+  struct TokenBatch {
+    unsigned tokens = 1;
+    TokenStep step;
+  };
   SmallVector<Value> forEachQuantizedToken(Range range, bool isKeys,
                                            ValueRange init,
                                            const TokenStep &step,
                                            Value worker = {},
-                                           unsigned workers = 1);
+                                           unsigned workers = 1,
+                                           const TokenBatch *batch = nullptr);
   /// forEachQuantizedToken over the keys of `range`, the tokens spread over
   /// the block's threads.
-  void forEachTokenOfThreads(Range range, const TokenStep &step);
+  void forEachTokenOfThreads(Range range, const TokenStep &step,
+                             const TokenBatch *batch = nullptr);
   /// Stores each head's score for token t: the sum of the lanes of its
   /// `dots`, plus its bias where `biases` is not empty.
   void storeScores(Value t, llvm::ArrayRef<Value> dots,
                    llvm::ArrayRef<Value> biases);
   /// Stores token t's score of each head (`values`, one scalar a head).
   void storeScoreValues(Value t, llvm::ArrayRef<Value> values);
+  /// Stores the scores of each head (`rows`, one vector a head) of the
+  /// tokens from t on.
+  void storeScoreRows(Value t, llvm::ArrayRef<Value> rows);
   /// The span=tokens blocks overlapping a range: the first block's index
   /// among the quantized positions, their count, and its bound per split.
   struct TokenBlocks {

@@ -331,8 +331,9 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
     h0 += count;
   }
   Quantizer quantizer(kb, keys.quant);
-  auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
-                        ValueRange) -> SmallVector<Value> {
+  // The token at pageToken: per chunk of heads, a vector whose lane
+  // r * run holds head (first + r)'s score.
+  auto tokenDots = [&](SliceAccess &access, Value pageToken) {
     Value n0 = kb.mul(pageToken, kb.i32(groups));
     Value bytes = kb.load(
         VectorType::get({rowBytes}, b.getI8Type()), access.getCodesBase(),
@@ -352,7 +353,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
     Value offsets = kb.shuffle(terms.offset, laneGroups);
     auto addI = [&](Value x, Value y) { return kb.add(x, y); };
     auto addF = [&](Value x, Value y) { return kb.fadd(x, y); };
-    SmallVector<Value> scores;
+    SmallVector<Value> dots;
     for (const HeadChunk &chunk : chunks) {
       unsigned run = lanes / chunk.count;
       Value groupDots =
@@ -362,14 +363,46 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
       Value groupScores =
           kb.fadd(kb.fmul(offsets, chunk.groupSums),
                   kb.fmul(kb.sitofp(groupDots), kb.fmul(slopes, chunk.scales)));
-      Value dots = kb.foldRuns(groupScores, groups, 1, addF);
-      for (unsigned r = 0; r < chunk.count; ++r)
-        scores.push_back(laneOf(kb, dots, r * run));
+      dots.push_back(kb.foldRuns(groupScores, groups, 1, addF));
     }
+    return dots;
+  };
+  auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
+                        ValueRange) -> SmallVector<Value> {
+    SmallVector<Value> scores;
+    for (auto [chunk, dots] : llvm::zip(chunks, tokenDots(access, pageToken)))
+      for (unsigned r = 0; r < chunk.count; ++r)
+        scores.push_back(laneOf(kb, dots, r * (lanes / chunk.count)));
     storeScoreValues(t, scores);
     return {};
   };
-  forEachTokenOfThreads(range, scoreToken);
+  // With every head in one chunk, tokens go in batches: their heads' lanes
+  // gathered into one row a head (a tree of shuffles, one store a head),
+  // where a token alone takes an extract and a store a head.
+  std::optional<TokenBatch> batch;
+  unsigned batchTokens = std::min(4u, lanes / heads);
+  if (chunks.size() == 1 && batchTokens > 1) {
+    SmallVector<int64_t> headLanes;
+    for (unsigned r = 0; r < heads; ++r)
+      headLanes.push_back(r * (lanes / heads));
+    batch = {
+        batchTokens,
+        [&, batchTokens, headLanes](SliceAccess &access, Value pageToken,
+                                    Value t, ValueRange) -> SmallVector<Value> {
+          SmallVector<Value> dots;
+          for (unsigned i = 0; i < batchTokens; ++i)
+            dots.push_back(tokenDots(access, kb.add(pageToken, kb.i32(i)))[0]);
+          Value all = kb.gatherLanes(dots, headLanes);
+          SmallVector<Value> rows;
+          for (unsigned r = 0; r < heads; ++r)
+            rows.push_back(
+                kb.shuffle(all, llvm::to_vector(llvm::seq<int64_t>(
+                                    r * batchTokens, (r + 1) * batchTokens))));
+          storeScoreRows(t, rows);
+          return {};
+        }};
+  }
+  forEachTokenOfThreads(range, scoreToken, batch ? &*batch : nullptr);
 }
 
 //===----------------------------------------------------------------------===//

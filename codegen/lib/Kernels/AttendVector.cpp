@@ -253,10 +253,9 @@ Value AttendEmitter::loadCodeBits(SliceAccess &access, Value word, Value bit,
       b, kb.getLoc(), VectorType::get({words}, b.getI32Type()), out);
 }
 
-SmallVector<Value>
-AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
-                                     const TokenStep &step, Value worker,
-                                     unsigned workers) {
+SmallVector<Value> AttendEmitter::forEachQuantizedToken(
+    Range range, bool isKeys, ValueRange init, const TokenStep &step,
+    Value worker, unsigned workers, const TokenBatch *batch) {
   // Pages outer, their tokens inner: the block table is read and the
   // slice's address computed once per page, not once per token. Worker w
   // of `workers` takes every workers-th token of a page from the w-th.
@@ -284,13 +283,21 @@ AttendEmitter::forEachQuantizedToken(Range range, bool isKeys, ValueRange init,
         Value begin = kb.add(kb.maxS(first, pageStart), worker);
         Value pageEnd = kb.add(pageStart, pageTokens);
         Value stop = kb.select(kb.ult(end, pageEnd), end, pageEnd);
-        auto tokenStep = [&](Value index, ValueRange sums) {
-          Value pageToken = kb.sub(index, pageStart);
-          if (next)
-            prefetchTokens(*next, pageToken, 1);
-          return step(access, pageToken, kb.add(index, sink), sums);
+        auto stepOf = [&](const TokenStep *body, unsigned tokens) {
+          return [&, body, tokens](Value index, ValueRange sums) {
+            Value pageToken = kb.sub(index, pageStart);
+            if (next)
+              prefetchTokens(*next, pageToken, tokens);
+            return (*body)(access, pageToken, kb.add(index, sink), sums);
+          };
         };
-        return kb.forLoopInFlight(begin, stop, workers, acc, tokenStep);
+        if (!batch)
+          return kb.forLoopInFlight(begin, stop, workers, acc,
+                                    stepOf(&step, 1));
+        assert(workers == 1 && "a batch takes consecutive tokens");
+        return kb.forLoopBatched(begin, stop, 1, batch->tokens, acc,
+                                 stepOf(&batch->step, batch->tokens),
+                                 stepOf(&step, 1));
       });
 }
 
@@ -810,11 +817,19 @@ void AttendEmitter::storeScoreValues(Value t, ArrayRef<Value> values) {
     kb.storeF32(score, scores, kb.add(kb.i32(r * splitTokens), local));
 }
 
-void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step) {
+void AttendEmitter::storeScoreRows(Value t, ArrayRef<Value> rows) {
+  Value local = kb.sub(t, splitRange.begin);
+  for (auto [r, row] : llvm::enumerate(rows))
+    storeVectorF32(kb, row, scores, kb.add(kb.i32(r * splitTokens), local));
+}
+
+void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step,
+                                          const TokenBatch *batch) {
   KernelTarget &target = kb.getTarget();
   unsigned threads = target.getBlockThreads();
   target.parallelFor(kb, kb.i32(threads), [&](Value thread) {
-    forEachQuantizedToken(range, /*isKeys=*/true, {}, step, thread, threads);
+    forEachQuantizedToken(range, /*isKeys=*/true, {}, step, thread, threads,
+                          threads == 1 ? batch : nullptr);
   });
 }
 

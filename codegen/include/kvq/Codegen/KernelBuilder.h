@@ -346,6 +346,10 @@ public:
   mlir::Value combineEach(
       llvm::ArrayRef<mlir::Value> vectors,
       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+  /// Lane r * n + i of the result is lane picks[r] of vectors[i], for n
+  /// vectors (a power of two): a tree of two-source shuffles.
+  mlir::Value gatherLanes(llvm::ArrayRef<mlir::Value> vectors,
+                          llvm::ArrayRef<int64_t> picks);
   /// The first stage of combineEach: `vectors` folded pairwise into one,
   /// whose run r of lanes / count lanes holds vector r's lanes, lane i of
   /// a run combining the input's lanes i, i + run, i + 2 * run, ...
@@ -425,6 +429,13 @@ public:
                                          mlir::Value step,
                                          mlir::ValueRange init,
                                          const LoopBody &body);
+  /// forLoop over begin, begin + stride, ... below `end`: `batchBody` on
+  /// the first of `batch` of these indices while the last of them is below
+  /// `end`, then `body` on each of the rest.
+  llvm::SmallVector<mlir::Value>
+  forLoopBatched(mlir::Value begin, mlir::Value end, unsigned stride,
+                 unsigned batch, mlir::ValueRange init,
+                 const LoopBody &batchBody, const LoopBody &body);
   /// forLoop over begin, begin + stride, ... below `end`, its body emitted
   /// getTarget().getLoadsInFlight() times an iteration (then once per
   /// index for the rest), so that the loads of several indices are issued
