@@ -17,10 +17,13 @@
 //     one channel's codes of a pair of tokens. The i32 sums of a block are
 //     exact and go to f32 times the block's scale;
 //   - span=tokens values: per block and head the weights p are rounded
-//     against their largest; a lane holds one channel's codes of a pair
-//     of tokens, and the block's slopes and offsets apply after the sums.
+//     against their largest; a vector holds half a chunk's channels, a
+//     lane one channel's codes of a pair of tokens (two lanes a channel,
+//     for two pairs, added after the block), and the block's slopes and
+//     offsets apply after the sums.
 // A lane's pair of codes is gathered by one byte shuffle, one shift per
-// lane or half and one mask (unpackHalves).
+// lane or half and one mask (unpackHalves); the shuffle's bytes come from
+// at most two registers.
 //
 //===----------------------------------------------------------------------===//
 
