@@ -341,18 +341,20 @@ private:
   /// as words whose bit 0 is that bit (`bit` may be dynamic).
   Value loadCodeBits(SliceAccess &access, Value word, Value bit,
                      unsigned count);
-  /// Runs `step(access, pageToken, t, sums)` for every token t of `range`
-  /// (quantized region of keys or values) in order, with `access` the
-  /// token's page slice; returns the final sums. Worker `worker` of
-  /// `workers` takes every workers-th token.
-  /// A `batch` step, where given, takes `tokens` consecutive tokens of a
-  /// page from (pageToken, t) while they are left (one worker).
   using TokenStep = std::function<SmallVector<Value>(
       SliceAccess &access, Value pageToken, Value t, ValueRange sums)>;
+  /// A step over `tokens` consecutive tokens of one page, from the token
+  /// it is given.
   struct TokenBatch {
     unsigned tokens = 1;
     TokenStep step;
   };
+  /// Runs `step(access, pageToken, t, sums)` for every token t of `range`
+  /// (quantized region of keys or values) in order, with `access` the
+  /// token's page slice; returns the final sums. Worker `worker` of
+  /// `workers` takes every workers-th token. With a `batch` (one worker),
+  /// its step takes a page's tokens while it has that many left, `step`
+  /// the rest.
   SmallVector<Value> forEachQuantizedToken(Range range, bool isKeys,
                                            ValueRange init,
                                            const TokenStep &step,
