@@ -241,46 +241,32 @@ Value KernelBuilder::gatherLanes(ArrayRef<Value> vectors,
                                  ArrayRef<int64_t> picks) {
   assert(llvm::isPowerOf2_64(vectors.size()) &&
          "gatherLanes: not a power of two of vectors");
-  // Each part of a level: a vector and, per pick, the lanes holding that
-  // pick of its inputs in order.
-  struct Part {
-    Value vector;
-    SmallVector<SmallVector<int64_t>> lanes;
-  };
-  SmallVector<Part> level;
-  for (Value vector : vectors) {
-    Part part{vector, {}};
-    for (int64_t pick : picks)
-      part.lanes.push_back({pick});
-    level.push_back(std::move(part));
-  }
-  while (level.size() > 1) {
-    SmallVector<Part> next;
+  if (vectors.size() == 1)
+    return shuffle(vectors[0], picks);
+  // Each level pairs its vectors. In the inputs pick r is lane picks[r];
+  // in a later level's vectors, whose `width` entries of each pick are
+  // contiguous and pick-major, entry j of pick r is lane r * width + j.
+  SmallVector<Value> level(vectors);
+  for (int64_t width = 1; level.size() > 1; width *= 2) {
+    auto lane = [&](size_t r, int64_t j) {
+      return width == 1 ? picks[r] : int64_t(r) * width + j;
+    };
+    SmallVector<Value> next;
     for (size_t i = 0; i < level.size(); i += 2) {
-      const Part &low = level[i], &high = level[i + 1];
-      int64_t lowLanes =
-          cast<VectorType>(low.vector.getType()).getNumElements();
+      int64_t lowLanes = cast<VectorType>(level[i].getType()).getNumElements();
       SmallVector<int64_t> mask;
-      Part part;
       for (size_t r = 0; r < picks.size(); ++r) {
-        SmallVector<int64_t> lanes;
-        for (int64_t lane : low.lanes[r]) {
-          lanes.push_back(mask.size());
-          mask.push_back(lane);
-        }
-        for (int64_t lane : high.lanes[r]) {
-          lanes.push_back(mask.size());
-          mask.push_back(lowLanes + lane);
-        }
-        part.lanes.push_back(std::move(lanes));
+        for (int64_t j = 0; j < width; ++j)
+          mask.push_back(lane(r, j));
+        for (int64_t j = 0; j < width; ++j)
+          mask.push_back(lowLanes + lane(r, j));
       }
-      part.vector =
-          vector::ShuffleOp::create(b, loc, low.vector, high.vector, mask);
-      next.push_back(std::move(part));
+      next.push_back(
+          vector::ShuffleOp::create(b, loc, level[i], level[i + 1], mask));
     }
     level = std::move(next);
   }
-  return level[0].vector;
+  return level[0];
 }
 Value KernelBuilder::foldRuns(Value all, int64_t run, int64_t downTo,
                               function_ref<Value(Value, Value)> combine) {

@@ -369,11 +369,9 @@ private:
   /// `dots`, plus its bias where `biases` is not empty.
   void storeScores(Value t, llvm::ArrayRef<Value> dots,
                    llvm::ArrayRef<Value> biases);
-  /// Stores token t's score of each head (`values`, one scalar a head).
+  /// Stores each head's scores (`values`, one a head): token t's as a
+  /// scalar, or the tokens' from t on as a vector.
   void storeScoreValues(Value t, llvm::ArrayRef<Value> values);
-  /// Stores the scores of each head (`rows`, one vector a head) of the
-  /// tokens from t on.
-  void storeScoreRows(Value t, llvm::ArrayRef<Value> rows);
   /// The span=tokens blocks overlapping a range: the first block's index
   /// among the quantized positions, their count, and its bound per split.
   struct TokenBlocks {

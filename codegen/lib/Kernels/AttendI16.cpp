@@ -401,7 +401,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
             rows.push_back(
                 kb.shuffle(all, llvm::to_vector(llvm::seq<int64_t>(
                                     r * batchTokens, (r + 1) * batchTokens))));
-          storeScoreRows(t, rows);
+          storeScoreValues(t, rows);
           return {};
         }};
   }

@@ -817,12 +817,6 @@ void AttendEmitter::storeScoreValues(Value t, ArrayRef<Value> values) {
     kb.storeF32(score, scores, kb.add(kb.i32(r * splitTokens), local));
 }
 
-void AttendEmitter::storeScoreRows(Value t, ArrayRef<Value> rows) {
-  Value local = kb.sub(t, splitRange.begin);
-  for (auto [r, row] : llvm::enumerate(rows))
-    storeVectorF32(kb, row, scores, kb.add(kb.i32(r * splitTokens), local));
-}
-
 void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step,
                                           const TokenBatch *batch) {
   KernelTarget &target = kb.getTarget();
