@@ -8,6 +8,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kvq;
 
@@ -149,6 +151,16 @@ Value KernelBuilder::feq(Value x, Value y) {
 }
 Value KernelBuilder::flt(Value x, Value y) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
+}
+Value KernelBuilder::isNonFinite(Value x) {
+  return arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::UGE, fabs(x),
+      f32Like(x, std::numeric_limits<double>::infinity()));
+}
+Value KernelBuilder::anyLane(Value mask) {
+  if (!isa<VectorType>(mask.getType()))
+    return mask;
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::OR, mask);
 }
 /// `element` in the shape of `like` (scalar or vector).
 static Type withShapeOf(Value like, Type element) {

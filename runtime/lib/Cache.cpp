@@ -109,8 +109,11 @@ Status Cache::Impl::allocateBuffers() {
     return S;
   if (Status S = allocatePools(); !S.ok())
     return S;
-  if (Status S = allocate(Saturated, 2 * M.Layers * sizeof(uint32_t)); !S.ok())
+  // The flushes' NonFinite word follows their saturated-group counters.
+  if (Status S = allocate(Saturated, (2 * M.Layers + 1) * sizeof(uint32_t));
+      !S.ok())
     return S;
+  NonFinite = Saturated + 2 * M.Layers * sizeof(uint32_t);
   for (unsigned Slot = Options.MaxSequences; Slot-- > 0;)
     FreeSlots.push_back(Slot);
   return Status::success();

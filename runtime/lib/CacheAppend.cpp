@@ -78,6 +78,12 @@ std::array<RingRun, 2> kvq::runtime::ringRuns(unsigned Head, unsigned First,
 
 namespace {
 
+/// Tokens a flush quantizes that never enter the window: the first ones of
+/// the new tokens past the sink, when the window holds fewer than Flushed.
+unsigned inputTokens(const AppendPlan &Plan) {
+  return Plan.Flushed > Plan.OldWindow ? Plan.Flushed - Plan.OldWindow : 0;
+}
+
 /// Describes the non-finite value at flat index I of [n][Hkv][D].
 std::string describeNonFinite(const char *What, size_t I, const ModelShape &M,
                               SequenceId Seq) {
@@ -166,39 +172,72 @@ Status validateKeysByNorm(Cache::Impl &C, unsigned Layer, AppendWork &W) {
       describeNonFinite("key", scanNonFinite(*C.B, M.Type, I.K, N), M, I.Seq));
 }
 
-/// Checks an item's shape and pointers and that its host input is finite
-/// (keys through validateKeysByNorm where `KeysByNorm`).
-Status validateItem(Cache::Impl &C, unsigned Layer, AppendWork &W,
-                    Cache::Impl::Memory Inputs, bool KeysByNorm) {
-  const AppendItem &I = *W.Item;
-  const ModelShape &M = C.manifest().Model;
+/// Checks an item's shape and pointers.
+Status checkItem(Cache::Impl &C, const AppendItem &I) {
   size_t Bytes = size_t(I.NumTokens) * C.rowBytes();
   if ((I.KBytes && I.KBytes != Bytes) || (I.VBytes && I.VBytes != Bytes))
     return Status::error(
         ErrorCode::InvalidArgument,
         wrongShape(I.Seq, I.NumTokens, I.KBytes, I.VBytes, Bytes, "bytes"));
-  if (I.NumTokens == 0)
-    return Status::success();
-  if (!I.K || !I.V)
+  if (I.NumTokens && (!I.K || !I.V))
     return Status::error(ErrorCode::InvalidArgument,
                          "sequence " + std::to_string(I.Seq) +
                              ": null key or value data for " +
                              std::to_string(I.NumTokens) + " tokens");
-  // Device inputs are the engine's tensors: reading them back to scan them
-  // would cost the traffic the device path exists to avoid.
-  if (Inputs == Cache::Impl::Memory::Device)
-    return Status::success();
-  size_t N = size_t(I.NumTokens) * M.KvHeads * M.HeadDim;
-  if (KeysByNorm) {
-    if (Status S = validateKeysByNorm(C, Layer, W); !S.ok())
-      return S;
-  } else if (size_t Bad = scanNonFinite(*C.B, M.Type, I.K, N); Bad != N) {
-    return Status::error(ErrorCode::InvalidArgument,
-                         describeNonFinite("key", Bad, M, I.Seq));
+  return Status::success();
+}
+
+/// Tokens [First, End) of an item's new keys or values.
+struct TokenRange {
+  unsigned First = 0, End = 0;
+};
+
+/// The new tokens of tensor T that its flush reads from the item's input
+/// (the others go to the sink and the window).
+TokenRange flushedInput(const AppendWork &W, Tensor T) {
+  const AppendPlan &Plan = W.Plan[int(T)];
+  return {Plan.ToSink, Plan.ToSink + inputTokens(Plan)};
+}
+
+/// Scans tensor T of an item's host input for NaN and infinity, except the
+/// tokens `Skipped`.
+Status scanTensor(Cache::Impl &C, const AppendWork &W, Tensor T,
+                  TokenRange Skipped = {}) {
+  const AppendItem &I = *W.Item;
+  const ModelShape &M = C.manifest().Model;
+  size_t Row = size_t(M.KvHeads) * M.HeadDim;
+  const auto *In = static_cast<const uint8_t *>(T == Tensor::Keys ? I.K : I.V);
+  for (TokenRange Run :
+       {TokenRange{0, Skipped.First}, TokenRange{Skipped.End, I.NumTokens}}) {
+    if (Run.First >= Run.End)
+      continue;
+    size_t N = size_t(Run.End - Run.First) * Row;
+    size_t Bad = scanNonFinite(*C.B, M.Type, In + Run.First * C.rowBytes(), N);
+    if (Bad != N)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          describeNonFinite(T == Tensor::Keys ? "key" : "value",
+                            Run.First * Row + Bad, M, I.Seq));
   }
-  if (size_t Bad = scanNonFinite(*C.B, M.Type, I.V, N); Bad != N)
-    return Status::error(ErrorCode::InvalidArgument,
-                         describeNonFinite("value", Bad, M, I.Seq));
+  return Status::success();
+}
+
+/// Checks that an item's host input is finite: its keys through
+/// validateKeysByNorm where `KeysByNorm`; where `FlushChecked`, all but
+/// the tokens its flushes read, which the flushes check (appendChecked).
+Status scanItem(Cache::Impl &C, unsigned Layer, AppendWork &W, bool KeysByNorm,
+                bool FlushChecked) {
+  if (!W.Item->NumTokens)
+    return Status::success();
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    Status S =
+        T == Tensor::Keys && KeysByNorm
+            ? validateKeysByNorm(C, Layer, W)
+            : scanTensor(C, W, T,
+                         FlushChecked ? flushedInput(W, T) : TokenRange{});
+    if (!S.ok())
+      return S;
+  }
   return Status::success();
 }
 
@@ -270,12 +309,6 @@ Status runKeyNorm(Cache::Impl &C, unsigned Layer, const AppendWork &W,
   return Status::success();
 }
 
-/// Tokens a flush quantizes that never enter the window: the first ones of
-/// the new tokens past the sink, when the window holds fewer than Flushed.
-unsigned inputTokens(const AppendPlan &Plan) {
-  return Plan.Flushed > Plan.OldWindow ? Plan.Flushed - Plan.OldWindow : 0;
-}
-
 /// Where a flush reads its first inputTokens(Plan) tokens of Rest: device
 /// input, and host input on a backend that reads host memory (the CPU),
 /// where it is; other host input (or input the track kernel would rewrite:
@@ -344,6 +377,7 @@ Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
   Args.set(A::Table, C.tableAddr(T, S.Slot));
   Args.set(A::Norms, C.normsAddr(Layer, S.Slot));
   Args.set(A::Saturated, C.saturatedAddr(T, Layer));
+  Args.set(A::NonFinite, C.NonFinite);
   Args.set(A::WindowHead, int32_t(S.WindowHead[int(T)][Layer]));
   Args.set(A::WindowTokens, int32_t(Plan.Flushed - inputTokens(Plan)));
   Args.set(A::DestPos, int32_t(Destination));
@@ -449,6 +483,168 @@ Status appendTracked(Cache::Impl &C, unsigned Layer, const AppendWork &W,
   return Status::success();
 }
 
+/// What the flush of one tensor of an append writes, kept so that it can be
+/// undone: the layer's slices of logical pages [FirstPage, EndPage), of
+/// which those from PagesBefore on are new. Slots a sequence has not
+/// quantized are zero in every layer (pages are cleared when taken), so
+/// the pages the flush starts are cleared again; the one it continues, a
+/// mix of both, is kept.
+struct FlushUndo {
+  SequenceState *Seq;
+  Tensor T;
+  unsigned FirstPage, EndPage;
+  size_t PagesBefore;
+  /// The layer's slices of page FirstPage where the flush continues it.
+  std::vector<uint8_t> Continued;
+};
+struct AppendUndo {
+  std::vector<FlushUndo> Flushes;
+  uint32_t Saturated[2] = {0, 0};
+};
+
+/// The bytes of a page that hold Layer's slices, one per kv-head.
+size_t layerBytes(const Cache::Impl &C, Tensor T, unsigned Layer) {
+  return size_t(C.manifest().Model.KvHeads) *
+         C.layout(T).Layers[Layer].SliceBytes;
+}
+
+/// Where Layer's slices start in logical page I of S.
+DevicePtr layerAddr(const Cache::Impl &C, const SequenceState &S, Tensor T,
+                    unsigned Layer, unsigned I) {
+  return C.pageAddr(T, S.Pages[int(T)][I]) + C.layout(T).Layers[Layer].Offset;
+}
+
+/// Records what the flushes of `Works` will change (no page is shared:
+/// appendChecked's condition).
+Status recordUndo(Cache::Impl &C, unsigned Layer,
+                  const std::vector<AppendWork> &Works, AppendUndo &U) {
+  unsigned PageTokens = C.manifest().PageTokens;
+  for (const AppendWork &W : Works)
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const AppendPlan &Plan = W.Plan[int(T)];
+      if (!Plan.Flushed)
+        continue;
+      unsigned Dest = Plan.After.Quantized - Plan.Flushed;
+      FlushUndo &F = U.Flushes.emplace_back(
+          FlushUndo{W.Seq,
+                    T,
+                    Dest / PageTokens,
+                    pagesFor(Plan.After.Quantized, PageTokens),
+                    W.Seq->Pages[int(T)].size(),
+                    {}});
+      if (Dest % PageTokens == 0)
+        continue;
+      F.Continued.resize(layerBytes(C, T, Layer));
+      if (Status S = C.B->copyToHost(
+              F.Continued.data(), layerAddr(C, *W.Seq, T, Layer, F.FirstPage),
+              F.Continued.size());
+          !S.ok())
+        return S;
+    }
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (Status S = C.B->copyToHost(&U.Saturated[int(T)],
+                                   C.saturatedAddr(T, Layer), sizeof(uint32_t));
+        !S.ok())
+      return S;
+  return Status::success();
+}
+
+/// Undoes the key norms and flushes of `Works` (their windows are not
+/// committed yet): the pages written restored, the new ones given back
+/// (last taken first), the counters restored.
+Status undoFlushes(Cache::Impl &C, unsigned Layer,
+                   const std::vector<AppendWork> &Works, const AppendUndo &U) {
+  for (auto It = U.Flushes.rbegin(); It != U.Flushes.rend(); ++It) {
+    const FlushUndo &F = *It;
+    std::vector<uint32_t> &Pages = F.Seq->Pages[int(F.T)];
+    for (unsigned I = F.EndPage; I-- > F.FirstPage;) {
+      DevicePtr At = layerAddr(C, *F.Seq, F.T, Layer, I);
+      Status S =
+          I == F.FirstPage && !F.Continued.empty()
+              ? C.B->copyToDevice(At, F.Continued.data(), F.Continued.size())
+              : C.B->memset(At, 0, layerBytes(C, F.T, Layer));
+      if (!S.ok())
+        return S;
+      if (I < F.PagesBefore)
+        continue;
+      assert(I + 1 == Pages.size() && "new pages are the last ones");
+      C.returnPage(F.T, *F.Seq, Pages.back());
+      Pages.pop_back();
+    }
+  }
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (Status S = C.B->copyToDevice(C.saturatedAddr(T, Layer),
+                                     &U.Saturated[int(T)], sizeof(uint32_t));
+        !S.ok())
+      return S;
+  for (const AppendWork &W : Works)
+    if (W.KeyNorm)
+      W.Seq->HasNorms[Layer] = false;
+  return Status::success();
+}
+
+/// Runs the key norms and flushes of `Works`; Bad: whether a flush read a
+/// non-finite token.
+Status flushAll(Cache::Impl &C, unsigned Layer,
+                const std::vector<AppendWork> &Works,
+                Cache::Impl::Memory Inputs, bool &Bad) {
+  if (Status S = C.B->memset(C.NonFinite, 0, sizeof(uint32_t)); !S.ok())
+    return S;
+  for (const AppendWork &W : Works) {
+    if (W.KeyNorm)
+      if (Status S = runKeyNorm(C, Layer, W, Inputs); !S.ok())
+        return S;
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      Expected<DevicePtr> Input =
+          prepareTensor(C, Layer, T, W, Inputs, /*Writable=*/false);
+      if (!Input.ok())
+        return Input.status();
+      if (W.Plan[int(T)].Flushed)
+        if (Status S =
+                flushInPlace(C, Layer, T, *W.Seq, W.Plan[int(T)], *Input);
+            !S.ok())
+          return S;
+    }
+  }
+  uint32_t Flag = 0;
+  if (Status S = C.B->copyToHost(&Flag, C.NonFinite, sizeof(uint32_t)); !S.ok())
+    return S;
+  Bad = Flag != 0;
+  return Status::success();
+}
+
+/// Pass 2 where the flushes check the host input they read in place (pass
+/// 1 scanned the rest): every item's key norms and flushes run first; where
+/// a flush found a NaN or an infinity they are undone and the first bad
+/// value named, else the windows are committed. The input is read from
+/// memory once, by the flushes, where a scan before them read it twice.
+Status appendChecked(Cache::Impl &C, unsigned Layer,
+                     const std::vector<AppendWork> &Works,
+                     Cache::Impl::Memory Inputs) {
+  AppendUndo Undo;
+  if (Status S = recordUndo(C, Layer, Works, Undo); !S.ok())
+    return S;
+  bool Bad = false;
+  if (Status S = flushAll(C, Layer, Works, Inputs, Bad); !S.ok() || Bad) {
+    if (Status U = undoFlushes(C, Layer, Works, Undo); !U.ok())
+      return U;
+    if (!S.ok())
+      return S;
+    for (const AppendWork &W : Works)
+      for (Tensor T : {Tensor::Keys, Tensor::Values})
+        if (Status Scan = scanTensor(C, W, T); !Scan.ok())
+          return Scan;
+    return Status::error(ErrorCode::Backend,
+                         "a flush reported a non-finite input value that "
+                         "the host scan does not find");
+  }
+  for (const AppendWork &W : Works)
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      if (Status S = commitWindow(C, Layer, T, W, Inputs); !S.ok())
+        return S;
+  return Status::success();
+}
+
 } // namespace
 
 /// A code-sharing layer's kernels read its owner layer's codes: an append
@@ -500,14 +696,10 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
       return Status::error(ErrorCode::InvalidArgument,
                            "sequence " + std::to_string(I.Seq) +
                                " appears twice in one append");
+    if (Status St = checkItem(*this, I); !St.ok())
+      return St;
     AppendWork W{*S, &I, {}, false};
     W.KeyNorm = LayerKeyNorm && I.NumTokens && !(*S)->HasNorms[Layer];
-    // One item: its maxima stay in the partials until pass 2 (another
-    // item's key norms would overwrite them).
-    bool KeysByNorm = W.KeyNorm && Batch.size() == 1 &&
-                      Inputs == Memory::Host && B->readsHostMemory();
-    if (Status St = validateItem(*this, Layer, W, Inputs, KeysByNorm); !St.ok())
-      return St;
     if ((*S)->Layers[Layer].Keys.total() + uint64_t(I.NumTokens) > 0x7fffffff)
       return Status::error(ErrorCode::Capacity,
                            "sequence " + std::to_string(I.Seq) +
@@ -549,11 +741,32 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
               std::to_string(NewPages[int(T)]) + " more, " +
               std::to_string(FreePages[int(T)].size()) + " are free");
 
+  // Host input is scanned; device input is the engine's tensors, and
+  // reading it back to scan it would cost the traffic the device path
+  // exists to avoid. Where the kernels read host input in place, the
+  // flushes check what they read themselves (appendChecked) unless their
+  // writes cannot be undone: a track kernel's (rings, pools) or copies of
+  // pages shared with a fork.
+  bool InPlace = Inputs == Memory::Host && B->readsHostMemory();
+  bool FlushChecked = InPlace && !manifest().Pool.isTracked(Layer) &&
+                      Shared[0].empty() && Shared[1].empty();
+  if (Inputs == Memory::Host)
+    for (AppendWork &W : Works) {
+      // One item: its maxima stay in the partials until pass 2 (another
+      // item's key norms would overwrite them).
+      bool KeysByNorm = W.KeyNorm && Batch.size() == 1 && InPlace;
+      if (Status St = scanItem(*this, Layer, W, KeysByNorm, FlushChecked);
+          !St.ok())
+        return St;
+    }
+
   // Everything pass 2 needs is allocated before it changes anything.
   if (Status S = reserveAppend(Layer, Works, Inputs); !S.ok())
     return S;
 
   // Pass 2: apply it.
+  if (FlushChecked)
+    return appendChecked(*this, Layer, Works, Inputs);
   for (const AppendWork &W : Works) {
     if (W.KeyNorm)
       if (Status S = runKeyNorm(*this, Layer, W, Inputs); !S.ok())

@@ -44,6 +44,17 @@ uint32_t Cache::Impl::takePage(Tensor T, SequenceState &S) {
   return Page;
 }
 
+void Cache::Impl::returnPage(Tensor T, SequenceState &S, uint32_t Page) {
+  if (engineAllocates()) {
+    std::vector<uint32_t> &Assigned = S.Assigned[int(T)];
+    Assigned.insert(Assigned.begin(), Page);
+    return;
+  }
+  assert(PageRefs[int(T)][Page] == 1 && "a page taken by this sequence alone");
+  PageRefs[int(T)][Page] = 0;
+  FreePages[int(T)].push_back(Page);
+}
+
 void Cache::Impl::releasePage(Tensor T, uint32_t Page) {
   uint32_t &Refs = PageRefs[int(T)][Page];
   assert(Refs > 0 && "releasing a free page");

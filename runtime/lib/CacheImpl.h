@@ -190,6 +190,10 @@ public:
   /// Takes the next page of tensor T for S: a free page (one must be free),
   /// or the engine's next assigned page (one must be assigned).
   uint32_t takePage(Tensor T, SequenceState &S);
+  /// Undoes takePage(T, S) of Page (a page cleared again): pages given back
+  /// in the reverse order of their taking leave the free list, or the
+  /// engine's assigned list, as it was.
+  void returnPage(Tensor T, SequenceState &S, uint32_t Page);
   /// Drops one reference to Page; it is free once none is left (and back in
   /// the free list, when the cache allocates).
   void releasePage(Tensor T, uint32_t Page);
@@ -274,6 +278,9 @@ public:
   DevicePtr PoolIndex = 0;
   /// [Tensor][Layer] u32: groups whose parameters saturated.
   DevicePtr Saturated = 0;
+  /// u32: set by a flush that read a non-finite token (KernelABI.md); in
+  /// the Saturated buffer, after the counters.
+  DevicePtr NonFinite = 0;
   uint64_t AllocatedBytes = 0;
   /// The page pools the cache allocated (not the engine's).
   bool OwnsPagePool[2] = {true, true};

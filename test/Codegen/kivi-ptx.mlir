@@ -40,7 +40,7 @@
 // CHECK: ex2.approx
 // CHECK-NOT: .entry
 
-// MANIFEST-DAG: "version": 10
+// MANIFEST-DAG: "version": 11
 // MANIFEST-DAG: "pre_rope": false
 // MANIFEST-DAG: "name": "kivi_2bit"
 // MANIFEST-DAG: "code_bits": 2

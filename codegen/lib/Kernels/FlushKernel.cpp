@@ -28,12 +28,12 @@ namespace {
 /// The arguments of kvq/Support/KernelABI.h.
 struct FlushArgs {
   using A = abi::FlushArgs;
-  Value pages, table, norms, saturated, destPos, numTokens;
+  Value pages, table, norms, saturated, nonFinite, destPos, numTokens;
   FlushSource source;
   FlushArgs(const KernelEntry &e, unsigned capacity)
       : pages(e.args[A::Pages]), table(e.args[A::Table]),
         norms(e.args[A::Norms]), saturated(e.args[A::Saturated]),
-        destPos(e.args[A::DestPos]),
+        nonFinite(e.args[A::NonFinite]), destPos(e.args[A::DestPos]),
         numTokens(e.args[A::NumTokens]), source{e.args[A::Window],
                                                 e.args[A::Input],
                                                 e.args[A::WindowHead],
@@ -65,6 +65,9 @@ struct LaneGroup {
   GroupPlace place;
   SmallVector<Value> xs;
   GroupStats stats;
+  /// Lane by lane, whether an element read (before any key norm) is not
+  /// finite.
+  Value nonFinite;
 };
 
 /// Emits the flush kernel of one slice: block (b, h) moves its flush units
@@ -96,6 +99,10 @@ private:
   void placeReorderedGroup(GroupPlace &place, Value g);
   /// Element `k` of a placed group (model dtype) and its channel.
   std::pair<Value, Value> loadElement(const GroupPlace &place, Value k);
+  /// Sets the NonFinite flag where `bad` (i1, or a vector of them) is set:
+  /// the runtime then rejects the append and undoes the flush
+  /// (docs/Reliability.md).
+  void flagNonFinite(Value bad);
   void emitQuantized();
   void emitTokenBlockLanes(unsigned lanes);
   void emitChannelGroupLanes(unsigned lanes);
@@ -217,6 +224,11 @@ void FlushEmitter::placeReorderedGroup(GroupPlace &place, Value g) {
                       tables.groupWord(g));
 }
 
+void FlushEmitter::flagNonFinite(Value bad) {
+  kb.ifThen(kb.anyLane(bad),
+            [&] { kb.store(kb.i32(1), args.nonFinite, kb.i64(0), 4); });
+}
+
 std::pair<Value, Value> FlushEmitter::loadElement(const GroupPlace &place,
                                                   Value k) {
   Value channel = place.start ? tables.channelAt(kb.add(place.start, k))
@@ -275,8 +287,10 @@ void FlushEmitter::emitQuantized() {
   unsigned dim = layout.model.getHeadDim();
   forEachUnitTask(groupsPerUnit, [&](Value g) {
     GroupPlace place = placeGroup(g);
-    auto element = [&](Value k) {
+    auto load = [&](Value k, bool check) {
       auto [x, channel] = loadElement(place, k);
+      if (check)
+        flagNonFinite(kb.isNonFinite(x));
       if (!quant.getKeyNorm())
         return x;
       Value norm =
@@ -284,11 +298,14 @@ void FlushEmitter::emitQuantized() {
                      /*invariant=*/true);
       return kb.fdiv(x, norm);
     };
+    // The input is checked once, by the parameters' pass over it.
+    auto checked = [&](Value k) { return load(k, /*check=*/true); };
+    auto element = [&](Value k) { return load(k, /*check=*/false); };
     Quantizer quantizer(kb, quant);
     if (place.clip)
       quantizer.setClip(place.clip);
     Value size = place.size ? place.size : kb.i32(quant.getGroup());
-    GroupParams params = quantizer.computeParams(size, element);
+    GroupParams params = quantizer.computeParams(size, checked);
     SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                        args.table, place.qpos, head);
     // A layer sharing another layer's codes keeps only its own parameters.
@@ -508,18 +525,23 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
     std::tie(buffer0, row0) = args.source.row(kb, model, token, head);
     Value stride = kb.i32(model.getKvHeads() * dim);
     auto quantizeBlock = [&](bool contiguous) {
-      auto element = [&](Value k) {
+      auto load = [&](Value k, bool check) {
         Value buffer = buffer0, row = kb.add(row0, kb.mul(k, stride));
         if (!contiguous)
           std::tie(buffer, row) =
               args.source.row(kb, model, kb.add(token, k), head);
         Value x = kb.loadFloatVector(dtype, buffer, kb.add(row, c0), lanes,
                                      /*invariant=*/true);
+        if (check)
+          flagNonFinite(kb.isNonFinite(x));
         return norms ? kb.fdiv(x, norms) : x;
       };
+      // The input is checked once, by the parameters' pass over it.
+      auto checked = [&](Value k) { return load(k, /*check=*/true); };
+      auto element = [&](Value k) { return load(k, /*check=*/false); };
       kb.setLanes(lanes);
       Quantizer quantizer(kb, quant);
-      GroupParams params = quantizer.computeParams(group, element);
+      GroupParams params = quantizer.computeParams(group, checked);
       Value qpos = kb.add(args.destPos, token);
       SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                          args.table, qpos, head);
@@ -593,12 +615,14 @@ LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
   unsigned chunks = quant.getGroup() / lanes;
   unsigned dim = layout.model.getHeadDim();
   Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
-  LaneGroup group{placeGroup(g), {}, {}};
+  LaneGroup group{placeGroup(g), {}, {}, {}};
   for (unsigned j = 0; j < chunks; ++j) {
     Value channel = kb.add(group.place.channel, kb.i32(j * lanes));
     Value x = kb.loadFloatVector(dtype, group.place.buffer,
                                  kb.add(group.place.row, channel), lanes,
                                  /*invariant=*/true);
+    Value bad = kb.isNonFinite(x);
+    group.nonFinite = group.nonFinite ? kb.bitOr(group.nonFinite, bad) : bad;
     if (quant.getKeyNorm())
       x = kb.fdiv(x, kb.loadFloatVector(
                          f32, args.norms,
@@ -606,11 +630,10 @@ LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
                          /*invariant=*/true));
     group.xs.push_back(x);
   }
-  // Min and max as x86's vminps/vmaxps: a NaN (device input is not
-  // scanned) gives some code, as in the scalar form, and costs no check; a
-  // zero of either sign is counted as +0 by the quantizer whichever one is
-  // kept. The chunks are combined lane by lane here, across lanes by
-  // quantizeLaneGroups.
+  // Min and max as x86's vminps/vmaxps: a NaN (which the NonFinite flag
+  // reports) gives some code, as in the scalar form; a zero of either sign
+  // is counted as +0 by the quantizer whichever one is kept. The chunks are
+  // combined lane by lane here, across lanes by quantizeLaneGroups.
   auto partial = [&](bool isMax, function_ref<Value(Value)> map) {
     Value acc = map(group.xs[0]);
     for (unsigned j = 1; j < chunks; ++j)
@@ -748,6 +771,11 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
     auto type = VectorType::get({int64_t(count)}, b.getF32Type());
     return vector::FromElementsOp::create(b, loc, type, values).getResult();
   };
+  Value nonFinite;
+  for (const LaneGroup &group : groups)
+    nonFinite =
+        nonFinite ? kb.bitOr(nonFinite, group.nonFinite) : group.nonFinite;
+  flagNonFinite(nonFinite);
   GroupStats stats{combine(&GroupStats::min, /*isMax=*/false),
                    combine(&GroupStats::max, /*isMax=*/true),
                    combine(&GroupStats::absMax, /*isMax=*/true)};
@@ -792,7 +820,20 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
   });
 }
 
-/// A full-precision tensor copies its tokens into the pages: `lanes`
+/// `bits` (the bits of model-dtype elements, an integer or a vector of
+/// them) as f32 values.
+static Value asF32(KernelBuilder &kb, Type dtype, Value bits) {
+  Value x = kb.bitcast(dtype, bits);
+  if (dtype.isF32())
+    return x;
+  Type f32 = kb.builder().getF32Type();
+  if (auto vector = dyn_cast<VectorType>(x.getType()))
+    f32 = vector.clone(f32);
+  return arith::ExtFOp::create(kb.builder(), kb.getLoc(), f32, x);
+}
+
+/// A full-precision tensor copies its tokens into the pages, setting the
+/// NonFinite flag as the quantizing forms do: `lanes`
 /// elements per load and store (a token's row is contiguous on both sides).
 void FlushEmitter::emitFullPrecision(unsigned lanes) {
   unsigned dim = layout.model.getHeadDim(), flush = tensor.window.getFlush();
@@ -815,6 +856,7 @@ void FlushEmitter::emitFullPrecision(unsigned lanes) {
     Value bytes = kb.i64(layout.dtypeBytes);
     Value value =
         kb.load(bitsType, buffer, kb.mul(kb.toI64(src), bytes), align);
+    flagNonFinite(kb.isNonFinite(asF32(kb, layout.model.getDtype(), value)));
     kb.store(value, access.getBase(), kb.mul(kb.toI64(dst), bytes), align);
   });
 }

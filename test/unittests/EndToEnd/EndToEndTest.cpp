@@ -995,6 +995,103 @@ TEST(KeyNormEndToEndTest, NonFiniteKeysAreFoundByTheNormKernel) {
   });
 }
 
+/// Every byte an append may change, for sequences Ids: counts, sinks,
+/// windows, key norms, every layer's slices of every page held, free pages
+/// and memory in use.
+std::vector<std::vector<uint8_t>>
+cacheBytes(Harness &H, const std::vector<SequenceId> &Ids) {
+  Cache &C = *H.C;
+  std::vector<std::vector<uint8_t>> Out;
+  auto number = [&](uint64_t X) {
+    Out.push_back(std::vector<uint8_t>(reinterpret_cast<uint8_t *>(&X),
+                                       reinterpret_cast<uint8_t *>(&X + 1)));
+  };
+  for (SequenceId Id : Ids)
+    for (unsigned L = 0; L < kLayers; ++L) {
+      SliceCounts Counts = *C.counts(Id, L);
+      for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+        for (unsigned N :
+             {Counts[T].Sink, Counts[T].Quantized, Counts[T].Window})
+          number(N);
+        Out.push_back(*C.readSink(T, Id, L));
+        Out.push_back(*C.readWindow(T, Id, L));
+        unsigned Pages = *C.numPages(T, Id);
+        number(Pages);
+        for (unsigned Pg = 0; Pg < Pages; ++Pg)
+          for (unsigned Hd = 0; Hd < H.P.KvHeads; ++Hd)
+            Out.push_back(*C.readSlicePage(T, Id, L, Hd, Pg));
+      }
+      if (H.Config.keyNorm) {
+        std::vector<float> Norms = *C.readKeyNorms(Id, L);
+        Out.push_back(std::vector<uint8_t>(
+            reinterpret_cast<uint8_t *>(Norms.data()),
+            reinterpret_cast<uint8_t *>(Norms.data() + Norms.size())));
+      }
+    }
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    number(C.freePages(T));
+  number(C.memoryStats().BytesUsed);
+  return Out;
+}
+
+/// On the CPU the flushes check the host tokens they read in place, and
+/// the runtime scans only the rest (docs/Reliability.md): a NaN or an
+/// infinity anywhere in a batch's keys or values, among the tokens a flush
+/// reads or those the sink and window keep, is rejected and named, and the
+/// cache is left byte for byte as it was, for a sequence whose layer 1
+/// continues a page and fills pages layer 0 holds, and for a new sequence
+/// (its first key norms undone); the finite batch then matches the
+/// reference.
+TEST_P(EndToEndTest, NonFiniteTokensAreRejectedWhereverTheyAre) {
+  const SpecParam &P = GetParam();
+  Harness H(P, cpuCache(P, 2, 160), 702);
+  unsigned A = H.addSequence(), B = H.addSequence();
+  H.append(0, {A}, {900});
+  H.append(1, {A}, {50});
+  constexpr unsigned Tokens = 600;
+  std::vector<std::vector<float>> Data;
+  for (unsigned I = 0; I < 2; ++I) {
+    Data.push_back(H.tokens(Tokens, true));
+    Data.push_back(H.tokens(Tokens, false));
+  }
+  struct Bad {
+    unsigned Item;
+    bool Keys;
+    unsigned Token, Head, Channel;
+    uint16_t Bits;
+  };
+  const Bad Cases[] = {{0, true, 0, 1, 5, 0x7e00},
+                       {1, false, 200, 0, 63, 0x7c00},
+                       {1, true, 1, 0, 0, 0xfc00},
+                       {0, false, 333, 1, 17, 0xfe01},
+                       {1, false, Tokens - 1, 1, 2, 0x7c00}};
+  std::vector<SequenceId> Ids = {H.Seqs[A].Id, H.Seqs[B].Id};
+  std::vector<std::vector<uint8_t>> Before = cacheBytes(H, Ids);
+  size_t Row = H.rowElems();
+  for (const Bad &X : Cases) {
+    unsigned Head = X.Head % P.KvHeads, Channel = X.Channel % P.HeadDim;
+    std::vector<std::vector<uint16_t>> Bits;
+    for (const std::vector<float> &D : Data)
+      Bits.push_back(Harness::toBits(D));
+    Bits[2 * X.Item + (X.Keys ? 0 : 1)]
+        [X.Token * Row + Head * P.HeadDim + Channel] = X.Bits;
+    Status S =
+        H.C->append(1, {{Ids[0], Tokens, Bits[0].data(), Bits[1].data()},
+                        {Ids[1], Tokens, Bits[2].data(), Bits[3].data()}});
+    ASSERT_FALSE(S.ok());
+    std::string Want = std::string("non-finite ") + (X.Keys ? "key" : "value") +
+                       " at token " + std::to_string(X.Token) + ", kv-head " +
+                       std::to_string(Head) + ", channel " +
+                       std::to_string(Channel) + " of sequence " +
+                       std::to_string(Ids[X.Item]);
+    EXPECT_NE(S.message().find(Want), std::string::npos) << S.message();
+    EXPECT_TRUE(cacheBytes(H, Ids) == Before) << Want;
+  }
+  H.appendData(1, {A, B}, {Tokens, Tokens}, Data);
+  H.checkState(A, "after rejected batches");
+  H.checkState(B, "after rejected batches");
+}
+
 /// A sequence without tokens attends to zero (the reference's convention),
 /// alone and next to a one-token sequence.
 TEST_P(EndToEndTest, EmptySequenceAttendsToZero) {

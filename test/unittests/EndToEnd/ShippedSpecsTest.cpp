@@ -15,6 +15,8 @@
 
 #include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Runtime/Runtime.h"
+#include "kvq/Support/Float.h"
+#include "kvq/Support/KernelABI.h"
 
 #include "gtest/gtest.h"
 
@@ -146,6 +148,101 @@ TEST_P(ShippedSpecTest, CpuAndInterpreterAgree) {
         EXPECT_EQ(*Cpu.C->readPoolEntries(T, Cpu.Seq, L),
                   *Ptx.C->readPoolEntries(T, Ptx.Seq, L))
             << toString(T) << " pool entries";
+    }
+  }
+}
+
+/// Device buffers of one test, freed with it.
+class Buffers {
+public:
+  explicit Buffers(Backend &B) : B(B) {}
+  ~Buffers() {
+    for (DevicePtr P : Owned)
+      (void)B.free(P);
+  }
+  /// A cleared buffer of Bytes (at least 4).
+  DevicePtr get(size_t Bytes) {
+    Expected<DevicePtr> P = B.allocate(std::max<size_t>(Bytes, 4));
+    EXPECT_TRUE(P.ok()) << P.message();
+    if (!P.ok())
+      return 0;
+    Owned.push_back(*P);
+    EXPECT_TRUE(B.memset(*P, 0, std::max<size_t>(Bytes, 4)).ok());
+    return *P;
+  }
+
+private:
+  Backend &B;
+  std::vector<DevicePtr> Owned;
+};
+
+/// Each flush kernel of layer 0 of every shipped spec, the host code and
+/// the PTX on the interpreter, launched alone on one flush unit of input
+/// tokens: `nonFinite` stays 0 for finite tokens and is set by a NaN or an
+/// infinity at a random place (docs/KernelABI.md, "flush").
+TEST_P(ShippedSpecTest, FlushKernelsFlagNonFiniteTokens) {
+  std::string Dir = std::string(KVQ_SHIPPED_ARTIFACTS) + "/" + GetParam();
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  const Manifest &M = (*A)->manifest();
+  ASSERT_EQ(M.Model.Type, DType::F16) << "the shipped specs' inputs are f16";
+  size_t Row = size_t(M.Model.KvHeads) * M.Model.HeadDim;
+  std::mt19937 Rng(17);
+  std::normal_distribution<float> Normal(0.0f, 1.0f);
+  for (bool Interpreter : {false, true}) {
+    SCOPED_TRACE(Interpreter ? "PTX interpreter" : "host code");
+    Expected<std::unique_ptr<Backend>> B =
+        Interpreter
+            ? createDeviceBackend(
+                  **A, std::make_unique<kvq::ptx::InterpDriver>(), "sm_80")
+            : createCpuBackend(**A);
+    ASSERT_TRUE(B.ok()) << B.message();
+    Buffers Mem(**B);
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      SCOPED_TRACE(toString(T));
+      const TensorLayout &TL = M.tensor(T);
+      const KernelInfo *K = M.kernel(TL.Layers[0].FlushKernel);
+      ASSERT_TRUE(K);
+      unsigned Tokens = TL.Flush,
+               Pages = (Tokens + M.PageTokens - 1) / M.PageTokens;
+      std::vector<uint32_t> Table(Pages);
+      for (unsigned P = 0; P < Pages; ++P)
+        Table[P] = P;
+      std::vector<float> Ones(Row, 1.0f);
+      DevicePtr Input = Mem.get(Tokens * Row * 2), TableAt = Mem.get(Pages * 4),
+                Norms = Mem.get(Row * 4), Flag = Mem.get(4);
+      ASSERT_TRUE((*B)->copyToDevice(TableAt, Table.data(), Pages * 4).ok());
+      ASSERT_TRUE((*B)->copyToDevice(Norms, Ones.data(), Row * 4).ok());
+      using F = kvq::abi::FlushArgs;
+      kvq::abi::KernelArgs Args(kvq::abi::KernelKind::Flush);
+      Args.set(F::Window, Mem.get(TL.WindowCapacity * Row * 2));
+      Args.set(F::Input, Input);
+      Args.set(F::Pages, Mem.get(Pages * TL.PageBytes) + TL.Layers[0].Offset);
+      Args.set(F::Table, TableAt);
+      Args.set(F::Norms, Norms);
+      Args.set(F::Saturated, Mem.get(4));
+      Args.set(F::NonFinite, Flag);
+      Args.set(F::WindowHead, int32_t(0));
+      Args.set(F::WindowTokens, int32_t(0));
+      Args.set(F::DestPos, int32_t(0));
+      Args.set(F::NumTokens, int32_t(Tokens));
+      ASSERT_TRUE(Args.complete());
+      for (uint16_t Bad : {uint16_t(0), uint16_t(0x7e00), uint16_t(0xfc00)}) {
+        std::vector<uint16_t> X(Tokens * Row);
+        for (uint16_t &E : X)
+          E = kvq::fp::floatToHalfNearest(Normal(Rng));
+        if (Bad)
+          X[Rng() % X.size()] = Bad;
+        ASSERT_TRUE((*B)->copyToDevice(Input, X.data(), X.size() * 2).ok());
+        ASSERT_TRUE((*B)->memset(Flag, 0, 4).ok());
+        ASSERT_TRUE((*B)->launch(K->Name, Dim3{1, M.Model.KvHeads, 1}, K->Block,
+                                 K->SharedBytes, Args.get())
+                        .ok());
+        ASSERT_TRUE((*B)->synchronize().ok());
+        uint32_t Set = 2;
+        ASSERT_TRUE((*B)->copyToHost(&Set, Flag, 4).ok());
+        EXPECT_EQ(Set, Bad ? 1u : 0u) << "input " << std::hex << Bad;
+      }
     }
   }
 }

@@ -49,7 +49,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 10);
+  EXPECT_EQ(M.Version, 11);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -203,7 +203,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 11, runtime expects 10"),
+  EXPECT_NE(A.message().find("artifact version 12, runtime expects 11"),
             std::string::npos)
       << A.message();
 }
@@ -443,7 +443,7 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 10");
+            "artifact version 4294967297, runtime expects 11");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -44,7 +44,8 @@ template <typename T> T *ptrArg(void **Args, int I) {
 float f16(const uint16_t *P) { return kvq::ref::fromF16Bits(*P); }
 
 /// flush: one block per flush unit U and kv-head; token-major f16 slices.
-/// The first windowTokens tokens come from the window ring (Cap rows).
+/// The first windowTokens tokens come from the window ring (Cap rows); a
+/// non-finite token sets NonFinite.
 template <unsigned U, unsigned Cap>
 void flush(void **Args, uint32_t Bx, uint32_t By, uint32_t Bz) {
   using A = kvq::abi::FlushArgs;
@@ -52,6 +53,7 @@ void flush(void **Args, uint32_t Bx, uint32_t By, uint32_t Bz) {
   auto *Input = ptrArg<const uint16_t>(Args, A::Input);
   auto *Pages = ptrArg<uint8_t>(Args, A::Pages);
   auto *Table = ptrArg<const uint32_t>(Args, A::Table);
+  auto *NonFinite = ptrArg<uint32_t>(Args, A::NonFinite);
   unsigned Head = arg<int32_t>(Args, A::WindowHead);
   unsigned Ring = arg<int32_t>(Args, A::WindowTokens);
   int32_t Dest = arg<int32_t>(Args, A::DestPos);
@@ -63,6 +65,9 @@ void flush(void **Args, uint32_t Bx, uint32_t By, uint32_t Bz) {
                               ? Window + size_t((Head + T) % Cap) * kHkv * kD
                               : Input + size_t(T - Ring) * kHkv * kD;
     std::memcpy(Slice, Src + By * kD, kD * 2);
+    for (unsigned C = 0; C < kD; ++C)
+      if (!std::isfinite(f16(Src + By * kD + C)))
+        *NonFinite = 1;
   }
 }
 

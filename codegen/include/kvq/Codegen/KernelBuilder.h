@@ -310,6 +310,11 @@ public:
   mlir::Value callIntrinsic(llvm::StringRef name, mlir::ValueRange operands);
   mlir::Value feq(mlir::Value x, mlir::Value y);
   mlir::Value flt(mlir::Value x, mlir::Value y);
+  /// Whether `x` (f32, scalar or vector) is a NaN or an infinity, lane by
+  /// lane: |x| >= inf or unordered.
+  mlir::Value isNonFinite(mlir::Value x);
+  /// Whether any lane of an i1 vector is set (an i1 scalar: itself).
+  mlir::Value anyLane(mlir::Value mask);
   /// Integer to f32 conversions keep the shape (scalar or vector) of `x`.
   mlir::Value uitofp(mlir::Value x);
   mlir::Value sitofp(mlir::Value x);

@@ -39,6 +39,7 @@
   X(Table, InPtr, "[maxPagesPerSeq] u32: the sequence's block-table row")      \
   X(Norms, InPtr, "[Hkv][D] f32: the sequence's key norms (key_norm only)")    \
   X(Saturated, Ptr, "u32: the layer's saturated-group counter")                \
+  X(NonFinite, Ptr, "u32: set to 1 where a token read is not finite")          \
   X(WindowHead, I32, "ring row of the window's oldest token")                  \
   X(WindowTokens, I32, "tokens read from the ring, before those of input")     \
   X(DestPos, I32, "first quantized position written")                          \

@@ -90,7 +90,7 @@ namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 10;
+inline constexpr int kVersion = 11;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";
