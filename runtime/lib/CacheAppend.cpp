@@ -743,13 +743,18 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
 
   // Host input is scanned; device input is the engine's tensors, and
   // reading it back to scan it would cost the traffic the device path
-  // exists to avoid. Where the kernels read host input in place, the
-  // flushes check what they read themselves (appendChecked) unless their
-  // writes cannot be undone: a track kernel's (rings, pools) or copies of
-  // pages shared with a fork.
+  // exists to avoid. Where the kernels read host input in place and some
+  // flush reads new tokens (a prefill's), the flushes check what they read
+  // themselves (appendChecked) unless their writes cannot be undone: a
+  // track kernel's (rings, pools) or copies of pages shared with a fork.
+  // A decode step's flush reads only window tokens, checked when they came.
   bool InPlace = Inputs == Memory::Host && B->readsHostMemory();
-  bool FlushChecked = InPlace && !manifest().Pool.isTracked(Layer) &&
-                      Shared[0].empty() && Shared[1].empty();
+  bool FlushChecked =
+      InPlace && !manifest().Pool.isTracked(Layer) && Shared[0].empty() &&
+      Shared[1].empty() &&
+      std::any_of(Works.begin(), Works.end(), [](const AppendWork &W) {
+        return inputTokens(W.Plan[0]) || inputTokens(W.Plan[1]);
+      });
   if (Inputs == Memory::Host)
     for (AppendWork &W : Works) {
       // One item: its maxima stay in the partials until pass 2 (another
