@@ -951,8 +951,9 @@ TEST(KeyNormEndToEndTest, LongPromptSpansEveryChunk) {
 /// (docs/Reliability.md): a NaN of either sign inside a chunk (after
 /// larger keys of its channel), an infinity on a chunk's first token and
 /// one on the prompt's last are each reported where they are; the sequence
-/// keeps no tokens and no norms; the prompt made finite then matches the
-/// reference (every key_norm spec; 1000 tokens are 8 chunks of 125).
+/// keeps no tokens and no norms, nor after a NaN value the value flush
+/// finds; the prompt made finite then matches the reference (every
+/// key_norm spec; 1000 tokens are 8 chunks of 125).
 TEST(KeyNormEndToEndTest, NonFiniteKeysAreFoundByTheNormKernel) {
   constexpr unsigned Tokens = 1000;
   struct Bad {
@@ -990,6 +991,18 @@ TEST(KeyNormEndToEndTest, NonFiniteKeysAreFoundByTheNormKernel) {
       ASSERT_TRUE(Norms.ok()) << Norms.message();
       EXPECT_TRUE(Norms->empty());
     }
+    // A NaN value among the tokens the value flush reads: the norms the
+    // append computed (and its key flush) are undone.
+    std::vector<uint16_t> Keys = Harness::toBits(K), Bad = Values;
+    Bad[300 * Row + 7] = 0x7e00;
+    Status S = H.C->append(0, {{Id, Tokens, Keys.data(), Bad.data()}});
+    ASSERT_FALSE(S.ok());
+    EXPECT_NE(S.message().find("non-finite value at token 300, kv-head 0, "
+                               "channel 7"),
+              std::string::npos)
+        << S.message();
+    EXPECT_EQ((*H.C->counts(Id, 0))[Tensor::Keys].total(), 0u);
+    EXPECT_TRUE(H.C->readKeyNorms(Id, 0)->empty());
     H.appendData(0, {Seq}, {Tokens}, {K, V});
     H.checkState(Seq, "finite prompt after rejected ones");
   });
