@@ -31,7 +31,12 @@
 // Key norms (key_norm layers) come from the first append of a sequence to
 // the layer, computed by the `keynorm` kernel before any flush.
 //
-// Everything is validated before the first buffer is touched.
+// Everything is validated before the first buffer is touched, with one
+// exception that reads a prefill's host input once instead of twice: where
+// the CPU's flushes read new tokens in place, they check them themselves
+// (the flush ABI's nonFinite word) and every flush runs before any window
+// is committed, so that a NaN or an infinity undoes them (appendChecked;
+// docs/Reliability.md, "State is never half-changed").
 //
 //===----------------------------------------------------------------------===//
 
@@ -173,7 +178,7 @@ Status validateKeysByNorm(Cache::Impl &C, unsigned Layer, AppendWork &W) {
 }
 
 /// Checks an item's shape and pointers.
-Status checkItem(Cache::Impl &C, const AppendItem &I) {
+Status checkItem(const Cache::Impl &C, const AppendItem &I) {
   size_t Bytes = size_t(I.NumTokens) * C.rowBytes();
   if ((I.KBytes && I.KBytes != Bytes) || (I.VBytes && I.VBytes != Bytes))
     return Status::error(
