@@ -298,7 +298,7 @@ void FlushEmitter::emitQuantized() {
                      /*invariant=*/true);
       return kb.fdiv(x, norm);
     };
-    // The input is checked once, by the parameters' pass over it.
+    // The input is checked by the parameters' pass over it, not the codes'.
     auto checked = [&](Value k) { return load(k, /*check=*/true); };
     auto element = [&](Value k) { return load(k, /*check=*/false); };
     Quantizer quantizer(kb, quant);
@@ -536,7 +536,7 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
           flagNonFinite(kb.isNonFinite(x));
         return norms ? kb.fdiv(x, norms) : x;
       };
-      // The input is checked once, by the parameters' pass over it.
+      // The input is checked by the parameters' pass over it, not the codes'.
       auto checked = [&](Value k) { return load(k, /*check=*/true); };
       auto element = [&](Value k) { return load(k, /*check=*/false); };
       kb.setLanes(lanes);
