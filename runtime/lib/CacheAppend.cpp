@@ -429,16 +429,23 @@ Status commitWindow(Cache::Impl &C, unsigned Layer, Tensor T,
   return Status::success();
 }
 
-Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T,
-                    const AppendWork &W, Cache::Impl::Memory Inputs) {
+/// Copies tensor T's sink share and quantizes its flushed tokens; the window
+/// is not committed yet.
+Status flushTensor(Cache::Impl &C, unsigned Layer, Tensor T,
+                   const AppendWork &W, Cache::Impl::Memory Inputs) {
   Expected<DevicePtr> Input =
       prepareTensor(C, Layer, T, W, Inputs, /*Writable=*/false);
   if (!Input.ok())
     return Input.status();
-  if (W.Plan[int(T)].Flushed)
-    if (Status St = flushInPlace(C, Layer, T, *W.Seq, W.Plan[int(T)], *Input);
-        !St.ok())
-      return St;
+  if (!W.Plan[int(T)].Flushed)
+    return Status::success();
+  return flushInPlace(C, Layer, T, *W.Seq, W.Plan[int(T)], *Input);
+}
+
+Status appendTensor(Cache::Impl &C, unsigned Layer, Tensor T,
+                    const AppendWork &W, Cache::Impl::Memory Inputs) {
+  if (Status St = flushTensor(C, Layer, T, W, Inputs); !St.ok())
+    return St;
   return commitWindow(C, Layer, T, W, Inputs);
 }
 
@@ -599,17 +606,9 @@ Status flushAll(Cache::Impl &C, unsigned Layer,
     if (W.KeyNorm)
       if (Status S = runKeyNorm(C, Layer, W, Inputs); !S.ok())
         return S;
-    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
-      Expected<DevicePtr> Input =
-          prepareTensor(C, Layer, T, W, Inputs, /*Writable=*/false);
-      if (!Input.ok())
-        return Input.status();
-      if (W.Plan[int(T)].Flushed)
-        if (Status S =
-                flushInPlace(C, Layer, T, *W.Seq, W.Plan[int(T)], *Input);
-            !S.ok())
-          return S;
-    }
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      if (Status S = flushTensor(C, Layer, T, W, Inputs); !S.ok())
+        return S;
   }
   uint32_t Flag = 0;
   if (Status S = C.B->copyToHost(&Flag, C.NonFinite, sizeof(uint32_t)); !S.ok())
