@@ -520,6 +520,11 @@ size_t layerBytes(const Cache::Impl &C, Tensor T, unsigned Layer) {
          C.layout(T).Layers[Layer].SliceBytes;
 }
 
+/// Whether the flush of Plan starts inside a page the sequence holds.
+bool flushContinuesPage(const AppendPlan &Plan, unsigned PageTokens) {
+  return Plan.Flushed && (Plan.After.Quantized - Plan.Flushed) % PageTokens;
+}
+
 /// Where Layer's slices start in logical page I of S.
 DevicePtr layerAddr(const Cache::Impl &C, const SequenceState &S, Tensor T,
                     unsigned Layer, unsigned I) {
@@ -544,7 +549,7 @@ Status recordUndo(Cache::Impl &C, unsigned Layer,
                     pagesFor(Plan.After.Quantized, PageTokens),
                     W.Seq->Pages[int(T)].size(),
                     {}});
-      if (Dest % PageTokens == 0)
+      if (!flushContinuesPage(Plan, PageTokens))
         continue;
       F.Continued.resize(layerBytes(C, T, Layer));
       if (Status S = C.B->copyToHost(
@@ -649,6 +654,26 @@ Status appendChecked(Cache::Impl &C, unsigned Layer,
   return Status::success();
 }
 
+/// Whether appendChecked costs less than scanning the input its flushes
+/// read before them: the scan reads that input once more, the undo record
+/// copies (reads and writes) the layer's slices of every page a flush
+/// continues. A prefill's flushes read far more than a page; a decode
+/// step's read a token or none (window tokens were checked when they came)
+/// and may continue a page of 256 KiB (fp16, 128 tokens).
+bool checkingInFlushesPays(const Cache::Impl &C, unsigned Layer,
+                           const std::vector<AppendWork> &Works) {
+  unsigned PageTokens = C.manifest().PageTokens;
+  size_t Scanned = 0, Copied = 0;
+  for (const AppendWork &W : Works)
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const AppendPlan &Plan = W.Plan[int(T)];
+      Scanned += size_t(inputTokens(Plan)) * C.rowBytes();
+      if (flushContinuesPage(Plan, PageTokens))
+        Copied += layerBytes(C, T, Layer);
+    }
+  return Scanned > 2 * Copied;
+}
+
 } // namespace
 
 /// A code-sharing layer's kernels read its owner layer's codes: an append
@@ -747,18 +772,14 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
 
   // Host input is scanned; device input is the engine's tensors, and
   // reading it back to scan it would cost the traffic the device path
-  // exists to avoid. Where the kernels read host input in place and some
-  // flush reads new tokens (a prefill's), the flushes check what they read
-  // themselves (appendChecked) unless their writes cannot be undone: a
-  // track kernel's (rings, pools) or copies of pages shared with a fork.
-  // A decode step's flush reads only window tokens, checked when they came.
+  // exists to avoid. Where the kernels read host input in place, the
+  // flushes may check what they read themselves (appendChecked) unless
+  // their writes cannot be undone: a track kernel's (rings, pools) or
+  // copies of pages shared with a fork.
   bool InPlace = Inputs == Memory::Host && B->readsHostMemory();
-  bool FlushChecked =
-      InPlace && !manifest().Pool.isTracked(Layer) && Shared[0].empty() &&
-      Shared[1].empty() &&
-      std::any_of(Works.begin(), Works.end(), [](const AppendWork &W) {
-        return inputTokens(W.Plan[0]) || inputTokens(W.Plan[1]);
-      });
+  bool FlushChecked = InPlace && !manifest().Pool.isTracked(Layer) &&
+                      Shared[0].empty() && Shared[1].empty() &&
+                      checkingInFlushesPays(*this, Layer, Works);
   if (Inputs == Memory::Host)
     for (AppendWork &W : Works) {
       // One item: its maxima stay in the partials until pass 2 (another

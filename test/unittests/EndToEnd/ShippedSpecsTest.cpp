@@ -247,6 +247,71 @@ TEST_P(ShippedSpecTest, FlushKernelsFlagNonFiniteTokens) {
   }
 }
 
+/// Every byte of layer 0 of a sequence that an append may change: counts,
+/// sinks, windows and the slices of every page held.
+std::vector<std::vector<uint8_t>> layerZeroBytes(Cache &C, SequenceId Seq) {
+  std::vector<std::vector<uint8_t>> Out;
+  SliceCounts Counts = *C.counts(Seq, 0);
+  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+    Out.push_back({uint8_t(Counts[T].Sink), uint8_t(Counts[T].Quantized),
+                   uint8_t(Counts[T].Quantized >> 8), uint8_t(Counts[T].Window),
+                   uint8_t(*C.numPages(T, Seq))});
+    Out.push_back(*C.readSink(T, Seq, 0));
+    Out.push_back(*C.readWindow(T, Seq, 0));
+    for (unsigned Pg = 0; Pg < *C.numPages(T, Seq); ++Pg)
+      for (unsigned Hd = 0; Hd < C.manifest().Model.KvHeads; ++Hd)
+        Out.push_back(*C.readSlicePage(T, Seq, 0, Hd, Pg));
+  }
+  return Out;
+}
+
+/// A decode step's flushes read one token of input or none (window tokens
+/// were checked when they came): the CPU backend's runtime scans that token
+/// rather than copy back the layer's slices of the page a flush continues,
+/// which undoing the flush would need (docs/Reliability.md; 256 KiB a step
+/// for fp16 at 8 kv-heads and head_dim 128). So a step copies at most the
+/// non-finite word and the two saturation counters to the host, and a bad
+/// token is still rejected with the layer left as it was.
+TEST_P(ShippedSpecTest, DecodeStepsCopyNoPageBack) {
+  std::string Dir = std::string(KVQ_SHIPPED_ARTIFACTS) + "/" + GetParam();
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  const ModelShape &M = (*A)->manifest().Model;
+  ASSERT_EQ(M.Type, DType::F16) << "the shipped specs' inputs are f16";
+  Side S = makeSide(*A, /*Interpreter=*/false);
+  ASSERT_TRUE(S.C);
+  size_t Row = size_t(M.KvHeads) * M.HeadDim;
+  std::mt19937 Rng(23);
+  std::normal_distribution<float> Normal(0.0f, 1.0f);
+  auto Tokens = [&](unsigned N) {
+    std::vector<uint16_t> X(N * Row);
+    for (uint16_t &E : X)
+      E = kvq::fp::floatToHalfNearest(Normal(Rng));
+    return X;
+  };
+  std::vector<uint16_t> K = Tokens(300), V = Tokens(300);
+  ASSERT_TRUE(S.C->append(0, {{S.Seq, 300, K.data(), V.data()}}).ok());
+  for (unsigned Step = 0; Step < 2 * (*A)->manifest().PageTokens; ++Step) {
+    K = Tokens(1);
+    V = Tokens(1);
+    uint64_t Before = S.C->backend().counters().BytesToHost;
+    Status St = S.C->append(0, {{S.Seq, 1, K.data(), V.data()}});
+    ASSERT_TRUE(St.ok()) << St.message();
+    EXPECT_LE(S.C->backend().counters().BytesToHost - Before,
+              3 * sizeof(uint32_t))
+        << "step " << Step;
+  }
+  V[3] = 0x7e00;
+  std::vector<std::vector<uint8_t>> Before = layerZeroBytes(*S.C, S.Seq);
+  Status St = S.C->append(0, {{S.Seq, 1, K.data(), V.data()}});
+  ASSERT_FALSE(St.ok());
+  EXPECT_NE(St.message().find("non-finite value at token 0, kv-head 0, "
+                              "channel 3"),
+            std::string::npos)
+      << St.message();
+  EXPECT_TRUE(layerZeroBytes(*S.C, S.Seq) == Before);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Specs, ShippedSpecTest,
     ::testing::Values("fp16", "kivi-2bit", "asymkv-32-0", "asymkv-16-0",
