@@ -773,9 +773,9 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
   // Host input is scanned; device input is the engine's tensors, and
   // reading it back to scan it would cost the traffic the device path
   // exists to avoid. Where the kernels read host input in place, the
-  // flushes may check what they read themselves (appendChecked) unless
-  // their writes cannot be undone: a track kernel's (rings, pools) or
-  // copies of pages shared with a fork.
+  // flushes check what they read themselves (appendChecked) where that
+  // costs less than a scan first and their writes can be undone: not a
+  // track kernel's (rings, pools) nor copies of pages shared with a fork.
   bool InPlace = Inputs == Memory::Host && B->readsHostMemory();
   bool FlushChecked = InPlace && !manifest().Pool.isTracked(Layer) &&
                       Shared[0].empty() && Shared[1].empty() &&
