@@ -93,11 +93,14 @@ public:
                   lastLevelCacheBytes() >> 20, threads, readBandwidth / 1e9);
   }
   double bandwidth() const override { return readBandwidth; }
-  double cold(const std::function<void()> &call) override {
+  double coldAfter(const std::function<void()> &prepare,
+                   const std::function<void()> &call) override {
     // Reads every line on every thread, so that neither L3 nor the
     // threads' L2 still holds the previous call's data.
     sink += parallelSum(evictBuffer.data(), evictBuffer.size(), threads,
                         64 / sizeof(float));
+    if (prepare)
+      prepare();
     auto start = WallClock::now();
     call();
     return secondsSince(start);
@@ -184,8 +187,11 @@ public:
   }
   double bandwidth() const override { return copyBandwidth; }
 
-  double cold(const std::function<void()> &call) override {
+  double coldAfter(const std::function<void()> &prepare,
+                   const std::function<void()> &call) override {
     flush();
+    if (prepare)
+      prepare();
     return between([&] { call(); });
   }
   Timing warm(const std::function<void()> &call, unsigned repeat) override {

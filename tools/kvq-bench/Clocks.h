@@ -35,7 +35,14 @@ public:
   /// The yardstick, in bytes per second.
   virtual double bandwidth() const = 0;
   /// Seconds of one call whose data no cache holds.
-  virtual double cold(const std::function<void()> &call) = 0;
+  double cold(const std::function<void()> &call) {
+    return coldAfter(nullptr, call);
+  }
+  /// As cold, with `prepare` run untimed between the eviction and the call:
+  /// the previous layer's step of a model, which runs the same code on
+  /// other data, so that only the call's own data is cold.
+  virtual double coldAfter(const std::function<void()> &prepare,
+                           const std::function<void()> &call) = 0;
   /// `repeat` calls in a row, each right after the previous one.
   virtual Timing warm(const std::function<void()> &call, unsigned repeat) = 0;
   /// The stream the calls issue their work on (null on the host).

@@ -15,10 +15,13 @@
 //     bytes the call must read (pages, window, sink, norms);
 //   - append: a prefill of the longest context into one layer of a fresh
 //     sequence, and single-token decode-step appends, in particular the step
-//     that triggers the largest flush, cold (each step after an eviction: its
-//     code and metadata come from DRAM too) and then warm; bandwidth is
-//     counted on the bytes it must read and write (input tokens, flushed
-//     window tokens, their codes). `--steps 0` measures the prefill alone.
+//     that triggers the largest flush: cold (each step after an eviction: its
+//     code and metadata come from DRAM too), with only its data cold (after
+//     the eviction the same step runs on a second sequence first, as a
+//     model's previous layer runs the same code on its own data), and warm;
+//     bandwidth is counted on the bytes it must read and write (input
+//     tokens, flushed window tokens, their codes). `--steps 0` measures the
+//     prefill alone.
 //
 //   kvq-bench [--contexts N,...] [--batches N,...] [--threads N]
 //             [--repeat N] [--steps N] [--evict-mib N] [--probe-mib N]
@@ -225,8 +228,19 @@ struct AttendResult {
   double bytes = 0;
 };
 
-/// Decode-step appends, each after an eviction of the last-level cache
-/// (cold) or right after the previous one (warm).
+/// How a decode step finds the caches.
+enum class Heat {
+  /// After an eviction of the last-level cache: code, metadata and data
+  /// come from DRAM.
+  Cold,
+  /// After the eviction and the same step on another sequence: only the
+  /// step's own data comes from DRAM.
+  DataCold,
+  /// Right after the previous step.
+  Warm,
+};
+
+/// Decode-step appends of one heat.
 struct StepResult {
   /// Every step, and the steps that flushed the most tokens.
   Timing step, flushStep;
@@ -238,7 +252,8 @@ struct StepResult {
 struct AppendResult {
   Timing prefill;
   double prefillBytes = 0;
-  StepResult cold, warm;
+  /// By Heat.
+  StepResult steps[3];
 };
 
 struct Series {
@@ -430,10 +445,30 @@ double tokenBytes(const Manifest &manifest, Tensor tensor, bool quantized) {
          (model.Type == DType::F32 ? 4 : 2);
 }
 
-/// `steps` single-token appends to sequence `seq`, each timed alone, cold
-/// (its data evicted first) or warm.
+/// Times one step `call` of `heat`; `other` is the same step on another
+/// sequence, which DataCold runs first and Cold after (so that both
+/// sequences keep flushing at the same steps).
+double timeStep(Bench &bench, Heat heat, const std::function<void()> &call,
+                const std::function<void()> &other) {
+  switch (heat) {
+  case Heat::Cold: {
+    double seconds = bench.clock->cold(call);
+    other();
+    return seconds;
+  }
+  case Heat::DataCold:
+    return bench.clock->coldAfter(other, call);
+  case Heat::Warm:
+    break;
+  }
+  return bench.clock->warm(call, 1).median;
+}
+
+/// `steps` single-token appends to sequence `seq`, each timed alone at
+/// `heat`; sequence `other` holds as many tokens and takes the same steps
+/// (untimed) until the warm ones.
 StepResult runSteps(Bench &bench, Cache &cache, SequenceId seq,
-                    unsigned context, bool cold) {
+                    SequenceId other, unsigned context, Heat heat) {
   const Manifest &manifest = cache.artifact().manifest();
   unsigned steps = bench.options.steps;
   // Steps reuse the pool's first tokens: their values do not matter.
@@ -442,9 +477,9 @@ StepResult runSteps(Bench &bench, Cache &cache, SequenceId seq,
   std::vector<double> bytes;
   SliceCounts before = take(cache.counts(seq, 0));
   for (unsigned s = 0; s < steps; ++s) {
-    auto call = [&] { bench.append(cache, {seq}, s % context, 1); };
-    times.push_back(cold ? bench.clock->cold(call)
-                         : bench.clock->warm(call, 1).median);
+    times.push_back(timeStep(
+        bench, heat, [&] { bench.append(cache, {seq}, s % context, 1); },
+        [&] { bench.append(cache, {other}, s % context, 1); }));
     SliceCounts after = take(cache.counts(seq, 0));
     double stepBytes = 4 * tokenBytes(manifest, Tensor::Keys, false);
     unsigned tokens = 0;
@@ -475,12 +510,12 @@ StepResult runSteps(Bench &bench, Cache &cache, SequenceId seq,
 }
 
 /// The prefill of the longest context into a fresh sequence, and then
-/// `options.steps` single-token appends cold and as many warm.
+/// `options.steps` single-token appends at each Heat.
 AppendResult runAppend(Bench &bench, std::shared_ptr<const Artifact> artifact) {
   const Options &options = bench.options;
   const Manifest &manifest = artifact->manifest();
   unsigned context = options.contexts.back();
-  auto cache = makeCache(artifact, options, 1, context + 2 * options.steps);
+  auto cache = makeCache(artifact, options, 2, context + 3 * options.steps);
   AppendResult result;
   std::vector<double> prefills;
   SequenceId seq = 0;
@@ -495,8 +530,13 @@ AppendResult runAppend(Bench &bench, std::shared_ptr<const Artifact> artifact) {
   result.prefillBytes =
       2 * context * tokenBytes(manifest, Tensor::Keys, false) +
       attendBytes(*cache);
-  result.cold = runSteps(bench, *cache, seq, context, true);
-  result.warm = runSteps(bench, *cache, seq, context, false);
+  if (options.steps == 0)
+    return result;
+  SequenceId other = take(cache->addSequence());
+  bench.append(*cache, {other}, 0, context);
+  for (Heat heat : {Heat::Cold, Heat::DataCold, Heat::Warm})
+    result.steps[int(heat)] =
+        runSteps(bench, *cache, seq, other, context, heat);
   return result;
 }
 
@@ -534,32 +574,36 @@ void printAttend(const std::vector<Series> &series, const Options &options,
 void printAppend(const std::vector<Series> &series, const Options &options,
                  double bandwidth) {
   std::printf("append, layer 0, 1 sequence: prefill of %u tokens, cold "
-              "(median [min-max]); %u decode steps after it cold, then %u "
-              "warm (median of all steps; median of the steps that flushed "
-              "the most tokens); %% of bw on bytes read + written\n",
-              options.contexts.back(), options.steps, options.steps);
-  std::printf("%-24s %24s %6s | %-44s | %-44s\n", "", "", "", "cold steps",
-              "warm steps");
-  std::printf("%-24s %24s %6s | %9s %9s %7s %6s %6s | %9s %9s %7s %6s %6s\n",
-              "cache", "prefill ms [min-max]", "% bw", "step ms", "flush ms",
-              "tokens", "steps", "% bw", "step ms", "flush ms", "tokens",
-              "steps", "% bw");
+              "(median [min-max]); then %u decode steps at each heat (median "
+              "of all steps; median of the `steps` steps that flushed the "
+              "most, `tokens`, tokens); %% of bw on bytes read + written\n",
+              options.contexts.back(), options.steps);
+  std::printf("%-24s %24s %6s %6s %6s | %-26s | %-26s | %-26s\n", "", "", "",
+              "", "", "cold steps", "cold data, warm code", "warm steps");
+  std::printf("%-24s %24s %6s %6s %6s", "cache", "prefill ms [min-max]", "% bw",
+              "tokens", "steps");
+  for (int heat = 0; heat < 3; ++heat)
+    std::printf(" | %9s %9s %6s", "step ms", "flush ms", "% bw");
+  std::printf("\n");
   for (const Series &s : series) {
     const AppendResult &a = s.append;
     char range[32];
     std::snprintf(range, sizeof(range), "%.2f [%.2f-%.2f]",
                   a.prefill.median * 1e3, a.prefill.min * 1e3,
                   a.prefill.max * 1e3);
-    std::printf("%-24s %24s %5.1f%%", s.name.c_str(), range,
-                100.0 * a.prefillBytes / a.prefill.median / bandwidth);
-    for (const StepResult *r : {&a.cold, &a.warm}) {
+    const StepResult &cold = a.steps[int(Heat::Cold)];
+    std::printf("%-24s %24s %5.1f%% %6s %6u", s.name.c_str(), range,
+                100.0 * a.prefillBytes / a.prefill.median / bandwidth,
+                options.steps ? std::to_string(cold.flushTokens).c_str() : "-",
+                cold.flushSteps);
+    for (const StepResult &r : a.steps) {
       if (options.steps == 0) {
-        std::printf(" | %9s %9s %7s %6s %6s", "-", "-", "-", "0", "-");
+        std::printf(" | %9s %9s %6s", "-", "-", "-");
         continue;
       }
-      std::printf(" | %9.3f %9.3f %7u %6u %5.1f%%", r->step.median * 1e3,
-                  r->flushStep.median * 1e3, r->flushTokens, r->flushSteps,
-                  100.0 * r->flushBytes / r->flushStep.median / bandwidth);
+      std::printf(" | %9.3f %9.3f %5.1f%%", r.step.median * 1e3,
+                  r.flushStep.median * 1e3,
+                  100.0 * r.flushBytes / r.flushStep.median / bandwidth);
     }
     std::printf("\n");
   }
