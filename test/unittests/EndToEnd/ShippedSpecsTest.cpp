@@ -80,14 +80,22 @@ std::vector<unsigned> appendOrder(const Manifest &M, unsigned L) {
   return Order;
 }
 
-class ShippedSpecTest : public ::testing::TestWithParam<const char *> {};
+class ShippedSpecTest : public ::testing::TestWithParam<const char *> {
+protected:
+  /// Opens the shipped artifact the parameter names.
+  void SetUp() override {
+    Expected<std::shared_ptr<const Artifact>> Opened =
+        Artifact::open(std::string(KVQ_SHIPPED_ARTIFACTS) + "/" + GetParam());
+    ASSERT_TRUE(Opened.ok()) << Opened.message();
+    A = *Opened;
+  }
+
+  std::shared_ptr<const Artifact> A;
+};
 
 TEST_P(ShippedSpecTest, CpuAndInterpreterAgree) {
-  std::string Dir = std::string(KVQ_SHIPPED_ARTIFACTS) + "/" + GetParam();
-  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
-  ASSERT_TRUE(A.ok()) << A.message();
-  const Manifest &M = (*A)->manifest();
-  Side Cpu = makeSide(*A, false), Ptx = makeSide(*A, true);
+  const Manifest &M = A->manifest();
+  Side Cpu = makeSide(A, false), Ptx = makeSide(A, true);
   ASSERT_TRUE(Cpu.C && Ptx.C);
 
   // 300 tokens cross 128-token pages, KIVI's 128-token key flushes and
@@ -183,10 +191,7 @@ private:
 /// tokens: `nonFinite` stays 0 for finite tokens and is set by a NaN or an
 /// infinity at a random place (docs/KernelABI.md, "flush").
 TEST_P(ShippedSpecTest, FlushKernelsFlagNonFiniteTokens) {
-  std::string Dir = std::string(KVQ_SHIPPED_ARTIFACTS) + "/" + GetParam();
-  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
-  ASSERT_TRUE(A.ok()) << A.message();
-  const Manifest &M = (*A)->manifest();
+  const Manifest &M = A->manifest();
   ASSERT_EQ(M.Model.Type, DType::F16) << "the shipped specs' inputs are f16";
   size_t Row = size_t(M.Model.KvHeads) * M.Model.HeadDim;
   std::mt19937 Rng(17);
@@ -196,8 +201,8 @@ TEST_P(ShippedSpecTest, FlushKernelsFlagNonFiniteTokens) {
     Expected<std::unique_ptr<Backend>> B =
         Interpreter
             ? createDeviceBackend(
-                  **A, std::make_unique<kvq::ptx::InterpDriver>(), "sm_80")
-            : createCpuBackend(**A);
+                  *A, std::make_unique<kvq::ptx::InterpDriver>(), "sm_80")
+            : createCpuBackend(*A);
     ASSERT_TRUE(B.ok()) << B.message();
     Buffers Mem(**B);
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
@@ -287,13 +292,10 @@ uint64_t bytesToHost(Cache &C, const std::function<void()> &Append) {
 /// (copying one cost an fp16 step 0.29 ms at 8 kv-heads, head_dim 128). A
 /// bad decode token is still rejected with layer 0 left as it was.
 TEST_P(ShippedSpecTest, DecodeStepsCopyNoPageBack) {
-  std::string Dir = std::string(KVQ_SHIPPED_ARTIFACTS) + "/" + GetParam();
-  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
-  ASSERT_TRUE(A.ok()) << A.message();
-  const Manifest &M = (*A)->manifest();
+  const Manifest &M = A->manifest();
   ASSERT_EQ(M.Model.Type, DType::F16) << "the shipped specs' inputs are f16";
   // Room for 900 tokens and a page's worth of steps.
-  Side S = makeSide(*A, /*Interpreter=*/false, 900 / M.PageTokens + 3);
+  Side S = makeSide(A, /*Interpreter=*/false, 900 / M.PageTokens + 3);
   ASSERT_TRUE(S.C);
   size_t Row = size_t(M.Model.KvHeads) * M.Model.HeadDim;
   std::mt19937 Rng(23);
