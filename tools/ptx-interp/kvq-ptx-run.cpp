@@ -17,7 +17,6 @@
 #include <sstream>
 
 using namespace kvq::ptx;
-using kvq::runtime::Dim3;
 
 namespace {
 
@@ -57,8 +56,8 @@ PTX line, instruction and thread where execution stopped).
   std::exit(1);
 }
 
-Dim3 parseDim(const std::string &S) {
-  Dim3 D;
+kvq::runtime::Dim3 parseDim(const std::string &S) {
+  kvq::runtime::Dim3 D;
   unsigned V[3] = {1, 1, 1};
   std::stringstream SS(S);
   std::string Part;
@@ -153,7 +152,7 @@ std::string readFile(const std::string &Path) {
 
 int main(int Argc, char **Argv) {
   std::string File, Kernel;
-  Dim3 Grid, Block;
+  kvq::runtime::Dim3 Grid, Block;
   unsigned SharedBytes = 0;
   uint64_t Limit = 1ull << 31;
   bool ShowCounters = false;

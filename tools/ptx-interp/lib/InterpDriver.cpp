@@ -82,8 +82,8 @@ InterpDriver::kernel(KernelHandle Kernel) const {
   return &Kernels[Kernel.Id - 1];
 }
 
-Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel, Dim3 Block,
-                                                unsigned) {
+Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel,
+                                                runtime::Dim3 Block, unsigned) {
   if (Expected<const KernelRef *> K = this->kernel(Kernel); !K.ok())
     return K.status();
   const ModeledDevice &D = Device;
@@ -98,15 +98,16 @@ Expected<unsigned> InterpDriver::residentBlocks(KernelHandle Kernel, Dim3 Block,
   return std::max(1u, D.Multiprocessors * PerSM);
 }
 
-Status InterpDriver::launch(KernelHandle Kernel, Dim3 Grid, Dim3 Block,
-                            unsigned DynamicSharedBytes, void **Args) {
+Status InterpDriver::launch(KernelHandle Kernel, runtime::Dim3 Grid,
+                            runtime::Dim3 Block, unsigned DynamicSharedBytes,
+                            void **Args) {
   Expected<const KernelRef *> Ref = this->kernel(Kernel);
   if (!Ref.ok())
     return Ref.status();
   const KernelRef &K = **Ref;
   LaunchConfig Config;
-  Config.Grid = Grid;
-  Config.Block = Block;
+  Config.Grid = {Grid.X, Grid.Y, Grid.Z};
+  Config.Block = {Block.X, Block.Y, Block.Z};
   Config.DynamicSharedBytes = DynamicSharedBytes;
   Config.MaxWarpInstructions = InstructionLimit;
   Config.CountDistinctSectors = CountDistinctSectors;

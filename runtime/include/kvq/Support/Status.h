@@ -1,4 +1,5 @@
-//===- Status.h - Status and Expected: errors without exceptions -*- C++ -*-===//
+//===- Status.h - Status and Expected: errors without exceptions -*- C++
+//-*-===//
 //
 // Part of kvq. Plain C++17, shared by the runtime library and the PTX
 // interpreter: every fallible call returns a Status or an Expected<T>, so

@@ -41,11 +41,13 @@ public:
   Status copyWithin(runtime::DevicePtr Dst, runtime::DevicePtr Src,
                     size_t Bytes) override;
   Status memset(runtime::DevicePtr Dst, uint8_t Value, size_t Bytes) override;
-  Status launch(runtime::KernelHandle Kernel, Dim3 Grid, Dim3 Block,
-                unsigned DynamicSharedBytes, void **Args) override;
+  Status launch(runtime::KernelHandle Kernel, runtime::Dim3 Grid,
+                runtime::Dim3 Block, unsigned DynamicSharedBytes,
+                void **Args) override;
   Status synchronize() override { return Status::success(); }
   /// The blocks of Block threads the modeled device holds at once.
-  Expected<unsigned> residentBlocks(runtime::KernelHandle Kernel, Dim3 Block,
+  Expected<unsigned> residentBlocks(runtime::KernelHandle Kernel,
+                                    runtime::Dim3 Block,
                                     unsigned DynamicSharedBytes) override;
   void setModeledDevice(const ModeledDevice &D) { Device = D; }
   const ModeledDevice &modeledDevice() const { return Device; }

@@ -19,7 +19,10 @@
 
 namespace kvq::ptx {
 
-using runtime::Dim3;
+/// Grid or block extents of a launch.
+struct Dim3 {
+  unsigned X = 1, Y = 1, Z = 1;
+};
 
 /// Device memory: allocations at increasing fake addresses starting at
 /// GlobalBase, separated by unmapped gaps, never reused, so out-of-bounds
