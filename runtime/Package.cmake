@@ -25,6 +25,11 @@ install(FILES
   include/kvq/Runtime/DeviceDriver.h
   include/kvq/Runtime/Runtime.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/Runtime)
+# What the C++ headers above include of the runtime's foundations.
+install(FILES include/kvq/ABI/ManifestSchema.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/ABI)
+install(FILES include/kvq/Support/Status.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/Support)
 # The compiler kvq_add_spec runs (the target is defined in tools/).
 install(PROGRAMS $<TARGET_FILE:kvq-opt> DESTINATION ${CMAKE_INSTALL_BINDIR})
 

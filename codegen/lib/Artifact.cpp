@@ -9,8 +9,8 @@
 #include "kvq/Codegen/Artifact.h"
 #include "kvq/Analysis/BitAccounting.h"
 #include "kvq/Codegen/Kernels.h"
-#include "kvq/Support/ManifestBinding.h"
-#include "kvq/Support/ManifestSchema.h"
+#include "kvq/ABI/ManifestBinding.h"
+#include "kvq/ABI/ManifestSchema.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -255,7 +255,7 @@ getPTX(gpu::BinaryOp binary) {
 }
 
 /// Declares `hash` as the exported constant the runtime checks
-/// (kvq/Support/ManifestBinding.h) in the LLVM-dialect module `host`.
+/// (kvq/ABI/ManifestBinding.h) in the LLVM-dialect module `host`.
 static void addManifestHash(ModuleOp host, CacheOp cache, uint64_t hash) {
   OpBuilder b = OpBuilder::atBlockEnd(host.getBody());
   Type i64 = b.getI64Type();

@@ -11,9 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Artifact.h"
-#include "kvq/Support/KernelABI.h"
-#include "kvq/Support/ManifestBinding.h"
-#include "kvq/Support/ManifestSchema.h"
+#include "kvq/ABI/KernelABI.h"
+#include "kvq/ABI/ManifestBinding.h"
+#include "kvq/ABI/ManifestSchema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -416,7 +416,7 @@ KernelInfo parseKernel(const Json &J, const std::string &P) {
   return K;
 }
 
-/// The argument list kvq/Support/KernelABI.h fixes for each kernel kind.
+/// The argument list kvq/ABI/KernelABI.h fixes for each kernel kind.
 std::vector<ArgKind> expectedArgs(const std::string &Kind) {
   const abi::KernelDesc *K = abi::findKernel(Kind.c_str());
   if (!K)

@@ -275,7 +275,7 @@ Status ensurePages(Cache::Impl &C, SequenceState &S, Tensor T,
     Pages.push_back(C.takePage(T, S));
   // Cleared by runs of consecutive pages, one memset each: a prefill takes
   // hundreds of pages, mostly in order, and a launch per page cost a GPU
-  // more than the flush (docs/Performance.md, "Measured on an H200").
+  // more than the flush (docs/Performance.md, "GPU: measured on an H200").
   size_t PageBytes = C.layout(T).PageBytes;
   for (size_t Run = First; Run < Needed;) {
     size_t End = Run + 1;

@@ -30,7 +30,7 @@ namespace abi = kvq::abi;
 namespace {
 
 /// The shortest split planSplits chooses by itself (see planSplits). Timed
-/// on an H200 (docs/Performance.md, fourteenth session): at batch 1, 4k
+/// on an H200 (docs/Performance.md, "GPU: measured on an H200"): at batch 1, 4k
 /// tokens 128-token splits beat 256-token ones by 10-22% (fp16, KIVI-2,
 /// InnerQ-base), 64-token ones gain nothing more, and 32-token ones lose.
 constexpr uint64_t kMinSplitTokens = 128;
@@ -126,7 +126,7 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   uint32_t NumSplits = Splits.Count;
   // Blocks prefetch their split where the grid runs in waves: their
   // requests then overlap other blocks' work (docs/Performance.md,
-  // "Measured on an H200").
+  // "GPU: measured on an H200").
   Expected<unsigned> Resident = residentAttendBlocks();
   if (!Resident.ok())
     return Resident.status();

@@ -27,7 +27,7 @@
 #include "CacheImpl.h"
 
 #include "kvq/Runtime/Runtime.h"
-#include "kvq/Support/ManifestBinding.h"
+#include "kvq/ABI/ManifestBinding.h"
 
 #include <cerrno>
 #include <cstdio>

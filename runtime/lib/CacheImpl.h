@@ -15,7 +15,7 @@
 #define KVQ_RUNTIME_LIB_CACHEIMPL_H
 
 #include "kvq/Runtime/Cache.h"
-#include "kvq/Support/KernelABI.h"
+#include "kvq/ABI/KernelABI.h"
 
 #include <algorithm>
 #include <array>

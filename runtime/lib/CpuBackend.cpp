@@ -15,7 +15,7 @@
 
 #include "ThreadPool.h"
 #include "kvq/Support/HostFeatures.h"
-#include "kvq/Support/ManifestBinding.h"
+#include "kvq/ABI/ManifestBinding.h"
 
 #include <dlfcn.h>
 #include <elf.h>

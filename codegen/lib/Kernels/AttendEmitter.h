@@ -26,7 +26,7 @@ using llvm::SmallVector;
 using mlir::Value;
 using mlir::ValueRange;
 
-/// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
+/// The arguments of kvq/ABI/KernelABI.h; pairs are (keys, values).
 struct AttendArgs {
   using A = abi::AttendArgs;
   Value q, partial, out, arrivals, seqs, pages[2], tables[2], sink[2],

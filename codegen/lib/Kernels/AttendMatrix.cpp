@@ -1024,7 +1024,7 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
 //
 // A matrix form's warp loads a step (a key block) and waits for it before
 // the next, and at ~16 warps an SM those waits are DRAM's latency, one per
-// step (docs/Performance.md, "Measured on an H200"). Where the target
+// step (docs/Performance.md, "GPU: measured on an H200"). Where the target
 // prefetches splits, the block first asks for every 64-byte line of the
 // codes and parameters its split's quantized tokens occupy, so that the
 // steps' own loads find them in the L2. A page's codes, scales and

@@ -25,7 +25,7 @@ using namespace mlir;
 using namespace kvq;
 
 namespace {
-/// The arguments of kvq/Support/KernelABI.h.
+/// The arguments of kvq/ABI/KernelABI.h.
 struct FlushArgs {
   using A = abi::FlushArgs;
   Value pages, table, norms, saturated, nonFinite, destPos, numTokens;

@@ -16,7 +16,7 @@ using namespace mlir;
 using namespace kvq;
 
 namespace {
-/// The arguments of kvq/Support/KernelABI.h.
+/// The arguments of kvq/ABI/KernelABI.h.
 struct KeyNormArgs {
   using A = abi::KeyNormArgs;
   Value src, norms, partials, numTokens, numChunks, phase;

@@ -51,7 +51,7 @@ Value pool::entryRow(KernelBuilder &kb, const CacheLayout &layout, Value slot,
 
 namespace {
 
-/// The arguments of kvq/Support/KernelABI.h; pairs are (keys, values).
+/// The arguments of kvq/ABI/KernelABI.h; pairs are (keys, values).
 struct TrackArgs {
   using A = abi::TrackArgs;
   Value pool[2], index, firstPos, numTokens;

@@ -266,7 +266,7 @@ public:
 
   bool hasMinMaxNum() const override { return true; }
   bool prefersWideLoads() const override { return true; }
-  /// Timed on an H200 (docs/Performance.md, "Measured on an H200"): the
+  /// Timed on an H200 (docs/Performance.md, "GPU: measured on an H200"): the
   /// fp16 attention's row loops, 4 iterations at a time, run 15-20% faster
   /// than one at a time (2: 10-12%). The matrix forms' loops are left one
   /// at a time: unrolled, KIVI-2 gained nothing and InnerQ-base lost 6%.

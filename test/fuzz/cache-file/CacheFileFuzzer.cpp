@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Runtime.h"
-#include "kvq/Support/ManifestBinding.h"
+#include "kvq/ABI/ManifestBinding.h"
 
 #include <cstring>
 

@@ -21,7 +21,7 @@
 
 #include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Runtime/Runtime.h"
-#include "kvq/Support/KernelABI.h"
+#include "kvq/ABI/KernelABI.h"
 
 #include "gtest/gtest.h"
 

@@ -8,11 +8,11 @@
 // tokens) loaded with status OK and gave wrong outputs or out-of-bounds
 // kernel accesses. kvq-opt embeds the hash of the manifest's bytes in
 // kernels.so and each PTX file; both backends refuse kernels whose hash is
-// not the manifest's (kvq/Support/ManifestBinding.h).
+// not the manifest's (kvq/ABI/ManifestBinding.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/Support/ManifestBinding.h"
+#include "kvq/ABI/ManifestBinding.h"
 #include "kvq/PTXInterp/InterpDriver.h"
 #include "kvq/Runtime/Backend.h"
 

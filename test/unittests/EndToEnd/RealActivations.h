@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Reads Inputs/smollm2-activations.bin, written by
-// `python -m kvq.activations` (runtime/python/kvq/activations.py, which
+// `python -m kvq.activations` (python/kvq/activations.py, which
 // documents the format): real queries, keys (before and after RoPE) and
 // values of a few layers of SmolLM2-135M over a short English text.
 //

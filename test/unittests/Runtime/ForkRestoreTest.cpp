@@ -13,7 +13,7 @@
 
 #include "MockCache.h"
 
-#include "kvq/Support/ManifestBinding.h"
+#include "kvq/ABI/ManifestBinding.h"
 #include "kvq/kvq.h"
 
 #include <cstdio>

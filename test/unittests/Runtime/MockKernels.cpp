@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Reference/FloatFormats.h"
-#include "kvq/Support/KernelABI.h"
-#include "kvq/Support/ManifestBinding.h"
+#include "kvq/ABI/KernelABI.h"
+#include "kvq/ABI/ManifestBinding.h"
 
 #include <algorithm>
 #include <cmath>

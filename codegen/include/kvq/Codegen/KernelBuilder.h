@@ -11,7 +11,7 @@
 #ifndef KVQ_CODEGEN_KERNELBUILDER_H
 #define KVQ_CODEGEN_KERNELBUILDER_H
 
-#include "kvq/Support/KernelABI.h"
+#include "kvq/ABI/KernelABI.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -24,7 +24,7 @@ namespace kvq {
 class KernelBuilder;
 struct CacheLayout;
 
-/// The kinds of kernel arguments (kvq/Support/KernelABI.h). `InPtr` points
+/// The kinds of kernel arguments (kvq/ABI/KernelABI.h). `InPtr` points
 /// to memory the kernel only reads and no other argument aliases.
 using ArgKind = abi::ArgKind;
 

@@ -15,7 +15,7 @@
 
 namespace kvq {
 
-/// The kernel kinds of kvq/Support/KernelABI.h.
+/// The kernel kinds of kvq/ABI/KernelABI.h.
 using KernelKind = abi::KernelKind;
 
 /// One kernel to emit: what it computes and for which layer's schemes.

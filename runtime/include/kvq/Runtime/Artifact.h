@@ -16,7 +16,7 @@
 #define KVQ_RUNTIME_ARTIFACT_H
 
 #include "kvq/Runtime/DeviceDriver.h"
-#include "kvq/Support/ManifestSchema.h"
+#include "kvq/ABI/ManifestSchema.h"
 
 #include <cstdint>
 #include <map>
@@ -221,7 +221,7 @@ public:
   /// The sm targets PTX is provided for ("sm_80", ...).
   std::vector<std::string> ptxTargets() const;
   /// Reads the PTX text for Target; an error unless it carries this
-  /// manifest's hash (kvq/Support/ManifestBinding.h).
+  /// manifest's hash (kvq/ABI/ManifestBinding.h).
   Expected<std::string> loadPTX(const std::string &Target) const;
   /// Real path of the host shared object (kernels.so) and object
   /// (kernels.o): regular files inside the artifact directory, else an error.

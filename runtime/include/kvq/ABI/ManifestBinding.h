@@ -1,0 +1,82 @@
+//===- ManifestBinding.h - bind manifest.json to its kernels ----*- C++ -*-===//
+//
+// Part of kvq. Plain header-only C++17, shared by the code generator, the
+// runtime and test kernels.
+//
+//===----------------------------------------------------------------------===//
+//
+// The runtime trusts manifest.json for every size and offset it hands the
+// kernels, and the kernels were compiled against the same layout: a manifest
+// edited after compilation (head_dim, dtype, page or split tokens) would
+// make them read out of bounds. The code generator therefore embeds a hash
+// of the exact manifest bytes in the kernels it writes, in kernels.so as the
+// uint64_t global `<cache name>_manifest_hash` (named per cache like the
+// kernels, so that several caches' kernels.o link into one program) and in
+// each PTX file as a `.global .u64` of that name; the runtime recomputes the
+// hash of the
+// manifest it read and refuses kernels carrying another (docs/KernelABI.md,
+// "Trust"). The hash is FNV-1a 64: it catches edits and mismatched builds,
+// not an adversary, who could as well replace the kernels' code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_ABI_MANIFESTBINDING_H
+#define KVQ_ABI_MANIFESTBINDING_H
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kvq {
+
+/// The symbol under which the kernels of cache `cacheName` carry the hash of
+/// their manifest.
+inline std::string getManifestHashSymbol(std::string_view cacheName) {
+  return std::string(cacheName) + "_manifest_hash";
+}
+
+/// FNV-1a 64 of the manifest's bytes, exactly as written.
+constexpr uint64_t hashManifest(std::string_view text) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+/// The PTX text before the value: `.global .align 8 .u64 NAME = `.
+inline std::string getPTXManifestHashPrefix(std::string_view cacheName) {
+  return ".global .align 8 .u64 " + getManifestHashSymbol(cacheName) + " = ";
+}
+
+/// The PTX declaration that carries `hash` (appended to each PTX file).
+inline std::string formatPTXManifestHash(std::string_view cacheName,
+                                         uint64_t hash) {
+  return getPTXManifestHashPrefix(cacheName) + std::to_string(hash) + ";\n";
+}
+
+/// The hash a PTX text carries for cache `cacheName`, if it declares exactly
+/// one.
+inline std::optional<uint64_t> findPTXManifestHash(std::string_view ptx,
+                                                   std::string_view cacheName) {
+  std::string prefix = getPTXManifestHashPrefix(cacheName);
+  size_t at = ptx.find(prefix);
+  if (at == std::string_view::npos ||
+      ptx.find(prefix, at + 1) != std::string_view::npos)
+    return std::nullopt;
+  std::string_view rest = ptx.substr(at + prefix.size());
+  uint64_t value = 0;
+  auto [end, error] =
+      std::from_chars(rest.data(), rest.data() + rest.size(), value);
+  if (error != std::errc() || end == rest.data() ||
+      end == rest.data() + rest.size() || *end != ';')
+    return std::nullopt;
+  return value;
+}
+
+} // namespace kvq
+
+#endif // KVQ_ABI_MANIFESTBINDING_H
