@@ -1,7 +1,9 @@
 //===- KVQAttrs.cpp - kvq scheme attributes -------------------------------===//
 //
-// Parsing, printing and verification of the scheme attributes. Rules that
-// need the model shape or the windows live in the op verifiers (KVQOps.cpp).
+// Verification and helpers of the scheme attributes, and the custom
+// parameter syntax their generated parsers and printers call (KVQAttrs.td).
+// Rules that need the model shape or the windows live in the op verifiers
+// (KVQOps.cpp).
 //
 //===----------------------------------------------------------------------===//
 
