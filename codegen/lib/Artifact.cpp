@@ -59,14 +59,14 @@ static llvm::json::Object describeSlice(const SliceLayout &slice) {
         {key::Kind, manifest::scheme_kind::FullPrecision}};
   QuantAttr quant = slice.quant;
   std::string params;
-  llvm::raw_string_ostream(params) << quant.getParamType();
+  llvm::raw_string_ostream(params) << quant.getParams();
   return llvm::json::Object{{key::Kind, manifest::scheme_kind::Quant},
                             {key::Bits, quant.getBits()},
                             {key::Mode, stringifyMode(quant.getMode())},
                             {key::Span, stringifySpan(quant.getSpan())},
                             {key::Group, quant.getGroup()},
                             {key::Levels, quant.getNumLevels()},
-                            {key::Eta, quant.getEtaValue()},
+                            {key::Eta, quant.getEtaValue().value_or(0.0)},
                             {key::Clip, quant.getUniformClip().value_or(1.0)},
                             {key::Params, params},
                             {key::ParamBytes, slice.paramBytes},

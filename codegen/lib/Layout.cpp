@@ -179,7 +179,7 @@ SliceTables kvq::getSliceTables(const SliceLayout &slice, ModelAttr model,
     tables.sizes = cut(*reorder.readSizes(), groups);
     tables.groupWords = slice.groupWords;
   }
-  if (isa_and_present<ElementsAttr>(quant.getClip())) {
+  if (quant.getClipTable()) {
     SmallVector<double> clips = *quant.readClipTable();
     for (double clip : ArrayRef(clips).slice(uint64_t(layer) * heads * groups,
                                              uint64_t(heads) * groups))

@@ -1,7 +1,9 @@
 //===- KVQAttrs.cpp - kvq scheme attributes -------------------------------===//
 //
-// Parsing, printing and verification of the scheme attributes. Rules that
-// need the model shape or the windows live in the op verifiers (KVQOps.cpp).
+// Verification and helpers of the scheme attributes, and the custom
+// parameter syntax their generated parsers and printers call (KVQAttrs.td).
+// Rules that need the model shape or the windows live in the op verifiers
+// (KVQOps.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,7 +11,6 @@
 #include "kvq/Dialect/KVQ/KVQDialect.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -18,18 +19,6 @@
 
 using namespace mlir;
 using namespace kvq;
-
-#include "kvq/Dialect/KVQ/KVQEnums.cpp.inc"
-
-#define GET_ATTRDEF_CLASSES
-#include "kvq/Dialect/KVQ/KVQAttrs.cpp.inc"
-
-void KVQDialect::registerAttributes() {
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "kvq/Dialect/KVQ/KVQAttrs.cpp.inc"
-      >();
-}
 
 /// The shortest decimal that reads back as `value`, always with a '.' in its
 /// mantissa so that MLIR's lexer sees a float.
@@ -43,6 +32,110 @@ static std::string formatShortest(double value) {
   if (text.find('.') == std::string::npos)
     text.insert(mantissaEnd, ".0");
   return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Custom parameter syntax of #kvq.quant (used by the generated parser and
+// printer, KVQAttrs.td)
+//===----------------------------------------------------------------------===//
+
+namespace kvq {
+/// A value that is present because its key was written.
+template <typename T>
+static FailureOr<std::optional<T>> parsePresentValue(AsmParser &parser) {
+  FailureOr<T> value = FieldParser<T>::parse(parser);
+  if (failed(value))
+    return failure();
+  return std::optional<T>(*value);
+}
+
+/// Divides `value` by the `/ d` that may follow it.
+static ParseResult parseOptionalDenominator(AsmParser &parser, double &value) {
+  if (failed(parser.parseOptionalSlash()))
+    return success();
+  SMLoc loc = parser.getCurrentLocation();
+  uint64_t denominator;
+  if (parser.parseInteger(denominator))
+    return failure();
+  if (denominator == 0)
+    return parser.emitError(loc, "division by zero");
+  value /= static_cast<double>(denominator);
+  return success();
+}
+
+static FloatAttr getF64(AsmParser &parser, double value) {
+  return FloatAttr::get(Float64Type::get(parser.getContext()), value);
+}
+
+/// Parses `n`, `n/d` or a decimal, optionally negative, into an f64.
+static FailureOr<FloatAttr> parseRational(AsmParser &parser) {
+  bool negative = succeeded(parser.parseOptionalMinus());
+  double value;
+  uint64_t numerator;
+  OptionalParseResult integer = parser.parseOptionalInteger(numerator);
+  if (integer.has_value() && failed(*integer))
+    return failure();
+  if (integer.has_value())
+    value = static_cast<double>(numerator);
+  else if (parser.parseFloat(value))
+    return failure();
+  if (negative)
+    value = -value;
+  if (parseOptionalDenominator(parser, value))
+    return failure();
+  return getF64(parser, value);
+}
+
+/// Prints `value` as `n/d` when it is exactly such a small fraction (the
+/// papers' eta values 1/6, 1/3), else as the shortest round-tripping decimal.
+static void printRational(AsmPrinter &printer, double value) {
+  for (int denominator = 2; denominator <= 16; ++denominator) {
+    double numerator = std::round(value * denominator);
+    if (numerator != 0 && numerator / denominator == value &&
+        std::fmod(numerator, denominator) != 0) {
+      printer << static_cast<int64_t>(numerator) << "/" << denominator;
+      return;
+    }
+  }
+  printer << formatShortest(value);
+}
+
+/// Parses a clipping factor (a decimal, an integer or a fraction `n/d`, kept
+/// as an f64) or any other attribute, for the verifier to judge (a table).
+static FailureOr<Attribute> parseClip(AsmParser &parser) {
+  Attribute clip;
+  if (parser.parseAttribute(clip))
+    return failure();
+  if (auto factor = dyn_cast<FloatAttr>(clip))
+    return Attribute(getF64(parser, factor.getValueAsDouble()));
+  // An integer starts `1` or a fraction `n/d` (as the printer writes exact
+  // small fractions).
+  auto numerator = dyn_cast<IntegerAttr>(clip);
+  if (!numerator)
+    return clip;
+  double factor = static_cast<double>(numerator.getInt());
+  if (parseOptionalDenominator(parser, factor))
+    return failure();
+  return Attribute(getF64(parser, factor));
+}
+
+static void printClip(AsmPrinter &printer, Attribute clip) {
+  if (auto factor = dyn_cast<FloatAttr>(clip))
+    return printRational(printer, factor.getValueAsDouble());
+  printer.printAttribute(clip);
+}
+} // namespace kvq
+
+#include "kvq/Dialect/KVQ/KVQEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "kvq/Dialect/KVQ/KVQAttrs.cpp.inc"
+
+void KVQDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "kvq/Dialect/KVQ/KVQAttrs.cpp.inc"
+      >();
 }
 
 //===----------------------------------------------------------------------===//
@@ -101,8 +194,12 @@ FailureOr<SmallVector<int64_t>> ReorderAttr::readSizes() const {
   return readIntegerTable(getSizes());
 }
 
+ElementsAttr QuantAttr::getClipTable() const {
+  return dyn_cast_if_present<ElementsAttr>(getClip());
+}
+
 FailureOr<SmallVector<double>> QuantAttr::readClipTable() const {
-  auto table = dyn_cast_if_present<ElementsAttr>(getClip());
+  ElementsAttr table = getClipTable();
   if (!table)
     return failure();
   return readFloatTable(table);
@@ -152,11 +249,10 @@ static bool isParamType(Type type) {
 
 LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned bits, Mode mode, Span span,
-                                unsigned group, Type paramType, unsigned levels,
-                                APFloat etaValue, Attribute clip,
-                                ReorderAttr reorder, bool keyNorm,
-                                RopeAttr preRope) {
-  double eta = etaValue.convertToDouble();
+                                unsigned group, Type params,
+                                std::optional<unsigned> levels, FloatAttr eta,
+                                Attribute clip, ReorderAttr reorder,
+                                bool keyNorm, RopeAttr preRope) {
   if (bits < 1 || bits > 8)
     return emitError() << "bits must be in [1, 8], got " << bits;
   if (mode != Mode::Asym && bits < 2)
@@ -165,23 +261,32 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "no room for a sign";
   if (group == 0 || group > 16384)
     return emitError() << "group size must be in [1, 16384], got " << group;
-  if (!isParamType(paramType))
+  if (!params || !isParamType(params))
     return emitError() << "params must be f32, f16, bf16 or f8E4M3FN, got "
-                       << paramType;
-  if (levels != 0 && (levels < 2 || levels > (1u << bits)))
+                       << params;
+  if (levels && (*levels < 2 || *levels > (1u << bits)))
     return emitError() << "levels must be in [2, " << (1u << bits) << "] for "
-                       << bits << "-bit codes, got " << levels;
-  if (levels != 0 && mode != Mode::Asym)
+                       << bits << "-bit codes, got " << *levels;
+  if (levels && mode != Mode::Asym)
     return emitError() << "levels are only defined for 'asym' mode";
-  if (!(eta >= 0.0 && eta < 0.5))
+  // The parser reads constants as f64; other widths would not print back.
+  if (eta && !eta.getType().isF64())
+    return emitError() << "eta must be an f64 value, got " << eta;
+  if (eta && !(eta.getValueAsDouble() >= 0.0 && eta.getValueAsDouble() < 0.5))
     return emitError() << "eta must be in [0, 0.5), got "
-                       << formatShortest(eta);
-  if (eta != 0.0 && mode != Mode::Asym)
+                       << formatShortest(eta.getValueAsDouble());
+  if (eta && eta.getValueAsDouble() == 0.0)
+    return emitError() << "eta = 0 is no calibration: leave eta out for "
+                          "plain asym";
+  if (eta && mode != Mode::Asym)
     return emitError() << "eta calibration is only defined for 'asym' mode";
   if (clip && mode != Mode::Asym)
     return emitError() << "clipping is only defined for 'asym' mode";
   auto inClipRange = [](double a) { return a > 0.0 && a <= 1.0; };
   if (auto factor = dyn_cast_if_present<FloatAttr>(clip)) {
+    if (!factor.getType().isF64())
+      return emitError() << "clipping factor must be an f64 value, got "
+                         << factor;
     if (!inClipRange(factor.getValueAsDouble()))
       return emitError() << "clipping factor must be in (0, 1], got "
                          << formatShortest(factor.getValueAsDouble());
@@ -206,7 +311,7 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 unsigned QuantAttr::getNumLevels() const {
-  return getLevels() ? getLevels() : 1u << getBits();
+  return getLevels().value_or(1u << getBits());
 }
 
 unsigned QuantAttr::getParamsPerGroup() const {
@@ -214,7 +319,7 @@ unsigned QuantAttr::getParamsPerGroup() const {
 }
 
 unsigned QuantAttr::getParamBits() const {
-  return getParamType().getIntOrFloatBitWidth();
+  return getParams().getIntOrFloatBitWidth();
 }
 
 uint64_t QuantAttr::getGroupCodeBits(uint64_t size) const {
@@ -225,198 +330,6 @@ std::optional<double> QuantAttr::getUniformClip() const {
   if (auto factor = dyn_cast_if_present<FloatAttr>(getClip()))
     return factor.getValueAsDouble();
   return std::nullopt;
-}
-
-/// Divides `value` by the `/ d` that may follow it.
-static ParseResult parseOptionalDenominator(AsmParser &parser, double &value) {
-  if (failed(parser.parseOptionalSlash()))
-    return success();
-  SMLoc loc = parser.getCurrentLocation();
-  uint64_t denominator;
-  if (parser.parseInteger(denominator))
-    return failure();
-  if (denominator == 0)
-    return parser.emitError(loc, "division by zero");
-  value /= static_cast<double>(denominator);
-  return success();
-}
-
-/// Parses `n` or `n/d` or a decimal into `value`.
-static ParseResult parseRational(AsmParser &parser, double &value) {
-  bool negative = succeeded(parser.parseOptionalMinus());
-  uint64_t numerator;
-  OptionalParseResult integer = parser.parseOptionalInteger(numerator);
-  if (integer.has_value() && failed(*integer))
-    return failure();
-  if (integer.has_value())
-    value = static_cast<double>(numerator);
-  else if (parser.parseFloat(value))
-    return failure();
-  if (negative)
-    value = -value;
-  return parseOptionalDenominator(parser, value);
-}
-
-/// Prints `value` as `n/d` when it is exactly such a small fraction (the
-/// papers' eta values 1/6, 1/3), else as the shortest round-tripping decimal.
-static void printRational(AsmPrinter &printer, double value) {
-  for (int denominator = 2; denominator <= 16; ++denominator) {
-    double numerator = std::round(value * denominator);
-    if (numerator != 0 && numerator / denominator == value &&
-        std::fmod(numerator, denominator) != 0) {
-      printer << static_cast<int64_t>(numerator) << "/" << denominator;
-      return;
-    }
-  }
-  printer << formatShortest(value);
-}
-
-namespace {
-/// The fields of a `#kvq.quant` while it is parsed.
-struct QuantFields {
-  std::optional<unsigned> bits, group;
-  std::optional<Mode> mode;
-  std::optional<Span> span;
-  Type paramType;
-  unsigned levels = 0;
-  double eta = 0.0;
-  Attribute clip;
-  ReorderAttr reorder;
-  bool keyNorm = false;
-  RopeAttr preRope;
-};
-} // namespace
-
-template <typename EnumT>
-static ParseResult
-parseEnumKeyword(AsmParser &parser, std::optional<EnumT> &result,
-                 std::optional<EnumT> (*symbolize)(StringRef)) {
-  SMLoc loc = parser.getCurrentLocation();
-  StringRef keyword;
-  if (parser.parseKeyword(&keyword))
-    return failure();
-  result = symbolize(keyword);
-  if (!result)
-    return parser.emitError(loc, "unknown value '") << keyword << "'";
-  return success();
-}
-
-template <typename AttrT>
-static ParseResult parseKVQAttr(AsmParser &parser, AttrT &result) {
-  Attribute attr;
-  SMLoc loc = parser.getCurrentLocation();
-  if (parser.parseAttribute(attr))
-    return failure();
-  result = dyn_cast<AttrT>(attr);
-  if (!result)
-    return parser.emitError(loc, "expected ") << AttrT::name;
-  return success();
-}
-
-static ParseResult parseQuantField(AsmParser &parser, StringRef key,
-                                   QuantFields &fields) {
-  if (key == "key_norm") {
-    fields.keyNorm = true;
-    return success();
-  }
-  if (parser.parseEqual())
-    return failure();
-  if (key == "bits")
-    return parser.parseInteger(fields.bits.emplace());
-  if (key == "group")
-    return parser.parseInteger(fields.group.emplace());
-  if (key == "levels")
-    return parser.parseInteger(fields.levels);
-  if (key == "mode")
-    return parseEnumKeyword(parser, fields.mode, symbolizeMode);
-  if (key == "span")
-    return parseEnumKeyword(parser, fields.span, symbolizeSpan);
-  if (key == "params")
-    return parser.parseType(fields.paramType);
-  if (key == "eta")
-    return parseRational(parser, fields.eta);
-  if (key == "reorder")
-    return parseKVQAttr(parser, fields.reorder);
-  if (key == "pre_rope")
-    return parseKVQAttr(parser, fields.preRope);
-  if (key == "clip") {
-    if (parser.parseAttribute(fields.clip))
-      return failure();
-    // An integer starts `1` or a fraction `n/d` (as the printer writes
-    // exact small fractions); keep every constant factor an f64.
-    auto numerator = dyn_cast<IntegerAttr>(fields.clip);
-    if (!numerator)
-      return success();
-    double factor = static_cast<double>(numerator.getInt());
-    if (parseOptionalDenominator(parser, factor))
-      return failure();
-    fields.clip = FloatAttr::get(Float64Type::get(parser.getContext()), factor);
-    return success();
-  }
-  llvm_unreachable("key checked by the caller");
-}
-
-Attribute QuantAttr::parse(AsmParser &parser, Type) {
-  static constexpr StringLiteral knownKeys[] = {
-      "bits", "mode", "span",    "group",    "params",  "levels",
-      "eta",  "clip", "reorder", "key_norm", "pre_rope"};
-  SMLoc loc = parser.getCurrentLocation();
-  QuantFields fields;
-  llvm::StringSet<> seen;
-  auto parseEntry = [&]() -> ParseResult {
-    SMLoc keyLoc = parser.getCurrentLocation();
-    StringRef key;
-    if (parser.parseKeyword(&key))
-      return failure();
-    if (!llvm::is_contained(knownKeys, key))
-      return parser.emitError(keyLoc, "unknown #kvq.quant key '") << key << "'";
-    if (!seen.insert(key).second)
-      return parser.emitError(keyLoc, "duplicate #kvq.quant key '")
-             << key << "'";
-    return parseQuantField(parser, key, fields);
-  };
-  if (parser.parseLess() || parser.parseCommaSeparatedList(parseEntry) ||
-      parser.parseGreater())
-    return {};
-  for (StringRef required : {"bits", "mode", "span", "group"})
-    if (!seen.contains(required)) {
-      parser.emitError(loc, "#kvq.quant is missing '") << required << "'";
-      return {};
-    }
-  if (!fields.paramType)
-    fields.paramType = Float16Type::get(parser.getContext());
-  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
-                    *fields.bits, *fields.mode, *fields.span, *fields.group,
-                    fields.paramType, fields.levels, APFloat(fields.eta),
-                    fields.clip, fields.reorder, fields.keyNorm,
-                    fields.preRope);
-}
-
-void QuantAttr::print(AsmPrinter &printer) const {
-  printer << "<bits = " << getBits() << ", mode = " << stringifyMode(getMode())
-          << ", span = " << stringifySpan(getSpan())
-          << ", group = " << getGroup();
-  if (!getParamType().isF16())
-    printer << ", params = " << getParamType();
-  if (getLevels())
-    printer << ", levels = " << getLevels();
-  if (getEtaValue() != 0.0) {
-    printer << ", eta = ";
-    printRational(printer, getEtaValue());
-  }
-  if (std::optional<double> clip = getUniformClip()) {
-    printer << ", clip = ";
-    printRational(printer, *clip);
-  } else if (getClip()) {
-    printer << ", clip = " << getClip();
-  }
-  if (getReorder())
-    printer << ", reorder = " << getReorder();
-  if (getKeyNorm())
-    printer << ", key_norm";
-  if (getPreRope())
-    printer << ", pre_rope = " << getPreRope();
-  printer << ">";
 }
 
 //===----------------------------------------------------------------------===//

@@ -161,7 +161,7 @@ static LogicalResult checkScheme(Operation *op, Attribute scheme,
   if (RopeAttr rope = quant.getPreRope(); rope && rope.getDims() > dim)
     return op->emitOpError("pre_rope rotates ")
            << rope.getDims() << " dims, more than head_dim " << dim;
-  if (auto table = dyn_cast_if_present<ElementsAttr>(quant.getClip()))
+  if (auto table = quant.getClipTable())
     if (failed(checkTableShape(op, "clip", table,
                                {ctx.model.getLayers(), ctx.model.getKvHeads(),
                                 getGroupsPerToken(quant, ctx.model)})))

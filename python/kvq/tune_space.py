@@ -71,10 +71,10 @@ KEY_OPTIONS = _options(
     _quant(2, "asym", "tokens"),
     _quant(3, "asym", "tokens"),
     _quant(4, "asym", "tokens"),
-    _quant(2, "sym", "channels", extra="key_norm"),
-    _quant(2, "sym", "channels", 64, "key_norm"),
-    _quant(3, "sym", "channels", extra="key_norm"),
-    _quant(4, "sym", "channels", extra="key_norm"),
+    _quant(2, "sym", "channels", extra="key_norm = true"),
+    _quant(2, "sym", "channels", 64, "key_norm = true"),
+    _quant(3, "sym", "channels", extra="key_norm = true"),
+    _quant(4, "sym", "channels", extra="key_norm = true"),
     FULL_PRECISION,
 )
 VALUE_OPTIONS = _options(

@@ -6,7 +6,7 @@
 // loops take matrix forms whose A words come from a thread's 24-bit field.
 kvq.cache @innerq model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <sink = 32, recent = 96, flush = 1> {
-    kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
   }
   kvq.values window <sink = 32, recent = 96, flush = 32> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = tokens, group = 32>

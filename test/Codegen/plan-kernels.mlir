@@ -11,9 +11,9 @@
 // CHECK-NEXT: kvq.attend_kernel @mixed_attend_1 of @mixed layers [2]
 kvq.cache @mixed model <layers = 4, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <sink = 32, recent = 96, flush = 1> {
-    kvq.layers 0 to 2 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 0 to 2 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
     kvq.layers 2 to 3 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32>
-    kvq.layers 3 to 4 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 3 to 4 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
   }
   kvq.values window <sink = 32, recent = 96, flush = 32> {
     kvq.layers 0 to 4 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>

@@ -44,7 +44,7 @@ kvq.cache @pool_sharing model <layers = 2, heads = 1, kv_heads = 1, head_dim = 1
 kvq.cache @rope model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 32 {
   // expected-error @+1 {{'kvq.keys' op kvq-compile does not support pre-RoPE keys with key normalisation yet}}
   kvq.keys window <recent = 0, flush = 32> {
-    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, key_norm, pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = half>>
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, key_norm = true, pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = half>>
   }
   kvq.values window <recent = 0, flush = 1> {
     kvq.layers 0 to 1 : #kvq.full_precision

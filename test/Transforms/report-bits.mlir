@@ -88,7 +88,7 @@ kvq.cache @padded_3bit model <layers = 1, heads = 1, kv_heads = 1, head_dim = 96
 // CHECK-NEXT: bits(tokens = 300) = 10.0323
 kvq.cache @small model <layers = 2, heads = 4, kv_heads = 2, head_dim = 64, dtype = f16> page 128 pool <capacity = 3, extra = 5, first_layer = 1> {
   kvq.keys window <sink = 4, recent = 32, flush = 64> {
-    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, key_norm>
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, key_norm = true>
   }
   kvq.values window <sink = 4, recent = 128, flush = 64> share <from = 0> {
     kvq.layers 0 to 2 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 16>

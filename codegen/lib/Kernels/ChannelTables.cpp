@@ -7,8 +7,7 @@ using namespace kvq;
 
 bool kvq::hasChannelTables(const SliceLayout &slice) {
   return slice.isQuantized() &&
-         (slice.hasReorder() ||
-          isa_and_present<ElementsAttr>(slice.quant.getClip()));
+         (slice.hasReorder() || slice.quant.getClipTable());
 }
 
 ChannelTables::ChannelTables(KernelBuilder &kb, const CacheLayout &layout,

@@ -79,7 +79,7 @@ static Value decodeE4M3(KernelBuilder &kb, Value byte) {
 static bool isE4M3(Type type) { return isa<Float8E4M3FNType>(type); }
 
 Value Quantizer::roundParam(Value x) {
-  Type type = quant.getParamType();
+  Type type = quant.getParams();
   if (type.isF32())
     return x;
   if (isE4M3(type))
@@ -96,7 +96,7 @@ Value Quantizer::roundParam(Value x) {
 }
 
 double Quantizer::getMaxParam() const {
-  Type type = quant.getParamType();
+  Type type = quant.getParams();
   if (isE4M3(type))
     return 448.0;
   return APFloat::getLargest(cast<FloatType>(type).getFloatSemantics())
@@ -104,13 +104,13 @@ double Quantizer::getMaxParam() const {
 }
 
 Value Quantizer::exceedsParam(Value x) {
-  if (quant.getParamType().isF32())
+  if (quant.getParams().isF32())
     return kb.ci1(false);
   return kb.flt(kb.cf32(getMaxParam()), kb.fabs(x));
 }
 
 Value Quantizer::paramBits(Value rounded) {
-  Type type = quant.getParamType();
+  Type type = quant.getParams();
   if (type.isF32())
     return kb.bitcast(getParamBitsType(), rounded);
   if (isE4M3(type))
@@ -121,7 +121,7 @@ Value Quantizer::paramBits(Value rounded) {
 }
 
 Value Quantizer::paramFromBits(Value bits) {
-  Type type = quant.getParamType();
+  Type type = quant.getParams();
   if (isE4M3(type))
     return decodeE4M3(kb, bits);
   Value value = kb.bitcast(type, bits);
@@ -209,19 +209,20 @@ GroupParams Quantizer::storedParams(const GroupStats &stats,
     // Unrounded parameters; the stored ones are rounded once.
     AsymParams asym = asymFromRange(stats.min, stats.max);
     Value scale = asym.scale, zero = asym.zero;
-    if (double eta = quant.getEtaValue(); eta != 0.0) {
+    std::optional<double> eta = quant.getEtaValue();
+    if (eta) {
       // Calibration in fp32 from the unrounded parameters, which codes come
       // from (docs/Numerics.md); constants folded once in fp64.
-      Value kz = kb.cf32(static_cast<float>(eta * (quant.getNumLevels() - 1)));
-      Value ks = kb.cf32(static_cast<float>(1.0 - 2.0 * eta));
+      Value kz = kb.cf32(static_cast<float>(*eta * (quant.getNumLevels() - 1)));
+      Value ks = kb.cf32(static_cast<float>(1.0 - 2.0 * *eta));
       zero = kb.fadd(asym.zero, kb.fmul(kz, asym.scale));
       scale = kb.fmul(ks, asym.scale);
     }
     asymSaturated = kb.bitOr(exceedsParam(scale), exceedsParam(zero));
     params.scale = roundParam(scale);
     params.zero = roundParam(zero);
-    params.asymScale = quant.getEtaValue() != 0.0 ? asym.scale : params.scale;
-    params.asymZero = quant.getEtaValue() != 0.0 ? asym.zero : params.zero;
+    params.asymScale = eta ? asym.scale : params.scale;
+    params.asymZero = eta ? asym.zero : params.zero;
     params.saturated = asymSaturated;
   }
   if (mode == Mode::Asym)

@@ -94,7 +94,7 @@ Value SliceAccess::loadZero(Quantizer &quantizer, Value n, unsigned after) {
 Value SliceAccess::loadParams(Quantizer &quantizer, uint64_t arrayOffset,
                               Value n, unsigned count, bool alignedN) {
   OpBuilder &b = kb.builder();
-  Type type = slice.quant.getParamType();
+  Type type = slice.quant.getParams();
   auto f32s = VectorType::get({count}, b.getF32Type());
   if (isa<Float16Type, BFloat16Type, Float32Type>(type)) {
     // Parameter arrays start on kLayoutAlignment bytes.

@@ -4,17 +4,17 @@
 // bytes(tokens = 1024) = 6829112 (codes 2623488, params 1241856, full_precision 2960640, pools 0, metadata 3128) = 4.6313 bits per element
 kvq.cache @tuned model <layers = 30, heads = 9, kv_heads = 3, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {
-    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = sym, span = channels, group = 64, key_norm>
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = sym, span = channels, group = 64, key_norm = true>
     kvq.layers 1 to 5 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
-    kvq.layers 5 to 6 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 5 to 6 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
     kvq.layers 6 to 7 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
     kvq.layers 7 to 9 : #kvq.quant<bits = 3, mode = asym, span = tokens, group = 32>
     kvq.layers 9 to 10 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
     kvq.layers 10 to 11 : #kvq.quant<bits = 3, mode = asym, span = tokens, group = 32>
     kvq.layers 11 to 12 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
-    kvq.layers 12 to 13 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 12 to 13 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
     kvq.layers 13 to 16 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
-    kvq.layers 16 to 17 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 16 to 17 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
     kvq.layers 17 to 18 : #kvq.quant<bits = 3, mode = asym, span = tokens, group = 32>
     kvq.layers 18 to 19 : #kvq.quant<bits = 4, mode = asym, span = tokens, group = 32>
     kvq.layers 19 to 21 : #kvq.quant<bits = 3, mode = asym, span = tokens, group = 32>

@@ -16,11 +16,11 @@ kvq.cache @tuned model <layers = 30, heads = 9, kv_heads = 3, head_dim = 64, dty
     kvq.layers 14 to 16 : #kvq.quant<bits = 4, mode = asym, span = tokens, group = 32>
     kvq.layers 16 to 17 : #kvq.quant<bits = 3, mode = asym, span = tokens, group = 32>
     kvq.layers 17 to 19 : #kvq.quant<bits = 4, mode = asym, span = tokens, group = 32>
-    kvq.layers 19 to 20 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 19 to 20 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
     kvq.layers 20 to 21 : #kvq.quant<bits = 4, mode = asym, span = tokens, group = 32>
     kvq.layers 21 to 22 : #kvq.quant<bits = 3, mode = asym, span = tokens, group = 32>
     kvq.layers 22 to 25 : #kvq.quant<bits = 4, mode = asym, span = tokens, group = 32>
-    kvq.layers 25 to 26 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 25 to 26 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
     kvq.layers 26 to 30 : #kvq.quant<bits = 3, mode = asym, span = tokens, group = 32>
   }
   kvq.values window <recent = 129, flush = 1> {

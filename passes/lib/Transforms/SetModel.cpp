@@ -120,8 +120,7 @@ struct KVQSetModelPass : kvq::impl::KVQSetModelBase<KVQSetModelPass> {
     bool sameTables = old.getLayers() == model.getLayers() &&
                       old.getKvHeads() == model.getKvHeads() &&
                       old.getHeadDim() == dim;
-    if (!sameTables &&
-        (quant.getReorder() || isa_and_present<ElementsAttr>(quant.getClip())))
+    if (!sameTables && (quant.getReorder() || quant.getClipTable()))
       return op->emitOpError("has tables calibrated for the old model "
                              "(channel reorder or per-group clipping): "
                              "recalibrate them for the new one instead of "
@@ -159,7 +158,7 @@ struct KVQSetModelPass : kvq::impl::KVQSetModelBase<KVQSetModelPass> {
       rope = RopeAttr::get(quant.getContext(), rope.getTheta(), dim,
                            rope.getStyle(), rope.getScaling());
     return QuantAttr::get(quant.getContext(), quant.getBits(), quant.getMode(),
-                          quant.getSpan(), group, quant.getParamType(),
+                          quant.getSpan(), group, quant.getParams(),
                           quant.getLevels(), quant.getEta(), quant.getClip(),
                           quant.getReorder(), quant.getKeyNorm(), rope);
   }

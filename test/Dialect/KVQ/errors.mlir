@@ -360,7 +360,7 @@ kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = 
   }
   kvq.values window <recent = 0, flush = 32> {
     // expected-error @+1 {{'kvq.layers' op key_norm and pre_rope apply to keys only}}
-    kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = tokens, group = 32, key_norm>
+    kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = tokens, group = 32, key_norm = true>
   }
 }
 

@@ -1,21 +1,22 @@
 // RUN: kvq-opt %s -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{unknown #kvq.quant key 'bitz'}}
+// expected-error @+1 {{duplicate or unknown struct parameter name: bitz}}
 #a = #kvq.quant<bitz = 2, mode = asym, span = tokens, group = 32>
 
 // -----
 
-// expected-error @+1 {{duplicate #kvq.quant key 'bits'}}
+// expected-error @+1 {{duplicate or unknown struct parameter name: bits}}
 #a = #kvq.quant<bits = 2, bits = 3, mode = asym, span = tokens, group = 32>
 
 // -----
 
-// expected-error @+1 {{#kvq.quant is missing 'span'}}
+// expected-error @+1 {{struct is missing required parameter: span}}
 #a = #kvq.quant<bits = 2, mode = asym, group = 32>
 
 // -----
 
-// expected-error @+1 {{unknown value 'linear'}}
+// expected-error @+2 {{expected ::kvq::Mode to be one of: asym, sym, hybrid}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'mode'}}
 #a = #kvq.quant<bits = 2, mode = linear, span = tokens, group = 32>
 
 // -----
@@ -50,12 +51,14 @@
 
 // -----
 
-// expected-error @+1 {{division by zero}}
+// expected-error @+2 {{division by zero}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'eta'}}
 #a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = 1/0>
 
 // -----
 
-// expected-error @+1 {{pre_rope dims must be even and positive, got 3}}
+// expected-error @+2 {{pre_rope dims must be even and positive, got 3}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'pre_rope'}}
 #a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 3, style = half>>
 
 // -----
@@ -128,3 +131,31 @@
 
 // expected-error @+1 {{model shape is out of range (at most 4096 layers, 4096 heads and head_dim 16384)}}
 #m = #kvq.model<layers = 4000000000, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16>
+
+// -----
+
+// An optional key that is written is checked: absent is leaving it out.
+// expected-error @+1 {{levels must be in [2, 4] for 2-bit codes, got 0}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, levels = 0>
+
+// -----
+
+// expected-error @+1 {{eta = 0 is no calibration: leave eta out for plain asym}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = 0>
+
+// -----
+
+// Every key takes a value: `key_norm = true`.
+// expected-error @+1 {{expected '='}}
+#a = #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+
+// -----
+
+// expected-error @+2 {{invalid kind of attribute specified}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'pre_rope'}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.window<recent = 4, flush = 1>>
+
+// -----
+
+// expected-error @+1 {{clip must be a float or an elements attribute}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, clip = "0.9">

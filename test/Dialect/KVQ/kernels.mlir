@@ -2,7 +2,7 @@
 
 kvq.cache @c model <layers = 2, heads = 4, kv_heads = 2, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <sink = 4, recent = 32, flush = 1> {
-    kvq.layers 0 to 2 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 0 to 2 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
   }
   kvq.values window <sink = 4, recent = 32, flush = 32> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>

@@ -5,7 +5,7 @@
 // CHECK-SAME: model <layers = 6, heads = 8, kv_heads = 2, head_dim = 64, dtype = bf16, scale = 1.250000e-01 : f64> page 64 pool <capacity = 3, extra = 32, first_layer = 2> {
 // CHECK-NEXT: kvq.keys window <sink = 4, recent = 32, flush = 64> {
 // CHECK-NEXT: kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = 0.045>
-// CHECK-NEXT: kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm, pre_rope = #kvq.rope<theta = 1.000000e+04 : f64, dims = 64, style = half>>
+// CHECK-NEXT: kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm = true, pre_rope = #kvq.rope<theta = 1.000000e+04 : f64, dims = 64, style = half>>
 // CHECK-NEXT: }
 // CHECK-NEXT: kvq.values window <sink = 4, recent = 32, flush = 64> share <from = 1, group = 3, owner = 1> {
 // CHECK-NEXT: kvq.layers 0 to 6 : #kvq.quant<bits = 3, mode = asym, span = channels, group = 16, params = f8E4M3FN, levels = 5, clip = 0.92>
@@ -14,7 +14,7 @@
 kvq.cache @every_feature model <layers = 6, heads = 8, kv_heads = 2, head_dim = 64, dtype = bf16, scale = 0.125> page 64 pool <capacity = 3, extra = 32, first_layer = 2> {
   kvq.keys window <sink = 4, recent = 32, flush = 64> {
     kvq.layers 0 to 2 : #kvq.quant<mode = asym, bits = 2, group = 32, span = tokens, eta = 0.045, params = f16>
-    kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm,
+    kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm = true,
                                    pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = half>>
   }
   kvq.values window <sink = 4, recent = 32, flush = 64> share <from = 1, group = 3, owner = 1> {
@@ -76,5 +76,23 @@ kvq.cache @rope_scaling model <layers = 3, heads = 4, kv_heads = 2, head_dim = 6
   }
   kvq.values window <recent = 1, flush = 1> {
     kvq.layers 0 to 3 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+  }
+}
+
+// -----
+
+// Optional keys written with their default values: `params = f16` and
+// `key_norm = false` are elided, `levels = 2^bits` and `clip = 1` are kept
+// (given, so printed), and a nested #kvq.rope may drop its prefix.
+// CHECK-LABEL: kvq.cache @defaults
+// CHECK: kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, levels = 4, clip = 1.0, pre_rope = #kvq.rope<theta = 1.000000e+04 : f64, dims = 64, style = half>>
+// CHECK: kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32>
+kvq.cache @defaults model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, params = f16, levels = 4, clip = 1, key_norm = false,
+                                   pre_rope = <theta = 10000.0, dims = 64, style = half>>
+  }
+  kvq.values window <recent = 129, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32, key_norm = false>
   }
 }

@@ -104,14 +104,15 @@ TEST_F(AttrRoundTripTest, GeneratedQuantAttrs) {
     unsigned group = 1u << std::uniform_int_distribution<int>(0, 8)(rng);
     Type params = paramTypes[std::uniform_int_distribution<int>(0, 3)(rng)];
     bool asym = mode == Mode::Asym;
-    unsigned levels =
-        asym && rng() % 4 == 0
-            ? std::uniform_int_distribution<unsigned>(2, 1u << bits)(rng)
-            : 0;
-    double eta = asym && rng() % 2 ? generateFactor() * 0.499 : 0.0;
+    std::optional<unsigned> levels;
+    if (asym && rng() % 4 == 0)
+      levels = std::uniform_int_distribution<unsigned>(2, 1u << bits)(rng);
+    FloatAttr eta;
+    if (asym && rng() % 2)
+      eta = f64(generateFactor() * 0.499);
     if (asym && rng() % 3 == 0)
-      eta = double(std::uniform_int_distribution<int>(1, 4)(rng)) /
-            std::uniform_int_distribution<int>(9, 16)(rng);
+      eta = f64(double(std::uniform_int_distribution<int>(1, 4)(rng)) /
+                std::uniform_int_distribution<int>(9, 16)(rng));
     Attribute clip;
     if (asym && rng() % 2)
       clip = FloatAttr::get(Float64Type::get(&ctx), generateFactor());
@@ -122,9 +123,9 @@ TEST_F(AttrRoundTripTest, GeneratedQuantAttrs) {
           &ctx, f64(2.0 + generateFactor() * 1e6),
           2 * std::uniform_int_distribution<unsigned>(1, 64)(rng),
           static_cast<RopeStyle>(rng() % 2), generateRopeScaling());
-    QuantAttr attr = QuantAttr::getChecked(
-        emitError, &ctx, bits, mode, span, group, params, levels,
-        llvm::APFloat(eta), clip, ReorderAttr(), keyNorm, rope);
+    QuantAttr attr =
+        QuantAttr::getChecked(emitError, &ctx, bits, mode, span, group, params,
+                              levels, eta, clip, ReorderAttr(), keyNorm, rope);
     if (!attr)
       continue;
     ++built;
@@ -139,12 +140,61 @@ TEST_F(AttrRoundTripTest, ReportedClipFactors) {
   // and an identifier to MLIR's lexer), neither of which parsed.
   for (double clip :
        {0.5, 0.25, 0.75, 1.0 / 3, 2.0 / 3, 0.92, 1.0, 1e-07, 3e-12, 1e-300}) {
-    auto attr = QuantAttr::get(&ctx, 2, Mode::Asym, Span::Tokens, 32,
-                               Float16Type::get(&ctx), 0, llvm::APFloat(0.0),
-                               FloatAttr::get(Float64Type::get(&ctx), clip),
-                               ReorderAttr(), false, RopeAttr());
+    auto attr = QuantAttr::get(
+        &ctx, 2, Mode::Asym, Span::Tokens, 32, Float16Type::get(&ctx),
+        std::nullopt, FloatAttr(), f64(clip), ReorderAttr(), false, RopeAttr());
     expectRoundTrip(attr);
   }
+}
+
+TEST_F(AttrRoundTripTest, AbsentIsNotZero) {
+  // An optional field left out is std::nullopt or a null attribute; a given
+  // zero is rejected, not read as "not given", and factors are f64 so that
+  // they print back.
+  std::string diagnostics;
+  ScopedDiagnosticHandler capture(&ctx, [&](Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return success();
+  });
+  auto emitError = [&] { return mlir::emitError(UnknownLoc::get(&ctx)); };
+  auto build = [&](std::optional<unsigned> levels, FloatAttr eta,
+                   Attribute clip) {
+    Type params = Float16Type::get(&ctx);
+    return QuantAttr::getChecked(emitError, &ctx, /*bits=*/2u, Mode::Asym,
+                                 Span::Tokens, /*group=*/32u, params, levels,
+                                 eta, clip, ReorderAttr(), false, RopeAttr());
+  };
+  QuantAttr plain = build(std::nullopt, FloatAttr(), Attribute());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain.getNumLevels(), 4u);
+  EXPECT_FALSE(plain.getEtaValue());
+  EXPECT_FALSE(plain.getUniformClip());
+  EXPECT_FALSE(plain.getClipTable());
+  expectRoundTrip(plain);
+  std::string text;
+  llvm::raw_string_ostream(text) << plain;
+  EXPECT_EQ(text, "#kvq.quant<bits = 2, mode = asym, span = tokens, "
+                  "group = 32>");
+
+  EXPECT_FALSE(build(0u, FloatAttr(), Attribute()));
+  EXPECT_FALSE(build(std::nullopt, f64(0.0), Attribute()));
+  FloatAttr f32Eta = FloatAttr::get(Float32Type::get(&ctx), 0.125);
+  EXPECT_FALSE(build(std::nullopt, f32Eta, Attribute()));
+  FloatAttr f32Clip = FloatAttr::get(Float32Type::get(&ctx), 0.5);
+  EXPECT_FALSE(build(std::nullopt, FloatAttr(), f32Clip));
+  for (const char *expected :
+       {"levels must be in [2, 4] for 2-bit codes, got 0",
+        "eta = 0 is no calibration: leave eta out for plain asym",
+        "eta must be an f64 value", "clipping factor must be an f64 value"})
+    EXPECT_NE(diagnostics.find(expected), std::string::npos) << expected << "\n"
+                                                             << diagnostics;
+
+  QuantAttr given = build(4u, f64(0.125), f64(0.5));
+  ASSERT_TRUE(given);
+  EXPECT_EQ(given.getLevels(), std::optional<unsigned>(4));
+  EXPECT_EQ(given.getEtaValue(), std::optional<double>(0.125));
+  EXPECT_EQ(given.getUniformClip(), std::optional<double>(0.5));
+  expectRoundTrip(given);
 }
 
 TEST_F(AttrRoundTripTest, GeneratedWindowAndModelAttrs) {

@@ -4,22 +4,22 @@
 // bytes(tokens = 1024) = 7517240 (codes 3225600, params 962304, full_precision 3306240, pools 0, metadata 23096) = 5.0980 bits per element
 kvq.cache @tuned model <layers = 30, heads = 9, kv_heads = 3, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <sink = 32, recent = 96, flush = 1> {
-    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = sym, span = channels, group = 64, key_norm>
-    kvq.layers 1 to 3 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 3 to 4 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 4 to 7 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 7 to 9 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 9 to 10 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 10 to 11 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 11 to 14 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 14 to 15 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 15 to 17 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 17 to 25 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 25 to 26 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 26 to 27 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 27 to 28 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 28 to 29 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm>
-    kvq.layers 29 to 30 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = sym, span = channels, group = 64, key_norm = true>
+    kvq.layers 1 to 3 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 3 to 4 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 4 to 7 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 7 to 9 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 9 to 10 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 10 to 11 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 11 to 14 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 14 to 15 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 15 to 17 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 17 to 25 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 25 to 26 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 26 to 27 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 27 to 28 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 28 to 29 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, key_norm = true>
+    kvq.layers 29 to 30 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
   }
   kvq.values window <sink = 32, recent = 96, flush = 32> {
     kvq.layers 0 to 3 : #kvq.quant<bits = 2, mode = hybrid, span = tokens, group = 32>

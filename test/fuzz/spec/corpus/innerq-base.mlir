@@ -7,7 +7,7 @@
 // values a group (32 tokens) at a time. Llama-3.1-8B shape.
 kvq.cache @innerq_base model <layers = 32, heads = 32, kv_heads = 8, head_dim = 128, dtype = f16> page 128 {
   kvq.keys window <sink = 32, recent = 96, flush = 1> {
-    kvq.layers 0 to 32 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    kvq.layers 0 to 32 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
   }
   kvq.values window <sink = 32, recent = 96, flush = 32> {
     kvq.layers 0 to 32 : #kvq.quant<bits = 3, mode = sym, span = tokens, group = 32>

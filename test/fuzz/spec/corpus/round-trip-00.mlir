@@ -1,7 +1,7 @@
 kvq.cache @every_feature model <layers = 6, heads = 8, kv_heads = 2, head_dim = 64, dtype = bf16, scale = 0.125> page 64 pool <capacity = 3, extra = 32, first_layer = 2> {
   kvq.keys window <sink = 4, recent = 32, flush = 64> {
     kvq.layers 0 to 2 : #kvq.quant<mode = asym, bits = 2, group = 32, span = tokens, eta = 0.045, params = f16>
-    kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm,
+    kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm = true,
                                    pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = half>>
   }
   kvq.values window <sink = 4, recent = 32, flush = 64> share <from = 1, group = 3, owner = 1> {

@@ -9,7 +9,7 @@ kvq.cache @vector_forms_d64_gqa4 model <layers = 5, heads = 8, kv_heads = 2, hea
   kvq.keys window <recent = 1, flush = 64> {
     kvq.layer 0 : #kvq.quant<bits = 4, mode = asym, span = tokens, group = 32>
     kvq.layer 1 : #kvq.quant<bits = 3, mode = hybrid, span = tokens, group = 64>
-    kvq.layer 2 : #kvq.quant<bits = 2, mode = sym, span = channels, group = 16, key_norm>
+    kvq.layer 2 : #kvq.quant<bits = 2, mode = sym, span = channels, group = 16, key_norm = true>
     kvq.layer 3 : #kvq.quant<bits = 3, mode = asym, span = channels, group = 8>
     kvq.layer 4 : #kvq.quant<bits = 5, mode = asym, span = channels, group = 32>
   }

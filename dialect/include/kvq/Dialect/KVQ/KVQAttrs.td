@@ -185,6 +185,37 @@ def KVQ_ReorderAttr : KVQ_Attr<"Reorder", "reorder"> {
   }];
 }
 
+// A value that is either given (`key = value`) or left out; absent is
+// `std::nullopt`, so no value of the type stands for "not given".
+class KVQ_OptionalValueParameter<string type, string desc = "">
+    : OptionalParameter<"std::optional<" # type # ">", desc> {
+  let parser = "::kvq::parsePresentValue<" # type # ">($_parser)";
+  let printer = "$_printer << *$_self";
+}
+
+// An f64 value written as a decimal or an exact small fraction `n/d`
+// (XQuant's eta = 1/6).
+class KVQ_RationalParameter<string desc = "">
+    : OptionalParameter<"::mlir::FloatAttr", desc> {
+  let parser = "::kvq::parseRational($_parser)";
+  let printer = "::kvq::printRational($_printer, $_self.getValueAsDouble())";
+}
+
+// SKVQ's clipping: an f64 factor for the layer, written as a decimal or a
+// fraction `n/d`, or an elements attribute of one factor per group.
+class KVQ_ClipParameter<string desc = "">
+    : OptionalParameter<"::mlir::Attribute", desc> {
+  let parser = "::kvq::parseClip($_parser)";
+  let printer = "::kvq::printClip($_printer, $_self)";
+}
+
+// A kvq attribute nested in a struct, printed with its `#kvq.` prefix (the
+// struct directive would strip it); either spelling parses.
+class KVQ_NestedAttrParameter<string type, string desc = "">
+    : OptionalParameter<type, desc> {
+  let printer = "$_printer.printAttribute($_self)";
+}
+
 def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
   let summary = "How one tensor (keys or values) of a layer is quantized";
   let description = [{
@@ -193,32 +224,38 @@ def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
     #kvq.quant<bits = 1, mode = asym, span = tokens, group = 32, eta = 1/6>
     #kvq.quant<bits = 2, mode = asym, span = channels, group = 128,
                params = f8E4M3FN, levels = 3, clip = 0.92>
-    #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm>
+    #kvq.quant<bits = 3, mode = sym, span = channels, group = 32,
+               key_norm = true>
     ```
     Keys are `key = value` pairs in any order. Required: `bits` (1-8), `mode`
     (`asym`, `sym`, `hybrid`), `span` (`tokens`, `channels`) and `group` (the
     group size G). Optional: `params`, the dtype of stored scales and
     zero-points (`f16` by default; `f32`, `bf16`, `f8E4M3FN`); `levels`, fewer
     code levels than `2^bits` (SKVQ's ternary codes: `levels = 3`); `eta`,
-    XQuant's data-free calibration, a decimal or a fraction `n/d`; `clip`,
-    SKVQ's clipping factor, one float for the layer or an `f32` elements
-    attribute of shape `layers x kv_heads x (head_dim / group)` for one factor
-    per group; `reorder`, a `#kvq.reorder`; `key_norm`, InnerQ's per-channel
-    key normalisation; `pre_rope`, a `#kvq.rope`.
+    XQuant's data-free calibration in (0, 0.5), a decimal or a fraction
+    `n/d`; `clip`, SKVQ's clipping factor, one float (or fraction) for the
+    layer or an `f32` elements attribute of shape
+    `layers x kv_heads x (head_dim / group)` for one factor per group;
+    `reorder`, a `#kvq.reorder`; `key_norm = true`, InnerQ's per-channel key
+    normalisation; `pre_rope`, a `#kvq.rope`. An optional key left out is
+    absent: plain asym without `eta`, `2^bits` levels without `levels`, no
+    clipping without `clip`.
   }];
   let parameters = (ins
     "unsigned":$bits,
-    "::kvq::Mode":$mode,
-    "::kvq::Span":$span,
+    EnumParameter<KVQ_Mode>:$mode,
+    EnumParameter<KVQ_Span>:$span,
     "unsigned":$group,
-    "::mlir::Type":$param_type,
-    "unsigned":$levels,
-    "::llvm::APFloat":$eta,
-    "::mlir::Attribute":$clip,
-    "::kvq::ReorderAttr":$reorder,
-    "bool":$key_norm,
-    "::kvq::RopeAttr":$pre_rope);
-  let hasCustomAssemblyFormat = 1;
+    DefaultValuedParameter<"::mlir::Type", "::mlir::Float16Type::get($_ctxt)",
+      "dtype of the stored scales and zero-points">:$params,
+    KVQ_OptionalValueParameter<"unsigned", "code levels, if fewer than 2^bits">:
+      $levels,
+    KVQ_RationalParameter<"XQuant's eta">:$eta,
+    KVQ_ClipParameter<"a clipping factor or a table of them">:$clip,
+    KVQ_NestedAttrParameter<"::kvq::ReorderAttr">:$reorder,
+    DefaultValuedParameter<"bool", "false">:$key_norm,
+    KVQ_NestedAttrParameter<"::kvq::RopeAttr">:$pre_rope);
+  let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Code levels actually used: `levels`, or 2^bits when not given.
@@ -229,10 +266,16 @@ def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
     unsigned getParamBits() const;
     /// Bits one group of `size` codes occupies, in whole 32-bit words.
     uint64_t getGroupCodeBits(uint64_t size) const;
-    /// XQuant's eta as a double; 0 means plain asym.
-    double getEtaValue() const { return getEta().convertToDouble(); }
+    /// XQuant's eta, if given (plain asym otherwise).
+    std::optional<double> getEtaValue() const {
+      if (::mlir::FloatAttr eta = getEta())
+        return eta.getValueAsDouble();
+      return std::nullopt;
+    }
     /// The per-layer clipping factor, if clipping is one constant.
     std::optional<double> getUniformClip() const;
+    /// The per-group clipping table, if clipping is one factor per group.
+    ::mlir::ElementsAttr getClipTable() const;
     /// The per-group clipping table, flattened; fails if `clip` is not a
     /// floating-point elements attribute with its data available.
     ::mlir::FailureOr<::llvm::SmallVector<double>> readClipTable() const;
