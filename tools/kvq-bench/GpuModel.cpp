@@ -1,6 +1,6 @@
 //===- GpuModel.cpp - kvq-bench's GPU model over the PTX interpreter ------===//
 //
-// The model of issue 9: a kernel's time on an H100 is at least its issue
+// The model: a kernel's time on an H100 is at least its issue
 // time, warp instructions / (SMs x schedulers x clock), and at least its
 // byte time, DRAM bytes / bandwidth; DRAM bytes are the distinct 32-byte
 // global sectors of the launch (the interpreter's GlobalDistinctSectors:

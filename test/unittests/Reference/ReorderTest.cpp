@@ -7,8 +7,9 @@
 // numerics.md section 4, "Channel reorder", and section 3's per-group clip
 // factors in the reference: reordered groups are the gathered channels
 // quantized with their own size and clip factor, codes and dequantized rows
-// stay in channel order, attention is the unpermuted math; and the claim of
-// kvq issue 11 measured on synthetic keys with outlier channels.
+// stay in channel order, attention is the unpermuted math; and the claim that
+// reorder lowers the error on keys with outlier channels, measured on
+// synthetic keys.
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,7 +183,7 @@ TEST(Reorder, Validation) {
 }
 
 //===----------------------------------------------------------------------===//
-// kvq issue 11: outlier channels with and without reorder
+// Outlier channels with and without reorder
 //===----------------------------------------------------------------------===//
 
 /// Keys of `n` tokens: N(0, 1) channels, and `outliers` channels offset by

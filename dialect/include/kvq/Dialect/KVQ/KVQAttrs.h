@@ -27,8 +27,8 @@ constexpr uint64_t kLayoutAlignment = 16;
 /// unless a target says otherwise: one CPU thread runs a split, so long
 /// splits amortise its fixed work (query, softmax, the merge of partial
 /// outputs) where the GPU's 512 keep its blocks' score buffers in shared
-/// memory (docs/Performance.md, sixteenth session: 2048 against 512, 5-15%
-/// fewer samples for fp16, KIVI-2 and InnerQ-base).
+/// memory (docs/Performance.md, "What bounds the CPU kernels": against 512,
+/// 9-14% fewer samples for fp16 and InnerQ-base).
 constexpr unsigned kDefaultHostSplitTokens = 2048;
 /// The GPUs an artifact carries PTX for unless told otherwise.
 inline constexpr const char *kDefaultChips[] = {"sm_80", "sm_90"};
