@@ -13,7 +13,10 @@ for another model, account its bits, and run a cache on it:
     out = cache.attend(0, [seq], q)          # q: [1, heads, head_dim]
 
 Every error raises kvq.Error (kvq.SpecError for specs, carrying MLIR's
-located diagnostics); a failed cache call leaves the cache unchanged.
+located diagnostics); a failed cache call leaves the cache unchanged. A path
+argument holding a NUL byte is a kvq.Error before anything is opened. A
+Cache may be shared by threads: its calls run one at a time, while calls on
+different caches run in parallel (docs/Reliability.md).
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ _SOURCE_DIR = os.path.abspath(
 
 def _read_spec(spec: str) -> tuple[str, str]:
     """(text, name for diagnostics) of a spec given as text or as a path."""
+    if "\n" not in spec and "\0" in spec:
+        at = spec.index("\0")
+        raise Error(f"spec: the path contains a NUL byte at offset {at}")
     if "\n" not in spec and spec.endswith(".mlir") and os.path.exists(spec):
         with open(spec, encoding="utf-8") as f:
             return f.read(), spec
@@ -117,6 +123,10 @@ class Cache:
 
     Arrays are numpy (or DLPack) arrays, C-contiguous, float32 or the
     cache's dtype (float16; bfloat16 through DLPack).
+
+    Threads may share a Cache: each call releases the GIL and takes the
+    cache's own lock, so calls on one cache run one at a time and calls on
+    different caches run in parallel.
     """
 
     def __init__(

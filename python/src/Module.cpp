@@ -5,6 +5,12 @@
 // kvq.Error (kvq.SpecError for specs, with MLIR's located diagnostics) and
 // leaves the cache as it was (the runtime's guarantee).
 //
+// A Cache is safe to share between Python threads: each call releases the
+// GIL, then takes the cache's own mutex, so calls on one cache run one at a
+// time while calls on different caches run in parallel. A path with a NUL
+// byte is an error before anything is opened (the runtime's C calls would
+// take the prefix before it).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Compiler.h"
@@ -17,6 +23,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+
+#include <mutex>
 
 namespace nb = nanobind;
 using namespace kvq;
@@ -40,6 +48,15 @@ void check(const runtime::Status &S) {
 template <typename T> T take(runtime::Expected<T> E) {
   check(E.status());
   return std::move(*E);
+}
+
+/// Rejects a path argument holding a NUL byte, naming the argument.
+void checkPath(const std::string &path, const char *argument) {
+  size_t at = path.find('\0');
+  if (at != std::string::npos)
+    throw Failure(std::string(argument) +
+                  ": the path contains a NUL byte at offset " +
+                  std::to_string(at));
 }
 
 //===----------------------------------------------------------------------===//
@@ -112,10 +129,16 @@ Elements checkArray(const Array &a, const char *what,
                 runtime::toString(modelType) + ")");
 }
 
+/// A runtime Cache shared safely by Python threads. Every call that touches
+/// the cache first releases the GIL, then takes `mutex`, and drops the
+/// mutex before it takes the GIL back: a thread never holds one while it
+/// waits for the other, so two threads cannot deadlock. Python objects are
+/// read before and built after, with the GIL held.
 class PyCache {
 public:
   PyCache(const std::string &dir, const std::string &backend,
           unsigned maxSequences, unsigned pages, unsigned threads) {
+    checkPath(dir, "artifact");
     runtime::CacheOptions options;
     if (backend == "cpu")
       options.Backend = runtime::BackendKind::Cpu;
@@ -130,21 +153,26 @@ public:
         runtime::Cache::create(take(runtime::Artifact::open(dir)), options));
   }
 
+  /// The artifact's model shape: immutable, read without the mutex.
   const runtime::ModelShape &model() const { return cache->manifest().Model; }
 
-  runtime::SequenceId addSequence() { return take(cache->addSequence()); }
+  runtime::SequenceId addSequence() {
+    return take(locked([&] { return cache->addSequence(); }));
+  }
   void removeSequence(runtime::SequenceId seq) {
-    check(cache->removeSequence(seq));
+    check(locked([&] { return cache->removeSequence(seq); }));
   }
   runtime::SequenceId forkSequence(runtime::SequenceId source) {
-    return take(cache->forkSequence(source));
+    return take(locked([&] { return cache->forkSequence(source); }));
   }
   void save(const std::string &path,
             const std::vector<runtime::SequenceId> &seqs) {
-    check(cache->save(path, seqs));
+    checkPath(path, "path");
+    check(locked([&] { return cache->save(path, seqs); }));
   }
   std::vector<runtime::SequenceId> restore(const std::string &path) {
-    return take(cache->restore(path));
+    checkPath(path, "path");
+    return take(locked([&] { return cache->restore(path); }));
   }
 
   /// items: (sequence, k, v) with k, v of shape [n, kv_heads, head_dim].
@@ -173,9 +201,10 @@ public:
     if (!raw.empty() && !wide.empty())
       throw Failure("one append takes float32 arrays or the cache's dtype, "
                     "not both");
-    nb::gil_scoped_release release;
-    check(wide.empty() ? cache->append(layer, raw)
-                       : cache->append(layer, wide));
+    check(locked([&] {
+      return wide.empty() ? cache->append(layer, raw)
+                          : cache->append(layer, wide);
+    }));
   }
 
   /// q: [len(seqs), heads, head_dim]; returns the f32 attention output.
@@ -187,24 +216,21 @@ public:
     size_t count = seqs.size() * m.Heads * m.HeadDim;
     auto *out = new float[count];
     nb::capsule owner(out, [](void *p) noexcept { delete[](float *) p; });
-    runtime::Status status = runtime::Status::success();
     runtime::QueryRope rope =
         unrotated ? runtime::QueryRope::Unrotated : runtime::QueryRope::Rotated;
-    {
-      nb::gil_scoped_release release;
-      status = e == Elements::F32
-                   ? cache->attendF32(layer, seqs,
-                                      static_cast<const float *>(q.data()), out,
-                                      rope)
-                   : cache->attend(layer, seqs, q.data(), out, rope);
-    }
-    check(status);
+    const void *data = q.data();
+    check(locked([&] {
+      return e == Elements::F32
+                 ? cache->attendF32(layer, seqs,
+                                    static_cast<const float *>(data), out, rope)
+                 : cache->attend(layer, seqs, data, out, rope);
+    }));
     return nb::ndarray<nb::numpy, float>(out, {seqs.size(), m.Heads, m.HeadDim},
                                          owner);
   }
 
   nb::dict memoryStats() const {
-    runtime::MemoryStats s = cache->memoryStats();
+    runtime::MemoryStats s = locked([&] { return cache->memoryStats(); });
     nb::dict d;
     d["key_pages_in_use"] = s.KeyPagesInUse;
     d["value_pages_in_use"] = s.ValuePagesInUse;
@@ -222,7 +248,8 @@ public:
   }
 
   nb::dict counts(runtime::SequenceId seq, unsigned layer) const {
-    runtime::SliceCounts c = take(cache->counts(seq, layer));
+    runtime::SliceCounts c =
+        take(locked([&] { return cache->counts(seq, layer); }));
     nb::dict d;
     for (auto [name, t] : {std::pair("keys", runtime::Tensor::Keys),
                            std::pair("values", runtime::Tensor::Values)}) {
@@ -245,29 +272,47 @@ public:
 
   nb::bytes readSlicePage(const std::string &t, runtime::SequenceId seq,
                           unsigned layer, unsigned kvHead, unsigned page) {
-    std::vector<uint8_t> b =
-        take(cache->readSlicePage(tensor(t), seq, layer, kvHead, page));
-    return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
+    runtime::Tensor which = tensor(t);
+    return bytes(take(locked([&] {
+      return cache->readSlicePage(which, seq, layer, kvHead, page);
+    })));
   }
   nb::bytes readWindow(const std::string &t, runtime::SequenceId seq,
                        unsigned layer) {
-    std::vector<uint8_t> b = take(cache->readWindow(tensor(t), seq, layer));
-    return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
+    runtime::Tensor which = tensor(t);
+    return bytes(
+        take(locked([&] { return cache->readWindow(which, seq, layer); })));
   }
   nb::bytes readSink(const std::string &t, runtime::SequenceId seq,
                      unsigned layer) {
-    std::vector<uint8_t> b = take(cache->readSink(tensor(t), seq, layer));
-    return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
+    runtime::Tensor which = tensor(t);
+    return bytes(
+        take(locked([&] { return cache->readSink(which, seq, layer); })));
   }
   std::vector<float> readKeyNorms(runtime::SequenceId seq, unsigned layer) {
-    return take(cache->readKeyNorms(seq, layer));
+    return take(locked([&] { return cache->readKeyNorms(seq, layer); }));
   }
   std::vector<uint32_t> saturatedGroups(const std::string &t) const {
-    return take(cache->saturatedGroups(tensor(t)));
+    runtime::Tensor which = tensor(t);
+    return take(locked([&] { return cache->saturatedGroups(which); }));
   }
 
 private:
+  /// f() with the GIL released and this cache's mutex held; the mutex is
+  /// dropped before the GIL is taken back.
+  template <typename F> auto locked(F &&f) const -> decltype(f()) {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex);
+    return f();
+  }
+
+  static nb::bytes bytes(const std::vector<uint8_t> &b) {
+    return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
+  }
+
   std::unique_ptr<runtime::Cache> cache;
+  /// Serialises the calls on `cache`, whose C++ API is not thread-safe.
+  mutable std::mutex mutex;
 };
 
 } // namespace
@@ -281,6 +326,7 @@ NB_MODULE(_kvq, m) {
       "compile",
       [](const std::string &spec, const std::string &dir,
          const std::string &hostCpu, const std::string &name) {
+        checkPath(dir, "out_dir");
         nb::gil_scoped_release release;
         take(python::compile(spec, dir, hostCpu, name));
       },

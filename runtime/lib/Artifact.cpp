@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Artifact.h"
+#include "PathCheck.h"
 #include "kvq/ABI/KernelABI.h"
 #include "kvq/ABI/ManifestBinding.h"
 #include "kvq/ABI/ManifestSchema.h"
@@ -624,6 +625,8 @@ Expected<Manifest> kvq::runtime::parseManifest(const std::string &Text) {
 
 Expected<std::shared_ptr<const Artifact>>
 Artifact::open(const std::string &Dir) {
+  if (Status S = checkPathHasNoNul(Dir, "artifact directory"); !S.ok())
+    return S;
   Expected<std::string> Text =
       readFile(Dir, manifest::kFileName, kMaxManifestBytes);
   if (!Text.ok())

@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CacheImpl.h"
+#include "PathCheck.h"
 
 #include "kvq/Runtime/Runtime.h"
 #include "kvq/ABI/ManifestBinding.h"
@@ -201,6 +202,8 @@ Cache::serialize(const std::vector<SequenceId> &Seqs) {
 
 Status Cache::save(const std::string &Path,
                    const std::vector<SequenceId> &Seqs) {
+  if (Status S = checkPathHasNoNul(Path, "save: cache file path"); !S.ok())
+    return S;
   Expected<std::vector<uint8_t>> Bytes = std::vector<uint8_t>();
   try {
     Bytes = serialize(Seqs);
@@ -535,6 +538,8 @@ Expected<std::vector<SequenceId>> Cache::deserialize(const uint8_t *Data,
 }
 
 Expected<std::vector<SequenceId>> Cache::restore(const std::string &Path) {
+  if (Status S = checkPathHasNoNul(Path, "restore: cache file path"); !S.ok())
+    return S;
   std::vector<uint8_t> Bytes;
   try {
     std::ifstream In(Path, std::ios::binary);

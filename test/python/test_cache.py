@@ -1,6 +1,8 @@
 """kvq.Cache: attention against numpy, read-back, and the guarantee that a
 rejected call leaves the cache exactly as it was."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -202,3 +204,181 @@ def test_pre_rope_keys_take_rotated_or_unrotated_queries(tmp_path, rng):
     # The rotation matters: the unrotated query as if rotated differs.
     plain = cache.attend(0, [seq], q)
     assert np.linalg.norm(plain - rotated) / np.linalg.norm(rotated) > 0.05
+
+
+# Threads. The runtime's Cache is not thread-safe; the binding serialises
+# the calls on one cache (docs/Reliability.md, "Thread-safety contract").
+
+DECODE_STEPS = 300
+
+
+def decode_inputs(seed, steps=DECODE_STEPS):
+    """Per step and layer: one token's k and v, and a query."""
+    rng = np.random.default_rng(seed)
+    return [
+        [
+            (tokens(rng, 1), tokens(rng, 1),
+             rng.standard_normal((1, 9, 64)).astype(np.float16))
+            for _ in (0, 1)
+        ]
+        for _ in range(steps)
+    ]
+
+
+def decode(cache, seq, inputs, start=None):
+    """Appends and attends one token per step and layer; the outputs' bytes."""
+    if start is not None:
+        start.wait()
+    outputs = []
+    for step in inputs:
+        for layer, (k, v, q) in enumerate(step):
+            cache.append(layer, [(seq, k, v)])
+            outputs.append(cache.attend(layer, [seq], q).tobytes())
+    return outputs
+
+
+def run_threads(*targets):
+    """Runs each callable on its own thread; their results, re-raising the
+    first error."""
+    results, errors = [None] * len(targets), []
+
+    def body(i, target):
+        try:
+            results[i] = target()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(i, t))
+               for i, t in enumerate(targets)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def decode_cache(artifact):
+    return kvq.Cache(artifact, max_sequences=4, pages=64, threads=2)
+
+
+def sequential_outputs(artifact, inputs):
+    """Each input list decoded alone, one after the other, in one cache."""
+    cache = decode_cache(artifact)
+    seqs = [cache.add_sequence() for _ in inputs]
+    return [decode(cache, s, i) for s, i in zip(seqs, inputs)]
+
+
+def mismatches(outputs, expected):
+    return [sum(a != b for a, b in zip(o, e)) for o, e in zip(outputs, expected)]
+
+
+def test_one_cache_shared_by_two_threads_is_exact(kivi_artifact):
+    inputs = [decode_inputs(1), decode_inputs(2)]
+    expected = sequential_outputs(kivi_artifact, inputs)
+    # Unserialised, a round differs in a few to hundreds of outputs, or in
+    # none about one time in six on two cores: four rounds.
+    for _ in range(4):
+        cache = decode_cache(kivi_artifact)
+        a, b = cache.add_sequence(), cache.add_sequence()
+        start = threading.Barrier(2)
+        outputs = run_threads(lambda: decode(cache, a, inputs[0], start),
+                              lambda: decode(cache, b, inputs[1], start))
+        assert mismatches(outputs, expected) == [0, 0]
+
+
+def test_two_caches_in_two_threads_are_exact(kivi_artifact):
+    inputs = [decode_inputs(3), decode_inputs(4)]
+    expected = sequential_outputs(kivi_artifact, inputs)
+    caches = [decode_cache(kivi_artifact), decode_cache(kivi_artifact)]
+    seqs = [c.add_sequence() for c in caches]
+    start = threading.Barrier(2)
+    outputs = run_threads(
+        lambda: decode(caches[0], seqs[0], inputs[0], start),
+        lambda: decode(caches[1], seqs[1], inputs[1], start),
+    )
+    assert mismatches(outputs, expected) == [0, 0]
+
+
+def test_every_call_is_serialised_with_decoding(kivi_artifact, tmp_path):
+    """A third thread forks, saves, restores, reads and removes sequences of
+    the cache two threads decode in: their outputs stay exact."""
+    inputs = [decode_inputs(5, 150), decode_inputs(6, 150)]
+    expected = sequential_outputs(kivi_artifact, inputs)
+    cache = kvq.Cache(kivi_artifact, max_sequences=6, pages=128, threads=2)
+    a, b = cache.add_sequence(), cache.add_sequence()
+    start = threading.Barrier(3)
+    done = threading.Event()
+
+    def inspect():
+        start.wait()
+        path = str(tmp_path / "shared.kvqc")
+        rounds = 0
+        while not done.is_set() or rounds == 0:
+            fork = cache.fork_sequence(a)
+            cache.counts(fork, 1)
+            cache.read_window("keys", fork, 0)
+            cache.read_sink("values", fork, 1)
+            cache.memory_stats()
+            cache.saturated_groups("keys")
+            cache.save(path, [fork, b])
+            restored = cache.restore(path)
+            for seq in [fork, *restored]:
+                cache.remove_sequence(seq)
+            rounds += 1
+        return rounds
+
+    def decoder(seq, inp):
+        try:
+            return decode(cache, seq, inp, start)
+        finally:
+            done.set()
+
+    outputs = run_threads(lambda: decoder(a, inputs[0]),
+                          lambda: decoder(b, inputs[1]), inspect)
+    assert outputs[2] > 0
+    assert mismatches(outputs[:2], expected) == [0, 0]
+    assert cache.memory_stats() == decode_and_stats(kivi_artifact, inputs)
+
+
+def decode_and_stats(artifact, inputs):
+    """memory_stats of a cache holding the decoded sequences alone."""
+    cache = kvq.Cache(artifact, max_sequences=6, pages=128, threads=2)
+    for seq, inp in zip([cache.add_sequence() for _ in inputs], inputs):
+        decode(cache, seq, inp)
+    return cache.memory_stats()
+
+
+# Paths with a NUL byte: the C library would open the prefix before it.
+
+
+def test_paths_with_nul_bytes_are_rejected(kivi_artifact, tmp_path, rng):
+    nul = "\x00/../../etc"
+    with pytest.raises(kvq.Error, match="artifact: the path contains a NUL"):
+        kvq.Cache(kivi_artifact.dir + nul)
+    with pytest.raises(kvq.Error, match="artifact: the path contains a NUL"):
+        kvq.Cache(kvq.Artifact(kivi_artifact.dir + nul))
+
+    spec = kvq.spec_path("kivi-2bit")
+    for call in (kvq.compile, kvq.set_model, kvq.report_bits):
+        with pytest.raises(kvq.Error, match="spec: the path contains a NUL"):
+            call(spec + nul)
+    out = tmp_path / "out"
+    with pytest.raises(kvq.Error, match="out_dir: the path contains a NUL"):
+        kvq.compile(spec, str(out) + "\x00more")
+    assert not out.exists()
+
+    cache = kvq.Cache(kivi_artifact, max_sequences=2, pages=8)
+    seq = cache.add_sequence()
+    cache.append(0, [(seq, tokens(rng, 40), tokens(rng, 40))])
+    q = rng.standard_normal((1, 9, 64)).astype(np.float16)
+    before = snapshot(cache, seq, q)
+    saved = tmp_path / "saved.kvqc"
+    with pytest.raises(kvq.Error, match="path: the path contains a NUL"):
+        cache.save(str(saved) + nul)
+    assert list(tmp_path.iterdir()) == []
+    cache.save(str(saved))
+    with pytest.raises(kvq.Error, match="path: the path contains a NUL"):
+        cache.restore(str(saved) + nul)
+    assert snapshot(cache, seq, q) == before

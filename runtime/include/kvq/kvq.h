@@ -12,6 +12,11 @@
 |* thread or serialise every call on it. Caches on different threads run     *|
 |* concurrently and may share one artifact. kvq_last_error() is per thread.  *|
 |*                                                                            *|
+|* Paths (`dir`, `path`) are NUL-terminated: the first NUL ends them. A       *|
+|* binding that holds a path with a length (a Python or C++ string) rejects   *|
+|* one with an embedded NUL before calling here, as the C++ API does          *|
+|* (KVQ_ERROR_INVALID_ARGUMENT), rather than pass on its prefix.              *|
+|*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef KVQ_KVQ_H

@@ -358,6 +358,32 @@ TEST_F(CacheFileTest, FileErrorsAreClear) {
   EXPECT_NE(Unwritable.message().find("cannot create"), std::string::npos);
 }
 
+TEST_F(CacheFileTest, PathsWithNulBytesAreRejected) {
+  // The C library would write and read Path, the part before the NUL.
+  std::string Path = ::testing::TempDir() + "kvq-cache-file-nul.kvqc";
+  std::remove(Path.c_str());
+  std::string WithNul = Path + std::string("\0.other", 7);
+  std::string Offset = std::to_string(Path.size());
+  Status Saved = Source->save(WithNul);
+  ASSERT_FALSE(Saved.ok());
+  EXPECT_EQ(Saved.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(Saved.message(),
+            "save: cache file path contains a NUL byte at offset " + Offset);
+  EXPECT_FALSE(std::ifstream(Path).good());
+  EXPECT_FALSE(std::ifstream(Path + ".partial").good());
+
+  // A good file behind the NUL is not read.
+  ASSERT_TRUE(Source->save(Path).ok());
+  Expected<std::vector<SequenceId>> Ids = Target->restore(WithNul);
+  ASSERT_FALSE(Ids.ok());
+  EXPECT_EQ(Ids.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(Ids.message(),
+            "restore: cache file path contains a NUL byte at offset " + Offset);
+  EXPECT_EQ(Target->sequences(), std::vector<SequenceId>{Kept});
+  EXPECT_TRUE(snapshot(*Target, {Kept}) == Before);
+  std::remove(Path.c_str());
+}
+
 TEST_F(CacheFileTest, CApi) {
   std::string Path = ::testing::TempDir() + "kvq-cache-file-capi.kvqc";
   kvq_artifact *Art = nullptr;

@@ -218,6 +218,16 @@ TEST(ManifestTest, RejectsMissingDirectoryAndBadJson) {
   EXPECT_EQ(M.message(), "manifest: not valid JSON");
 }
 
+TEST(ManifestTest, RejectsDirectoriesWithNulBytes) {
+  // The C library would open the mock artifact, the part before the NUL.
+  std::string Dir = kInputs + "/mock" + std::string("\0/../../etc", 11);
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+  ASSERT_FALSE(A.ok());
+  EXPECT_EQ(A.status().code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(A.message(), "artifact directory contains a NUL byte at offset " +
+                             std::to_string(kInputs.size() + 5));
+}
+
 TEST(ManifestTest, NamesTheOffendingField) {
   EXPECT_EQ(errorAfter([](Json &J) { J["model"].erase("head_dim"); }),
             "manifest: missing field 'model.head_dim'");
