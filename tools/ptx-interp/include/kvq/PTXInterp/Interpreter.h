@@ -12,6 +12,7 @@
 #define KVQ_PTXINTERP_INTERPRETER_H
 
 #include "kvq/PTXInterp/Module.h"
+#include "kvq/Runtime/DeviceDriver.h"
 
 #include <map>
 #include <memory>

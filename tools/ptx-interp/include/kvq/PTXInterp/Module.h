@@ -22,6 +22,9 @@ namespace kvq::ptx {
 
 // The bit-exact float formats (kvq/Support) are the interpreter's own.
 using namespace kvq::fp;
+using kvq::ErrorCode;
+using kvq::Expected;
+using kvq::Status;
 
 
 /// Opcodes. Variants that differ only in modifiers share an opcode.
