@@ -232,11 +232,15 @@ static ParseResult parseOptionalDenominator(AsmParser &parser, double &value) {
   if (failed(parser.parseOptionalSlash()))
     return success();
   SMLoc loc = parser.getCurrentLocation();
-  uint64_t denominator;
+  // Signed: an unsigned parse reads `-6` as 2^64 - 6.
+  int64_t denominator;
   if (parser.parseInteger(denominator))
     return failure();
   if (denominator == 0)
     return parser.emitError(loc, "division by zero");
+  if (denominator < 0)
+    return parser.emitError(loc, "a denominator must be positive, got ")
+           << denominator;
   value /= static_cast<double>(denominator);
   return success();
 }
@@ -244,10 +248,14 @@ static ParseResult parseOptionalDenominator(AsmParser &parser, double &value) {
 /// Parses `n` or `n/d` or a decimal into `value`.
 static ParseResult parseRational(AsmParser &parser, double &value) {
   bool negative = succeeded(parser.parseOptionalMinus());
-  uint64_t numerator;
+  SMLoc loc = parser.getCurrentLocation();
+  // Signed, as the denominator: a second `-` is an error, not 2^64 - n.
+  int64_t numerator;
   OptionalParseResult integer = parser.parseOptionalInteger(numerator);
   if (integer.has_value() && failed(*integer))
     return failure();
+  if (integer.has_value() && numerator < 0)
+    return parser.emitError(loc, "expected one sign");
   if (integer.has_value())
     value = static_cast<double>(numerator);
   else if (parser.parseFloat(value))
