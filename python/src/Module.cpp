@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compiler.h"
+#include "SequenceId.h"
 
 #include "kvq/Runtime/Cache.h"
 
@@ -133,14 +134,13 @@ public:
   const runtime::ModelShape &model() const { return cache->manifest().Model; }
 
   runtime::SequenceId addSequence() { return take(cache->addSequence()); }
-  void removeSequence(runtime::SequenceId seq) {
+  void removeSequence(python::SequenceIdArg seq) {
     check(cache->removeSequence(seq));
   }
-  runtime::SequenceId forkSequence(runtime::SequenceId source) {
+  runtime::SequenceId forkSequence(python::SequenceIdArg source) {
     return take(cache->forkSequence(source));
   }
-  void save(const std::string &path,
-            const std::vector<runtime::SequenceId> &seqs) {
+  void save(const std::string &path, const python::SequenceIdsArg &seqs) {
     check(cache->save(path, seqs));
   }
   std::vector<runtime::SequenceId> restore(const std::string &path) {
@@ -148,9 +148,9 @@ public:
   }
 
   /// items: (sequence, k, v) with k, v of shape [n, kv_heads, head_dim].
-  void append(
-      unsigned layer,
-      const std::vector<std::tuple<runtime::SequenceId, Array, Array>> &items) {
+  void append(unsigned layer,
+              const std::vector<std::tuple<python::SequenceIdArg, Array, Array>>
+                  &items) {
     const runtime::ModelShape &m = model();
     std::vector<runtime::AppendItem> raw;
     std::vector<runtime::AppendItemF32> wide;
@@ -179,9 +179,9 @@ public:
   }
 
   /// q: [len(seqs), heads, head_dim]; returns the f32 attention output.
-  nb::ndarray<nb::numpy, float>
-  attend(unsigned layer, const std::vector<runtime::SequenceId> &seqs,
-         const Array &q, bool unrotated) {
+  nb::ndarray<nb::numpy, float> attend(unsigned layer,
+                                       const python::SequenceIdsArg &seqs,
+                                       const Array &q, bool unrotated) {
     const runtime::ModelShape &m = model();
     Elements e = checkArray(q, "q", {seqs.size(), m.Heads, m.HeadDim}, m.Type);
     size_t count = seqs.size() * m.Heads * m.HeadDim;
@@ -221,7 +221,7 @@ public:
     return d;
   }
 
-  nb::dict counts(runtime::SequenceId seq, unsigned layer) const {
+  nb::dict counts(python::SequenceIdArg seq, unsigned layer) const {
     runtime::SliceCounts c = take(cache->counts(seq, layer));
     nb::dict d;
     for (auto [name, t] : {std::pair("keys", runtime::Tensor::Keys),
@@ -243,23 +243,23 @@ public:
     throw Failure("tensor must be 'keys' or 'values', got '" + name + "'");
   }
 
-  nb::bytes readSlicePage(const std::string &t, runtime::SequenceId seq,
+  nb::bytes readSlicePage(const std::string &t, python::SequenceIdArg seq,
                           unsigned layer, unsigned kvHead, unsigned page) {
     std::vector<uint8_t> b =
         take(cache->readSlicePage(tensor(t), seq, layer, kvHead, page));
     return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
   }
-  nb::bytes readWindow(const std::string &t, runtime::SequenceId seq,
+  nb::bytes readWindow(const std::string &t, python::SequenceIdArg seq,
                        unsigned layer) {
     std::vector<uint8_t> b = take(cache->readWindow(tensor(t), seq, layer));
     return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
   }
-  nb::bytes readSink(const std::string &t, runtime::SequenceId seq,
+  nb::bytes readSink(const std::string &t, python::SequenceIdArg seq,
                      unsigned layer) {
     std::vector<uint8_t> b = take(cache->readSink(tensor(t), seq, layer));
     return nb::bytes(reinterpret_cast<const char *>(b.data()), b.size());
   }
-  std::vector<float> readKeyNorms(runtime::SequenceId seq, unsigned layer) {
+  std::vector<float> readKeyNorms(python::SequenceIdArg seq, unsigned layer) {
     return take(cache->readKeyNorms(seq, layer));
   }
   std::vector<uint32_t> saturatedGroups(const std::string &t) const {
@@ -316,7 +316,7 @@ NB_MODULE(_kvq, m) {
       .def("remove_sequence", &PyCache::removeSequence)
       .def("fork_sequence", &PyCache::forkSequence, nb::arg("source"))
       .def("save", &PyCache::save, nb::arg("path"),
-           nb::arg("sequences") = std::vector<runtime::SequenceId>())
+           nb::arg("sequences") = python::SequenceIdsArg())
       .def("restore", &PyCache::restore, nb::arg("path"))
       .def("append", &PyCache::append)
       .def("attend", &PyCache::attend, nb::arg("layer"), nb::arg("seqs"),
