@@ -305,6 +305,18 @@ Cache::create(std::shared_ptr<const Artifact> A, const CacheOptions &Options,
     return Status::error(ErrorCode::InvalidArgument,
                          "cache options: MaxSequences and PagesPerTensor "
                          "must be positive");
+  // Slices start 16 bytes apart within a page (the layout's alignment) and
+  // the kernels read them with 16-byte loads: a page pool must be aligned
+  // as the backend's own allocations are.
+  if (Options.Allocator == PageAllocator::Engine)
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      if (DevicePtr Pool = Options.EnginePagePools[int(T)];
+          Pool % kPagePoolAlignment)
+        return Status::error(
+            ErrorCode::InvalidArgument,
+            std::string("cache options: the engine's ") + toString(T) +
+                " page pool (address " + std::to_string(Pool) + ") is not " +
+                std::to_string(kPagePoolAlignment) + "-byte aligned");
   auto I = std::make_unique<Impl>(std::move(A), Options, std::move(B));
   if (Status S = I->allocateBuffers(); !S.ok())
     return S.withContext("cache: allocating buffers failed: ");
