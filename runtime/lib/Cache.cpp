@@ -188,19 +188,28 @@ DevicePtr Cache::Impl::tableAddr(Tensor T, unsigned Slot) const {
   return Tables[int(T)] + uint64_t(Slot) * MaxPagesPerSeq * sizeof(uint32_t);
 }
 
-Expected<SequenceState *> Cache::Impl::find(SequenceId Seq) {
-  auto It = Sequences.find(Seq);
-  if (It == Sequences.end())
+/// The error of a call naming a sequence that is unknown or broken.
+static Status lookupError(SequenceId Seq, bool Known) {
+  if (!Known)
     return Status::error(ErrorCode::InvalidArgument,
                          "unknown sequence " + std::to_string(Seq));
+  return Status::error(ErrorCode::InvalidArgument,
+                       "sequence " + std::to_string(Seq) +
+                           " is broken: the backend failed during an append "
+                           "to it; remove it");
+}
+
+Expected<SequenceState *> Cache::Impl::find(SequenceId Seq) {
+  auto It = Sequences.find(Seq);
+  if (It == Sequences.end() || It->second.Broken)
+    return lookupError(Seq, It != Sequences.end());
   return &It->second;
 }
 
 Expected<const SequenceState *> Cache::Impl::find(SequenceId Seq) const {
   auto It = Sequences.find(Seq);
-  if (It == Sequences.end())
-    return Status::error(ErrorCode::InvalidArgument,
-                         "unknown sequence " + std::to_string(Seq));
+  if (It == Sequences.end() || It->second.Broken)
+    return lookupError(Seq, It != Sequences.end());
   return &It->second;
 }
 
