@@ -51,7 +51,7 @@ Status fileError(std::string Message) {
 }
 
 uint64_t checksum(const uint8_t *Data, size_t Size) {
-  return kvq::hashManifest(
+  return kvq::fnv1a64(
       std::string_view(reinterpret_cast<const char *>(Data), Size));
 }
 

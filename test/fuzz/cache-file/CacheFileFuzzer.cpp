@@ -54,7 +54,7 @@ std::vector<uint64_t> shape(Cache &C) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   std::vector<uint8_t> File(Data, Data + Size);
   if (Size >= 16) {
-    uint64_t Sum = kvq::hashManifest(std::string_view(
+    uint64_t Sum = kvq::fnv1a64(std::string_view(
         reinterpret_cast<const char *>(File.data()), Size - 8));
     for (unsigned I = 0; I < 8; ++I)
       File[Size - 8 + I] = uint8_t(Sum >> (8 * I));

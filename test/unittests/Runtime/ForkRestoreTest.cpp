@@ -229,7 +229,7 @@ protected:
 
   /// Data with its checksum recomputed (a consistent but hostile file).
   static std::vector<uint8_t> resealed(std::vector<uint8_t> Data) {
-    uint64_t Sum = kvq::hashManifest(std::string_view(
+    uint64_t Sum = kvq::fnv1a64(std::string_view(
         reinterpret_cast<const char *>(Data.data()), Data.size() - 8));
     for (unsigned I = 0; I < 8; ++I)
       Data[Data.size() - 8 + I] = uint8_t(Sum >> (8 * I));
