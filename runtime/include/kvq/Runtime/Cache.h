@@ -265,7 +265,10 @@ public:
   /// Appends tokens to Layer for every sequence of Batch (each at most once).
   /// A prefill and a decode step are the same call. On a sequence's first
   /// append to a key_norm layer, that append (the prompt) fixes the layer's
-  /// key norms.
+  /// key norms. A failure changes nothing, except a backend failure after
+  /// the append began writing: that returns ErrorCode::Backend and leaves
+  /// the sequences it had begun broken (every call naming one fails until
+  /// it is removed; docs/Reliability.md, "State is never half-changed").
   Status append(unsigned Layer, const std::vector<AppendItem> &Batch);
   Status append(unsigned Layer, const std::vector<AppendItemF32> &Batch);
   /// Makes `append(L, {{Seq, N, KFloats, VFloats}})` the fp32 append: a
