@@ -19,6 +19,7 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -204,9 +205,12 @@ static llvm::json::Value describeCache(CacheOp cache, const CacheLayout &layout,
        llvm::json::Object{{key::Cpu, host.cpu},
                           {key::Features, llvm::json::Array(host.features)},
                           {key::SplitTokens, layout.hostSplitTokens}}},
-      {key::Files, llvm::json::Object{{key::Ptx, std::move(ptx)},
-                                      {key::HostObject, "kernels.o"},
-                                      {key::HostShared, "kernels.so"}}}};
+      {key::Files, llvm::json::Object{
+                       {key::Ptx, std::move(ptx)},
+                       {key::HostObject, "kernels.o"},
+                       {key::HostShared, "kernels.so"},
+                       // Filled in once kernels.so is linked.
+                       {key::HostSharedFnv1a, formatHostSharedChecksum(0)}}}};
 }
 
 static LogicalResult writeFile(Operation *op, StringRef path,
@@ -229,6 +233,25 @@ static LogicalResult linkSharedObject(Operation *op, StringRef object,
   StringRef args[] = {*cc, "-shared", "-o", shared, object, "-lm"};
   if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error) != 0)
     return op->emitError("linking ") << shared << " failed: " << error;
+  return success();
+}
+
+/// Fills the digits of kernels.so's checksum in `manifest` (written as
+/// zeros, which the manifest hash the kernels carry reads them as).
+static LogicalResult recordHostSharedChecksum(Operation *op, StringRef shared,
+                                              std::string &manifest) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
+      llvm::MemoryBuffer::getFile(shared, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!bytes)
+    return op->emitError("cannot read ")
+           << shared << ": " << bytes.getError().message();
+  size_t digits = findHostSharedChecksum(manifest);
+  if (digits == std::string::npos)
+    return op->emitError("internal error: the manifest has no ")
+           << manifest::key::HostSharedFnv1a << " field";
+  manifest.replace(digits, kHostSharedChecksumDigits,
+                   formatHostSharedChecksum(fnv1a64((*bytes)->getBuffer())));
   return success();
 }
 
@@ -320,6 +343,7 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
       return failure();
   if (failed(writeFile(cache, path("kernels.o"), *object)) ||
       failed(linkSharedObject(cache, path("kernels.o"), path("kernels.so"))) ||
+      failed(recordHostSharedChecksum(cache, path("kernels.so"), manifest)) ||
       failed(writeFile(cache, path(manifest::kFileName), manifest)))
     return failure();
   return success();

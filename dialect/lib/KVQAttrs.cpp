@@ -54,11 +54,15 @@ static ParseResult parseOptionalDenominator(AsmParser &parser, double &value) {
   if (failed(parser.parseOptionalSlash()))
     return success();
   SMLoc loc = parser.getCurrentLocation();
-  uint64_t denominator;
+  // Signed: an unsigned parse reads `-6` as 2^64 - 6.
+  int64_t denominator;
   if (parser.parseInteger(denominator))
     return failure();
   if (denominator == 0)
     return parser.emitError(loc, "division by zero");
+  if (denominator < 0)
+    return parser.emitError(loc, "a denominator must be positive, got ")
+           << denominator;
   value /= static_cast<double>(denominator);
   return success();
 }
@@ -70,11 +74,15 @@ static FloatAttr getF64(AsmParser &parser, double value) {
 /// Parses `n`, `n/d` or a decimal, optionally negative, into an f64.
 static FailureOr<FloatAttr> parseRational(AsmParser &parser) {
   bool negative = succeeded(parser.parseOptionalMinus());
+  SMLoc loc = parser.getCurrentLocation();
   double value;
-  uint64_t numerator;
+  // Signed, as the denominator: a second `-` is an error, not 2^64 - n.
+  int64_t numerator;
   OptionalParseResult integer = parser.parseOptionalInteger(numerator);
   if (integer.has_value() && failed(*integer))
     return failure();
+  if (integer.has_value() && numerator < 0)
+    return parser.emitError(loc, "expected one sign");
   if (integer.has_value())
     value = static_cast<double>(numerator);
   else if (parser.parseFloat(value))

@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -30,6 +31,35 @@ KeysOp CacheOp::getKeys() {
 ValuesOp CacheOp::getValues() {
   auto ops = getBody().getOps<ValuesOp>();
   return ops.empty() ? ValuesOp() : *ops.begin();
+}
+
+/// Longest cache name accepted: kernel and symbol names add a suffix to it,
+/// and a directory name may hold 255 bytes.
+static constexpr size_t kMaxCacheNameChars = 128;
+
+/// Whether `name` is usable as an artifact directory name, an LLVM symbol
+/// and a PTX identifier (which allows no `.` or `-`) once a kernel's suffix
+/// is appended: a letter or `_`, then letters, digits and `_`.
+static bool isCacheName(StringRef name) {
+  auto isWordChar = [](char c) { return llvm::isAlnum(c) || c == '_'; };
+  return !name.empty() && name.size() <= kMaxCacheNameChars &&
+         !llvm::isDigit(name.front()) && llvm::all_of(name, isWordChar);
+}
+
+LogicalResult CacheOp::verify() {
+  StringRef name = getSymName();
+  if (isCacheName(name))
+    return success();
+  // Quoted as the parser reads it, and shortened.
+  std::string quoted;
+  llvm::raw_string_ostream os(quoted);
+  llvm::printEscapedString(name.take_front(64), os);
+  return emitOpError("name must be an identifier of at most ")
+         << kMaxCacheNameChars
+         << " characters (a letter or '_', then letters, digits or '_': it "
+            "names the artifact directory, the kernels' symbols and PTX "
+            "entries), got @\""
+         << quoted << (name.size() > 64 ? "...\"" : "\"");
 }
 
 LogicalResult CacheOp::verifyRegions() {

@@ -426,7 +426,9 @@ def main(argv=None) -> int:
         _, kv_heads, dim = samples[0]["k"].shape
         restated = kvq.set_model(base_text, layers=len(samples), heads=heads,
                                  kv_heads=kv_heads, head_dim=dim, clamp_groups=True)
-        name = args.name or re.sub(r"\W", "_", args.out.rsplit("/", 1)[-1].removesuffix(".mlir"))
+        # A cache name is an ASCII identifier (the kvq.cache verifier).
+        name = args.name or re.sub(r"^(?=[0-9])|[^A-Za-z0-9_]", "_",
+                                   args.out.rsplit("/", 1)[-1].removesuffix(".mlir"))
         frame = space.parse_frame(restated, name)
         tensors = [t.strip() for t in args.tensors.split(",") if t.strip()]
         schemes, variants = {}, {}

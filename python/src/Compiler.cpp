@@ -33,7 +33,15 @@ public:
   OwningOpRef<ModuleOp> parse(const std::string &text,
                               const std::string &name) {
     if (auto violation = checkSpecInputLimits(text)) {
-      os << name << ": error: " << violation->message << "\n";
+      // Located as kvq-opt locates it, without quoting the line.
+      llvm::StringRef before =
+          llvm::StringRef(text).take_front(violation->offset);
+      size_t lineStart = before.rfind('\n');
+      size_t column = lineStart == llvm::StringRef::npos
+                          ? before.size() + 1
+                          : before.size() - lineStart;
+      os << name << ":" << before.count('\n') + 1 << ":" << column
+         << ": error: " << violation->message << "\n";
       return nullptr;
     }
     // The handler quotes source lines from `sources`, so the spec goes there.

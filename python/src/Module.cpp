@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compiler.h"
+#include "SequenceId.h"
 
 #include "kvq/Runtime/Cache.h"
 
@@ -159,14 +160,13 @@ public:
   runtime::SequenceId addSequence() {
     return take(locked([&] { return cache->addSequence(); }));
   }
-  void removeSequence(runtime::SequenceId seq) {
+  void removeSequence(python::SequenceIdArg seq) {
     check(locked([&] { return cache->removeSequence(seq); }));
   }
-  runtime::SequenceId forkSequence(runtime::SequenceId source) {
+  runtime::SequenceId forkSequence(python::SequenceIdArg source) {
     return take(locked([&] { return cache->forkSequence(source); }));
   }
-  void save(const std::string &path,
-            const std::vector<runtime::SequenceId> &seqs) {
+  void save(const std::string &path, const python::SequenceIdsArg &seqs) {
     checkPath(path, "path");
     check(locked([&] { return cache->save(path, seqs); }));
   }
@@ -176,9 +176,9 @@ public:
   }
 
   /// items: (sequence, k, v) with k, v of shape [n, kv_heads, head_dim].
-  void append(
-      unsigned layer,
-      const std::vector<std::tuple<runtime::SequenceId, Array, Array>> &items) {
+  void append(unsigned layer,
+              const std::vector<std::tuple<python::SequenceIdArg, Array, Array>>
+                  &items) {
     const runtime::ModelShape &m = model();
     std::vector<runtime::AppendItem> raw;
     std::vector<runtime::AppendItemF32> wide;
@@ -208,9 +208,9 @@ public:
   }
 
   /// q: [len(seqs), heads, head_dim]; returns the f32 attention output.
-  nb::ndarray<nb::numpy, float>
-  attend(unsigned layer, const std::vector<runtime::SequenceId> &seqs,
-         const Array &q, bool unrotated) {
+  nb::ndarray<nb::numpy, float> attend(unsigned layer,
+                                       const python::SequenceIdsArg &seqs,
+                                       const Array &q, bool unrotated) {
     const runtime::ModelShape &m = model();
     Elements e = checkArray(q, "q", {seqs.size(), m.Heads, m.HeadDim}, m.Type);
     size_t count = seqs.size() * m.Heads * m.HeadDim;
@@ -247,7 +247,7 @@ public:
     return d;
   }
 
-  nb::dict counts(runtime::SequenceId seq, unsigned layer) const {
+  nb::dict counts(python::SequenceIdArg seq, unsigned layer) const {
     runtime::SliceCounts c =
         take(locked([&] { return cache->counts(seq, layer); }));
     nb::dict d;
@@ -270,26 +270,26 @@ public:
     throw Failure("tensor must be 'keys' or 'values', got '" + name + "'");
   }
 
-  nb::bytes readSlicePage(const std::string &t, runtime::SequenceId seq,
+  nb::bytes readSlicePage(const std::string &t, python::SequenceIdArg seq,
                           unsigned layer, unsigned kvHead, unsigned page) {
     runtime::Tensor which = tensor(t);
     return bytes(take(locked([&] {
       return cache->readSlicePage(which, seq, layer, kvHead, page);
     })));
   }
-  nb::bytes readWindow(const std::string &t, runtime::SequenceId seq,
+  nb::bytes readWindow(const std::string &t, python::SequenceIdArg seq,
                        unsigned layer) {
     runtime::Tensor which = tensor(t);
     return bytes(
         take(locked([&] { return cache->readWindow(which, seq, layer); })));
   }
-  nb::bytes readSink(const std::string &t, runtime::SequenceId seq,
+  nb::bytes readSink(const std::string &t, python::SequenceIdArg seq,
                      unsigned layer) {
     runtime::Tensor which = tensor(t);
     return bytes(
         take(locked([&] { return cache->readSink(which, seq, layer); })));
   }
-  std::vector<float> readKeyNorms(runtime::SequenceId seq, unsigned layer) {
+  std::vector<float> readKeyNorms(python::SequenceIdArg seq, unsigned layer) {
     return take(locked([&] { return cache->readKeyNorms(seq, layer); }));
   }
   std::vector<uint32_t> saturatedGroups(const std::string &t) const {
@@ -362,7 +362,7 @@ NB_MODULE(_kvq, m) {
       .def("remove_sequence", &PyCache::removeSequence)
       .def("fork_sequence", &PyCache::forkSequence, nb::arg("source"))
       .def("save", &PyCache::save, nb::arg("path"),
-           nb::arg("sequences") = std::vector<runtime::SequenceId>())
+           nb::arg("sequences") = python::SequenceIdsArg())
       .def("restore", &PyCache::restore, nb::arg("path"))
       .def("append", &PyCache::append)
       .def("attend", &PyCache::attend, nb::arg("layer"), nb::arg("seqs"),

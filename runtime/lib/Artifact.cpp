@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 using namespace kvq::runtime;
@@ -532,6 +533,12 @@ Manifest parseTopLevel(const Json &J) {
   }
   M.HostObject = getFileName(Files, key::HostObject, "files");
   M.HostShared = getFileName(Files, key::HostShared, "files");
+  std::optional<uint64_t> Checksum = kvq::parseHostSharedChecksum(
+      getString(Files, key::HostSharedFnv1a, "files"));
+  if (!Checksum)
+    fail(std::string("'files.") + key::HostSharedFnv1a +
+         "' must be 16 lowercase hexadecimal digits");
+  M.HostSharedChecksum = *Checksum;
   const Json &Host = field(J, key::Host, "");
   M.HostCpu = getString(Host, key::Cpu, "host");
   const Json &Features = field(Host, key::Features, "host");
@@ -664,6 +671,27 @@ Expected<std::string> Artifact::hostSharedPath() const {
 
 Expected<std::string> Artifact::hostObjectPath() const {
   return resolveInside(Dir, M.HostObject);
+}
+
+Status Artifact::checkHostSharedChecksum(const std::string &Path) const {
+  std::ifstream In(Path, std::ios::binary);
+  if (!In)
+    return Status::error(ErrorCode::Artifact, "cannot open '" + Path + "'");
+  uint64_t Checksum = kvq::fnv1a64({});
+  char Chunk[1 << 16];
+  while (In.read(Chunk, sizeof Chunk) || In.gcount() > 0)
+    Checksum =
+        kvq::fnv1a64(std::string_view(Chunk, size_t(In.gcount())), Checksum);
+  if (In.bad())
+    return Status::error(ErrorCode::Artifact, "cannot read '" + Path + "'");
+  if (Checksum != M.HostSharedChecksum)
+    return Status::error(
+        ErrorCode::Artifact,
+        "artifact '" + Dir + "': " + M.HostShared + " is corrupt: its FNV-1a " +
+            kvq::formatHostSharedChecksum(Checksum) + " is not the " +
+            kvq::formatHostSharedChecksum(M.HostSharedChecksum) +
+            " manifest.json records (recompile the spec)");
+  return Status::success();
 }
 
 Status Artifact::checkHostBinding(const void *HashSymbol) const {

@@ -188,19 +188,28 @@ DevicePtr Cache::Impl::tableAddr(Tensor T, unsigned Slot) const {
   return Tables[int(T)] + uint64_t(Slot) * MaxPagesPerSeq * sizeof(uint32_t);
 }
 
-Expected<SequenceState *> Cache::Impl::find(SequenceId Seq) {
-  auto It = Sequences.find(Seq);
-  if (It == Sequences.end())
+/// The error of a call naming a sequence that is unknown or broken.
+static Status lookupError(SequenceId Seq, bool Known) {
+  if (!Known)
     return Status::error(ErrorCode::InvalidArgument,
                          "unknown sequence " + std::to_string(Seq));
+  return Status::error(ErrorCode::InvalidArgument,
+                       "sequence " + std::to_string(Seq) +
+                           " is broken: the backend failed during an append "
+                           "to it; remove it");
+}
+
+Expected<SequenceState *> Cache::Impl::find(SequenceId Seq) {
+  auto It = Sequences.find(Seq);
+  if (It == Sequences.end() || It->second.Broken)
+    return lookupError(Seq, It != Sequences.end());
   return &It->second;
 }
 
 Expected<const SequenceState *> Cache::Impl::find(SequenceId Seq) const {
   auto It = Sequences.find(Seq);
-  if (It == Sequences.end())
-    return Status::error(ErrorCode::InvalidArgument,
-                         "unknown sequence " + std::to_string(Seq));
+  if (It == Sequences.end() || It->second.Broken)
+    return lookupError(Seq, It != Sequences.end());
   return &It->second;
 }
 
@@ -305,6 +314,18 @@ Cache::create(std::shared_ptr<const Artifact> A, const CacheOptions &Options,
     return Status::error(ErrorCode::InvalidArgument,
                          "cache options: MaxSequences and PagesPerTensor "
                          "must be positive");
+  // Slices start 16 bytes apart within a page (the layout's alignment) and
+  // the kernels read them with 16-byte loads: a page pool must be aligned
+  // as the backend's own allocations are.
+  if (Options.Allocator == PageAllocator::Engine)
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      if (DevicePtr Pool = Options.EnginePagePools[int(T)];
+          Pool % kPagePoolAlignment)
+        return Status::error(
+            ErrorCode::InvalidArgument,
+            std::string("cache options: the engine's ") + toString(T) +
+                " page pool (address " + std::to_string(Pool) + ") is not " +
+                std::to_string(kPagePoolAlignment) + "-byte aligned");
   auto I = std::make_unique<Impl>(std::move(A), Options, std::move(B));
   if (Status S = I->allocateBuffers(); !S.ok())
     return S.withContext("cache: allocating buffers failed: ");

@@ -629,14 +629,17 @@ Status flushAll(Cache::Impl &C, unsigned Layer,
 /// memory once, by the flushes, where a scan before them read it twice.
 Status appendChecked(Cache::Impl &C, unsigned Layer,
                      const std::vector<AppendWork> &Works,
-                     Cache::Impl::Memory Inputs) {
+                     Cache::Impl::Memory Inputs, bool &Unchanged) {
   AppendUndo Undo;
+  Unchanged = true;
   if (Status S = recordUndo(C, Layer, Works, Undo); !S.ok())
     return S;
+  Unchanged = false;
   bool Bad = false;
   if (Status S = flushAll(C, Layer, Works, Inputs, Bad); !S.ok() || Bad) {
     if (Status U = undoFlushes(C, Layer, Works, Undo); !U.ok())
       return U;
+    Unchanged = true;
     if (!S.ok())
       return S;
     for (const AppendWork &W : Works)
@@ -794,23 +797,59 @@ Status Cache::Impl::append(unsigned Layer, const std::vector<AppendItem> &Batch,
   if (Status S = reserveAppend(Layer, Works, Inputs); !S.ok())
     return S;
 
-  // Pass 2: apply it.
-  if (FlushChecked)
-    return appendChecked(*this, Layer, Works, Inputs);
-  for (const AppendWork &W : Works) {
-    if (W.KeyNorm)
-      if (Status S = runKeyNorm(*this, Layer, W, Inputs); !S.ok())
-        return S;
-    if (manifest().Pool.isTracked(Layer) && W.Plan[0].Flushed) {
-      if (Status S = appendTracked(*this, Layer, W, Inputs); !S.ok())
-        return S;
-      continue;
-    }
-    for (Tensor T : {Tensor::Keys, Tensor::Values})
-      if (Status S = appendTensor(*this, Layer, T, W, Inputs); !S.ok())
-        return S;
+  // Pass 2: apply it. Only the backend can fail here (a launch, copy or
+  // memset the device refuses): see markBroken.
+  if (FlushChecked) {
+    bool Unchanged = false;
+    Status S = appendChecked(*this, Layer, Works, Inputs, Unchanged);
+    return S.ok() || Unchanged ? S : markBroken(Works, Works.size(), S);
+  }
+  for (size_t I = 0; I < Works.size(); ++I) {
+    Status S = applyItem(Layer, Works[I], Inputs);
+    if (!S.ok())
+      return markBroken(Works, I + 1, S);
   }
   return Status::success();
+}
+
+Status Cache::Impl::applyItem(unsigned Layer, const AppendWork &W,
+                              Memory Inputs) {
+  if (W.KeyNorm)
+    if (Status S = runKeyNorm(*this, Layer, W, Inputs); !S.ok())
+      return S;
+  if (manifest().Pool.isTracked(Layer) && W.Plan[0].Flushed)
+    return appendTracked(*this, Layer, W, Inputs);
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    if (Status S = appendTensor(*this, Layer, T, W, Inputs); !S.ok())
+      return S;
+  return Status::success();
+}
+
+/// A backend failure in pass 2 may leave a sequence half-written (its keys
+/// appended, its values not, or a flush launched and its window not
+/// committed), and on an asynchronous device the work already issued for
+/// the items before it may not have run. Those sequences, the first
+/// `Started` items', are marked broken; the items after them are
+/// unchanged. The status is a Backend error whatever the device reported
+/// (an OutOfMemory status promises an unchanged cache).
+Status Cache::Impl::markBroken(const std::vector<AppendWork> &Works,
+                               size_t Started, const Status &Failure) {
+  std::string Ids;
+  for (size_t I = 0; I < Started; ++I) {
+    Works[I].Seq->Broken = true;
+    Ids += (I ? ", " : "") + std::to_string(Works[I].Item->Seq);
+  }
+  return Status::error(ErrorCode::Backend,
+                       "append: the backend failed after the append began (" +
+                           Failure.message() + "); " +
+                           (Started == 1 ? "sequence " : "sequences ") + Ids +
+                           (Started == 1 ? " is" : " are") +
+                           " now broken (calls naming " +
+                           (Started == 1 ? "it" : "them") + " fail until " +
+                           (Started == 1 ? "it is" : "they are") + " removed)" +
+                           (Started < Works.size()
+                                ? "; the batch's other sequences are unchanged"
+                                : ""));
 }
 
 /// Allocates what applying `Works` needs, so that an allocation failure is

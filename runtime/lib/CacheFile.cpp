@@ -30,11 +30,14 @@
 #include "kvq/Runtime/Runtime.h"
 #include "kvq/ABI/ManifestBinding.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 using namespace kvq::runtime;
 
@@ -49,7 +52,7 @@ Status fileError(std::string Message) {
 }
 
 uint64_t checksum(const uint8_t *Data, size_t Size) {
-  return kvq::hashManifest(
+  return kvq::fnv1a64(
       std::string_view(reinterpret_cast<const char *>(Data), Size));
 }
 
@@ -200,31 +203,104 @@ Cache::serialize(const std::vector<SequenceId> &Seqs) {
   return Out;
 }
 
+namespace {
+
+/// Writes all of Bytes to Fd.
+bool writeAll(int Fd, const uint8_t *Bytes, size_t Size) {
+  while (Size) {
+    ssize_t N = ::write(Fd, Bytes, Size);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N <= 0)
+      return false;
+    Bytes += N;
+    Size -= size_t(N);
+  }
+  return true;
+}
+
+/// Writes Bytes to Path through a neighbour, Path + ".partial", renamed
+/// over Path once complete: Path is never half-written. Whatever is at the
+/// neighbour's name (a stale file, or a symlink planted to redirect the
+/// write) is removed, not followed, and the neighbour is created anew
+/// (O_EXCL: nothing recreated there in between is opened either).
+Status writeFileAtomically(const std::string &Path,
+                           const std::vector<uint8_t> &Bytes) {
+  std::string Tmp = Path + ".partial";
+  if (::unlink(Tmp.c_str()) != 0 && errno != ENOENT)
+    return fileError("cannot replace '" + Tmp + "': " + std::strerror(errno));
+  int Fd = ::open(Tmp.c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (Fd < 0)
+    return fileError("cannot create '" + Tmp + "': " + std::strerror(errno));
+  bool Ok = writeAll(Fd, Bytes.data(), Bytes.size());
+  int Error = errno;
+  if (::close(Fd) != 0 && Ok) {
+    Ok = false;
+    Error = errno;
+  }
+  if (Ok && std::rename(Tmp.c_str(), Path.c_str()) != 0) {
+    Ok = false;
+    Error = errno;
+  }
+  if (!Ok) {
+    ::unlink(Tmp.c_str());
+    return fileError("cannot write '" + Path + "': " + std::strerror(Error));
+  }
+  return Status::success();
+}
+
+/// Reads the regular file at Path. Anything else is refused before it is
+/// read: a FIFO would block (it is opened non-blocking, so the open does
+/// not wait for a writer), a directory or a device has no cache in it.
+Status readRegularFile(const std::string &Path, std::vector<uint8_t> &Bytes) {
+  int Fd = ::open(Path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (Fd < 0)
+    return fileError("cannot open '" + Path + "': " + std::strerror(errno));
+  struct FdCloser {
+    int Fd;
+    ~FdCloser() { ::close(Fd); }
+  } Closer{Fd};
+  struct stat Info;
+  if (::fstat(Fd, &Info) != 0)
+    return fileError("cannot open '" + Path + "': " + std::strerror(errno));
+  if (!S_ISREG(Info.st_mode))
+    return fileError("'" + Path + "' is not a regular file");
+  // st_size is a hint (a file may change while it is read, and /proc files
+  // report 0): read to the end.
+  Bytes.clear();
+  Bytes.reserve(size_t(std::max<off_t>(Info.st_size, 0)) + 1);
+  uint8_t Chunk[1 << 16];
+  for (;;) {
+    ssize_t N = ::read(Fd, Chunk, sizeof Chunk);
+    if (N < 0 && errno == EINTR)
+      continue;
+    if (N < 0)
+      return fileError("cannot read '" + Path + "': " + std::strerror(errno));
+    if (N == 0)
+      return Status::success();
+    Bytes.insert(Bytes.end(), Chunk, Chunk + N);
+  }
+}
+
+} // namespace
+
 Status Cache::save(const std::string &Path,
                    const std::vector<SequenceId> &Seqs) {
   if (Status S = checkPathHasNoNul(Path, "save: cache file path"); !S.ok())
     return S;
-  Expected<std::vector<uint8_t>> Bytes = std::vector<uint8_t>();
+  // No exception leaves the C++ API: any escaping the file system calls'
+  // wrappers is an error of the file.
   try {
-    Bytes = serialize(Seqs);
+    Expected<std::vector<uint8_t>> Bytes = serialize(Seqs);
+    if (!Bytes.ok())
+      return Bytes.status();
+    return writeFileAtomically(Path, *Bytes);
   } catch (const std::bad_alloc &) {
     return Status::error(ErrorCode::OutOfMemory, "save: out of host memory");
+  } catch (const std::exception &E) {
+    return fileError("cannot write '" + Path + "': " + E.what());
   }
-  if (!Bytes.ok())
-    return Bytes.status();
-  // Write a neighbour and rename it: Path is never left half-written.
-  std::string Tmp = Path + ".partial";
-  std::FILE *F = std::fopen(Tmp.c_str(), "wb");
-  if (!F)
-    return fileError("cannot create '" + Tmp + "': " + std::strerror(errno));
-  bool Ok = std::fwrite(Bytes->data(), 1, Bytes->size(), F) == Bytes->size();
-  Ok = std::fclose(F) == 0 && Ok;
-  if (!Ok || std::rename(Tmp.c_str(), Path.c_str()) != 0) {
-    std::string Why = std::strerror(errno);
-    std::remove(Tmp.c_str());
-    return fileError("cannot write '" + Path + "': " + Why);
-  }
-  return Status::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -542,15 +618,12 @@ Expected<std::vector<SequenceId>> Cache::restore(const std::string &Path) {
     return S;
   std::vector<uint8_t> Bytes;
   try {
-    std::ifstream In(Path, std::ios::binary);
-    if (!In)
-      return fileError("cannot open '" + Path + "'");
-    Bytes.assign(std::istreambuf_iterator<char>(In),
-                 std::istreambuf_iterator<char>());
-    if (In.bad())
-      return fileError("cannot read '" + Path + "'");
+    if (Status St = readRegularFile(Path, Bytes); !St.ok())
+      return St;
   } catch (const std::bad_alloc &) {
     return Status::error(ErrorCode::OutOfMemory, "restore: out of host memory");
+  } catch (const std::exception &E) {
+    return fileError("cannot read '" + Path + "': " + E.what());
   }
   Expected<std::vector<SequenceId>> Ids =
       deserialize(Bytes.data(), Bytes.size());

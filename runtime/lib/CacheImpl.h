@@ -57,6 +57,10 @@ struct SequenceState {
   /// PageAllocator::Engine: the pages the engine assigned after those in
   /// Pages, in logical order (held by this sequence, not written yet).
   std::vector<uint32_t> Assigned[2];
+  /// The backend failed while an append wrote this sequence: its keys and
+  /// values may hold different tokens. Every call naming it fails (find)
+  /// until it is removed.
+  bool Broken = false;
 };
 
 /// What one append does to one tensor of one sequence (a pure function of
@@ -234,6 +238,12 @@ public:
                        Memory Inputs);
   Status checkSharingOrder(const SequenceState &S, unsigned Layer,
                            const AppendItem &I) const;
+  /// Pass 2 of an append for one item (outside appendChecked).
+  Status applyItem(unsigned Layer, const AppendWork &W, Memory Inputs);
+  /// Marks the sequences of Works[0, Started) broken after Failure in pass
+  /// 2 and returns the Backend error that says so.
+  Status markBroken(const std::vector<AppendWork> &Works, size_t Started,
+                    const Status &Failure);
   /// Planned: the splits of an AttendPlan (none: planned for this batch).
   Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                 const void *Q, float *Out, Memory Where, SplitPlan Planned = {},

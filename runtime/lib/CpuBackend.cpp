@@ -222,6 +222,10 @@ Expected<void *> openHostCode(const Artifact &A, HostCode Code) {
                                      "': ");
   if (Status S = checkElfComplete(*Path); !S.ok())
     return S;
+  // A corrupted byte of code would kill the process in the loader or the
+  // first launch.
+  if (Status S = A.checkHostSharedChecksum(*Path); !S.ok())
+    return S.withContext("cpu backend: ");
   void *Lib = dlopen(Path->c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!Lib)
     return Status::error(ErrorCode::Backend,

@@ -40,10 +40,11 @@
 // CHECK: ex2.approx
 // CHECK-NOT: .entry
 
-// MANIFEST-DAG: "version": 11
+// MANIFEST-DAG: "version": 12
 // MANIFEST-DAG: "pre_rope": false
 // MANIFEST-DAG: "name": "kivi_2bit"
 // MANIFEST-DAG: "code_bits": 2
 // MANIFEST-DAG: "storage_bits": 3
 // MANIFEST-DAG: "kernels.sm_80.ptx"
 // MANIFEST-DAG: "host_shared": "kernels.so"
+// MANIFEST-DAG: "host_shared_fnv1a": "{{[0-9a-f]+}}"

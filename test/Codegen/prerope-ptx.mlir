@@ -18,6 +18,6 @@
 // CHECK-NEXT: add.rn.f32 {{%r[0-9]+}}, {{%r[0-9]+}}, [[P1]];
 // CHECK-NEXT: mul.rn.f32 {{%r[0-9]+}}, [[K]], 0fBC060000;
 
-// MANIFEST-DAG: "version": 11
+// MANIFEST-DAG: "version": 12
 // MANIFEST-DAG: "pre_rope": true
 // MANIFEST-DAG: "pre_rope": false

@@ -1,6 +1,7 @@
 """kvq.Cache: attention against numpy, read-back, and the guarantee that a
 rejected call leaves the cache exactly as it was."""
 
+import os
 import threading
 
 import numpy as np
@@ -120,6 +121,44 @@ def test_bad_calls_raise_and_change_nothing(kivi_artifact, rng):
         with pytest.raises(kvq.Error):
             call()
         assert snapshot(cache, seq, q) == before, what
+
+
+def test_sequence_ids_are_ints(kivi_artifact, rng):
+    # int() read the str "1" as sequence 1; ids are taken as operator.index
+    # takes them: ints and numpy integers, nothing else.
+    cache = kvq.Cache(kivi_artifact, max_sequences=2, pages=4)
+    seq = cache.add_sequence()
+    k, v = tokens(rng, 3), tokens(rng, 3)
+    q = rng.standard_normal((1, 9, 64)).astype(np.float16)
+    for bad in (str(seq), float(seq), True, None, b"0"):
+        calls = {
+            "counts": lambda: cache.counts(bad, 0),
+            "append": lambda: cache.append(0, [(bad, k, v)]),
+            "attend": lambda: cache.attend(0, [bad], q),
+            "read_window": lambda: cache.read_window("keys", bad, 0),
+            "fork_sequence": lambda: cache.fork_sequence(bad),
+            "remove_sequence": lambda: cache.remove_sequence(bad),
+        }
+        for what, call in calls.items():
+            with pytest.raises(TypeError):
+                call()
+            assert cache.counts(seq, 0)["keys"]["window"] == 0, what
+    with pytest.raises(TypeError):
+        cache.attend(0, str(seq), q)
+    cache.append(0, [(np.int64(seq), k, v)])
+    assert cache.counts(np.uint32(seq), 0)["keys"]["window"] == 3
+
+
+def test_restore_takes_regular_files_only(kivi_artifact, tmp_path):
+    # A directory threw through the C++ API (RuntimeError); a FIFO blocked
+    # restore forever.
+    cache = kvq.Cache(kivi_artifact, max_sequences=1, pages=4)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (tmp_path, fifo):
+        with pytest.raises(kvq.Error, match="is not a regular file"):
+            cache.restore(str(path))
+    cache.add_sequence()
 
 
 def test_bad_backend_and_artifact_are_errors(tmp_path):

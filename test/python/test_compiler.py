@@ -30,6 +30,33 @@ def test_bad_spec_raises_spec_error_with_location():
     assert isinstance(error.value, kvq.Error)
 
 
+def _full_precision_cache(name):
+    return (
+        f"kvq.cache @{name} model <layers = 1, heads = 1, kv_heads = 1, "
+        "head_dim = 64, dtype = f16> page 32 {\n"
+        "  kvq.keys window <recent = 0, flush = 32> {\n"
+        "    kvq.layers 0 to 1 : #kvq.full_precision\n  }\n"
+        "  kvq.values window <recent = 0, flush = 32> {\n"
+        "    kvq.layers 0 to 1 : #kvq.full_precision\n  }\n}\n"
+    )
+
+
+# A name with a space, `/`, unicode or an escape aborted the interpreter
+# (LLVM's "Symbol name with unsupported characters"); `..` wrote the
+# artifact of a two-cache spec into the output directory's parent.
+@pytest.mark.parametrize(
+    "name", ['"a b"', '"a/b"', '".."', '"caf\u00e9"', '"a\\0Ab"', '"a.b"']
+)
+def test_cache_names_must_be_identifiers(tmp_path, name):
+    out = tmp_path / "out"
+    spec = _full_precision_cache(name) + _full_precision_cache("other")
+    with pytest.raises(kvq.SpecError, match="name must be an identifier") as error:
+        kvq.compile(spec, str(out))
+    assert "<spec>:1:1:" in str(error.value)
+    assert isinstance(error.value, kvq.Error)
+    assert sorted(os.listdir(tmp_path)) == []
+
+
 def test_unsupported_feature_is_a_spec_error():
     # OTT pools need keys and values on one window.
     spec = (

@@ -41,7 +41,9 @@ typedef enum kvq_status {
   /** The artifact could not be opened, is malformed, of another version, or
    *  does not match its kernels. */
   KVQ_ERROR_ARTIFACT = 3,
-  /** The backend failed (no CUDA driver, a kernel fault). */
+  /** The backend failed (no CUDA driver, a kernel fault). From an append,
+   *  the sequences it had begun writing are broken: calls naming them fail
+   *  until they are removed. */
   KVQ_ERROR_BACKEND = 4,
   /** A host or device allocation failed. */
   KVQ_ERROR_OUT_OF_MEMORY = 5,

@@ -57,6 +57,32 @@
 
 // -----
 
+// An unsigned parse read -6 as 2^64 - 6: eta = 1/-6 was 5.4e-20.
+// expected-error @+2 {{a denominator must be positive, got -6}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'eta'}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = 1/-6>
+
+// -----
+
+// And 1/-18446744073709551610 was 1/6.
+// expected-error @+2 {{integer value too large}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'eta'}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = 1/-18446744073709551610>
+
+// -----
+
+// expected-error @+2 {{a denominator must be positive, got -2}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'clip'}}
+#a = #kvq.quant<bits = 2, mode = asym, span = channels, group = 32, clip = 1/-2>
+
+// -----
+
+// expected-error @+2 {{expected one sign}}
+// expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'eta'}}
+#a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = --1/6>
+
+// -----
+
 // expected-error @+2 {{pre_rope dims must be even and positive, got 3}}
 // expected-error @+1 {{failed to parse KVQ_QuantAttr parameter 'pre_rope'}}
 #a = #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 3, style = half>>

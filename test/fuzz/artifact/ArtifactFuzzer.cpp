@@ -7,7 +7,11 @@
 // The input describes a hostile or corrupted artifact directory: byte 0
 // chooses the host code (bits 0-1: the mock artifact's kernels.so, a
 // truncated copy, none, or a symlink escaping the directory; bit 2: a PTX
-// file of junk; bit 3: a kernels.o of junk), the rest is manifest.json.
+// file of junk; bit 3: a kernels.o of junk; bit 4: one byte of the
+// kernels.so copy flipped), the rest is manifest.json. Where the manifest
+// has a files.host_shared_fnv1a, the harness writes the mock kernels.so's
+// checksum into it (as the cache-file harness reseals its files), so that
+// mutations reach the loader and the cache, not only the checksum check.
 // The harness opens the directory, reads its PTX and host code, creates a
 // CPU backend and, when all of that succeeds (only for a manifest its
 // kernels were built for), a cache that appends and attends. Errors are
@@ -15,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/ABI/ManifestBinding.h"
 #include "kvq/Runtime/Runtime.h"
 
 #include <cstdio>
@@ -30,8 +35,9 @@ namespace {
 
 struct Dirs {
   std::string Root, Art;
-  /// The mock artifact's kernels.so.
-  std::string Kernels;
+  /// The mock artifact's kernels.so, and its checksum as a manifest
+  /// records it.
+  std::string Kernels, Checksum;
 };
 
 std::string readAll(const std::string &Path) {
@@ -58,16 +64,21 @@ const Dirs &dirs() {
     D.Art = D.Root + "/artifact";
     (void)system(("mkdir -p '" + D.Art + "'").c_str());
     D.Kernels = readAll(std::string(KVQ_MOCK_ARTIFACT_DIR) + "/kernels.so");
+    D.Checksum = kvq::formatHostSharedChecksum(kvq::fnv1a64(D.Kernels));
     replaceFile(D.Root + "/outside.so", D.Kernels.data(), D.Kernels.size());
     return D;
   }();
   return D;
 }
 
-void placeHostCode(const Dirs &D, unsigned Mode) {
+void placeHostCode(const Dirs &D, unsigned Mode, bool Corrupt) {
   std::string Path = D.Art + "/kernels.so";
   std::remove(Path.c_str());
-  if (Mode == 0)
+  if (Mode == 0 && Corrupt) {
+    std::string Code = D.Kernels;
+    Code[Code.size() / 3] ^= 0x40;
+    replaceFile(Path, Code.data(), Code.size());
+  } else if (Mode == 0)
     replaceFile(Path, D.Kernels.data(), D.Kernels.size());
   else if (Mode == 1)
     replaceFile(Path, D.Kernels.data(), D.Kernels.size() / 2);
@@ -97,8 +108,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   if (Size < 1)
     return 0;
   const Dirs &D = dirs();
-  replaceFile(D.Art + "/manifest.json", Data + 1, Size - 1);
-  placeHostCode(D, Data[0] & 3);
+  std::string Manifest(reinterpret_cast<const char *>(Data + 1), Size - 1);
+  if (size_t Digits = kvq::findHostSharedChecksum(Manifest);
+      Digits != std::string::npos)
+    Manifest.replace(Digits, D.Checksum.size(), D.Checksum);
+  replaceFile(D.Art + "/manifest.json", Manifest.data(), Manifest.size());
+  placeHostCode(D, Data[0] & 3, Data[0] & 16);
   std::string Ptx = D.Art + "/kernels.sm_80.ptx", Obj = D.Art + "/kernels.o";
   std::remove(Ptx.c_str());
   std::remove(Obj.c_str());

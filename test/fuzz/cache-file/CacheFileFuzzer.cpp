@@ -4,9 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The input is a cache file (runtime/lib/CacheFile.cpp). Its checksum is
-// recomputed first, so that mutations reach the parser and the checks
-// behind it rather than the checksum test alone. It is restored into a
+// The input is a cache file (runtime/lib/CacheFile.cpp). Its manifest hash
+// is set to the mock artifact's and its checksum recomputed first, so that
+// mutations reach the parser and the checks behind it rather than those
+// two tests alone (the seed files keep working when the mock manifest
+// changes). It is restored into a
 // mock cache that already holds a sequence: a rejected file must leave the
 // cache's sequences and free pages as they were (else the harness traps);
 // restored sequences are attended, saved again and removed.
@@ -53,13 +55,18 @@ std::vector<uint64_t> shape(Cache &C) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   std::vector<uint8_t> File(Data, Data + Size);
+  Cache &C = cache();
+  if (Size >= 32) {
+    uint64_t Hash = C.artifact().manifestHash();
+    for (unsigned I = 0; I < 8; ++I)
+      File[16 + I] = uint8_t(Hash >> (8 * I));
+  }
   if (Size >= 16) {
-    uint64_t Sum = kvq::hashManifest(std::string_view(
+    uint64_t Sum = kvq::fnv1a64(std::string_view(
         reinterpret_cast<const char *>(File.data()), Size - 8));
     for (unsigned I = 0; I < 8; ++I)
       File[Size - 8 + I] = uint8_t(Sum >> (8 * I));
   }
-  Cache &C = cache();
   std::vector<uint64_t> Before = shape(C);
   Expected<std::vector<SequenceId>> Ids =
       C.deserialize(File.data(), File.size());

@@ -6,18 +6,26 @@
 //
 // The input is a spec's text. As kvq-opt does, the input limits are checked
 // first (kvq/Dialect/KVQ/InputLimits.h), then MLIR parses the text with the
-// kvq dialect loaded and verifies the result. Diagnostics are expected;
-// crashes, sanitizer findings, hangs and memory blow-ups are findings.
+// kvq dialect loaded and verifies the result. A spec that verifies then
+// goes through the compiler's first stage, kvq-build-kernels (target,
+// schedule, layout, kernel plan, lowering of the kernels to host functions
+// and GPU kernels, dequantization and unpacking), with the verifier after
+// each pass; LLVM's code generation, which only sees what these produce, is
+// left out for speed. Diagnostics are expected; crashes, sanitizer
+// findings, hangs and memory blow-ups are findings.
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/Codegen/Pipelines.h"
 #include "kvq/Dialect/KVQ/InputLimits.h"
 #include "kvq/Dialect/KVQ/KVQDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -32,8 +40,11 @@ mlir::MLIRContext &context() {
   static std::unique_ptr<mlir::MLIRContext> Context;
   static unsigned Uses = 0;
   if (!Context || ++Uses % 512 == 0) {
+    mlir::DialectRegistry Registry;
+    Registry.insert<kvq::KVQDialect>();
+    kvq::registerCodegenDependencies(Registry);
     Context = std::make_unique<mlir::MLIRContext>(
-        mlir::MLIRContext::Threading::DISABLED);
+        Registry, mlir::MLIRContext::Threading::DISABLED);
     Context->loadDialect<kvq::KVQDialect>();
     Context->allowUnregisteredDialects(false);
   }
@@ -61,6 +72,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   // Parsing verifies the module.
   mlir::OwningOpRef<mlir::ModuleOp> Module =
       mlir::parseSourceString<mlir::ModuleOp>(Text, &Context);
-  (void)Module;
+  if (!Module)
+    return 0;
+  // A fixed host CPU: the kernels do not depend on the fuzzing machine.
+  kvq::KVQCompilePipelineOptions Options;
+  Options.hostCpu = "x86-64-v3";
+  mlir::PassManager PM(&Context);
+  kvq::buildKVQKernelsPipeline(PM, Options);
+  (void)PM.run(*Module);
   return 0;
 }

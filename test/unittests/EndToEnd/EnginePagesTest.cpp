@@ -18,6 +18,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <random>
 
 using namespace kvq;
@@ -198,6 +200,60 @@ TEST(EnginePagesTest, BadTablesAndUnassignedPagesChangeNothing) {
   EngineCache Own = makeCache(/*Engine=*/false);
   EXPECT_EQ(Own.C->setBlockTable(Tensor::Keys, Own.Seqs[0], {1}).code(),
             ErrorCode::InvalidArgument);
+}
+
+// A pool off the 16-byte alignment was accepted, and the first append's
+// flush crashed (SIGSEGV) on the CPU. It is refused before anything is
+// allocated; a pool 16 bytes past a wider alignment works.
+TEST(EnginePagesTest, MisalignedPagePoolsAreRefused) {
+  auto A = Artifact::open(KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA1);
+  ASSERT_TRUE(A.ok()) << A.message();
+  size_t Bytes[2];
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    Bytes[int(T)] = kPages * (*A)->manifest().tensor(T).PageBytes;
+  // One host block per tensor, 256-byte aligned, with room for the offset.
+  std::vector<std::unique_ptr<void, decltype(&std::free)>> Blocks;
+  for (size_t B : Bytes)
+    Blocks.emplace_back(std::aligned_alloc(256, (B + 256 + 255) / 256 * 256),
+                        &std::free);
+  auto Options = [&](uintptr_t Offset, Tensor Misaligned) {
+    CacheOptions O;
+    O.MaxSequences = kSeqs;
+    O.PagesPerTensor = kPages;
+    O.Threads = 1;
+    O.Allocator = PageAllocator::Engine;
+    for (Tensor T : {Tensor::Keys, Tensor::Values})
+      O.EnginePagePools[int(T)] =
+          reinterpret_cast<uintptr_t>(Blocks[int(T)].get()) +
+          (T == Misaligned ? Offset : 16);
+    return O;
+  };
+  for (uintptr_t Offset : {1, 4, 8, 24})
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      auto C = Cache::create(*A, Options(Offset, T));
+      ASSERT_FALSE(C.ok());
+      EXPECT_EQ(C.status().code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(C.message().find(std::string("the engine's ") + toString(T) +
+                                 " page pool"),
+                std::string::npos)
+          << C.message();
+      EXPECT_NE(C.message().find("is not 16-byte aligned"), std::string::npos)
+          << C.message();
+    }
+  // Aligned to 16 bytes only: appends and attention run on the CPU.
+  auto C = Cache::create(*A, Options(16, Tensor::Keys));
+  ASSERT_TRUE(C.ok()) << C.message();
+  EngineCache E;
+  E.C = std::move(*C);
+  for (unsigned I = 0; I < kSeqs; ++I)
+    E.Seqs.push_back(*E.C->addSequence());
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    ASSERT_TRUE(E.C->setBlockTables(T, E.Seqs, kIndptr, kIndices).ok());
+  ASSERT_TRUE(appendAll(E, 300, 5).ok());
+  for (unsigned L = 0; L < 2; ++L)
+    for (float X : attendAll(E, L, 9))
+      ASSERT_TRUE(std::isfinite(X));
+  E.C.reset();
 }
 
 } // namespace

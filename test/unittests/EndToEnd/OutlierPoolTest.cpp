@@ -183,7 +183,7 @@ TEST(OutlierPoolTest, ImpossiblePoolIndexIsRejected) {
   auto Corrupt = [&](unsigned Word, uint32_t Value) {
     std::vector<uint8_t> Bad = File;
     std::memcpy(&Bad[Index + Word * 4], &Value, 4);
-    uint64_t Sum = kvq::hashManifest(std::string_view(
+    uint64_t Sum = kvq::fnv1a64(std::string_view(
         reinterpret_cast<const char *>(Bad.data()), Bad.size() - 8));
     std::memcpy(&Bad[Bad.size() - 8], &Sum, 8);
     return Bad;

@@ -16,7 +16,12 @@
 #include "kvq/ABI/ManifestBinding.h"
 #include "kvq/kvq.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -224,7 +229,7 @@ protected:
 
   /// Data with its checksum recomputed (a consistent but hostile file).
   static std::vector<uint8_t> resealed(std::vector<uint8_t> Data) {
-    uint64_t Sum = kvq::hashManifest(std::string_view(
+    uint64_t Sum = kvq::fnv1a64(std::string_view(
         reinterpret_cast<const char *>(Data.data()), Data.size() - 8));
     for (unsigned I = 0; I < 8; ++I)
       Data[Data.size() - 8 + I] = uint8_t(Sum >> (8 * I));
@@ -350,8 +355,9 @@ TEST_F(CacheFileTest, FileErrorsAreClear) {
       Target->restore("/nonexistent/kvq.kvqc");
   ASSERT_FALSE(Missing.ok());
   EXPECT_EQ(Missing.status().code(), ErrorCode::File);
-  EXPECT_EQ(Missing.message(),
-            "cache file: cannot open '/nonexistent/kvq.kvqc'");
+  EXPECT_EQ(Missing.message(), "cache file: cannot open "
+                               "'/nonexistent/kvq.kvqc': No such file or "
+                               "directory");
   Status Unwritable = Source->save("/nonexistent/kvq.kvqc");
   ASSERT_FALSE(Unwritable.ok());
   EXPECT_EQ(Unwritable.code(), ErrorCode::File);
@@ -384,6 +390,69 @@ TEST_F(CacheFileTest, PathsWithNulBytesAreRejected) {
   std::remove(Path.c_str());
 }
 
+/// Expects restoring Path to fail with a File error naming it "not a
+/// regular file", leaving the target as it was.
+void expectNotRegular(Cache &Target, SequenceId Kept, const Snapshot &Before,
+                      const std::string &Path) {
+  Expected<std::vector<SequenceId>> Ids = Target.restore(Path);
+  ASSERT_FALSE(Ids.ok());
+  EXPECT_EQ(Ids.status().code(), ErrorCode::File);
+  EXPECT_EQ(Ids.message(), "cache file: '" + Path + "' is not a regular file");
+  EXPECT_EQ(Target.sequences(), std::vector<SequenceId>{Kept});
+  EXPECT_TRUE(snapshot(Target, {Kept}) == Before);
+}
+
+// A directory made the standard library throw through restore (Python saw
+// a RuntimeError, not kvq.Error); a FIFO blocked it forever, waiting for a
+// writer. Both are refused before anything is read.
+TEST_F(CacheFileTest, OnlyRegularFilesAreRestored) {
+  std::string Dir = ::testing::TempDir() + "kvq-cache-file-dir";
+  std::filesystem::remove_all(Dir);
+  ASSERT_TRUE(std::filesystem::create_directory(Dir));
+  expectNotRegular(*Target, Kept, Before, Dir);
+  std::string Fifo = ::testing::TempDir() + "kvq-cache-file-fifo";
+  std::filesystem::remove(Fifo);
+  ASSERT_EQ(mkfifo(Fifo.c_str(), 0600), 0);
+  expectNotRegular(*Target, Kept, Before, Fifo);
+  // With a writer that never writes, too.
+  int Writer = open(Fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(Writer, 0);
+  expectNotRegular(*Target, Kept, Before, Fifo);
+  close(Writer);
+  expectNotRegular(*Target, Kept, Before, "/dev/null");
+  std::filesystem::remove_all(Dir);
+  std::filesystem::remove(Fifo);
+}
+
+// save wrote through a symlink planted at <path>.partial, overwriting its
+// target. The link is removed, not followed.
+TEST_F(CacheFileTest, SaveDoesNotFollowAPlantedPartialFile) {
+  std::string Path = ::testing::TempDir() + "kvq-cache-file-planted.kvqc";
+  std::string Victim = ::testing::TempDir() + "kvq-cache-file-victim";
+  std::filesystem::remove(Path);
+  std::filesystem::remove(Path + ".partial");
+  std::ofstream(Victim, std::ios::trunc) << "not to be overwritten";
+  std::filesystem::create_symlink(Victim, Path + ".partial");
+  ASSERT_TRUE(Source->save(Path).ok());
+  std::ifstream In(Victim);
+  std::string Text((std::istreambuf_iterator<char>(In)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_EQ(Text, "not to be overwritten");
+  EXPECT_FALSE(std::filesystem::exists(
+      std::filesystem::symlink_status(Path + ".partial")));
+  EXPECT_TRUE(
+      std::filesystem::is_regular_file(std::filesystem::symlink_status(Path)));
+  Expected<std::vector<SequenceId>> Ids = Target->restore(Path);
+  ASSERT_TRUE(Ids.ok()) << Ids.message();
+  EXPECT_EQ(Ids->size(), 3u);
+  // A stale neighbour left by an interrupted save is replaced too.
+  std::ofstream(Path + ".partial") << "stale";
+  ASSERT_TRUE(Source->save(Path).ok());
+  EXPECT_FALSE(std::filesystem::exists(Path + ".partial"));
+  std::filesystem::remove(Path);
+  std::filesystem::remove(Victim);
+}
+
 TEST_F(CacheFileTest, CApi) {
   std::string Path = ::testing::TempDir() + "kvq-cache-file-capi.kvqc";
   kvq_artifact *Art = nullptr;
@@ -410,6 +479,11 @@ TEST_F(CacheFileTest, CApi) {
   std::ofstream(Path, std::ios::binary | std::ios::trunc) << "KVQCACHE";
   EXPECT_EQ(kvq_cache_restore(C, Path.c_str(), Ids, 8, &N), KVQ_ERROR_FILE);
   EXPECT_NE(std::string(kvq_last_error()).find("truncated"), std::string::npos);
+  // A directory is a file error, not a failure of the backend.
+  EXPECT_EQ(kvq_cache_restore(C, ::testing::TempDir().c_str(), Ids, 8, &N),
+            KVQ_ERROR_FILE);
+  EXPECT_NE(std::string(kvq_last_error()).find("is not a regular file"),
+            std::string::npos);
   kvq_cache_destroy(C);
   std::remove(Path.c_str());
 }

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/ABI/ManifestBinding.h"
 #include "kvq/Runtime/Runtime.h"
 #include "kvq/Support/HostFeatures.h"
 
@@ -11,7 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <elf.h>
 #include <sys/stat.h>
+
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -49,7 +53,9 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 11);
+  EXPECT_EQ(M.Version, 12);
+  // The template's zeros; the build fills in the mock kernels.so's.
+  EXPECT_EQ(M.HostSharedChecksum, 0u);
   EXPECT_EQ(M.Name, "mock_fp16");
   EXPECT_EQ(M.Model.Layers, 2u);
   EXPECT_EQ(M.Model.Heads, 4u);
@@ -203,7 +209,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 12, runtime expects 11"),
+  EXPECT_NE(A.message().find("artifact version 11, runtime expects 12"),
             std::string::npos)
       << A.message();
 }
@@ -451,9 +457,95 @@ TEST(ManifestTest, TruncatedHostCodeIsAnError) {
   }
 }
 
+// A kernels.so with corrupted code was loaded and killed the process
+// (SIGILL in its initializers). The manifest records its FNV-1a, checked
+// before dlopen.
+TEST(ManifestTest, CorruptedHostCodeIsRefusedBeforeLoading) {
+  namespace fs = std::filesystem;
+  std::string Dir = ::testing::TempDir() + "kvq-corrupt-so";
+  fs::remove_all(Dir);
+  fs::create_directories(Dir);
+  std::string Mock = KVQ_MOCK_ARTIFACT_DIR;
+  fs::copy_file(Mock + "/manifest.json", Dir + "/manifest.json");
+  std::string Code = readText(Mock + "/kernels.so");
+  // Every byte of the executable segments becomes ud2's (0f 0b).
+  Elf64_Ehdr Header;
+  ASSERT_GE(Code.size(), sizeof Header);
+  std::memcpy(&Header, Code.data(), sizeof Header);
+  unsigned Executable = 0;
+  for (unsigned I = 0; I < Header.e_phnum; ++I) {
+    Elf64_Phdr P;
+    std::memcpy(&P, Code.data() + Header.e_phoff + I * sizeof P, sizeof P);
+    if (P.p_type != PT_LOAD || !(P.p_flags & PF_X))
+      continue;
+    ++Executable;
+    for (uint64_t At = P.p_offset; At + 1 < P.p_offset + P.p_filesz; At += 2) {
+      Code[At] = '\x0f';
+      Code[At + 1] = '\x0b';
+    }
+  }
+  ASSERT_GT(Executable, 0u);
+  std::ofstream(Dir + "/kernels.so", std::ios::binary) << Code;
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  Expected<std::unique_ptr<Backend>> B = createCpuBackend(**A, 1);
+  ASSERT_FALSE(B.ok());
+  EXPECT_EQ(B.status().code(), ErrorCode::Artifact);
+  EXPECT_NE(B.message().find("kernels.so is corrupt: its FNV-1a "),
+            std::string::npos)
+      << B.message();
+  EXPECT_NE(B.message().find(" manifest.json records (recompile the spec)"),
+            std::string::npos)
+      << B.message();
+  // One flipped byte anywhere, too.
+  Code = readText(Mock + "/kernels.so");
+  Code[Code.size() / 3] ^= 1;
+  std::ofstream(Dir + "/kernels.so", std::ios::binary | std::ios::trunc)
+      << Code;
+  B = createCpuBackend(**A, 1);
+  ASSERT_FALSE(B.ok());
+  EXPECT_NE(B.message().find("is corrupt"), std::string::npos) << B.message();
+  // The intact file loads.
+  fs::copy_file(Mock + "/kernels.so", Dir + "/kernels.so",
+                fs::copy_options::overwrite_existing);
+  B = createCpuBackend(**A, 1);
+  EXPECT_TRUE(B.ok()) << B.message();
+}
+
+TEST(ManifestTest, HostSharedChecksumIsSixteenHexDigits) {
+  for (const char *Bad : {"", "0", "00000000000000000", "000000000000000G",
+                          "ABCDEF0000000000", " 000000000000000"})
+    EXPECT_EQ(
+        errorAfter([&](Json &J) { J["files"]["host_shared_fnv1a"] = Bad; }),
+        "manifest: 'files.host_shared_fnv1a' must be 16 lowercase "
+        "hexadecimal digits")
+        << Bad;
+  EXPECT_EQ(errorAfter([](Json &J) { J["files"]["host_shared_fnv1a"] = 7; }),
+            "manifest: 'files.host_shared_fnv1a' must be a string");
+  EXPECT_EQ(errorAfter([](Json &J) { J["files"].erase("host_shared_fnv1a"); }),
+            "manifest: missing field 'files.host_shared_fnv1a'");
+}
+
+// The manifest hash reads the checksum's digits as zeros, so that kernels
+// built around it can be checksummed into it.
+TEST(ManifestTest, ManifestHashSkipsTheChecksumDigits) {
+  std::string A = "{\"host_shared_fnv1a\": \"0123456789abcdef\"}";
+  std::string B = "{\"host_shared_fnv1a\": \"0000000000000000\"}";
+  EXPECT_EQ(kvq::hashManifest(A), kvq::hashManifest(B));
+  EXPECT_EQ(kvq::hashManifest(B), kvq::fnv1a64(B));
+  EXPECT_NE(kvq::hashManifest(A), kvq::fnv1a64(A));
+  // Everything else counts.
+  std::string C = "{\"host_shared_fnv1a\": \"0000000000000000\" }";
+  EXPECT_NE(kvq::hashManifest(C), kvq::hashManifest(B));
+  EXPECT_EQ(kvq::formatHostSharedChecksum(0x0123456789abcdefull),
+            "0123456789abcdef");
+  EXPECT_EQ(kvq::parseHostSharedChecksum("0123456789abcdef"),
+            0x0123456789abcdefull);
+}
+
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 11");
+            "artifact version 4294967297, runtime expects 12");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

@@ -30,6 +30,8 @@
 //       (compared as integer bits), which the runtime reads to validate keys.
 //   11  the flush kernel's nonFinite argument (set when a token it reads is
 //       not finite).
+//   12  files.host_shared_fnv1a: FNV-1a 64 of kernels.so as 16 hex digits,
+//       checked before it is loaded (the manifest hash reads them as 0).
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,13 +112,14 @@
   X(Features, "features")                                                      \
   X(Ptx, "ptx")                                                                \
   X(HostObject, "host_object")                                                 \
-  X(HostShared, "host_shared")
+  X(HostShared, "host_shared")                                                 \
+  X(HostSharedFnv1a, "host_shared_fnv1a")
 
 namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 11;
+inline constexpr int kVersion = 12;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";

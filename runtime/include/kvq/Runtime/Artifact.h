@@ -181,6 +181,8 @@ struct Manifest {
   std::map<std::string, std::string> PTX;
   std::string HostObject;
   std::string HostShared;
+  /// FNV-1a 64 of HostShared's bytes (kvq/ABI/ManifestBinding.h).
+  uint64_t HostSharedChecksum = 0;
   /// The CPU the host code was compiled for, and the x86 features it may
   /// use (LLVM names, kvq/Support/HostFeatures.h).
   std::string HostCpu;
@@ -226,6 +228,9 @@ public:
   /// Real path of the host shared object (kernels.so) and object
   /// (kernels.o): regular files inside the artifact directory, else an error.
   Expected<std::string> hostSharedPath() const;
+  /// Checks the bytes of the file at Path, the host shared object, against
+  /// the checksum the manifest records: an Artifact error where they differ.
+  Status checkHostSharedChecksum(const std::string &Path) const;
   Expected<std::string> hostObjectPath() const;
   /// Checks the manifest hash that host code carries (`HashSymbol` of
   /// getManifestHashSymbol(), null if the code lacks it) against this

@@ -66,6 +66,9 @@ enum class PageAllocator {
   Engine,
 };
 
+/// The alignment CacheOptions::EnginePagePools must have, in bytes.
+constexpr unsigned kPagePoolAlignment = 16;
+
 /// The most CPU backend threads a cache may start.
 constexpr unsigned kMaxThreads = 1024;
 
@@ -85,8 +88,9 @@ struct CacheOptions {
   HostCode Code = HostCode::SharedObject;
   PageAllocator Allocator = PageAllocator::Cache;
   /// Allocator == Engine: the engine's key and value page pools, device
-  /// addresses of PagesPerTensor x page_bytes bytes each (16-byte aligned);
-  /// 0: the cache allocates the pool, the engine still assigns its pages.
+  /// addresses of PagesPerTensor x page_bytes bytes each, aligned to
+  /// kPagePoolAlignment (else create fails with InvalidArgument); 0: the
+  /// cache allocates the pool, the engine still assigns its pages.
   DevicePtr EnginePagePools[2] = {0, 0};
   /// CUDA backend: device ordinal and PTX target (empty: the newest of the
   /// artifact's targets the device loads, choosePtxTarget).
@@ -261,7 +265,10 @@ public:
   /// Appends tokens to Layer for every sequence of Batch (each at most once).
   /// A prefill and a decode step are the same call. On a sequence's first
   /// append to a key_norm layer, that append (the prompt) fixes the layer's
-  /// key norms.
+  /// key norms. A failure changes nothing, except a backend failure after
+  /// the append began writing: that returns ErrorCode::Backend and leaves
+  /// the sequences it had begun broken (every call naming one fails until
+  /// it is removed; docs/Reliability.md, "State is never half-changed").
   Status append(unsigned Layer, const std::vector<AppendItem> &Batch);
   Status append(unsigned Layer, const std::vector<AppendItemF32> &Batch);
   /// Makes `append(L, {{Seq, N, KFloats, VFloats}})` the fp32 append: a

@@ -29,14 +29,26 @@ constexpr size_t kMaxSpecBytes = size_t(16) << 20;
 /// few thousand.
 constexpr unsigned kMaxSpecNesting = 256;
 
+/// Longest numeric literal accepted, in characters. A literal of f64 needs
+/// at most 24 and a hexadecimal bit pattern 34; LLVM 22's decimal float
+/// parser overflows a stack buffer on a literal of 50,000 digits, and its
+/// integer parser takes quadratic time (27 s for 30,000 digits).
+constexpr size_t kMaxNumericLiteralChars = 256;
+
+/// Most `kvq.cache` ops a spec may declare. Compiling takes about half a
+/// second per cache; the shipped specs declare one each.
+constexpr unsigned kMaxSpecCaches = 64;
+
 /// Where and why a spec's text exceeds a bound.
 struct InputLimitViolation {
   size_t offset; ///< Byte offset of the offending character.
   std::string message;
 };
 
-/// Checks `text` against kMaxSpecBytes and kMaxSpecNesting, skipping string
-/// literals and comments. Returns the first violation, if any.
+/// Checks `text` against kMaxSpecBytes, kMaxSpecNesting,
+/// kMaxNumericLiteralChars and kMaxSpecCaches, skipping comments (and string
+/// literals, except that a generic op's quoted name "kvq.cache" counts).
+/// Returns the first violation, if any.
 std::optional<InputLimitViolation> checkSpecInputLimits(llvm::StringRef text);
 
 } // namespace kvq

@@ -21,6 +21,9 @@ def KVQ_CacheOp : KVQ_Op<"cache", [Symbol, IsolatedFromAbove, NoTerminator,
   let description = [{
     The model shape, the page size of the quantized region in tokens, an
     optional outlier pool, and exactly one `kvq.keys` and one `kvq.values`.
+    The name is an identifier (`[A-Za-z_][A-Za-z0-9_]*`, at most 128
+    characters): it names the artifact's directory, the kernels' LLVM
+    symbols and PTX entries.
 
     ```mlir
     kvq.cache @kivi_2bit model <layers = 32, heads = 32, kv_heads = 32,
@@ -44,6 +47,7 @@ def KVQ_CacheOp : KVQ_Op<"cache", [Symbol, IsolatedFromAbove, NoTerminator,
     $sym_name `model` $model `page` $page (`pool` $pool^)? attr-dict-with-keyword
     $body
   }];
+  let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     class KeysOp getKeys();
