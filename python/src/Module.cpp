@@ -17,6 +17,7 @@
 #include "SequenceId.h"
 
 #include "kvq/Runtime/Cache.h"
+#include "kvq/Support/PathCheck.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -49,15 +50,6 @@ void check(const runtime::Status &S) {
 template <typename T> T take(runtime::Expected<T> E) {
   check(E.status());
   return std::move(*E);
-}
-
-/// Rejects a path argument holding a NUL byte, naming the argument.
-void checkPath(const std::string &path, const char *argument) {
-  size_t at = path.find('\0');
-  if (at != std::string::npos)
-    throw Failure(std::string(argument) +
-                  ": the path contains a NUL byte at offset " +
-                  std::to_string(at));
 }
 
 //===----------------------------------------------------------------------===//
@@ -139,7 +131,6 @@ class PyCache {
 public:
   PyCache(const std::string &dir, const std::string &backend,
           unsigned maxSequences, unsigned pages, unsigned threads) {
-    checkPath(dir, "artifact");
     runtime::CacheOptions options;
     if (backend == "cpu")
       options.Backend = runtime::BackendKind::Cpu;
@@ -167,11 +158,9 @@ public:
     return take(locked([&] { return cache->forkSequence(source); }));
   }
   void save(const std::string &path, const python::SequenceIdsArg &seqs) {
-    checkPath(path, "path");
     check(locked([&] { return cache->save(path, seqs); }));
   }
   std::vector<runtime::SequenceId> restore(const std::string &path) {
-    checkPath(path, "path");
     return take(locked([&] { return cache->restore(path); }));
   }
 
@@ -326,7 +315,7 @@ NB_MODULE(_kvq, m) {
       "compile",
       [](const std::string &spec, const std::string &dir,
          const std::string &hostCpu, const std::string &name) {
-        checkPath(dir, "out_dir");
+        check(checkPathHasNoNul(dir, "out_dir"));
         nb::gil_scoped_release release;
         take(python::compile(spec, dir, hostCpu, name));
       },

@@ -11,10 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Runtime/Artifact.h"
-#include "PathCheck.h"
 #include "kvq/ABI/KernelABI.h"
 #include "kvq/ABI/ManifestBinding.h"
 #include "kvq/ABI/ManifestSchema.h"
+#include "kvq/Support/PathCheck.h"
 
 #include <nlohmann/json.hpp>
 

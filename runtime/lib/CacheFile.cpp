@@ -25,9 +25,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "CacheImpl.h"
-#include "PathCheck.h"
 
 #include "kvq/Runtime/Runtime.h"
+#include "kvq/Support/PathCheck.h"
 #include "kvq/ABI/ManifestBinding.h"
 
 #include <fcntl.h>

@@ -394,9 +394,9 @@ def decode_and_stats(artifact, inputs):
 
 def test_paths_with_nul_bytes_are_rejected(kivi_artifact, tmp_path, rng):
     nul = "\x00/../../etc"
-    with pytest.raises(kvq.Error, match="artifact: the path contains a NUL"):
+    with pytest.raises(kvq.Error, match="artifact directory contains a NUL byte"):
         kvq.Cache(kivi_artifact.dir + nul)
-    with pytest.raises(kvq.Error, match="artifact: the path contains a NUL"):
+    with pytest.raises(kvq.Error, match="artifact directory contains a NUL byte"):
         kvq.Cache(kvq.Artifact(kivi_artifact.dir + nul))
 
     spec = kvq.spec_path("kivi-2bit")
@@ -404,7 +404,7 @@ def test_paths_with_nul_bytes_are_rejected(kivi_artifact, tmp_path, rng):
         with pytest.raises(kvq.Error, match="spec: the path contains a NUL"):
             call(spec + nul)
     out = tmp_path / "out"
-    with pytest.raises(kvq.Error, match="out_dir: the path contains a NUL"):
+    with pytest.raises(kvq.Error, match="out_dir contains a NUL byte"):
         kvq.compile(spec, str(out) + "\x00more")
     assert not out.exists()
 
@@ -414,10 +414,10 @@ def test_paths_with_nul_bytes_are_rejected(kivi_artifact, tmp_path, rng):
     q = rng.standard_normal((1, 9, 64)).astype(np.float16)
     before = snapshot(cache, seq, q)
     saved = tmp_path / "saved.kvqc"
-    with pytest.raises(kvq.Error, match="path: the path contains a NUL"):
+    with pytest.raises(kvq.Error, match="save: cache file path contains a NUL byte"):
         cache.save(str(saved) + nul)
     assert list(tmp_path.iterdir()) == []
     cache.save(str(saved))
-    with pytest.raises(kvq.Error, match="path: the path contains a NUL"):
+    with pytest.raises(kvq.Error, match="restore: cache file path contains a NUL byte"):
         cache.restore(str(saved) + nul)
     assert snapshot(cache, seq, q) == before
