@@ -310,9 +310,11 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
   if (failed(target) || failed(ptx))
     return failure();
   // LLVM cannot select vpdpwssd for a CPU without it (it aborts).
-  if (getCacheTarget(cache).getI16Dots() && !hasI16Dots(*target))
-    return cache.emitError("kvq.target has i16_dots, but host CPU '")
-           << target->cpu << "' has no AVX-512 VNNI and BW";
+  DotUnitAttr dot = getCacheTarget(cache).getCpuDot();
+  if (dot && dot != getHostDotUnit(cache.getContext(), *target))
+    return cache.emitError("kvq.target has cpu_dot ")
+           << dot << ", but host CPU '" << target->cpu
+           << "' has no such instruction";
   SmallVector<std::string> chips;
   for (auto &[chip, text] : *ptx)
     chips.push_back(chip);

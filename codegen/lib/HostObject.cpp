@@ -78,9 +78,12 @@ unsigned kvq::getVectorLanes(const HostTarget &host) {
   return hasFeature(host, "avx") ? 8 : 4;
 }
 
-bool kvq::hasI16Dots(const HostTarget &host) {
-  return getVectorLanes(host) == 16 && hasFeature(host, "avx512vnni") &&
-         hasFeature(host, "avx512bw");
+DotUnitAttr kvq::getHostDotUnit(MLIRContext *ctx, const HostTarget &host) {
+  if (getVectorLanes(host) != 16 || !hasFeature(host, "avx512vnni") ||
+      !hasFeature(host, "avx512bw"))
+    return {};
+  auto i16 = IntegerType::get(ctx, 16), i32 = IntegerType::get(ctx, 32);
+  return DotUnitAttr::get(ctx, /*m=*/16, /*n=*/1, /*k=*/2, i16, i32);
 }
 
 FailureOr<std::string> kvq::compileToHostObject(ModuleOp module,

@@ -24,6 +24,16 @@ void KernelTarget::prefetch(KernelBuilder &kb, Value ptr, Value byteOffset,
 }
 MatrixUnit::~MatrixUnit() = default;
 
+MatrixUnitAttr MatrixUnit::getAttr(MLIRContext *ctx) {
+  return MatrixUnitAttr::get(ctx, kM, kN, kK, Float16Type::get(ctx),
+                             Float32Type::get(ctx));
+}
+
+DotUnitAttr kvq::getI16PairDotUnit(MLIRContext *ctx, unsigned lanes) {
+  return DotUnitAttr::get(ctx, lanes, /*n=*/1, /*k=*/2,
+                          IntegerType::get(ctx, 16), IntegerType::get(ctx, 32));
+}
+
 Value KernelBuilder::i1(bool value) {
   return arith::ConstantIntOp::create(b, loc, b.getI1Type(), value);
 }

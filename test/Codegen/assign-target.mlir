@@ -2,18 +2,22 @@
 // that states its own keeps it.
 // The CPU kernels' vector lanes are read off the host CPU's features: 8 f32
 // lanes with AVX2 (x86-64-v3), 4 with SSE (x86-64-v2), 16 (the default,
-// not printed) with AVX-512; i16_dots (default false) with AVX-512 VNNI.
+// not printed) with AVX-512; the dot unit `cpu_dot` with AVX-512 VNNI; the
+// GPU's matrix unit `gpu_matrix` from the chips (m16n8k16 from sm_80).
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=x86-64-v3 chips=sm_90" | FileCheck %s
-// CHECK: kvq.cache @defaults {{.*}}kvq.target = #kvq.target<host_cpu = "x86-64-v3", chips = ["sm_90"], warp_size = 32, block_threads = 128, split_tokens = 512, vector_lanes = 8>
+// CHECK: kvq.cache @defaults {{.*}}kvq.target = #kvq.target<host_cpu = "x86-64-v3", chips = ["sm_90"], warp_size = 32, block_threads = 128, split_tokens = 512, vector_lanes = 8, gpu_matrix = <m = 16, n = 8, k = 16, operands = f16, accumulator = f32>>
 // CHECK: kvq.cache @custom {{.*}}kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 256, split_tokens = 128>
 
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=x86-64-v2" | FileCheck %s --check-prefix=SSE
-// SSE: kvq.cache @defaults {{.*}}split_tokens = 512, vector_lanes = 4>
+// SSE: kvq.cache @defaults {{.*}}split_tokens = 512, vector_lanes = 4, gpu_matrix
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=skylake-avx512" | FileCheck %s --check-prefix=AVX512
-// AVX512: kvq.cache @defaults {{.*}}host_cpu = "skylake-avx512"{{.*}}split_tokens = 512>
-// AVX-512 VNNI (and BW) adds 16-bit integer products in pairs: i16_dots.
+// AVX512: kvq.cache @defaults {{.*}}host_cpu = "skylake-avx512"{{.*}}split_tokens = 512, gpu_matrix
+// AVX-512 VNNI (and BW) adds 16-bit integer products in pairs: vpdpwssd.
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=icelake-server" | FileCheck %s --check-prefix=VNNI
-// VNNI: kvq.cache @defaults {{.*}}host_cpu = "icelake-server"{{.*}}split_tokens = 512, i16_dots = true>
+// VNNI: kvq.cache @defaults {{.*}}host_cpu = "icelake-server"{{.*}}split_tokens = 512, cpu_dot = <m = 16, n = 1, k = 2, operands = i16, accumulator = i32>, gpu_matrix
+// Chips before sm_80 have no m16n8k16: no gpu_matrix.
+// RUN: kvq-opt %s --kvq-assign-target="host-cpu=x86-64-v3 chips=sm_75,sm_90" | FileCheck %s --check-prefix=TURING
+// TURING: kvq.cache @defaults {{.*}}chips = ["sm_75", "sm_90"]{{.*}}vector_lanes = 8>
 // An unknown CPU is an error of the pass.
 // RUN: not kvq-opt %s --kvq-assign-target="host-cpu=no-such-cpu" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: unknown host CPU 'no-such-cpu'

@@ -1,4 +1,4 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s
 
 // The CPU's span=channels flush packs a token's codes through bytes where
 // every 8 codes of a group fill whole bytes and a group's stream fills its
@@ -8,7 +8,7 @@
 // are the stream, and the token's 24 bytes are one store. 5-bit values in
 // groups of 16 (80 bits in 3 words) keep the pairwise lane merges and a
 // store per word.
-kvq.cache @bytes model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {
+kvq.cache @bytes model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, gpu_matrix = #kvq.mma<m = 16, n = 8, k = 16, operands = f16, accumulator = f32>>} {
   kvq.keys window <recent = 1, flush = 1> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32>
   }

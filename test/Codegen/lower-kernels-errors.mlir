@@ -1,6 +1,6 @@
 // A kernel whose cache cannot be laid out fails the pass (and kvq-opt) with
 // the layout's diagnostic; the kernel op is not left in the output.
-// RUN: not kvq-opt %s --kvq-assign-layout --kvq-lower-kernels -o %t.out 2>&1 | FileCheck %s
+// RUN: not kvq-opt %s --kvq-assign-layout --kvq-select-forms --kvq-lower-kernels -o %t.out 2>&1 | FileCheck %s
 
 // CHECK: error: 'kvq.cache' op kvq-compile supports outlier pools only when keys and values have the same window
 // CHECK-NOT: kvq.attend_kernel @a

@@ -1,5 +1,5 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
 
 // InnerQ's 3-bit codes (AttendMatrix.cpp, "3-bit codes"): on the CPU, the
 // vector forms unpack them 16 lanes at a time; on sm_80+ both quantized

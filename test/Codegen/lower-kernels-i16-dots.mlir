@@ -1,6 +1,6 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s
 
-// Where the target has i16_dots (AVX-512 VNNI), the CPU scores span=tokens
+// Where the target has cpu_dot (AVX-512 VNNI), the CPU scores span=tokens
 // keys on 16-bit integers (docs/Numerics.md, "Attention on 16-bit
 // integers"): per block and head, the folded queries' largest magnitude
 // (a `nnan` reduction: its lanes are magnitudes of finite products, so LLVM
@@ -16,7 +16,7 @@
 // load (16 bytes apart: one register for the byte shuffle), each lane
 // gathers one channel's pair of codes, one vpdpwssd per head and chunk;
 // the block's sums are added to valueSums times its scales.
-kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
+kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, cpu_dot = #kvq.dot<m = 16, n = 1, k = 2, operands = i16, accumulator = i32>, gpu_matrix = #kvq.mma<m = 16, n = 8, k = 16, operands = f16, accumulator = f32>>} {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
   }
@@ -63,7 +63,7 @@ kvq.cache @dots model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // gathered by a tree of shuffles into one row a head, stored as one
 // vector<4xf32> a head; the page's last tokens one by one (an extract and
 // a store a head).
-kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, i16_dots = true>} {
+kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, cpu_dot = #kvq.dot<m = 16, n = 1, k = 2, operands = i16, accumulator = i32>, gpu_matrix = #kvq.mma<m = 16, n = 8, k = 16, operands = f16, accumulator = f32>>} {
   kvq.keys window <recent = 1, flush = 1> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
   }
@@ -134,7 +134,7 @@ kvq.cache @channel_keys model <layers = 1, heads = 4, kv_heads = 1, head_dim = 6
 // CHECK-LABEL: gpu.module @channel_keys_kernels
 
 // The same cache on a target without them keeps the f32 form.
-kvq.cache @floats model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {
+kvq.cache @floats model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, gpu_matrix = #kvq.mma<m = 16, n = 8, k = 16, operands = f16, accumulator = f32>>} {
   kvq.keys window <recent = 1, flush = 128> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
   }

@@ -1,4 +1,4 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s
 
 // Every flush form sets the kernel's nonFinite word (argument 6,
 // docs/KernelABI.md) where a token it reads is a NaN or an infinity:
@@ -6,7 +6,7 @@
 // The CPU's span=channels form ORs the masks of a token's groups and
 // tests once; its span=tokens form tests each row of the parameters'
 // pass; the GPU's scalar form tests each element.
-kvq.cache @nf model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256>} {
+kvq.cache @nf model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 256, gpu_matrix = #kvq.mma<m = 16, n = 8, k = 16, operands = f16, accumulator = f32>>} {
   kvq.keys window <recent = 1, flush = 1> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 3, mode = sym, span = channels, group = 32, key_norm = true>
   }

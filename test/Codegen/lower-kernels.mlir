@@ -1,6 +1,6 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-lower-kernels --kvq-expand-dequantize | FileCheck %s --check-prefix=EXPANDED
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-expand-dequantize | FileCheck %s --check-prefix=EXPANDED
 
 kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {

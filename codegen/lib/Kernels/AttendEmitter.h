@@ -113,6 +113,36 @@ inline unsigned getWorkers(const KernelTarget &target, unsigned tasks,
   return workers;
 }
 
+/// The vector accumulators that live across one loop: half the register
+/// file, the rest for codes, weights and queries.
+inline unsigned getMaxAccumulators(const TargetInfo &info) {
+  return std::max(4u, info.vectorRegisters / 2);
+}
+
+/// Heads and chunks of `lanes` channels per pass of a value loop over
+/// `heads` heads (chunks of a group: `groupChunks`), as many as keep
+/// accumulators in registers.
+std::pair<unsigned, unsigned> planValuePasses(const TargetInfo &info,
+                                              unsigned heads, unsigned chunks,
+                                              unsigned groupChunks);
+
+/// The largest i16 a factor is rounded to (the i16 forms).
+constexpr double kI16Max = 32767;
+
+/// Whether i32 sums of `terms` products of a rounded factor and a `bits`-bit
+/// code cannot overflow.
+inline bool sumsFitI32(uint64_t terms, unsigned bits) {
+  return terms * uint64_t(kI16Max) * ((1u << bits) - 1) < (uint64_t(1) << 31);
+}
+
+/// Whether a slice holds 3-bit codes in 32-code fields (3 words a field):
+/// the 3-bit matrix forms' codes.
+inline bool hasFieldCodes(const SliceLayout &slice) {
+  QuantAttr quant = slice.quant;
+  return quant.getBits() == 3 && quant.getGroup() % 32 == 0 &&
+         slice.wordsPerGroup * 32 == quant.getGroup() * 3;
+}
+
 /// The most query heads one pass over the tokens serves: each has a dot
 /// product and an output accumulator in registers.
 constexpr unsigned kMaxTileHeads = 8;
@@ -137,8 +167,10 @@ struct FragmentThread {
 class AttendEmitter {
 public:
   AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
-                const CacheLayout &layout, unsigned layer)
-      : kb(kb), args(entry), layout(layout), model(layout.model), layer(layer),
+                const CacheLayout &layout, unsigned layer,
+                AttendFormsAttr forms)
+      : kb(kb), args(entry), layout(layout), forms(forms),
+        model(layout.model), layer(layer),
         split(entry.blockId[0]), head(entry.blockId[1]),
         batch(entry.blockId[2]), ratio(model.getGroupRatio()),
         heads(getTileHeads(ratio)), dim(model.getHeadDim()),
@@ -217,14 +249,13 @@ private:
                            const ValuePass &pass, Value unit, unsigned units,
                            Value worker, unsigned workers);
   void sumTokenBlockValues(Range range);
-  // The i16 forms (AttendI16.cpp), where the target has i16 dot products.
-  /// What every i16 form needs of the keys' or values' slice: i16 dots on
-  /// one thread a block (the CPU), codes of `span`, no reorder.
-  bool mayUseI16Dots(bool isKeys, Span span);
-  /// Whether span=tokens keys are scored on 16-bit integer pair dots
-  /// (KernelTarget::hasI16Dots): the folded queries rounded to i16 per block
-  /// and head (docs/Numerics.md, "Attention on 16-bit integers").
-  bool scoresKeysOnI16Dots();
+  // The i16 forms (AttendI16.cpp), where the target has i16 pair dots.
+  /// Whether span=tokens keys are scored on 16-bit integer pair dots: the
+  /// folded queries rounded to i16 per block and head (docs/Numerics.md,
+  /// "Attention on 16-bit integers").
+  bool scoresKeysOnI16Dots() const {
+    return forms.getKeys() == KeyForm::TokenBlocksI16;
+  }
   /// The i16 form's: pairQueries and blockQueryScales of key block `b`
   /// from its folded queries (at f32 element `rows`) and each head's
   /// largest magnitude among them.
@@ -237,11 +268,15 @@ private:
                                     unsigned channels);
   /// Whether span=channels keys are scored on 16-bit integer pair dots: the
   /// normalised queries rounded to i16 per head.
-  bool scoresChannelKeysOnI16Dots();
+  bool scoresChannelKeysOnI16Dots() const {
+    return forms.getKeys() == KeyForm::ChannelGroupsI16;
+  }
   void scoreChannelGroupsOnI16(Range range);
   /// Whether span=channels values are summed on 16-bit integer pair dots:
   /// the weights rounded to i16 per 32-token block, head and group.
-  bool sumsValuesOnI16Dots();
+  bool sumsValuesOnI16Dots() const {
+    return forms.getValues() == ValueForm::ChannelGroupsI16;
+  }
   void sumChannelGroupValuesOnI16(Range range);
   /// The i16 value form's pairWeights, pairWeightScales and
   /// roundedPairWeights of the block at quantized position `blockStart`
@@ -256,24 +291,28 @@ private:
                          const ValuePass &pass);
   /// Whether span=tokens values are summed on 16-bit integer pair dots: a
   /// block's weights p rounded to i16 per head.
-  bool sumsBlockValuesOnI16Dots();
+  bool sumsBlockValuesOnI16Dots() const {
+    return forms.getValues() == ValueForm::TokenBlocksI16;
+  }
   /// Each head's sum over block `b`'s tokens of p times the codes of a
   /// chunk of channels (`packed`: their streams, one after another), as
   /// f32.
   SmallVector<Value> blockValueDotsOnI16(Value packed, Value b);
   // The matrix forms (AttendMatrix.cpp), where the target has a matrix unit.
-  /// What every matrix form needs of the keys' or values' slice: a matrix
-  /// unit, codes of `span`, no reorder (keys: no pre-RoPE), a tile of heads
-  /// within B's columns.
-  bool mayUseMatrix(bool isKeys, Span span);
   /// Whether span=channels values are summed on the matrix unit.
-  bool sumsValuesOnMatrix();
+  bool sumsValuesOnMatrix() const {
+    return forms.getValues() == ValueForm::ChannelGroupsMatrix;
+  }
   void sumChannelGroupValuesOnMatrix(Range range);
   /// Whether span=tokens keys are scored on the matrix unit.
-  bool scoresKeysOnMatrix();
+  bool scoresKeysOnMatrix() const {
+    return forms.getKeys() == KeyForm::TokenBlocksMatrix;
+  }
   void scoreTokenBlocksOnMatrix(Range range);
   /// Whether span=tokens values of 3 bits are summed on the matrix unit.
-  bool sumsBlockValuesOnMatrix();
+  bool sumsBlockValuesOnMatrix() const {
+    return forms.getValues() == ValueForm::TokenBlocksMatrix;
+  }
   void sumTokenBlockValuesOnMatrix(Range range);
   /// Stores a warp's share of valueSums (matrixPartials) for C's columns
   /// 2t and 2t + 1: the thread's `rowChannels` channels from `rowChannel0`,
@@ -284,7 +323,9 @@ private:
   /// valueSums: the sum of the warps' shares.
   void addMatrixShares();
   /// Whether span=channels keys of 3 bits are scored on the matrix unit.
-  bool scoresChannelKeysOnMatrix();
+  bool scoresChannelKeysOnMatrix() const {
+    return forms.getKeys() == KeyForm::ChannelGroupsMatrix;
+  }
   void scoreChannelGroupsOnMatrix(Range range);
   /// Whether a matrix form reads the keys' (values') quantized pages.
   bool readsOnMatrix(bool isKeys);
@@ -303,10 +344,12 @@ private:
   /// `index` of `buffer` as the matrix unit's split halves: per 4 values,
   /// two f16x2 words of their rounding, then two of the residuals.
   void storeSplitHalves(Value values, Value buffer, Value index);
-  /// Heads and chunks of `lanes` channels per pass of a value loop (chunks
-  /// of a group: `groupChunks`), as many as keep accumulators in registers.
+  /// planValuePasses for this target and tile.
   std::pair<unsigned, unsigned> planValuePasses(unsigned chunks,
-                                                unsigned groupChunks);
+                                                unsigned groupChunks) {
+    return attend::planValuePasses(kb.getTarget().getInfo(), heads, chunks,
+                                   groupChunks);
+  }
   // Full-precision pages (fp16 caches and layers).
   void scoreFullPrecisionRows(Range range);
   /// valueSums from the full-precision rows of `range` in region 1
@@ -448,6 +491,8 @@ private:
   KernelBuilder &kb;
   AttendArgs args;
   const CacheLayout &layout;
+  /// The forms of kvq-select-forms for this target.
+  AttendFormsAttr forms;
   ModelAttr model;
   unsigned layer;
   Value split, head, batch;

@@ -1,7 +1,7 @@
 //===- AttendI16.cpp - attend loops on 16-bit integer pair dots -----------===//
 //
 // Where the target adds products of 16-bit integers in pairs into 32-bit
-// lanes (KernelTarget::hasI16Dots: `vpdpwssd` on a CPU with AVX-512 VNNI),
+// lanes (the target's cpu_dot: `vpdpwssd` on a CPU with AVX-512 VNNI),
 // four loops of the attend kernel multiply bare codes by f32 factors rounded
 // to i16, so that one instruction per head does what two unpacks and two
 // FMAs did (docs/Numerics.md, "Attention on 16-bit integers"):
@@ -40,15 +40,6 @@
 using namespace mlir;
 using namespace kvq;
 using namespace kvq::attend;
-
-/// The largest i16 a factor is rounded to.
-constexpr double kI16Max = 32767;
-
-/// Whether i32 sums of `terms` products of a rounded factor and a `bits`-bit
-/// code cannot overflow.
-static bool sumsFitI32(uint64_t terms, unsigned bits) {
-  return terms * uint64_t(kI16Max) * ((1u << bits) - 1) < (uint64_t(1) << 31);
-}
 
 /// Lane l of the result holds two codes of `bits` bits from the byte vector
 /// `bytes`: in its low 16 bits the code at bit halfBits[2l], in its high 16
@@ -125,25 +116,6 @@ static Value scaleToI16(KernelBuilder &kb, Value largest) {
 //===----------------------------------------------------------------------===//
 // span = tokens keys
 //===----------------------------------------------------------------------===//
-
-bool AttendEmitter::mayUseI16Dots(bool isKeys, Span span) {
-  KernelTarget &target = kb.getTarget();
-  const SliceLayout &s = slice(isKeys);
-  return target.hasI16Dots() && target.getBlockThreads() == 1 &&
-         s.isQuantized() && s.quant.getSpan() == span && !s.hasReorder();
-}
-
-bool AttendEmitter::scoresKeysOnI16Dots() {
-  if (!mayUseI16Dots(/*isKeys=*/true, Span::Tokens))
-    return false;
-  KernelTarget &target = kb.getTarget();
-  const SliceLayout &keys = slice(true);
-  // A channel pair per i32 lane (each code within two bytes of its
-  // channel's stream) and tokens as lanes.
-  unsigned bits = keys.quant.getBits(), lanes = target.getVectorLanes();
-  return getLanes(target, keys.quant.getGroup()) == lanes && dim % 2 == 0 &&
-         bits <= 8 && sumsFitI32(dim, bits);
-}
 
 void AttendEmitter::roundFoldedQueries(Value b, Value rows,
                                        ArrayRef<Value> maxima) {
@@ -240,22 +212,6 @@ struct ChannelPairs {
     return g * group + v * 2 * groupLanes + 2 * k + half % 2;
   }
 };
-
-bool AttendEmitter::scoresChannelKeysOnI16Dots() {
-  if (!mayUseI16Dots(/*isKeys=*/true, Span::Channels))
-    return false;
-  KernelTarget &target = kb.getTarget();
-  const SliceLayout &keys = slice(true);
-  // Every group in each vector, and a token's codes within one 64-byte
-  // shuffle.
-  unsigned lanes = target.getVectorLanes(), groups = keys.groupsPerToken;
-  unsigned bits = keys.quant.getBits(), group = keys.quant.getGroup();
-  if (bits > 8 || groups > lanes || lanes % groups != 0 ||
-      groups * keys.wordsPerGroup * 4 > 64 || group % (2 * lanes / groups) != 0)
-    return false;
-  // A head's i32 lanes of a group are summed before they go to f32.
-  return sumsFitI32(group, bits);
-}
 
 void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   // Each head's normalised query is rounded to i16 against its largest
@@ -411,25 +367,6 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
 //===----------------------------------------------------------------------===//
 // span = channels values
 //===----------------------------------------------------------------------===//
-
-bool AttendEmitter::sumsValuesOnI16Dots() {
-  if (!mayUseI16Dots(/*isKeys=*/false, Span::Channels))
-    return false;
-  KernelTarget &target = kb.getTarget();
-  const SliceLayout &values = slice(false);
-  unsigned bits = values.quant.getBits(), lanes = target.getVectorLanes();
-  unsigned group = values.quant.getGroup();
-  if (getLanes(target, group) != lanes || bits > 8 ||
-      !sumsFitI32(kValueBlockTokens, bits) ||
-      layout.pageTokens % kValueBlockTokens != 0)
-    return false;
-  // Passes of whole groups whose two tokens' codes fit one 64-byte shuffle.
-  unsigned groupChunks = group / lanes;
-  unsigned chunks = values.groupsPerToken * groupChunks;
-  unsigned passChunks = planValuePasses(chunks, groupChunks).second;
-  return passChunks % groupChunks == 0 &&
-         2 * (passChunks / groupChunks) * values.wordsPerGroup * 4 <= 64;
-}
 
 Value AttendEmitter::roundBlockWeights(SliceAccess &access,
                                        Quantizer &quantizer, Value blockStart,
@@ -652,18 +589,6 @@ void AttendEmitter::sumChannelGroupValuesOnI16(Range range) {
 //===----------------------------------------------------------------------===//
 // span = tokens values
 //===----------------------------------------------------------------------===//
-
-bool AttendEmitter::sumsBlockValuesOnI16Dots() {
-  if (!mayUseI16Dots(/*isKeys=*/false, Span::Tokens))
-    return false;
-  KernelTarget &target = kb.getTarget();
-  const SliceLayout &values = slice(false);
-  unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
-  unsigned lanes = target.getVectorLanes();
-  // Token quads; lanes of two halves of a chunk's streams.
-  return getLanes(target, dim) == lanes && lanes % 2 == 0 && group % 4 == 0 &&
-         bits <= 8 && sumsFitI32(group, bits);
-}
 
 void AttendEmitter::roundBlockValueWeights(const TokenBlocks &blocks) {
   // Per block and head: the weights' largest (they are >= 0), its scale,

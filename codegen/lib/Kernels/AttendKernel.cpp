@@ -165,16 +165,25 @@ SmallVector<Value> AttendEmitter::reorderedKeyDots(Value index) {
 
 void AttendEmitter::scoreRange(Range range, unsigned region) {
   const TensorLayout &keys = tensor(true);
-  const SliceLayout &quantizedKeys = slice(true);
-  if (region == 1 && !quantizedKeys.isQuantized())
-    return scoreFullPrecisionRows(range);
-  if (region == 1 && !quantizedKeys.hasReorder() && !rope)
-    return scoresKeysOnMatrix()           ? scoreTokenBlocksOnMatrix(range)
-           : scoresChannelKeysOnMatrix()  ? scoreChannelGroupsOnMatrix(range)
-           : scoresChannelKeysOnI16Dots() ? scoreChannelGroupsOnI16(range)
-           : quantizedKeys.quant.getSpan() == Span::Tokens
-               ? scoreTokenBlocks(range)
-               : scoreChannelGroups(range);
+  if (region == 1)
+    switch (forms.getKeys()) {
+    case KeyForm::Rows:
+      return scoreFullPrecisionRows(range);
+    case KeyForm::TokenBlocksMatrix:
+      return scoreTokenBlocksOnMatrix(range);
+    case KeyForm::ChannelGroupsMatrix:
+      return scoreChannelGroupsOnMatrix(range);
+    case KeyForm::ChannelGroupsI16:
+      return scoreChannelGroupsOnI16(range);
+    case KeyForm::TokenBlocks:
+    case KeyForm::TokenBlocksI16:
+      return scoreTokenBlocks(range);
+    case KeyForm::ChannelGroups:
+      return scoreChannelGroups(range);
+    case KeyForm::Reordered:
+    case KeyForm::PreRope:
+      break; // Token by token, below.
+    }
   Value count = kb.sub(range.end, range.begin);
   kb.getTarget().parallelFor(kb, count, [&](Value i) {
     Value t = kb.add(range.begin, i);
@@ -490,7 +499,9 @@ void AttendEmitter::attendTile() {
 }
 
 void kvq::emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
-                           const CacheLayout &layout, unsigned layer) {
+                           const CacheLayout &layout, unsigned layer,
+                           AttendFormsAttr forms) {
+  assert(forms && "the attend kernel's forms come from kvq-select-forms");
   kb.setReassociate(true);
-  AttendEmitter(kb, entry, layout, layer).emit();
+  AttendEmitter(kb, entry, layout, layer, forms).emit();
 }

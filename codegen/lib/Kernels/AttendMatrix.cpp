@@ -49,31 +49,6 @@ static constexpr unsigned kStepTokens = MatrixUnit::kK;
 /// Tokens of one tile whose rows are tokens (the m of m16n8k16).
 static constexpr unsigned kTileTokens = MatrixUnit::kM;
 
-bool AttendEmitter::mayUseMatrix(bool isKeys, Span span) {
-  // Pre-RoPE keys are rotated per token, reordered slices have groups of
-  // variable size: both keep the vector forms.
-  const SliceLayout &s = slice(isKeys);
-  return kb.getTarget().getMatrixUnit() && s.isQuantized() &&
-         s.quant.getSpan() == span && !s.hasReorder() && !(isKeys && rope) &&
-         heads <= MatrixUnit::kN;
-}
-
-bool AttendEmitter::sumsValuesOnMatrix() {
-  const SliceLayout &values = slice(false);
-  if (!mayUseMatrix(/*isKeys=*/false, Span::Channels))
-    return false;
-  unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
-  unsigned rowChannels = dim / 8, rowBytes = rowChannels * bits / 8;
-  // Whole tiles, a thread's channels inside one group and on whole byte
-  // pairs of one word (or whole words), groups packed without padding, and
-  // steps inside one page.
-  return 8 % bits == 0 && dim % MatrixUnit::kM == 0 &&
-         group % rowChannels == 0 && rowBytes % 2 == 0 &&
-         (rowBytes <= 4 ? 4 % rowBytes == 0 : rowBytes % 4 == 0) &&
-         values.wordsPerGroup * 32 == group * bits &&
-         layout.pageTokens % kStepTokens == 0;
-}
-
 /// An f16x2 word as two halves, and back (arith casts keep shapes).
 static Value halvesOf(KernelBuilder &kb, Value word) {
   OpBuilder &b = kb.builder();
@@ -476,17 +451,6 @@ static SmallVector<Value, 4> multiplySplit(KernelBuilder &kb, MatrixUnit &unit,
   return unit.multiplyAccumulate(kb, a, b.low, rounded);
 }
 
-bool AttendEmitter::scoresKeysOnMatrix() {
-  const SliceLayout &keys = slice(true);
-  if (!mayUseMatrix(/*isKeys=*/true, Span::Tokens))
-    return false;
-  unsigned bits = keys.quant.getBits(), group = keys.quant.getGroup();
-  // A tile's 16 tokens are whole bytes of one word of each channel, rows g
-  // and g + 8 in one byte: 1 or 2 bits.
-  return bits <= 2 && group % MatrixUnit::kM == 0 &&
-         keys.wordsPerGroup * 32 == group * bits && dim % MatrixUnit::kK == 0;
-}
-
 void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
   // Scores of a block's tokens: K (tokens x channels) times the block's
   // folded queries Q' (channels x heads), whose slopes make A the bare
@@ -712,13 +676,6 @@ static FieldPlace getFieldPlace(KernelBuilder &kb, Value t) {
   return {word0, selector};
 }
 
-/// Whether `quant` packs 3-bit codes as fields of 32 (3 words per 32).
-static bool hasFieldCodes(const SliceLayout &slice) {
-  QuantAttr quant = slice.quant;
-  return quant.getBits() == 3 && quant.getGroup() % 32 == 0 &&
-         slice.wordsPerGroup * 32 == quant.getGroup() * 3;
-}
-
 /// Stores the `count` f32 values of `from`, each 8 in kFieldOrder, as
 /// split halves at `to` (the same indices).
 void AttendEmitter::storeFieldOrdered(Value from, Value to, unsigned count) {
@@ -733,13 +690,6 @@ void AttendEmitter::storeFieldOrdered(Value from, Value to, unsigned count) {
 //===----------------------------------------------------------------------===//
 // span = channels keys of 3 bits
 //===----------------------------------------------------------------------===//
-
-bool AttendEmitter::scoresChannelKeysOnMatrix() {
-  const SliceLayout &keys = slice(true);
-  if (!mayUseMatrix(/*isKeys=*/true, Span::Channels))
-    return false;
-  return hasFieldCodes(keys) && layout.pageTokens % MatrixUnit::kM == 0;
-}
 
 void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
   // A 16-token tile's scores, group by group: the group's products of the
@@ -861,17 +811,6 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
 //===----------------------------------------------------------------------===//
 // span = tokens values of 3 bits
 //===----------------------------------------------------------------------===//
-
-bool AttendEmitter::sumsBlockValuesOnMatrix() {
-  const SliceLayout &values = slice(false);
-  if (!mayUseMatrix(/*isKeys=*/false, Span::Tokens))
-    return false;
-  // A block's weights are summed by group / 8 workers.
-  unsigned group = values.quant.getGroup();
-  return hasFieldCodes(values) && llvm::isPowerOf2_32(group) &&
-         group / 8 <= kb.getTarget().getMaxWorkers() &&
-         dim % MatrixUnit::kM == 0;
-}
 
 void AttendEmitter::loadBlockWeightsOnMatrix(Range range,
                                              const TokenBlocks &blocks) {

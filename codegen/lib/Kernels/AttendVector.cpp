@@ -35,17 +35,11 @@ using namespace mlir;
 using namespace kvq;
 using namespace kvq::attend;
 
-/// The vector accumulators that live across one loop: half the register
-/// file, the rest for codes, weights and queries.
-static unsigned getMaxAccumulators(const KernelTarget &target) {
-  return std::max(4u, target.getVectorRegisters() / 2);
-}
-
 /// Chunks of `lanes` elements handled per pass, so that `chunks * heads`
 /// accumulators fit in registers.
 static unsigned getChunksPerPass(const KernelTarget &target, unsigned chunks,
                                  unsigned heads) {
-  return std::max(1u, std::min(chunks, getMaxAccumulators(target) / heads));
+  return std::max(1u, std::min(chunks, getMaxAccumulators(target.getInfo()) / heads));
 }
 
 /// Sign-extended byte offset of f32 element `index` (may be negative for
@@ -87,7 +81,7 @@ void AttendEmitter::allocateVectorBuffers() {
     }
   }
   // Reordered values keep the channel-per-lane form (variable groups).
-  if (!values.hasReorder())
+  if (forms.getValues() != ValueForm::Reordered)
     valueSums = target.allocShared(kb, heads * dim * 4);
   if (sumsValuesOnI16Dots()) {
     unsigned entries =
@@ -828,31 +822,24 @@ void AttendEmitter::forEachTokenOfThreads(Range range, const TokenStep &step,
 }
 
 void AttendEmitter::sumQuantizedValues(Range range) {
-  if (!slice(false).isQuantized())
-    sumFullPrecisionValues(range, 1);
-  else if (sumsValuesOnMatrix())
-    sumChannelGroupValuesOnMatrix(range);
-  else if (sumsBlockValuesOnMatrix())
-    sumTokenBlockValuesOnMatrix(range);
-  else if (sumsValuesOnI16Dots())
-    sumChannelGroupValuesOnI16(range);
-  else if (slice(false).quant.getSpan() == Span::Channels)
-    sumChannelGroupValues(range);
-  else
-    sumTokenBlockValues(range);
-}
-
-std::pair<unsigned, unsigned>
-AttendEmitter::planValuePasses(unsigned chunks, unsigned groupChunks) {
-  unsigned maxAccumulators = getMaxAccumulators(kb.getTarget());
-  unsigned passHeads = std::max(1u, std::min(heads, maxAccumulators));
-  unsigned passChunks = std::max(1u, maxAccumulators / passHeads);
-  if (passChunks >= groupChunks)
-    passChunks = std::min(chunks, passChunks / groupChunks * groupChunks);
-  else
-    while (groupChunks % passChunks != 0)
-      --passChunks;
-  return {passHeads, passChunks};
+  switch (forms.getValues()) {
+  case ValueForm::Rows:
+    return sumFullPrecisionValues(range, 1);
+  case ValueForm::ChannelGroupsMatrix:
+    return sumChannelGroupValuesOnMatrix(range);
+  case ValueForm::TokenBlocksMatrix:
+    return sumTokenBlockValuesOnMatrix(range);
+  case ValueForm::ChannelGroupsI16:
+    return sumChannelGroupValuesOnI16(range);
+  case ValueForm::ChannelGroups:
+    return sumChannelGroupValues(range);
+  case ValueForm::TokenBlocks:
+  case ValueForm::TokenBlocksI16:
+    return sumTokenBlockValues(range);
+  case ValueForm::Reordered:
+    // Channel per lane through KernelTarget::accumulate (valueAt).
+    llvm_unreachable("reordered values have no vector sums");
+  }
 }
 
 void AttendEmitter::sumChannelGroupValues(Range range) {

@@ -66,7 +66,9 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
                           ArrayRef<int64_t>(tracked));
   for (auto [index, entry] : llvm::enumerate(attend))
     AttendKernelOp::create(b, loc, (cacheRef + "_attend_" + Twine(index)).str(),
-                           cacheRef, ArrayRef<int64_t>(entry.second));
+                           cacheRef, ArrayRef<int64_t>(entry.second),
+                           /*cpu_forms=*/AttendFormsAttr(),
+                           /*gpu_forms=*/AttendFormsAttr());
 }
 
 KernelSpec kvq::getKernelSpec(Operation *kernelOp) {
@@ -151,7 +153,7 @@ unsigned kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
     emitTrackKernel(kb, entry, layout);
     break;
   case KernelKind::Attend:
-    emitAttendKernel(kb, entry, layout, spec.layer);
+    emitAttendKernel(kb, entry, layout, spec.layer, spec.forms);
     break;
   }
   target.finishKernel(b, loc);

@@ -37,6 +37,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.nest<CacheOp>().addPass(createKVQExpandSchedule());
   pm.addPass(createKVQAssignLayout());
   pm.addPass(createKVQPlanKernels());
+  pm.addPass(createKVQSelectForms());
   pm.addPass(createKVQLowerKernels());
   pm.addPass(createKVQExpandDequantize());
   pm.addPass(createKVQExpandUnpack());
@@ -84,7 +85,8 @@ void kvq::registerKVQCompilePipelines() {
   PassPipelineRegistration<KVQCompilePipelineOptions>(
       "kvq-build-kernels",
       "Stage 1: attach the target, expand schedules, plan the kernels of "
-      "every kvq.cache and lower them to host functions and GPU kernels",
+      "every kvq.cache, select their forms and lower them to host functions "
+      "and GPU kernels",
       buildKVQKernelsPipeline);
   PassPipelineRegistration<>(
       "kvq-host-to-llvm", "Stage 2: lower the host modules to the LLVM dialect",

@@ -24,8 +24,7 @@ namespace {
 class CPUTarget : public KernelTarget {
 public:
   CPUTarget(ModuleOp module, TargetAttr target)
-      : module(module), vectorLanes(target.getVectorLanes()),
-        i16Dots(target.getI16Dots()) {}
+      : KernelTarget(getCPUTargetInfo(target)), module(module) {}
 
   KernelEntry createKernel(OpBuilder &b, Location loc, StringRef name,
                            ArrayRef<ArgKind> args) override {
@@ -172,10 +171,10 @@ public:
   }
 
   bool hasMinMaxNum() const override { return false; }
-  bool hasI16Dots() const override { return i16Dots; }
-  /// One `vpdpwssd` (the target attribute's i16_dots: 16 lanes).
+  /// One `vpdpwssd` (the target's cpu_dot: 16 lanes).
   Value dotI16Pairs(KernelBuilder &kb, Value acc, Value x, Value y) override {
-    assert(i16Dots && "the target attribute has no i16_dots");
+    assert(getInfo().dot == getI16PairDotUnit(kb.builder().getContext(), 16) &&
+           "the target has no vpdpwssd");
     OpBuilder &b = kb.builder();
     auto halves = VectorType::get({32}, b.getI16Type());
     auto asHalves = [&](Value x) {
@@ -189,14 +188,6 @@ public:
   unsigned getSplitTokens(const CacheLayout &layout) const override {
     return layout.hostSplitTokens;
   }
-  unsigned getVectorLanes() const override { return vectorLanes; }
-  /// AVX-512 has 32 vector registers, AVX and SSE 16.
-  unsigned getVectorRegisters() const override {
-    return vectorLanes >= 16 ? 32 : 16;
-  }
-
-  unsigned getBlockThreads() const override { return 1; }
-  unsigned getMaxWorkers() const override { return 1; }
   SmallVector<Value> reduceAcrossWorkers(KernelBuilder &, ReduceKind,
                                          ValueRange values,
                                          unsigned workers) override {
@@ -227,13 +218,20 @@ public:
 
 private:
   ModuleOp module;
-  unsigned vectorLanes;
-  bool i16Dots;
   /// The kernel being emitted.
   func::FuncOp currentKernel;
 };
 
 } // namespace
+
+TargetInfo kvq::getCPUTargetInfo(TargetAttr target) {
+  TargetInfo info;
+  info.vectorLanes = target.getVectorLanes();
+  // AVX-512 has 32 vector registers, AVX and SSE 16.
+  info.vectorRegisters = info.vectorLanes >= 16 ? 32 : 16;
+  info.dot = target.getCpuDot();
+  return info;
+}
 
 std::unique_ptr<KernelTarget> kvq::createCPUTarget(ModuleOp module,
                                                    TargetAttr target) {

@@ -24,14 +24,6 @@ using namespace kvq;
 static constexpr unsigned kGlobalSpace = 1;
 static constexpr unsigned kSharedSpace = 3;
 
-/// The compute capability of `chip` (sm_XX, sm_XXa), 0 if unreadable.
-static unsigned getComputeCapability(StringRef chip) {
-  unsigned capability = 0;
-  chip.consume_front("sm_");
-  chip = chip.take_while([](char c) { return llvm::isDigit(c); });
-  return chip.getAsInteger(10, capability) ? 0 : capability;
-}
-
 namespace {
 
 /// mma.sync m16n8k16 with f16 inputs and f32 sums, which every chip from
@@ -100,12 +92,9 @@ public:
 class GPUTarget : public KernelTarget {
 public:
   GPUTarget(gpu::GPUModuleOp module, TargetAttr target)
-      : module(module), warpSize(target.getWarpSize()),
-        blockThreads(target.getBlockThreads()) {
-    unsigned oldest = ~0u;
-    for (const std::string &chip : target.getChipNames())
-      oldest = std::min(oldest, getComputeCapability(chip));
-    if (oldest >= 80 && warpSize == 32)
+      : KernelTarget(getGPUTargetInfo(target)), module(module),
+        warpSize(target.getWarpSize()) {
+    if (getInfo().matrix == MatrixUnit::getAttr(module.getContext()))
       mma.emplace();
   }
 
@@ -159,7 +148,7 @@ public:
   }
   void parallelForNoWait(KernelBuilder &kb, Value count,
                          llvm::function_ref<void(Value)> body) override {
-    kb.forLoop(threadId, count, kb.i32(blockThreads), {},
+    kb.forLoop(threadId, count, kb.i32(getBlockThreads()), {},
                [&](Value i, ValueRange) {
                  body(i);
                  return SmallVector<Value>();
@@ -191,13 +180,13 @@ public:
                          ? 0.0f
                          : -std::numeric_limits<float>::infinity();
     Value partial =
-        kb.forLoop(threadId, count, kb.i32(blockThreads), {kb.f32(identity)},
+        kb.forLoop(threadId, count, kb.i32(getBlockThreads()), {kb.f32(identity)},
                    [&](Value i, ValueRange acc) -> SmallVector<Value> {
                      return {combine(acc[0], kb.loadF32(ptr, i))};
                    })[0];
     for (unsigned offset = warpSize / 2; offset > 0; offset /= 2)
       partial = combine(partial, shuffleXor(kb, partial, offset));
-    unsigned numWarps = blockThreads / warpSize;
+    unsigned numWarps = getBlockThreads() / warpSize;
     Value scratch = allocShared(kb, numWarps * 4);
     Value lane = kb.remU(threadId, kb.i32(warpSize));
     Value warp = kb.divU(threadId, kb.i32(warpSize));
@@ -274,13 +263,6 @@ public:
   unsigned getSplitTokens(const CacheLayout &layout) const override {
     return layout.splitTokens;
   }
-  /// A thread's vectors: 8 f32 registers, so that the quantized attention
-  /// loops keep 4 of them per thread as accumulators (32 registers) beside
-  /// codes, weights and addresses, with no spills.
-  unsigned getVectorLanes() const override { return 8; }
-  unsigned getVectorRegisters() const override { return 8; }
-  unsigned getBlockThreads() const override { return blockThreads; }
-  unsigned getMaxWorkers() const override { return warpSize; }
   MatrixUnit *getMatrixUnit() override { return mma ? &*mma : nullptr; }
 
   /// A butterfly of xor shuffles over the whole warp (every lane takes
@@ -343,7 +325,7 @@ private:
   }
 
   gpu::GPUModuleOp module;
-  unsigned warpSize, blockThreads;
+  unsigned warpSize;
   std::string kernelName;
   unsigned numShared = 0;
   Value threadId;
@@ -351,6 +333,19 @@ private:
 };
 
 } // namespace
+
+TargetInfo kvq::getGPUTargetInfo(TargetAttr target) {
+  TargetInfo info;
+  info.blockThreads = target.getBlockThreads();
+  info.maxWorkers = target.getWarpSize();
+  // A thread's vectors: 8 f32 registers, so that the quantized attention
+  // loops keep 4 of them per thread as accumulators (32 registers) beside
+  // codes, weights and addresses, with no spills.
+  info.vectorLanes = 8;
+  info.vectorRegisters = 8;
+  info.matrix = target.getGpuMatrix();
+  return info;
+}
 
 std::unique_ptr<KernelTarget> kvq::createGPUTarget(gpu::GPUModuleOp module,
                                                    TargetAttr target) {

@@ -45,7 +45,8 @@ struct KVQAssignTargetPass
       return signalPassFailure();
     TargetAttr target =
         TargetAttr::getDefault(&getContext(), hostCpu, names,
-                               getVectorLanes(*host), hasI16Dots(*host));
+                               getVectorLanes(*host),
+                               getHostDotUnit(&getContext(), *host));
     for (CacheOp cache : getOperation().getOps<CacheOp>())
       if (!cache->hasAttr(TargetAttr::getAttrName()))
         cache->setAttr(TargetAttr::getAttrName(), target);

@@ -48,6 +48,14 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
     for (auto [target, container] : {std::pair<KernelTarget *, Operation *>{
                                          kernels.cpu.get(), kernels.host},
                                      {kernels.gpu.get(), kernels.device}}) {
+      if (auto attend = dyn_cast<AttendKernelOp>(op.getOperation())) {
+        spec.forms = target == kernels.gpu.get() ? attend.getGpuFormsAttr()
+                                                 : attend.getCpuFormsAttr();
+        if (!spec.forms)
+          return op.emitOpError("has no forms for ")
+                 << (target == kernels.gpu.get() ? "the GPU" : "the CPU")
+                 << ": run kvq-select-forms first";
+      }
       unsigned units =
           emitKernel(spec, cache->second.layout, *target, rewriter, op.getLoc());
       if (target == kernels.gpu.get())

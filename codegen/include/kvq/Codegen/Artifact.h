@@ -11,6 +11,7 @@
 #define KVQ_CODEGEN_ARTIFACT_H
 
 #include "kvq/Codegen/Pipelines.h"
+#include "kvq/Dialect/KVQ/KVQAttrs.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -31,9 +32,10 @@ struct HostTarget {
 /// with AVX, else 4.
 unsigned getVectorLanes(const HostTarget &host);
 
-/// Whether `host` adds 16-bit integer products in pairs into the 16 i32
-/// lanes of a 512-bit register (AVX-512 VNNI and BW).
-bool hasI16Dots(const HostTarget &host);
+/// The dot unit of `host`, or null: AVX-512 VNNI and BW's `vpdpwssd`, which
+/// adds 16-bit integer products in pairs into the 16 i32 lanes of a 512-bit
+/// register.
+DotUnitAttr getHostDotUnit(mlir::MLIRContext *ctx, const HostTarget &host);
 
 /// Resolves `hostCPU`: "native" (this machine's CPU and features) or an LLVM
 /// CPU name (x86-64-v2, x86-64-v3, skylake-avx512, ...); an unknown name is

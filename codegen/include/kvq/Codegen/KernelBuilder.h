@@ -12,6 +12,7 @@
 #define KVQ_CODEGEN_KERNELBUILDER_H
 
 #include "kvq/ABI/KernelABI.h"
+#include "kvq/Dialect/KVQ/KVQAttrs.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -50,6 +51,9 @@ struct IndexRange {
 class MatrixUnit {
 public:
   static constexpr unsigned kM = 16, kN = 8, kK = 16;
+  /// The `#kvq.mma` the matrix forms are written for: kM x kN x kK, f16
+  /// operands, f32 sums.
+  static MatrixUnitAttr getAttr(mlir::MLIRContext *ctx);
 
   virtual ~MatrixUnit();
   /// D = A B + C: `a` four and `b` two f16x2 words (i32), `c` four f32.
@@ -68,10 +72,39 @@ public:
                              mlir::Value bits) = 0;
 };
 
+/// What the kernels and kvq-select-forms know of one backend's blocks, read
+/// off `#kvq.target` in one place (getCPUTargetInfo, getGPUTargetInfo), as
+/// Triton's TargetInfo is for its backends.
+struct TargetInfo {
+  /// The threads of a block, which share a parallelFor's iterations (1 on
+  /// the CPU, whose block runs on one thread).
+  unsigned blockThreads = 1;
+  /// The most adjacent parallelFor iterations `sumAcrossWorkers` combines:
+  /// a warp on the GPU, 1 on the CPU.
+  unsigned maxWorkers = 1;
+  /// The f32 lanes one thread computes on at once: a vector register on the
+  /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), a run of
+  /// registers of one thread on the GPU. Above 1, kernels use their vector
+  /// forms.
+  unsigned vectorLanes = 1;
+  /// Vector registers of that width.
+  unsigned vectorRegisters = 1;
+  /// The units a thread (dot) or a warp (matrix) computes on; null: none.
+  DotUnitAttr dot;
+  MatrixUnitAttr matrix;
+};
+
+/// The `#kvq.dot` the i16 forms are written for: pairs of i16 products into
+/// each of `lanes` i32 lanes (AVX-512 VNNI's `vpdpwssd` for 16).
+DotUnitAttr getI16PairDotUnit(mlir::MLIRContext *ctx, unsigned lanes);
+
 /// The target-specific half of kernel emission.
 class KernelTarget {
 public:
+  explicit KernelTarget(const TargetInfo &info) : info(info) {}
   virtual ~KernelTarget();
+
+  const TargetInfo &getInfo() const { return info; }
 
   /// Creates kernel `name`, sets the builder inside it and returns its
   /// arguments and block ids. `finishKernel` closes it.
@@ -157,14 +190,10 @@ public:
   /// y instead, and LLVM adds a NaN test and a blend to each minnum.
   virtual bool hasMinMaxNum() const = 0;
 
-  /// Whether dotI16Pairs is one instruction on vectors of getVectorLanes()
-  /// lanes (the CPU with AVX-512 VNNI: `vpdpwssd`): attention then scores
-  /// span=tokens keys and sums span=channels values on 16-bit integers
-  /// (AttendI16.cpp, docs/Numerics.md).
-  virtual bool hasI16Dots() const { return false; }
   /// `acc` + a.lo * b.lo + a.hi * b.hi in every i32 lane, the halves of a
-  /// lane of `a` and `b` signed 16-bit integers (callers bound the sums);
-  /// only where hasI16Dots().
+  /// lane of `a` and `b` signed 16-bit integers (callers bound the sums):
+  /// the i16 forms' instruction, only where the target's dot unit is
+  /// theirs (getI16PairDotUnit).
   virtual mlir::Value dotI16Pairs(KernelBuilder &kb, mlir::Value acc,
                                   mlir::Value a, mlir::Value b) {
     llvm_unreachable("the target has no 16-bit integer dot products");
@@ -185,20 +214,11 @@ public:
   /// the layout's splitTokens or hostSplitTokens.
   virtual unsigned getSplitTokens(const CacheLayout &layout) const = 0;
 
-  /// The f32 lanes one thread computes on at once: a vector register on the
-  /// CPU (16 with AVX-512; LLVM splits them on narrower hosts), a run of
-  /// registers of one thread on the GPU. Above 1, kernels use their vector
-  /// forms.
-  virtual unsigned getVectorLanes() const = 0;
-  /// Vector registers of that width.
-  virtual unsigned getVectorRegisters() const = 0;
-
-  /// The threads of a block, which share a parallelFor's iterations (1 on
-  /// the CPU, whose block runs on one thread).
-  virtual unsigned getBlockThreads() const = 0;
-  /// The most adjacent parallelFor iterations `sumAcrossWorkers` combines:
-  /// a warp on the GPU, 1 on the CPU.
-  virtual unsigned getMaxWorkers() const = 0;
+  /// TargetInfo's fields.
+  unsigned getVectorLanes() const { return info.vectorLanes; }
+  unsigned getVectorRegisters() const { return info.vectorRegisters; }
+  unsigned getBlockThreads() const { return info.blockThreads; }
+  unsigned getMaxWorkers() const { return info.maxWorkers; }
   /// Combines (sum or max) each of `values` (f32 scalars or vectors) over
   /// every aligned group of `workers` (a power of two, at most
   /// getMaxWorkers()) adjacent iterations of the enclosing parallelFor;
@@ -212,8 +232,9 @@ public:
                                                   unsigned workers) {
     return reduceAcrossWorkers(kb, ReduceKind::Sum, values, workers);
   }
-  /// The warp's matrix unit, or null: kernels take their matrix forms where
-  /// the target has one.
+  /// The instructions of the warp's matrix unit, or null: the matrix forms
+  /// use them, which kvq-select-forms picks only where TargetInfo::matrix is
+  /// MatrixUnit::getAttr().
   virtual MatrixUnit *getMatrixUnit() { return nullptr; }
   /// What the iterations of tasks of `workers` workers each are padded to,
   /// so that no warp is left partly inside the loop.
@@ -225,6 +246,9 @@ public:
     unsigned count = tasks * workers, align = getWorkerAlignment(workers);
     return (count + align - 1) / align * align;
   }
+
+private:
+  TargetInfo info;
 };
 
 /// Emission helpers shared by every kernel and target. Integers are i32

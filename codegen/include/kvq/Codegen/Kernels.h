@@ -27,6 +27,9 @@ struct KernelSpec {
   unsigned layer = 0;
   /// Flush kernels: keys or values.
   bool isKeys = true;
+  /// Attend kernels: the forms of the target being emitted for
+  /// (kvq-select-forms).
+  AttendFormsAttr forms;
 
   llvm::SmallVector<ArgKind> getArgs() const;
   llvm::StringRef getKindName() const;
@@ -101,7 +104,8 @@ unsigned emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
 void emitTrackKernel(KernelBuilder &kb, const KernelEntry &entry,
                      const CacheLayout &layout);
 void emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
-                      const CacheLayout &layout, unsigned layer);
+                      const CacheLayout &layout, unsigned layer,
+                      AttendFormsAttr forms);
 
 } // namespace kvq
 

@@ -59,10 +59,25 @@ def KVQPlanKernels : Pass<"kvq-plan-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = ["::kvq::KVQDialect"];
 }
 
+def KVQSelectForms : Pass<"kvq-select-forms", "::mlir::ModuleOp"> {
+  let summary = "Pick the form of every loop of every attend kernel";
+  let description = [{
+    Sets `cpu` and `gpu` on each `kvq.attend_kernel`: the
+    `#kvq.attend_forms` its key scores and value sums take on the host CPU
+    and on the GPU. Each form needs a slice of a certain shape and, for the
+    i16 and matrix forms, a unit of the cache's `kvq.target` (`cpu_dot`,
+    `gpu_matrix`); the first whose needs are met is picked
+    (docs/Rationale.md, "Forms"). Reads the `kvq.layout` of
+    kvq-assign-layout.
+  }];
+  let dependentDialects = ["::kvq::KVQDialect"];
+}
+
 def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
   let summary = "Lower kernel declarations to host functions and GPU kernels";
   let description = [{
-    Replaces every kernel op by its block program, twice: a `func.func` host
+    Replaces every kernel op by its block program, twice (an attend kernel
+    in the forms kvq-select-forms recorded on it): a `func.func` host
     entry point `NAME(void **args, i32 bx, i32 by, i32 bz)` in
     `builtin.module @<cache>_host`, and a `gpu.func` kernel in
     `gpu.module @<cache>_kernels`, one pair of modules per cache. The

@@ -14,6 +14,13 @@ class GPUModuleOp;
 
 namespace kvq {
 
+/// What the host CPU's kernels know of `target`: blocks of one thread, its
+/// vector lanes and registers, its dot unit.
+TargetInfo getCPUTargetInfo(TargetAttr target);
+/// What the GPU's kernels know of `target`: blocks of block_threads, warps
+/// of warp_size, 8-lane runs of registers, its matrix unit.
+TargetInfo getGPUTargetInfo(TargetAttr target);
+
 /// Kernels as host functions `void NAME(void **args, i32 bx, i32 by, i32 bz)`
 /// in `module`; a block runs on one thread, its "threads" are a loop, its
 /// vectors have the vector lanes of `target`.

@@ -9,6 +9,7 @@
 #include "mlir/IR/DialectImplementation.h"
 
 #include "kvq/Dialect/KVQ/KVQEnums.h.inc"
+#include "kvq/Dialect/KVQ/KVQInterfaces.h.inc"
 
 namespace kvq {
 /// The most tokens a window region (sink, recent, flush unit) or an outlier

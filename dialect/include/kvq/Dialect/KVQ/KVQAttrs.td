@@ -491,58 +491,6 @@ def KVQ_LayoutAttr : KVQ_Attr<"Layout", "layout"> {
   }];
 }
 
-def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
-  let summary = "What the kernels of a cache are compiled for";
-  let description = [{
-    Attached to each `kvq.cache` as `kvq.target` by `kvq-assign-target`; the
-    layout (split size), the GPU kernels (warp size, block threads), the host
-    code (CPU) and the manifest read it, so each fact has one definition.
-    `host_cpu` is `native` or an LLVM CPU name; `chips` the GPUs PTX is
-    emitted for; `split_tokens` the most tokens one attention block of the
-    GPU kernels covers and `host_split_tokens` one of the host CPU's
-    (flash-decoding split; the runtime plans each batch's split size up to
-    the capacity of the backend it runs on; 2048 where a spec states a
-    target without it); `vector_lanes` the f32 lanes of the host CPU's
-    vector registers, which the CPU kernels' vector forms compute on (16
-    with AVX-512, 8 with AVX; kvq-assign-target reads them off the CPU,
-    16 where a spec states a target without them); `i16_dots` whether it
-    adds products of 16-bit integers in pairs into 32-bit lanes (AVX-512
-    VNNI's `vpdpwssd`), which the CPU's attention loops use for span=tokens
-    keys and span=channels values (docs/Numerics.md; kvq-assign-target
-    reads it off the CPU, false where a spec states a target without it).
-
-    ```mlir
-    #kvq.target<host_cpu = "native", chips = ["sm_80", "sm_90"],
-                warp_size = 32, block_threads = 128, split_tokens = 512,
-                vector_lanes = 16>
-    ```
-  }];
-  let parameters = (ins
-    StringRefParameter<"host CPU">:$host_cpu,
-    "::mlir::ArrayAttr":$chips,
-    "unsigned":$warp_size,
-    "unsigned":$block_threads,
-    "unsigned":$split_tokens,
-    DefaultValuedParameter<"unsigned", "::kvq::kDefaultHostSplitTokens">:
-      $host_split_tokens,
-    DefaultValuedParameter<"unsigned", "16">:$vector_lanes,
-    DefaultValuedParameter<"bool", "false">:$i16_dots);
-  let assemblyFormat = "`<` struct(params) `>`";
-  let genVerifyDecl = 1;
-  let extraClassDeclaration = [{
-    /// The name of the attribute on a kvq.cache.
-    static ::llvm::StringRef getAttrName() { return "kvq.target"; }
-    /// kvq's defaults (kDefaultChips, 32-thread warps, 128-thread blocks,
-    /// 512-token splits) for `hostCpu` and `chips` (the default chips if
-    /// empty) and the host's `vectorLanes` and `i16Dots`.
-    static TargetAttr getDefault(::mlir::MLIRContext *ctx,
-                                 ::llvm::StringRef hostCpu = "native",
-                                 ::llvm::ArrayRef<std::string> chips = {},
-                                 unsigned vectorLanes = 16,
-                                 bool i16Dots = false);
-    /// The chip names.
-    ::llvm::SmallVector<std::string> getChipNames() const;
-  }];
-}
+include "kvq/Dialect/KVQ/KVQTargetAttrs.td"
 
 #endif // KVQ_DIALECT_KVQ_KVQATTRS_TD

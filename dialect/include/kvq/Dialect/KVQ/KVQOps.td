@@ -192,11 +192,25 @@ def KVQ_AttendKernelOp : KVQ_KernelOp<"attend_kernel", "decode attention"> {
     listed layers (which share their key and value schemes). Scales and
     zero-points are folded into the dot products; the last block of a
     kv-head to finish merges the splits' softmax partials into the
-    attention output.
+    attention output. `kvq-select-forms` records the forms its loops take
+    on the host CPU (`cpu`) and the GPU (`gpu`); `kvq-lower-kernels` needs
+    them.
 
     ```mlir
     kvq.attend_kernel @kvq_attend_0 of @kivi_2bit layers [0, 1]
+        cpu <keys = token_blocks_i16, values = channel_groups_i16>
+        gpu <keys = token_blocks_matrix, values = channel_groups_matrix>
     ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlatSymbolRefAttr:$cache,
+    DenseI64ArrayAttr:$layers,
+    OptionalAttr<KVQ_AttendFormsAttr>:$cpu_forms,
+    OptionalAttr<KVQ_AttendFormsAttr>:$gpu_forms);
+  let assemblyFormat = [{
+    $sym_name `of` $cache `layers` $layers
+    (`cpu` $cpu_forms^)? (`gpu` $gpu_forms^)? attr-dict
   }];
 }
 
