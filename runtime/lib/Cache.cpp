@@ -422,6 +422,20 @@ Status Cache::append(unsigned Layer, const std::vector<AppendItemF32> &Batch) {
   return withoutExceptions([&] { return appendF32(Layer, Batch); });
 }
 
+/// convertFromF32 on the backend's host threads, in chunks that each take
+/// longer than a wake of the pool (a decode step's one token stays on the
+/// caller's thread).
+static void convertOnHost(Backend &B, DType Type, const float *In, size_t N,
+                          void *Out) {
+  constexpr size_t kChunk = size_t(1) << 16;
+  size_t Bytes = byteSize(Type);
+  B.forEachOnHost((N + kChunk - 1) / kChunk, [&](uint64_t C) {
+    size_t First = C * kChunk;
+    convertFromF32(Type, In + First, std::min(kChunk, N - First),
+                   static_cast<uint8_t *>(Out) + First * Bytes);
+  });
+}
+
 Status Cache::appendF32(unsigned Layer,
                         const std::vector<AppendItemF32> &Batch) {
   DType Type = manifest().Model.Type;
@@ -437,10 +451,10 @@ Status Cache::appendF32(unsigned Layer,
           wrongShape(I.Seq, I.NumTokens, I.KCount, I.VCount, N, "floats"));
     if (I.K && I.V && N) {
       Storage.emplace_back(N * byteSize(Type));
-      convertFromF32(Type, I.K, N, Storage.back().data());
+      convertOnHost(backend(), Type, I.K, N, Storage.back().data());
       R.K = Storage.back().data();
       Storage.emplace_back(N * byteSize(Type));
-      convertFromF32(Type, I.V, N, Storage.back().data());
+      convertOnHost(backend(), Type, I.V, N, Storage.back().data());
       R.V = Storage.back().data();
     }
     Raw.push_back(R);

@@ -4,7 +4,9 @@
 // values in every layer, run one decode step (append one token and attend,
 // in every layer) on the CPU backend, and report the cache's bits, the
 // attention error against exact attention over the unquantized (model dtype)
-// keys and values, and the time of the decode step.
+// keys and values, and the time kvq's calls take: the prefill's appends
+// (not the making of their synthetic inputs), the decode step's appends and
+// attention apart.
 //
 //   kvq-run ARTIFACT_DIR [--tokens N] [--threads N]
 //
@@ -13,6 +15,7 @@
 #include "kvq/Runtime/Runtime.h"
 
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +26,15 @@
 using namespace kvq::runtime;
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Runs `call` and adds its time to `seconds`.
+void timed(double &seconds, const std::function<void()> &call) {
+  auto start = Clock::now();
+  call();
+  seconds += std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "kvq-run: %s\n", message.c_str());
@@ -128,19 +140,18 @@ int main(int argc, char **argv) {
 
   std::mt19937 rng(2026);
   std::vector<float> keys0, values0;
-  auto prefillStart = std::chrono::steady_clock::now();
+  double prefill = 0;
   for (unsigned layer = 0; layer < model.Layers; ++layer) {
     std::vector<float> k = randomRows(rng, model, tokens, true);
     std::vector<float> v = randomRows(rng, model, tokens, false);
-    check((*cache)->append(layer, {{*seq, tokens, k.data(), v.data()}}));
+    timed(prefill, [&] {
+      check((*cache)->append(layer, {{*seq, tokens, k.data(), v.data()}}));
+    });
     if (layer == 0) {
       keys0 = std::move(k);
       values0 = std::move(v);
     }
   }
-  double prefill = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - prefillStart)
-                       .count();
 
   // One decode step: every layer appends its new token and attends.
   std::vector<float> q = randomRows(rng,
@@ -150,16 +161,18 @@ int main(int argc, char **argv) {
   std::vector<float> out(q.size()), out0;
   std::vector<float> newK = randomRows(rng, model, 1, true);
   std::vector<float> newV = randomRows(rng, model, 1, false);
-  auto decodeStart = std::chrono::steady_clock::now();
+  double decodeAppend = 0, decodeAttend = 0;
   for (unsigned layer = 0; layer < model.Layers; ++layer) {
-    check((*cache)->append(layer, {{*seq, 1, newK.data(), newV.data()}}));
-    check((*cache)->attendF32(layer, {*seq}, q.data(), out.data()));
+    timed(decodeAppend, [&] {
+      check((*cache)->append(layer, {{*seq, 1, newK.data(), newV.data()}}));
+    });
+    timed(decodeAttend, [&] {
+      check((*cache)->attendF32(layer, {*seq}, q.data(), out.data()));
+    });
     if (layer == 0)
       out0 = out;
   }
-  double decode = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - decodeStart)
-                      .count();
+  double decode = decodeAppend + decodeAttend;
 
   keys0.insert(keys0.end(), newK.begin(), newK.end());
   values0.insert(values0.end(), newV.begin(), newV.end());
@@ -200,9 +213,13 @@ int main(int argc, char **argv) {
     std::printf("error vs exact %s attention (layer 0): relative L2 %.3e, "
                 "max abs %.3e\n",
                 toString(model.Type), std::sqrt(errorSq / normSq), maxError);
-  std::printf("time: prefill %.1f ms, decode step %.3f ms (%u layers, "
-              "%.3f ms per layer)\n",
-              prefill * 1e3, decode * 1e3, model.Layers,
-              decode * 1e3 / model.Layers);
+  std::printf("time: prefill %.1f ms (the appends of %u tokens in %u "
+              "layers, f32 inputs converted to %s on %u threads)\n",
+              prefill * 1e3, tokens, model.Layers, toString(model.Type),
+              threads);
+  std::printf("time: decode step %.3f ms = append %.3f ms + attend %.3f ms "
+              "(%u layers, %.3f ms per layer)\n",
+              decode * 1e3, decodeAppend * 1e3, decodeAttend * 1e3,
+              model.Layers, decode * 1e3 / model.Layers);
   return 0;
 }
