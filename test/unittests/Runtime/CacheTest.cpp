@@ -166,6 +166,35 @@ TEST(CacheTest, Float32AppendRoundsToTheModelDType) {
   }
 }
 
+TEST(CacheTest, LargeFloat32AppendConvertsEveryChunk) {
+  // 8,201 tokens of 16 elements: the conversion runs on the backend's
+  // threads in chunks of 65,536 elements, here two whole and a partial one.
+  constexpr unsigned kTokens = 8201;
+  std::unique_ptr<Cache> C = makeCache(kTokens / kPageTokens + 4, 1);
+  ASSERT_TRUE(C);
+  SequenceId S = *C->addSequence();
+  std::mt19937 Rng(9);
+  std::normal_distribution<float> Dist(0.0f, 1.0f);
+  std::vector<float> K(size_t(kTokens) * kRow), V(K.size());
+  for (size_t I = 0; I < K.size(); ++I) {
+    K[I] = Dist(Rng);
+    V[I] = Dist(Rng);
+  }
+  ASSERT_TRUE(
+      C->append(0, std::vector<AppendItemF32>{{S, kTokens, K.data(), V.data()}})
+          .ok());
+  SliceModel M;
+  std::vector<uint16_t> KBits(K.size()), VBits(V.size());
+  for (size_t I = 0; I < K.size(); ++I) {
+    KBits[I] = kvq::ref::toF16Bits(K[I]);
+    VBits[I] = kvq::ref::toF16Bits(V[I]);
+  }
+  M.K.append(KBits.data(), kTokens);
+  M.V.append(VBits.data(), kTokens);
+  checkSide(*C, S, 0, Tensor::Keys, M.K);
+  checkSide(*C, S, 0, Tensor::Values, M.V);
+}
+
 //===----------------------------------------------------------------------===//
 // Sequences and memory
 //===----------------------------------------------------------------------===//
