@@ -1,11 +1,13 @@
 //===- Clocks.cpp - kvq-bench's clocks and bandwidth yardsticks -----------===//
 
 #include "Clocks.h"
+#include "DotRate.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 using namespace kvq;
@@ -29,7 +31,7 @@ using WallClock = std::chrono::steady_clock;
 /// printf into a string (a line or two of the bench's header).
 template <typename... Args>
 std::string format(const char *pattern, Args... args) {
-  char text[256];
+  char text[512];
   std::snprintf(text, sizeof(text), pattern, args...);
   return text;
 }
@@ -86,11 +88,18 @@ public:
         readBandwidth(measureReadBandwidth(probeBytes)) {}
 
   std::string describe() const override {
+    std::string dots = "host dot rate: no AVX-512 VNNI";
+    if (std::optional<DotRate> rate = measureDotRate())
+      dots = format("host dot rate (one core, 512-bit, 16 accumulators): "
+                    "vpdpwssd %.2f, vpdpbusd %.2f per cycle at %.2f GHz",
+                    rate->pairDotsPerCycle, rate->quadDotsPerCycle,
+                    rate->hertz / 1e9);
     return format("CPU backend, %u threads; cold calls follow a read of %zu "
                   "MiB on every thread (LLC %zu MiB)\nmachine read bandwidth "
-                  "(%u threads, STREAM-style sum): %.2f GB/s",
+                  "(%u threads, STREAM-style sum): %.2f GB/s\n%s",
                   threads, (evictBuffer.size() * sizeof(float)) >> 20,
-                  lastLevelCacheBytes() >> 20, threads, readBandwidth / 1e9);
+                  lastLevelCacheBytes() >> 20, threads, readBandwidth / 1e9,
+                  dots.c_str());
   }
   double bandwidth() const override { return readBandwidth; }
   double coldAfter(const std::function<void()> &prepare,
