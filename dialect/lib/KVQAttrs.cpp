@@ -286,8 +286,7 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned group, Type params,
                                 std::optional<unsigned> levels, FloatAttr eta,
                                 Attribute clip, ReorderAttr reorder,
-                                bool keyNorm, RopeAttr preRope,
-                                Rotation rotate,
+                                bool keyNorm, RopeAttr preRope, Rotation rotate,
                                 std::optional<unsigned> rotateSeed) {
   if (bits < 1 || bits > 8)
     return emitError() << "bits must be in [1, 8], got " << bits;

@@ -228,17 +228,17 @@ TEST_F(SemanticsTest, FindNthSet) {
     for (unsigned L = 0; L < 32; ++L) {
       if (L % 3 == 0)
         In[3 * L] &= Rng();
-      In[3 * L + 1] = Round < 6 ? Rng() % 32
-                                : (Round == 6 ? uint32_t(-int32_t(Rng() % 40) - 1)
-                                              : 32 + Rng() % 1000);
+      In[3 * L + 1] = Round < 6
+                          ? Rng() % 32
+                          : (Round == 6 ? uint32_t(-int32_t(Rng() % 40) - 1)
+                                        : 32 + Rng() % 1000);
       In[3 * L + 2] = L == 0 ? 0x80000000u : uint32_t(int32_t(Rng() % 67) - 33);
     }
     check("  fns.b32 %r4, %r1, %r2, %r3;", In,
           [](uint32_t A, uint32_t B, uint32_t C) {
-            return findNthSetReference(A, int64_t(int32_t(B)) < 0
-                                              ? int64_t(int32_t(B))
-                                              : int64_t(B),
-                                       int32_t(C));
+            return findNthSetReference(
+                A, int64_t(int32_t(B)) < 0 ? int64_t(int32_t(B)) : int64_t(B),
+                int32_t(C));
           });
   }
   // An immediate base and offset, as `__fns` compiles them.

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/Reference/FloatFormats.h"
 #include "kvq/Reference/Rotation.h"
+#include "kvq/Reference/FloatFormats.h"
 #include "kvq/Reference/Slice.h"
 
 #include "gtest/gtest.h"
