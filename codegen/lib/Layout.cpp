@@ -21,6 +21,10 @@ static LogicalResult checkSupported(Operation *op, QuantAttr quant) {
   };
   if (quant.getPreRope() && quant.getKeyNorm())
     return reject("pre-RoPE keys with key normalisation");
+  // The reference, the verifier and docs/Numerics.md define it; the flush
+  // and attend kernels do not rotate yet.
+  if (quant.isRotated())
+    return reject("rotate = hadamard");
   return success();
 }
 

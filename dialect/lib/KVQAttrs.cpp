@@ -255,12 +255,39 @@ static bool isParamType(Type type) {
          isa<Float8E4M3FNType>(type);
 }
 
+/// What a rotation combines with. The Hadamard transform mixes every
+/// channel of a token, so per-channel machinery written against the
+/// unrotated channels does not apply to the rotated ones.
+static LogicalResult
+verifyRotation(function_ref<InFlightDiagnostic()> emitError, Rotation rotate,
+               std::optional<unsigned> rotateSeed, ReorderAttr reorder,
+               bool keyNorm, RopeAttr preRope) {
+  if (rotate == Rotation::None) {
+    if (rotateSeed)
+      return emitError() << "rotate_seed needs rotate = hadamard";
+    return success();
+  }
+  if (preRope)
+    return emitError() << "rotate = hadamard cannot rotate pre_rope keys: "
+                          "the attention kernel applies RoPE to dequantized "
+                          "keys, and RoPE does not commute with the rotation";
+  if (keyNorm)
+    return emitError() << "rotate = hadamard cannot be combined with "
+                          "key_norm: the norms are of unrotated channels";
+  if (reorder)
+    return emitError() << "rotate = hadamard cannot be combined with a "
+                          "channel reorder: its tables order unrotated "
+                          "channels";
+  return success();
+}
+
 LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned bits, Mode mode, Span span,
                                 unsigned group, Type params,
                                 std::optional<unsigned> levels, FloatAttr eta,
                                 Attribute clip, ReorderAttr reorder,
-                                bool keyNorm, RopeAttr preRope) {
+                                bool keyNorm, RopeAttr preRope, Rotation rotate,
+                                std::optional<unsigned> rotateSeed) {
   if (bits < 1 || bits > 8)
     return emitError() << "bits must be in [1, 8], got " << bits;
   if (mode != Mode::Asym && bits < 2)
@@ -315,7 +342,8 @@ LogicalResult QuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   } else if (clip) {
     return emitError() << "clip must be a float or an elements attribute";
   }
-  return success();
+  return verifyRotation(emitError, rotate, rotateSeed, reorder, keyNorm,
+                        preRope);
 }
 
 unsigned QuantAttr::getNumLevels() const {

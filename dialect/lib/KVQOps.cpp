@@ -12,6 +12,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -191,6 +192,15 @@ static LogicalResult checkScheme(Operation *op, Attribute scheme,
   if (RopeAttr rope = quant.getPreRope(); rope && rope.getDims() > dim)
     return op->emitOpError("pre_rope rotates ")
            << rope.getDims() << " dims, more than head_dim " << dim;
+  if (quant.isRotated() && !llvm::isPowerOf2_32(dim))
+    return op->emitOpError("rotate = hadamard needs head_dim a power of two, "
+                           "got ")
+           << dim;
+  if (quant.isRotated())
+    if (auto cache = op->getParentOfType<CacheOp>(); cache.getPoolAttr())
+      return op->emitOpError("rotate = hadamard cannot be combined with OTT "
+                             "outlier pools: pooled tokens are kept "
+                             "unrotated");
   if (auto table = quant.getClipTable())
     if (failed(checkTableShape(op, "clip", table,
                                {ctx.model.getLayers(), ctx.model.getKvHeads(),
@@ -228,6 +238,11 @@ static LogicalResult checkSharing(Operation *op, unsigned layer,
     return op->emitOpError("layer ")
            << layer << " cannot share codes with layer " << owner
            << ": grouping or mode differs";
+  if (quant.getRotate() != ownerQuant.getRotate() ||
+      quant.getRotateSeed() != ownerQuant.getRotateSeed())
+    return op->emitOpError("layer ")
+           << layer << " cannot share codes with layer " << owner
+           << ": their rotations differ";
   return success();
 }
 

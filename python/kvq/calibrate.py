@@ -2,7 +2,8 @@
 
     kvq-calibrate --out SPEC.mlir [--base skvq-k2v2-g128] [--group 32]
                   [--activations FILE.npz | --text PATH --tokens N]
-                  [--reorder kmeans|sorted|none] [--clip group|layer|none]
+                  [--reorder kmeans|packed|sorted|none] [--kmeans-restarts N]
+                  [--clip group|layer|none]
 
 From sample keys and values (SmolLM2-135M's, captured over a text, or any
 `[tokens, kv_heads, head_dim]` arrays in an .npz: `k0, v0, k1, v1, ...` and
@@ -37,6 +38,8 @@ TEXT_SOURCE = "Mozilla Public License 1.1 text, Debian package base-files"
 # Clipping factors tried, 1.0 first: a smaller factor must do strictly better.
 CLIP_GRID = np.round(np.arange(1.0, 0.495, -0.01), 2)
 KMEANS_ITERATIONS = 50
+# k-means++ seedings tried per kv-head, the best kept (SKVQ's n_init).
+KMEANS_RESTARTS = 10
 
 
 # Activations ---------------------------------------------------------------
@@ -89,11 +92,11 @@ def capture_model(text: str, tokens: int, pre_rope: bool) -> dict:
 # Reorder -------------------------------------------------------------------
 
 
-def _kmeans(features: np.ndarray, clusters: int, seed: int) -> np.ndarray:
-    """Cluster labels of the rows of `features` (Lloyd's algorithm, k-means++
-    seeding from a fixed seed); an emptied cluster takes the point farthest
-    from its centre, so every cluster keeps a channel."""
-    rng = np.random.default_rng(seed)
+def _kmeans_once(features: np.ndarray, clusters: int, rng) -> tuple[np.ndarray, float]:
+    """(labels, inertia) of one run of Lloyd's algorithm from a k-means++
+    seeding drawn from `rng`; an emptied cluster takes the point farthest
+    from its centre, so every cluster keeps a channel. The inertia is the
+    sum of squared distances of the rows to the means of their clusters."""
     centres = [features[rng.integers(len(features))]]
     for _ in range(1, clusters):
         distance = np.min([((features - c) ** 2).sum(1) for c in centres], axis=0)
@@ -114,7 +117,26 @@ def _kmeans(features: np.ndarray, clusters: int, seed: int) -> np.ndarray:
         if np.allclose(new, centres):
             break
         centres = new
-    return labels
+    means = np.array([features[labels == c].mean(0) for c in range(clusters)])
+    return labels, float(((features - means[labels]) ** 2).sum())
+
+
+def _kmeans(features: np.ndarray, clusters: int, seed: int,
+            restarts: int = KMEANS_RESTARTS) -> np.ndarray:
+    """Cluster labels of the rows of `features`: of `restarts` k-means++
+    seedings drawn in turn from one generator of `seed`, the run of least
+    inertia (the earliest on a tie), as SKVQ's calibration keeps the best of
+    scikit-learn's 10 initializations. The first run is the single-seeding
+    result, so more restarts never raise the inertia."""
+    if restarts < 1:
+        raise ValueError(f"k-means restarts must be at least 1, not {restarts}")
+    rng = np.random.default_rng(seed)
+    best_labels, best_inertia = None, np.inf
+    for _ in range(restarts):
+        labels, inertia = _kmeans_once(features, clusters, rng)
+        if inertia < best_inertia:
+            best_labels, best_inertia = labels, inertia
+    return best_labels
 
 
 def packed_sizes(x, perm, groups: int, unit: int, cost) -> list[int]:
@@ -135,11 +157,11 @@ def packed_sizes(x, perm, groups: int, unit: int, cost) -> list[int]:
 
 
 def channel_order(x: np.ndarray, groups: int, method: str, unit: int = 1,
-                  cost=None, seed: int = 0):
+                  cost=None, seed: int = 0, restarts: int = KMEANS_RESTARTS):
     """(perm, sizes) of one kv-head's channels from tokens x [tokens, D]:
     perm[i] is the channel placed at position i, groups of sizes[g]
     consecutive positions. `kmeans` is SKVQ's clustering by (min, max),
-    groups ordered by their mean range; `sorted` orders channels by range
+    the best of `restarts` seedings, groups ordered by their mean range; `sorted` orders channels by range
     into equal groups; `packed` orders them so and chooses sizes of whole
     words of `unit` codes by `cost` (packed_sizes)."""
     dim = x.shape[1]
@@ -151,7 +173,7 @@ def channel_order(x: np.ndarray, groups: int, method: str, unit: int = 1,
         if method == "packed" and dim % unit == 0 and dim // unit >= groups:
             return perm, packed_sizes(x, perm, groups, unit, cost)
         return perm, [dim // groups] * groups
-    labels = _kmeans(np.stack([lo, hi], 1).astype(np.float64), groups, seed)
+    labels = _kmeans(np.stack([lo, hi], 1).astype(np.float64), groups, seed, restarts)
     ranges = [(hi - lo)[labels == c].mean() for c in range(groups)]
     members = [np.flatnonzero(labels == c) for c in np.argsort(ranges, kind="stable")]
     return np.concatenate(members), [len(m) for m in members]
@@ -224,9 +246,10 @@ class Scheme:
         self.attr = re.sub(r"group\s*=\s*\d+", f"group = {self.group}", base)
 
 
-def calibrate_tensor(samples, scheme: Scheme, reorder: str, clip: str):
+def calibrate_tensor(samples, scheme: Scheme, reorder: str, clip: str,
+                     restarts: int = KMEANS_RESTARTS):
     """Per layer and kv-head: perm, sizes and clipping factors from
-    samples [layers][tokens, heads, D]."""
+    samples [layers][tokens, heads, D] (`restarts`: k-means seedings)."""
     tables = {"perm": [], "sizes": [], "clip": []}
     for x in samples:
         dim = x.shape[2]
@@ -236,7 +259,8 @@ def calibrate_tensor(samples, scheme: Scheme, reorder: str, clip: str):
         cost = lambda part: ((quant.fake_quantize(part, scheme.levels, scheme.params,
                                                   scheme.clip) - part) ** 2).sum()
         for head in range(x.shape[1]):
-            perm, sizes = channel_order(x[:, head], groups, reorder, unit, cost)
+            perm, sizes = channel_order(x[:, head], groups, reorder, unit, cost,
+                                        restarts=restarts)
             layer["perm"].append(perm)
             layer["sizes"].append(sizes)
         if clip == "group":
@@ -348,6 +372,9 @@ def parse_args(argv):
     parser.add_argument("--tensors", default="keys,values", help="tensors to calibrate")
     parser.add_argument("--reorder", choices=("kmeans", "packed", "sorted", "none"),
                         default="packed")
+    parser.add_argument("--kmeans-restarts", type=int, default=KMEANS_RESTARTS,
+                        help="k-means++ seedings per kv-head for --reorder kmeans, "
+                        "the least inertia kept (default %(default)s, as SKVQ)")
     parser.add_argument("--clip", choices=("group", "layer", "none"), default="group",
                         help="clipping factors per group, per layer, or the base's")
     parser.add_argument("--json", help="write the error report as JSON here")
@@ -411,7 +438,8 @@ def calibrate_variants(calibration, scheme, args) -> dict:
     if args.reorder != "none":
         variants["reorder"] = (args.reorder, "none")
     variants["calibrated"] = (args.reorder, args.clip)
-    return {name: calibrate_tensor(calibration, scheme, reorder, clip)
+    return {name: calibrate_tensor(calibration, scheme, reorder, clip,
+                                   args.kmeans_restarts)
             for name, (reorder, clip) in variants.items()}
 
 
@@ -446,12 +474,16 @@ def main(argv=None) -> int:
             for variant, tables in calibrate_variants(calibration, schemes[tensor],
                                                       args).items():
                 variants.setdefault(variant, {})[tensor] = tables
+        if args.kmeans_restarts < 1:
+            raise kvq.Error("--kmeans-restarts must be at least 1")
         rows = error_report(samples, tensors, schemes, variants, args.tokens,
                             with_attention=not pre_rope)
         table = summary_table(rows, variants)
         command = " ".join(["kvq-calibrate"] + [a for a in (argv or sys.argv[1:])])
         comment = (f"Calibrated by `{command}`\n"
-                   f"from {args.base}: reorder = {args.reorder}, "
+                   f"from {args.base}: reorder = {args.reorder}"
+                   + (f" (best of {args.kmeans_restarts} k-means seedings), "
+                      if args.reorder == "kmeans" else ", ") +
                    f"clip = {args.clip}, group = {schemes[tensors[0]].group} "
                    f"(tensors: {', '.join(tensors)}).\n"
                    f"Activations: {source}; calibration on the first {args.tokens} "

@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import kvq
+from kvq import blas_threads
 from kvq import model as kvq_model
+
+# Results depend on numpy's BLAS thread count (kvq.blas_threads): one thread,
+# whatever the environment says.
+blas_threads.pin()
 
 # Every shipped scheme for any model, and SKVQ calibrated for SmolLM2
 # (skvq-reorder-small's tables are for a 2-layer model, skvq-k2v2-g128-prerope
@@ -320,6 +325,7 @@ def main(argv=None) -> int:
         "context": args.context,
         "prompt": args.prompt,
         "evaluated_tokens": args.segments * (args.context - args.prompt),
+        "blas_threads": blas_threads.current(),
     }
     print(f"kvq-eval: {meta['evaluated_tokens']} tokens of {source} "
           f"({args.segments} segments of {args.context}, {args.prompt} prefilled)")

@@ -73,3 +73,18 @@ kvq.cache @calibrated model <layers = 30, heads = 3, kv_heads = 3, head_dim = 64
     kvq.layers 0 to 30 : #kvq.full_precision
   }
 }
+
+// -----
+
+// A rotation and its seed are kept when the model changes.
+// CHECK-LABEL: kvq.cache @rotated
+// CHECK: kvq.layers 0 to 30 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = hadamard>
+// CHECK: kvq.layers 0 to 30 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = hadamard, rotate_seed = 7>
+kvq.cache @rotated model <layers = 32, heads = 32, kv_heads = 32, head_dim = 128, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 32 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = hadamard>
+  }
+  kvq.values window <recent = 1, flush = 128> {
+    kvq.layers 0 to 32 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = hadamard, rotate_seed = 7>
+  }
+}

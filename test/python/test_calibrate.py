@@ -130,6 +130,34 @@ def test_reorder_isolates_outlier_channels(rng, reorder):
         assert all(size % 16 == 0 for size in sizes)  # whole words of codes
 
 
+def kmeans_inertia(features, labels):
+    """Sum of squared distances of the rows to their clusters' means."""
+    return sum(((features[labels == c] - features[labels == c].mean(0)) ** 2).sum()
+               for c in np.unique(labels))
+
+
+def test_kmeans_restarts_keep_the_least_inertia(rng):
+    """SKVQ keeps the best of 10 k-means++ seedings: the first of them is
+    the single-seeding run, so the restarts never raise the inertia, they
+    lower it on some of these channel sets, and a seed fixes the result."""
+    lowered = 0
+    for trial in range(12):
+        x = outlier_keys(rng, 128)[:, 0] * rng.uniform(0.5, 2.0, 64)
+        features = np.stack([x.min(0), x.max(0)], 1).astype(np.float64)
+        clusters = 2 + trial % 4
+        one = calibrate._kmeans(features, clusters, seed=trial, restarts=1)
+        best = calibrate._kmeans(features, clusters, seed=trial)
+        assert kmeans_inertia(features, best) <= kmeans_inertia(features, one)
+        lowered += kmeans_inertia(features, best) < kmeans_inertia(features, one) - 1e-9
+        again = calibrate._kmeans(features, clusters, seed=trial)
+        np.testing.assert_array_equal(best, again)
+        assert len(np.unique(best)) == clusters
+    assert lowered > 0
+    assert calibrate.KMEANS_RESTARTS == 10
+    with pytest.raises(ValueError):
+        calibrate._kmeans(features, 2, seed=0, restarts=0)
+
+
 def test_clipping_never_hurts_the_calibration_tokens(rng):
     x = outlier_keys(rng, 256)
     errors = {}

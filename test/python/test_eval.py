@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import sys
 
 from kvq import eval as kvq_eval
 
@@ -46,3 +47,16 @@ def test_tool_wrapper_runs():
         capture_output=True, text=True, check=True,
     )
     assert "--segments" in result.stdout
+
+
+def test_blas_threads_pinned_whatever_the_environment():
+    """Results depend on OpenBLAS's thread count: importing kvq.eval pins it
+    to one, also when the environment asks for more before numpy loads."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="4", OMP_NUM_THREADS="4")
+    code = ("import numpy, kvq.eval\n"
+            "from kvq import blas_threads\n"
+            "print(blas_threads.current())\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                            text=True, env=env, check=True)
+    assert result.stdout.strip() == "[1]", result.stdout
+    assert kvq_eval.blas_threads.current() == [1]

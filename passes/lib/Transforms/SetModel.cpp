@@ -160,7 +160,8 @@ struct KVQSetModelPass : kvq::impl::KVQSetModelBase<KVQSetModelPass> {
     return QuantAttr::get(quant.getContext(), quant.getBits(), quant.getMode(),
                           quant.getSpan(), group, quant.getParams(),
                           quant.getLevels(), quant.getEta(), quant.getClip(),
-                          quant.getReorder(), quant.getKeyNorm(), rope);
+                          quant.getReorder(), quant.getKeyNorm(), rope,
+                          quant.getRotate(), quant.getRotateSeed());
   }
 
   /// Rewrites the schedule of `tensor` for `model.getLayers()` layers.

@@ -34,6 +34,11 @@
 // RUN: %python -c "print('module {\n' + '#a = ' + '9' * 100000 + ' : i64')" > %t.int.mlir
 // RUN: not kvq-opt %t.int.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=INT
 // INT: int.mlir:2:6: error: number of 100000 characters; at most 256 are accepted
+// The same integer as a spec's window size (`recent = 99...`), in a spec
+// that is otherwise valid: refused at the literal, in well under a second.
+// RUN: %python -c "print('kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 32 {\n  kvq.keys window <recent = ' + '9' * 100000 + ', flush = 32> {\n    kvq.layers 0 to 1 : #kvq.full_precision\n  }\n  kvq.values window <recent = 0, flush = 32> {\n    kvq.layers 0 to 1 : #kvq.full_precision\n  }\n}')" > %t.recent.mlir
+// RUN: not kvq-opt %t.recent.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=RECENT
+// RECENT: recent.mlir:2:29: error: number of 100000 characters; at most 256 are accepted
 // RUN: %python -c "print('#a = 1.0e' + '9' * 300 + ' : f64')" > %t.exp.mlir
 // RUN: not kvq-opt %t.exp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=EXP
 // EXP: exp.mlir:1:6: error: number of 304 characters; at most 256 are accepted

@@ -96,3 +96,21 @@ kvq.cache @defaults model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, d
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32, key_norm = false>
   }
 }
+
+// -----
+
+// A Hadamard rotation per layer, plain or with random signs from a seed;
+// `rotate = none` is the default and is elided.
+// CHECK-LABEL: kvq.cache @rotated
+// CHECK: kvq.layers 0 to 1 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = hadamard>
+// CHECK: kvq.layers 1 to 2 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32>
+// CHECK: kvq.layers 0 to 2 : #kvq.quant<bits = 4, mode = sym, span = channels, group = 32, rotate = hadamard, rotate_seed = 7>
+kvq.cache @rotated model <layers = 2, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
+  kvq.keys window <recent = 1, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = hadamard>
+    kvq.layers 1 to 2 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = none>
+  }
+  kvq.values window <recent = 1, flush = 1> {
+    kvq.layers 0 to 2 : #kvq.quant<rotate_seed = 7, bits = 4, mode = sym, span = channels, group = 32, rotate = hadamard>
+  }
+}

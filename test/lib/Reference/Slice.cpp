@@ -73,6 +73,11 @@ std::string validateSide(const SideConfig &side, int headDim,
   if (side.scheme.span == Span::Channels && headDim % g != 0)
     return prefix + "span=channels needs head_dim to be a multiple of the "
                     "group size";
+  error = validate(side.rotation, headDim);
+  if (error.empty() && side.rotation.enabled && !side.perm.empty())
+    error = "a rotation cannot be combined with a channel reorder";
+  if (!error.empty())
+    return prefix + error;
   return validateTables(side, headDim, prefix);
 }
 
@@ -86,6 +91,13 @@ std::string validate(const SliceConfig &config) {
     error = validate(config.rope, config.headDim);
   if (error.empty())
     error = validateSide(config.value, config.headDim, "values");
+  bool rotated = config.key.rotation.enabled || config.value.rotation.enabled;
+  if (error.empty() && config.key.rotation.enabled &&
+      (config.keyNorm || config.rope.enabled()))
+    error = "keys: a rotation cannot be combined with key norms or pre-RoPE "
+            "keys";
+  if (error.empty() && rotated && config.pool.capacity != 0)
+    error = "a rotation cannot be combined with outlier pools";
   if (!error.empty() || config.pool.capacity == 0)
     return error;
   if (config.pool.capacity < 0 || config.pool.extra < 0)
@@ -192,6 +204,9 @@ void CacheSide::flushRows(const float *unit) {
   if (!norms_.empty())
     for (size_t i = 0; i < rows.size(); ++i)
       rows[i] = rows[i] / norms_[i % d];
+  if (config_.rotation.enabled)
+    for (int t = 0; t < u; ++t)
+      rotateForward(config_.rotation, rows.data() + size_t(t) * d, d);
 
   int firstToken = numQuantized_;
   numQuantized_ += u;
@@ -312,9 +327,15 @@ std::vector<float> CacheSide::dequantized() const {
   const int d = headDim_;
   std::vector<float> out(sink_);
   out.reserve(size_t(numTokens()) * d);
-  for (int i = 0; i < numQuantized_; ++i)
+  std::vector<double> row(d);
+  for (int i = 0; i < numQuantized_; ++i) {
     for (int c = 0; c < d; ++c)
-      out.push_back(dequantizedAt(i, c));
+      row[c] = double(dequantizedAt(i, c));
+    if (config_.rotation.enabled)
+      rotateInverse(config_.rotation, row.data(), d);
+    for (int c = 0; c < d; ++c)
+      out.push_back(float(row[c]));
+  }
   out.insert(out.end(), window_.begin(), window_.end());
   return out;
 }

@@ -182,6 +182,72 @@ TEST_F(SemanticsTest, BitOperations) {
         });
 }
 
+/// fns.b32 as the PTX ISA states it: walk from base by the sign of offset,
+/// base included, counting set bits; offset 0 tests bit base alone.
+uint32_t findNthSetReference(uint32_t Mask, int64_t Base, int32_t Offset) {
+  uint32_t D = 0xffffffffu;
+  if (Offset == 0) {
+    if (Base >= 0 && Base < 32 && ((Mask >> Base) & 1))
+      D = uint32_t(Base);
+    return D;
+  }
+  int64_t Pos = Base, Count = std::abs(int64_t(Offset)) - 1;
+  int Inc = Offset > 0 ? 1 : -1;
+  while (Pos >= 0 && Pos < 32) {
+    if ((Mask >> Pos) & 1) {
+      if (Count == 0)
+        return uint32_t(Pos);
+      --Count;
+    }
+    Pos += Inc;
+  }
+  return D;
+}
+
+TEST_F(SemanticsTest, FindNthSet) {
+  // The ISA's examples, lane by lane.
+  std::vector<uint32_t> In(96, 0);
+  const int32_t Examples[][3] = {{3, 1, 3}, {3, -1, 3}, {2, 1, 3}, {2, -1, 1}};
+  for (unsigned L = 0; L < 32; ++L) {
+    In[3 * L] = 0xaaaaaaaau;
+    In[3 * L + 1] = uint32_t(Examples[L % 4][0]);
+    In[3 * L + 2] = uint32_t(Examples[L % 4][1]);
+  }
+  check("  fns.b32 %r4, %r1, %r2, %r3;", In,
+        [&](uint32_t, uint32_t B, uint32_t C) {
+          for (const auto &E : Examples)
+            if (uint32_t(E[0]) == B && uint32_t(E[1]) == C)
+              return uint32_t(E[2]);
+          return 0u;
+        });
+  // Random masks, bases in 0..31 and offsets -33..33 (including 0 and
+  // counts past the last set bit), then bases outside 0..31: negative as
+  // .s32, above 31 as .u32, both of which find nothing.
+  for (int Round = 0; Round < 8; ++Round) {
+    In = randomInputs();
+    for (unsigned L = 0; L < 32; ++L) {
+      if (L % 3 == 0)
+        In[3 * L] &= Rng();
+      In[3 * L + 1] = Round < 6
+                          ? Rng() % 32
+                          : (Round == 6 ? uint32_t(-int32_t(Rng() % 40) - 1)
+                                        : 32 + Rng() % 1000);
+      In[3 * L + 2] = L == 0 ? 0x80000000u : uint32_t(int32_t(Rng() % 67) - 33);
+    }
+    check("  fns.b32 %r4, %r1, %r2, %r3;", In,
+          [](uint32_t A, uint32_t B, uint32_t C) {
+            return findNthSetReference(
+                A, int64_t(int32_t(B)) < 0 ? int64_t(int32_t(B)) : int64_t(B),
+                int32_t(C));
+          });
+  }
+  // An immediate base and offset, as `__fns` compiles them.
+  In = randomInputs();
+  check("  fns.b32 %r4, %r1, 31, -2;", In, [](uint32_t A, uint32_t, uint32_t) {
+    return findNthSetReference(A, 31, -2);
+  });
+}
+
 TEST_F(SemanticsTest, IntegerArithmetic) {
   auto In = randomInputs();
   for (unsigned L = 0; L < 32; ++L)

@@ -683,6 +683,25 @@ Type resultType(const Instruction &I) {
   return I.Ty;
 }
 
+/// fns.b32 (PTX ISA): the position of the |Offset|-th set bit of Mask,
+/// walking up from Base for a positive Offset and down for a negative one,
+/// Base itself included; Offset 0 tests bit Base alone. 0xffffffff when no
+/// such bit exists. PTX leaves a Base above 31 undefined; here any Base
+/// outside 0..31 (read as .u32 or .s32) finds nothing.
+static uint32_t findNthSet(uint32_t Mask, uint32_t Base, int32_t Offset) {
+  constexpr uint32_t NotFound = 0xffffffffu;
+  if (Base > 31)
+    return NotFound;
+  if (Offset == 0)
+    return (Mask >> Base) & 1 ? Base : NotFound;
+  int64_t Count = Offset > 0 ? int64_t(Offset) : -int64_t(Offset);
+  int Inc = Offset > 0 ? 1 : -1;
+  for (int Pos = static_cast<int>(Base); Pos >= 0 && Pos < 32; Pos += Inc)
+    if (((Mask >> Pos) & 1) && --Count == 0)
+      return static_cast<uint32_t>(Pos);
+  return NotFound;
+}
+
 bool evalInt(const Instruction &I, const uint64_t *S, uint64_t &D,
              std::string &Err) {
   Type T = I.Ty;
@@ -818,6 +837,10 @@ bool evalInt(const Instruction &I, const uint64_t *S, uint64_t &D,
     R = Base;
     break;
   }
+  case Opcode::Fns:
+    D = findNthSet(static_cast<uint32_t>(S[1]), static_cast<uint32_t>(S[2]),
+                   static_cast<int32_t>(S[3]));
+    return true;
   case Opcode::Shl:
   case Opcode::Shr: {
     uint64_t Amount = static_cast<uint32_t>(S[2]);

@@ -455,6 +455,7 @@ bool InstructionDecoder::setOpcode(const std::string &B) {
       {"brev", Opcode::Brev},
       {"bfe", Opcode::Bfe},
       {"bfi", Opcode::Bfi},
+      {"fns", Opcode::Fns},
       {"shl", Opcode::Shl},
       {"shr", Opcode::Shr},
       {"shf", Opcode::Shf},
@@ -1019,6 +1020,7 @@ void InstructionDecoder::checkOperandCount() {
   case Opcode::Selp:
   case Opcode::Slct:
   case Opcode::Bfe:
+  case Opcode::Fns:
   case Opcode::Shf:
   case Opcode::Prmt:
   case Opcode::Dp4a:

@@ -216,6 +216,16 @@ class KVQ_NestedAttrParameter<string type, string desc = "">
   let printer = "$_printer.printAttribute($_self)";
 }
 
+// `rotate` of #kvq.quant: an orthonormal rotation of each token's head_dim
+// channels before quantization (docs/Numerics.md, "Hadamard rotation").
+def KVQ_Rotation : I32EnumAttr<"Rotation",
+    "rotation of a token's channels before quantization", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Hadamard", 1, "hadamard">]> {
+  let cppNamespace = "::kvq";
+  let genSpecializedAttr = 0;
+}
+
 def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
   let summary = "How one tensor (keys or values) of a layer is quantized";
   let description = [{
@@ -237,9 +247,13 @@ def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
     layer or an `f32` elements attribute of shape
     `layers x kv_heads x (head_dim / group)` for one factor per group;
     `reorder`, a `#kvq.reorder`; `key_norm = true`, InnerQ's per-channel key
-    normalisation; `pre_rope`, a `#kvq.rope`. An optional key left out is
-    absent: plain asym without `eta`, `2^bits` levels without `levels`, no
-    clipping without `clip`.
+    normalisation; `pre_rope`, a `#kvq.rope`; `rotate = hadamard`, a
+    Walsh-Hadamard rotation of each token's channels before quantization
+    (the query rotated alike for keys, the attention output rotated back for
+    values), with `rotate_seed = n` for a random-sign Hadamard (signs drawn
+    from the seed, applied before the transform). An optional key left out
+    is absent: plain asym without `eta`, `2^bits` levels without `levels`,
+    no clipping without `clip`, no rotation without `rotate`.
   }];
   let parameters = (ins
     "unsigned":$bits,
@@ -254,10 +268,29 @@ def KVQ_QuantAttr : KVQ_Attr<"Quant", "quant"> {
     KVQ_ClipParameter<"a clipping factor or a table of them">:$clip,
     KVQ_NestedAttrParameter<"::kvq::ReorderAttr">:$reorder,
     DefaultValuedParameter<"bool", "false">:$key_norm,
-    KVQ_NestedAttrParameter<"::kvq::RopeAttr">:$pre_rope);
+    KVQ_NestedAttrParameter<"::kvq::RopeAttr">:$pre_rope,
+    DefaultValuedParameter<"::kvq::Rotation", "::kvq::Rotation::None",
+      "rotation of each token's channels before quantization">:$rotate,
+    KVQ_OptionalValueParameter<"unsigned", "seed of a random-sign rotation">:
+      $rotate_seed);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "unsigned":$bits, "::kvq::Mode":$mode,
+                     "::kvq::Span":$span, "unsigned":$group,
+                     "::mlir::Type":$params,
+                     "std::optional<unsigned>":$levels,
+                     "::mlir::FloatAttr":$eta, "::mlir::Attribute":$clip,
+                     "::kvq::ReorderAttr":$reorder, "bool":$key_norm,
+                     "::kvq::RopeAttr":$pre_rope), [{
+      return $_get($_ctxt, bits, mode, span, group, params, levels, eta, clip,
+                   reorder, key_norm, pre_rope, ::kvq::Rotation::None,
+                   std::nullopt);
+    }]>
+  ];
   let extraClassDeclaration = [{
+    /// Whether channels are rotated before quantization.
+    bool isRotated() const { return getRotate() != ::kvq::Rotation::None; }
     /// Code levels actually used: `levels`, or 2^bits when not given.
     unsigned getNumLevels() const;
     /// Stored parameters per group: scale, plus a zero-point unless sym.

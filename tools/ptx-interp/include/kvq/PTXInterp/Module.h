@@ -51,6 +51,7 @@ enum class Opcode : uint8_t {
   Brev,
   Bfe,
   Bfi,
+  Fns,
   Shl,
   Shr,
   Shf,

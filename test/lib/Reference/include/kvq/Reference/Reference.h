@@ -19,6 +19,7 @@
 #include "kvq/Reference/Packing.h"
 #include "kvq/Reference/Quantizer.h"
 #include "kvq/Reference/Rope.h"
+#include "kvq/Reference/Rotation.h"
 #include "kvq/Reference/Slice.h"
 
 #endif // KVQ_REFERENCE_REFERENCE_H

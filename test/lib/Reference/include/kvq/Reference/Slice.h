@@ -16,6 +16,7 @@
 #include "kvq/Reference/OutlierPool.h"
 #include "kvq/Reference/Quantizer.h"
 #include "kvq/Reference/Rope.h"
+#include "kvq/Reference/Rotation.h"
 
 #include <cstdint>
 #include <string>
@@ -42,6 +43,10 @@ struct SideConfig {
   /// group of a token (span = channels, in position order) or per channel
   /// (span = tokens). Empty: scheme.clip for every group.
   std::vector<float> groupClips;
+  /// `rotate = hadamard`: every flushed row is rotated (rotateForward) before
+  /// it is quantized; codes, parameters and dequantizedAt() are of the
+  /// rotated row. Not with reorder, key norms, pre-RoPE keys or pools.
+  RotationConfig rotation;
 };
 
 struct SliceConfig {
@@ -138,11 +143,12 @@ public:
   std::vector<uint32_t> packedCodes() const;
 
   /// Reconstruction of quantized token i, channel c (normalised space when
-  /// norms are set).
+  /// norms are set, rotated space under a rotation).
   float dequantizedAt(int quantizedToken, int channel) const;
 
   /// numTokens() x D in fp32: sink and window rows as stored, quantized rows
-  /// dequantized (normalised space when norms are set).
+  /// dequantized (normalised space when norms are set; under a rotation
+  /// rotated back in fp64, then rounded to fp32).
   std::vector<float> dequantized() const;
 
 private:
