@@ -4,7 +4,7 @@ Compile a spec (the MLIR `kvq.cache` of specs/) into an artifact, restate it
 for another model, account its bits, and run a cache on it:
 
     import kvq, numpy as np
-    spec = kvq.set_model(open("specs/kivi-2bit.mlir").read(),
+    spec = kvq.set_model(kvq.spec_path("kivi-2bit"),
                          layers=30, heads=9, kv_heads=3, head_dim=64)
     artifact = kvq.compile(spec)
     cache = kvq.Cache(artifact, max_sequences=4, pages=64)
@@ -30,10 +30,14 @@ import numpy as np
 
 from . import _kvq
 
+# The one version of the package (pyproject.toml reads it from here).
+__version__ = "0.1.0"
+
 Error = _kvq.Error
 SpecError = _kvq.SpecError
 
 __all__ = [
+    "__version__",
     "Artifact",
     "Cache",
     "Error",
@@ -46,14 +50,22 @@ __all__ = [
 
 
 def spec_path(name: str) -> str:
-    """The path of a shipped spec (`specs/<name>.mlir`) in the source tree."""
-    root = os.environ.get("KVQ_SOURCE_DIR", _SOURCE_DIR)
-    path = os.path.join(root, "specs", name + ".mlir")
-    if not os.path.exists(path):
-        raise Error(f"no shipped spec named {name!r} ({path})")
-    return path
+    """The path of a shipped spec (`specs/<name>.mlir`): in $KVQ_SOURCE_DIR's
+    specs/ if set, else in the installed package (`pip install .` ships
+    them in kvq/specs), else in the source tree the build tree came from."""
+    if "KVQ_SOURCE_DIR" in os.environ:
+        roots = [os.path.join(os.environ["KVQ_SOURCE_DIR"], "specs")]
+    else:
+        roots = [os.path.join(os.path.dirname(__file__), "specs"),
+                 os.path.join(_SOURCE_DIR, "specs")]
+    for root in roots:
+        path = os.path.join(root, name + ".mlir")
+        if os.path.exists(path):
+            return path
+    raise Error(f"no shipped spec named {name!r} (looked in {', '.join(roots)})")
 
 
+# The checkout of a build tree's package (build/python/kvq -> the checkout).
 _SOURCE_DIR = os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", "..")
 )
@@ -140,16 +152,21 @@ class Cache:
         directory = artifact.dir if isinstance(artifact, Artifact) else artifact
         self._cache = _kvq.Cache(directory, backend, max_sequences, pages, threads)
 
-    layers = property(lambda self: self._cache.layers)
-    heads = property(lambda self: self._cache.heads)
-    kv_heads = property(lambda self: self._cache.kv_heads)
-    head_dim = property(lambda self: self._cache.head_dim)
-    dtype = property(lambda self: self._cache.dtype)
+    layers = property(lambda self: self._cache.layers,
+                      doc="Layers of the artifact's model.")
+    heads = property(lambda self: self._cache.heads, doc="Query heads.")
+    kv_heads = property(lambda self: self._cache.kv_heads, doc="Key/value heads.")
+    head_dim = property(lambda self: self._cache.head_dim, doc="Channels per head.")
+    dtype = property(lambda self: self._cache.dtype,
+                     doc='The model dtype the cache stores: "f16", "bf16" or "f32".')
 
     def add_sequence(self) -> int:
+        """A new, empty sequence in a free slot (of `max_sequences`)."""
         return self._cache.add_sequence()
 
     def remove_sequence(self, seq: int) -> None:
+        """Frees `seq`'s slot and its pages (pages shared by a fork stay
+        with the other sequences)."""
         self._cache.remove_sequence(seq)
 
     def fork_sequence(self, source: int) -> int:
@@ -182,6 +199,9 @@ class Cache:
         return self._cache.attend(layer, list(seqs), q, unrotated)
 
     def memory_stats(self) -> dict:
+        """Pages in use, bytes by kind (pages, windows, sinks, norms, block
+        tables, pools), bytes used and allocated, cached elements and the
+        measured bits per cached element."""
         return self._cache.memory_stats()
 
     def counts(self, seq: int, layer: int) -> dict:
@@ -194,6 +214,8 @@ class Cache:
         return self._tokens(self._cache.read_window(tensor, seq, layer))
 
     def read_sink(self, tensor: str, seq: int, layer: int) -> np.ndarray:
+        """The sink tokens of `tensor` kept at full precision, [n, kv_heads,
+        head_dim] in the cache's dtype."""
         return self._tokens(self._cache.read_sink(tensor, seq, layer))
 
     def read_slice_page(
@@ -203,9 +225,14 @@ class Cache:
         return self._cache.read_slice_page(tensor, seq, layer, kv_head, page)
 
     def read_key_norms(self, seq: int, layer: int) -> np.ndarray:
+        """The key norms of (seq, layer), [kv_heads * head_dim] float32
+        (empty before the first append or without `key_norm`)."""
         return np.asarray(self._cache.read_key_norms(seq, layer), np.float32)
 
     def saturated_groups(self, tensor: str) -> list[int]:
+        """Per layer of `tensor`: the groups quantized since the cache was
+        created whose parameters saturated at the parameter dtype's largest
+        finite value (docs/Numerics.md)."""
         return self._cache.saturated_groups(tensor)
 
     def _tokens(self, raw: bytes) -> np.ndarray:

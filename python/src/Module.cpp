@@ -319,7 +319,8 @@ NB_MODULE(_kvq, m) {
         nb::gil_scoped_release release;
         take(python::compile(spec, dir, hostCpu, name));
       },
-      nb::arg("spec"), nb::arg("dir"), nb::arg("host_cpu"), nb::arg("name"));
+      nb::arg("spec"), nb::arg("dir"), nb::arg("host_cpu"), nb::arg("name"),
+      "Compiles spec text into artifact directory `dir` (kvq.compile).");
   m.def(
       "set_model",
       [](const std::string &spec, unsigned layers, unsigned heads,
@@ -330,11 +331,13 @@ NB_MODULE(_kvq, m) {
       },
       nb::arg("spec"), nb::arg("layers"), nb::arg("heads"), nb::arg("kv_heads"),
       nb::arg("head_dim"), nb::arg("dtype"), nb::arg("clamp_groups"),
-      nb::arg("name"));
+      nb::arg("name"), "The spec restated for a model shape (kvq.set_model).");
   m.def("report_bits", &reportBits, nb::arg("spec"), nb::arg("tokens"),
-        nb::arg("name"));
+        nb::arg("name"),
+        "Bit accounting of every cache of a spec (kvq.report_bits).");
 
-  nb::class_<PyCache>(m, "Cache")
+  nb::class_<PyCache>(m, "Cache",
+                      "A runtime cache on an artifact (wrapped by kvq.Cache)")
       .def(nb::init<const std::string &, const std::string &, unsigned,
                     unsigned, unsigned>(),
            nb::arg("dir"), nb::arg("backend"), nb::arg("max_sequences"),
