@@ -72,11 +72,20 @@ _SOURCE_DIR = os.path.abspath(
 
 
 def _read_spec(spec: str) -> tuple[str, str]:
-    """(text, name for diagnostics) of a spec given as text or as a path."""
+    """(text, name for diagnostics) of a spec given as text or as a path.
+
+    A one-line string without `{` that ends in `.mlir` or contains `/` is a
+    path (spec text always has a `{`): if no such file exists, that is the
+    error, rather than a parse error of the path as MLIR."""
+    if not isinstance(spec, str):
+        raise Error(f"spec must be MLIR text or a path (str), got {type(spec).__name__}")
     if "\n" not in spec and "\0" in spec:
         at = spec.index("\0")
         raise Error(f"spec: the path contains a NUL byte at offset {at}")
-    if "\n" not in spec and spec.endswith(".mlir") and os.path.exists(spec):
+    if "\n" not in spec and "{" not in spec and (spec.endswith(".mlir") or "/" in spec):
+        if not os.path.isfile(spec):
+            raise Error(f"spec: no such file {spec!r} (a spec is MLIR text or the "
+                        "path of a .mlir file; kvq.spec_path(name) finds a shipped one)")
         with open(spec, encoding="utf-8") as f:
             return f.read(), spec
     return spec, "<spec>"
@@ -130,11 +139,53 @@ def report_bits(spec: str, tokens: int = 4096) -> list[dict]:
     return _kvq.report_bits(text, tokens, name)
 
 
+def _bf16_dtype():
+    """numpy's bfloat16 (ml_dtypes'), or None without ml_dtypes."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+_BF16 = _bf16_dtype()
+
+
+def _array(x, what: str) -> tuple[object, bool]:
+    """`x` as the extension takes it, and whether it holds bfloat16 bits.
+
+    The extension reads any CPU array through DLPack or the buffer protocol
+    without a copy. Errors here name what nanobind would only report as
+    "incompatible function arguments": a non-array, a non-float numpy
+    array, an array on another device. numpy cannot export ml_dtypes'
+    bfloat16 through DLPack: such an array goes as its uint16 bits."""
+    if isinstance(x, np.ndarray):
+        if _BF16 is not None and x.dtype == _BF16:
+            return x.view(np.uint16), True
+        if x.dtype.kind != "f":
+            raise Error(f"{what} is {x.dtype}: the cache takes float32 or its own "
+                        "dtype (float16 or bfloat16)")
+        return x, False
+    if hasattr(x, "__dlpack_device__"):
+        device, _ = x.__dlpack_device__()
+        if int(device) != 1:  # kDLCPU
+            raise Error(f"{what} is on DLPack device type {int(device)}, not the "
+                        "CPU: kvq.Cache reads host memory (copy it to the CPU)")
+        return x, False
+    if hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
+        return x, False
+    raise Error(f"{what} must be an array (numpy, or any object with __dlpack__ "
+                f"such as a torch tensor), got {type(x).__name__}")
+
+
 class Cache:
     """A KV cache on a compiled artifact (the runtime's kvq::runtime::Cache).
 
-    Arrays are numpy (or DLPack) arrays, C-contiguous, float32 or the
-    cache's dtype (float16; bfloat16 through DLPack).
+    Arrays are C-contiguous CPU arrays of float32 or the cache's dtype, read
+    without a copy: numpy (float16, float32, and bfloat16 as ml_dtypes'
+    `ml_dtypes.bfloat16`) or any object with `__dlpack__` (torch, JAX,
+    CuPy on the host...). A float32 value beyond the cache dtype's range is
+    an error ("overflows f16"), as is a NaN or an infinity.
 
     Threads may share a Cache: each call releases the GIL and takes the
     cache's own lock, so calls on one cache run one at a time and calls on
@@ -186,8 +237,16 @@ class Cache:
 
     def append(self, layer: int, items: Iterable[tuple[int, object, object]]) -> None:
         """Appends `(seq, k, v)` for each sequence (k, v: [n, kv_heads,
-        head_dim]) to `layer`, all in one call."""
-        self._cache.append(layer, [(s, k, v) for s, k, v in items])
+        head_dim]) to `layer`, all in one call; on an error nothing is
+        appended."""
+        arrays, bf16 = [], False
+        for seq, k, v in items:
+            (k, k_bf16), (v, v_bf16) = _array(k, "k"), _array(v, "v")
+            if k_bf16 != v_bf16:
+                raise Error("k and v must have one dtype (one is bfloat16)")
+            bf16 |= k_bf16
+            arrays.append((seq, k, v))
+        self._cache.append(self._layer(layer), arrays, bf16)
 
     def attend(self, layer: int, seqs: Sequence[int], q,
                unrotated: bool = False) -> np.ndarray:
@@ -195,8 +254,23 @@ class Cache:
         head_dim]) over its cached past; returns float32 [len(seqs), heads,
         head_dim]. q is rotated at the new token's position, as the model
         computes it; `unrotated=True` passes it before RoPE instead, and the
-        kernel rotates it (layers with pre-RoPE keys only)."""
-        return self._cache.attend(layer, list(seqs), q, unrotated)
+        kernel rotates it (layers with pre-RoPE keys only).
+
+        A sequence with no cached token in `layer` attends to zeros (the
+        empty weighted sum), as FlashAttention does for an empty key range,
+        so a batch may hold a sequence not yet appended; an engine appends
+        the new token before it attends, so a decode step never sees one."""
+        q, bf16 = _array(q, "q")
+        return self._cache.attend(self._layer(layer), list(seqs), q, unrotated, bf16)
+
+    def _layer(self, layer: int) -> int:
+        """`layer` checked: the extension takes an unsigned int, and would
+        answer a negative one with "incompatible function arguments"."""
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+            raise Error(f"layer must be an int, got {type(layer).__name__}")
+        if not 0 <= layer < self.layers:
+            raise Error(f"layer {layer} out of range (the model has {self.layers})")
+        return int(layer)
 
     def memory_stats(self) -> dict:
         """Pages in use, bytes by kind (pages, windows, sinks, norms, block
@@ -206,28 +280,28 @@ class Cache:
 
     def counts(self, seq: int, layer: int) -> dict:
         """Tokens per region (sink, quantized, window) of keys and values."""
-        return self._cache.counts(seq, layer)
+        return self._cache.counts(seq, self._layer(layer))
 
     def read_window(self, tensor: str, seq: int, layer: int) -> np.ndarray:
         """The recent-window tokens of `tensor` ("keys" or "values"),
         [n, kv_heads, head_dim] in the cache's dtype, oldest first."""
-        return self._tokens(self._cache.read_window(tensor, seq, layer))
+        return self._tokens(self._cache.read_window(tensor, seq, self._layer(layer)))
 
     def read_sink(self, tensor: str, seq: int, layer: int) -> np.ndarray:
         """The sink tokens of `tensor` kept at full precision, [n, kv_heads,
         head_dim] in the cache's dtype."""
-        return self._tokens(self._cache.read_sink(tensor, seq, layer))
+        return self._tokens(self._cache.read_sink(tensor, seq, self._layer(layer)))
 
     def read_slice_page(
         self, tensor: str, seq: int, layer: int, kv_head: int, page: int
     ) -> bytes:
         """The raw bytes (codes, scales, zero-points) of one page slice."""
-        return self._cache.read_slice_page(tensor, seq, layer, kv_head, page)
+        return self._cache.read_slice_page(tensor, seq, self._layer(layer), kv_head, page)
 
     def read_key_norms(self, seq: int, layer: int) -> np.ndarray:
         """The key norms of (seq, layer), [kv_heads * head_dim] float32
         (empty before the first append or without `key_norm`)."""
-        return np.asarray(self._cache.read_key_norms(seq, layer), np.float32)
+        return np.asarray(self._cache.read_key_norms(seq, self._layer(layer)), np.float32)
 
     def saturated_groups(self, tensor: str) -> list[int]:
         """Per layer of `tensor`: the groups quantized since the cache was

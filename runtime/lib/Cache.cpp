@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
 #include <new>
+#include <tuple>
 #include <utility>
 
 using namespace kvq::runtime;
@@ -422,6 +425,34 @@ Status Cache::append(unsigned Layer, const std::vector<AppendItemF32> &Batch) {
   return withoutExceptions([&] { return appendF32(Layer, Batch); });
 }
 
+namespace {
+
+/// An error if a finite value of In[0, N) became infinite in Converted (the
+/// model dtype's copy): it overflows the dtype, which the non-finite check
+/// of the copy would otherwise report as a NaN or infinity the caller never
+/// passed.
+Status checkNoOverflow(DType Type, const float *In, const void *Converted,
+                       size_t N, const ModelShape &M, SequenceId Seq,
+                       const char *What) {
+  size_t Bad = findNonFinite(Type, Converted, N);
+  if (Bad == N || !std::isfinite(In[Bad]))
+    return Status::success();
+  size_t Row = size_t(M.KvHeads) * M.HeadDim;
+  char Value[32];
+  std::snprintf(Value, sizeof(Value), "%g", double(In[Bad]));
+  return Status::error(ErrorCode::InvalidArgument,
+                       std::string(What) + " " + Value + " at token " +
+                           std::to_string(Bad / Row) + ", kv-head " +
+                           std::to_string(Bad % Row / M.HeadDim) +
+                           ", channel " + std::to_string(Bad % M.HeadDim) +
+                           " of sequence " + std::to_string(Seq) +
+                           " overflows " + toString(Type) +
+                           " (largest finite " +
+                           (Type == DType::F16 ? "65504" : "3.39e38") + ")");
+}
+
+} // namespace
+
 Status Cache::appendF32(unsigned Layer,
                         const std::vector<AppendItemF32> &Batch) {
   DType Type = manifest().Model.Type;
@@ -442,6 +473,13 @@ Status Cache::appendF32(unsigned Layer,
       Storage.emplace_back(N * byteSize(Type));
       convertFromF32(Type, I.V, N, Storage.back().data());
       R.V = Storage.back().data();
+      if (Type != DType::F32)
+        for (auto [In, Out, What] :
+             {std::tuple(I.K, R.K, "key"), std::tuple(I.V, R.V, "value")})
+          if (Status S = checkNoOverflow(Type, In, Out, N, manifest().Model,
+                                         I.Seq, What);
+              !S.ok())
+            return S;
     }
     Raw.push_back(R);
   }
