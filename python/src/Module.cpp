@@ -93,11 +93,34 @@ using Array = nb::ndarray<nb::ro, nb::device::cpu>;
 /// What an array holds, as the runtime takes it.
 enum class Elements { F32, Raw16 };
 
+/// The numpy name of a DLPack dtype, for errors.
+std::string dtypeName(nb::dlpack::dtype t) {
+  using Code = nb::dlpack::dtype_code;
+  std::string bits = std::to_string(t.bits);
+  switch (Code(t.code)) {
+  case Code::Float:
+    return "float" + bits;
+  case Code::Bfloat:
+    return "bfloat" + bits;
+  case Code::Int:
+    return "int" + bits;
+  case Code::UInt:
+    return "uint" + bits;
+  case Code::Bool:
+    return "bool";
+  case Code::Complex:
+    return "complex" + bits;
+  }
+  return "dtype code " + std::to_string(t.code);
+}
+
 /// Checks that `a` is a C-contiguous [rows][dims...] array of the model dtype
-/// or f32, and returns which.
+/// or f32, and returns which. `bf16Bits`: a uint16 array holds bfloat16 bits
+/// (the kvq package passes numpy's ml_dtypes.bfloat16 arrays so, which
+/// numpy cannot export through DLPack).
 Elements checkArray(const Array &a, const char *what,
                     std::initializer_list<size_t> shape,
-                    runtime::DType modelType) {
+                    runtime::DType modelType, bool bf16Bits) {
   std::string expected;
   for (size_t extent : shape)
     expected += (expected.empty() ? "" : ", ") + std::to_string(extent);
@@ -111,6 +134,8 @@ Elements checkArray(const Array &a, const char *what,
     if (a.shape(i) > 1 && a.stride(i) != stride)
       throw Failure(std::string(what) + " must be C-contiguous");
   nb::dlpack::dtype t = a.dtype();
+  if (bf16Bits && t == nb::dtype<uint16_t>())
+    t = {uint8_t(nb::dlpack::dtype_code::Bfloat), 16, 1};
   if (t == nb::dtype<float>())
     return Elements::F32;
   bool f16 = t.code == uint8_t(nb::dlpack::dtype_code::Float) && t.bits == 16;
@@ -118,8 +143,14 @@ Elements checkArray(const Array &a, const char *what,
   if ((f16 && modelType == runtime::DType::F16) ||
       (bf16 && modelType == runtime::DType::BF16))
     return Elements::Raw16;
-  throw Failure(std::string(what) + " must be float32 or the cache's dtype (" +
-                runtime::toString(modelType) + ")");
+  std::string message = std::string(what) + " is " + dtypeName(t) +
+                        ": the cache takes float32 or its own dtype (" +
+                        runtime::toString(modelType) + ")";
+  // A 16-bit float of the other kind: f16 and bf16 each hold values the
+  // other cannot, while float32 holds both exactly.
+  if (f16 || bf16)
+    message += "; convert it to float32, which is exact";
+  throw Failure(message);
 }
 
 /// A runtime Cache shared safely by Python threads. Every call that touches
@@ -165,18 +196,22 @@ public:
   }
 
   /// items: (sequence, k, v) with k, v of shape [n, kv_heads, head_dim].
-  void append(unsigned layer,
-              const std::vector<std::tuple<python::SequenceIdArg, Array, Array>>
-                  &items) {
+  void append(
+      unsigned layer,
+      const std::vector<std::tuple<python::SequenceIdArg, Array, Array>> &items,
+      bool bf16Bits) {
     const runtime::ModelShape &m = model();
     std::vector<runtime::AppendItem> raw;
     std::vector<runtime::AppendItemF32> wide;
     for (const auto &[seq, k, v] : items) {
       size_t n = k.ndim() ? k.shape(0) : 0;
-      Elements ek = checkArray(k, "k", {n, m.KvHeads, m.HeadDim}, m.Type);
-      Elements ev = checkArray(v, "v", {n, m.KvHeads, m.HeadDim}, m.Type);
+      Elements ek =
+          checkArray(k, "k", {n, m.KvHeads, m.HeadDim}, m.Type, bf16Bits);
+      Elements ev =
+          checkArray(v, "v", {n, m.KvHeads, m.HeadDim}, m.Type, bf16Bits);
       if (ek != ev)
-        throw Failure("k and v must have the same dtype");
+        throw Failure("k is " + dtypeName(k.dtype()) + " and v is " +
+                      dtypeName(v.dtype()) + ": they must have one dtype");
       if (n > UINT32_MAX)
         throw Failure("too many tokens in one append");
       if (ek == Elements::F32)
@@ -199,9 +234,11 @@ public:
   /// q: [len(seqs), heads, head_dim]; returns the f32 attention output.
   nb::ndarray<nb::numpy, float> attend(unsigned layer,
                                        const python::SequenceIdsArg &seqs,
-                                       const Array &q, bool unrotated) {
+                                       const Array &q, bool unrotated,
+                                       bool bf16Bits) {
     const runtime::ModelShape &m = model();
-    Elements e = checkArray(q, "q", {seqs.size(), m.Heads, m.HeadDim}, m.Type);
+    Elements e =
+        checkArray(q, "q", {seqs.size(), m.Heads, m.HeadDim}, m.Type, bf16Bits);
     size_t count = seqs.size() * m.Heads * m.HeadDim;
     auto *out = new float[count];
     nb::capsule owner(out, [](void *p) noexcept { delete[](float *) p; });
@@ -319,7 +356,8 @@ NB_MODULE(_kvq, m) {
         nb::gil_scoped_release release;
         take(python::compile(spec, dir, hostCpu, name));
       },
-      nb::arg("spec"), nb::arg("dir"), nb::arg("host_cpu"), nb::arg("name"));
+      nb::arg("spec"), nb::arg("dir"), nb::arg("host_cpu"), nb::arg("name"),
+      "Compiles spec text into artifact directory `dir` (kvq.compile).");
   m.def(
       "set_model",
       [](const std::string &spec, unsigned layers, unsigned heads,
@@ -330,11 +368,13 @@ NB_MODULE(_kvq, m) {
       },
       nb::arg("spec"), nb::arg("layers"), nb::arg("heads"), nb::arg("kv_heads"),
       nb::arg("head_dim"), nb::arg("dtype"), nb::arg("clamp_groups"),
-      nb::arg("name"));
+      nb::arg("name"), "The spec restated for a model shape (kvq.set_model).");
   m.def("report_bits", &reportBits, nb::arg("spec"), nb::arg("tokens"),
-        nb::arg("name"));
+        nb::arg("name"),
+        "Bit accounting of every cache of a spec (kvq.report_bits).");
 
-  nb::class_<PyCache>(m, "Cache")
+  nb::class_<PyCache>(m, "Cache",
+                      "A runtime cache on an artifact (wrapped by kvq.Cache)")
       .def(nb::init<const std::string &, const std::string &, unsigned,
                     unsigned, unsigned>(),
            nb::arg("dir"), nb::arg("backend"), nb::arg("max_sequences"),
@@ -353,9 +393,11 @@ NB_MODULE(_kvq, m) {
       .def("save", &PyCache::save, nb::arg("path"),
            nb::arg("sequences") = python::SequenceIdsArg())
       .def("restore", &PyCache::restore, nb::arg("path"))
-      .def("append", &PyCache::append)
+      .def("append", &PyCache::append, nb::arg("layer"), nb::arg("items"),
+           nb::arg("bf16_bits") = false)
       .def("attend", &PyCache::attend, nb::arg("layer"), nb::arg("seqs"),
-           nb::arg("q"), nb::arg("unrotated") = false)
+           nb::arg("q"), nb::arg("unrotated") = false,
+           nb::arg("bf16_bits") = false)
       .def("memory_stats", &PyCache::memoryStats)
       .def("counts", &PyCache::counts)
       .def("read_slice_page", &PyCache::readSlicePage)

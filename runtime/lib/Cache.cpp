@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdio>
 #include <new>
+#include <tuple>
 #include <utility>
 
 using namespace kvq::runtime;
@@ -422,11 +425,13 @@ Status Cache::append(unsigned Layer, const std::vector<AppendItemF32> &Batch) {
   return withoutExceptions([&] { return appendF32(Layer, Batch); });
 }
 
+namespace {
+
 /// convertFromF32 on the backend's host threads, in chunks that each take
 /// longer than a wake of the pool (a decode step's one token stays on the
 /// caller's thread).
-static void convertOnHost(Backend &B, DType Type, const float *In, size_t N,
-                          void *Out) {
+void convertOnHost(Backend &B, DType Type, const float *In, size_t N,
+                   void *Out) {
   constexpr size_t kChunk = size_t(1) << 16;
   size_t Bytes = byteSize(Type);
   B.forEachOnHost((N + kChunk - 1) / kChunk, [&](uint64_t C) {
@@ -435,6 +440,32 @@ static void convertOnHost(Backend &B, DType Type, const float *In, size_t N,
                    static_cast<uint8_t *>(Out) + First * Bytes);
   });
 }
+
+/// An error if a finite value of In[0, N) became infinite in Converted (the
+/// model dtype's copy): it overflows the dtype, which the non-finite check
+/// of the copy would otherwise report as a NaN or infinity the caller never
+/// passed.
+Status checkNoOverflow(DType Type, const float *In, const void *Converted,
+                       size_t N, const ModelShape &M, SequenceId Seq,
+                       const char *What) {
+  size_t Bad = findNonFinite(Type, Converted, N);
+  if (Bad == N || !std::isfinite(In[Bad]))
+    return Status::success();
+  size_t Row = size_t(M.KvHeads) * M.HeadDim;
+  char Value[32];
+  std::snprintf(Value, sizeof(Value), "%g", double(In[Bad]));
+  return Status::error(ErrorCode::InvalidArgument,
+                       std::string(What) + " " + Value + " at token " +
+                           std::to_string(Bad / Row) + ", kv-head " +
+                           std::to_string(Bad % Row / M.HeadDim) +
+                           ", channel " + std::to_string(Bad % M.HeadDim) +
+                           " of sequence " + std::to_string(Seq) +
+                           " overflows " + toString(Type) +
+                           " (largest finite " +
+                           (Type == DType::F16 ? "65504" : "3.39e38") + ")");
+}
+
+} // namespace
 
 Status Cache::appendF32(unsigned Layer,
                         const std::vector<AppendItemF32> &Batch) {
@@ -456,6 +487,13 @@ Status Cache::appendF32(unsigned Layer,
       Storage.emplace_back(N * byteSize(Type));
       convertOnHost(backend(), Type, I.V, N, Storage.back().data());
       R.V = Storage.back().data();
+      if (Type != DType::F32)
+        for (auto [In, Out, What] :
+             {std::tuple(I.K, R.K, "key"), std::tuple(I.V, R.V, "value")})
+          if (Status S = checkNoOverflow(Type, In, Out, N, manifest().Model,
+                                         I.Seq, What);
+              !S.ok())
+            return S;
     }
     Raw.push_back(R);
   }

@@ -240,3 +240,24 @@ def test_documented_tuned_specs_keep_their_budgets():
         frame = space.parse_frame(text)
         assert space.sequence_bytes(text, 1024) == stated
         assert stated <= space.budget_bytes(frame, budget, 1024)
+
+
+def test_cli_refuses_an_infeasible_budget_before_measuring(tmp_path):
+    """kvq-tune --budget 0.5 (below any mix of the menu) exits 2 after
+    loading the model, with no measurement made or cached."""
+    import os
+    import subprocess
+    import time
+
+    tool = os.path.join(os.environ["KVQ_BINARY_DIR"], "bin", "kvq-tune")
+    start = time.monotonic()
+    result = subprocess.run([tool, "--budget", "4.633", "--budget", "0.5",
+                             "--cache", str(tmp_path / "cache"), "--out",
+                             str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=300)
+    seconds = time.monotonic() - start
+    assert result.returncode == 2, result.stderr
+    assert "kvq-tune: budget 0.5 is infeasible" in result.stderr
+    assert not (tmp_path / "cache" / "measurements.json").exists()
+    assert not (tmp_path / "cache" / "artifacts").exists()
+    assert seconds < 120, seconds

@@ -118,6 +118,46 @@ std::vector<unsigned> parseList(const std::string &text) {
   return list;
 }
 
+/// --help: what is timed, and every option with its default.
+void printHelp() {
+  std::printf(
+      "usage: kvq-bench [options] BASELINE_ARTIFACT SPEC_ARTIFACT...\n"
+      "\n"
+      "Times layer 0 of a baseline artifact and of each spec artifact side by\n"
+      "side on one backend, with the machine's bandwidth measured in the same\n"
+      "run: decode attention at each context and batch, cold (last-level\n"
+      "cache evicted before each call) and warm (back to back), then a\n"
+      "prefill of the longest context and single-token decode-step appends.\n"
+      "Figures are times and shares of the measured bandwidth\n"
+      "(docs/Performance.md).\n"
+      "\n"
+      "options:\n"
+      "  --contexts N,...    context lengths in tokens (default 4096,32768)\n"
+      "  --batches N,...     sequences per attention call (default 1,8)\n"
+      "  --threads N         CPU backend threads (default 2)\n"
+      "  --repeat N          timed calls per figure (default 10)\n"
+      "  --steps N           decode-step appends timed after the longest\n"
+      "                      context; 0 times the prefill alone (default 256)\n"
+      "  --evict-mib N       MiB read (CPU) or written (CUDA) between two\n"
+      "                      cold calls (default: 4 x the L3 on the CPU,\n"
+      "                      512 on CUDA)\n"
+      "  --probe-mib N       size of the bandwidth probe's buffer (default\n"
+      "                      1024)\n"
+      "  --split-tokens N    pins attention's split size (default 0: the\n"
+      "                      runtime plans it per batch and backend)\n"
+      "  --device cpu|cuda   the backend timed (default cpu); cuda: device 0,\n"
+      "                      calls on a stream timed by CUDA events\n"
+      "  --gpu-model         instead of CPU timings, a model of the GPU\n"
+      "                      kernels on an H100, counted on the PTX\n"
+      "                      interpreter\n"
+      "  --profile N         with --gpu-model: each kernel's N hottest basic\n"
+      "                      blocks (default 0)\n"
+      "  -h, --help          this help\n"
+      "\n"
+      "`ninja -C build kvq-bench-run` builds the shipped benchmark specs\n"
+      "(tools/kvq-bench/specs) and runs kvq-bench on them.\n");
+}
+
 Options parseOptions(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -150,11 +190,7 @@ Options parseOptions(int argc, char **argv) {
     } else if (arg == "--device") {
       options.device = value();
     } else if (arg == "--help" || arg == "-h") {
-      std::printf(
-          "usage: kvq-bench [--contexts N,...] [--batches N,...] "
-          "[--threads N] [--repeat N] [--steps N] [--evict-mib N] "
-          "[--probe-mib N] [--split-tokens N] [--device cpu|cuda] "
-          "[--gpu-model [--profile N]] BASELINE_ARTIFACT SPEC_ARTIFACT...\n");
+      printHelp();
       std::exit(0);
     } else {
       options.artifacts.push_back(arg);

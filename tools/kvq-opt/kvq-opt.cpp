@@ -27,6 +27,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -42,6 +43,11 @@ static llvm::cl::opt<std::string> hostCpu(
     llvm::cl::desc("With --kvq-compile: the CPU the host code is compiled "
                    "for (native, or an LLVM CPU name such as x86-64-v3)"),
     llvm::cl::value_desc("CPU"), llvm::cl::init("native"));
+
+static llvm::cl::opt<bool> helpKvq(
+    "help-kvq",
+    llvm::cl::desc("List only kvq's passes, pipelines and options, and exit"),
+    llvm::cl::init(false));
 
 /// Set when a diagnostic at error level was reported: kvq-opt then fails even
 /// if the pass that reported it did not signal a failure.
@@ -123,6 +129,43 @@ static mlir::LogicalResult checkInputLimits(const llvm::MemoryBuffer &input) {
   return mlir::failure();
 }
 
+/// --help-kvq: kvq's own entries of the command line, which --help lists
+/// among several hundred of MLIR's and LLVM's. Every registered pass and
+/// pipeline is a literal of MLIR's pass list option, so the option map holds
+/// their names; kvq's all start with `kvq-`.
+static void printKvqHelp() {
+  std::vector<llvm::StringRef> names;
+  auto &options = llvm::cl::getRegisteredOptions();
+  for (auto &[name, option] : options)
+    if (name.starts_with("kvq-"))
+      names.push_back(name);
+  llvm::sort(names);
+  llvm::raw_ostream &os = llvm::outs();
+  constexpr size_t indent = 2, descIndent = 40;
+  os << "kvq-opt: kvq's passes, pipelines and options (--help lists MLIR's "
+        "and LLVM's too)\n\nPasses:\n";
+  for (llvm::StringRef name : names)
+    if (const mlir::PassInfo *pass = mlir::PassInfo::lookup(name))
+      pass->printHelpStr(indent, descIndent);
+  os << "\nPass pipelines:\n";
+  for (llvm::StringRef name : names)
+    if (const mlir::PassPipelineInfo *pipeline =
+            mlir::PassPipelineInfo::lookup(name))
+      pipeline->printHelpStr(indent, descIndent);
+  os << "\nOptions:\n";
+  for (llvm::StringRef name : names) {
+    if (mlir::PassInfo::lookup(name) || mlir::PassPipelineInfo::lookup(name))
+      continue;
+    llvm::cl::Option *option = options.lookup(name);
+    std::string flag = ("--" + name).str();
+    if (!option->ValueStr.empty())
+      flag += ("=<" + option->ValueStr + ">").str();
+    os.indent(indent) << flag;
+    os.indent(std::max<int>(1, int(descIndent) - 2 - int(indent + flag.size())))
+        << "- " << option->HelpStr << "\n";
+  }
+}
+
 /// The upstream passes kvq-compile-pipeline uses, so that each of its stages
 /// and passes also runs alone (--pass-pipeline, --mlir-print-ir-after-all).
 static void registerUpstreamPasses() {
@@ -147,7 +190,14 @@ int main(int argc, char **argv) {
   kvq::registerCodegenDependencies(registry);
 
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
-      argc, argv, "kvq optimizer driver\n", registry);
+      argc, argv,
+      "kvq optimizer driver (kvq's own passes, pipelines and options alone: "
+      "--help-kvq)\n",
+      registry);
+  if (helpKvq) {
+    printKvqHelp();
+    return 0;
+  }
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
   config.setPassPipelineSetupFn([base = config](mlir::PassManager &pm) {

@@ -98,6 +98,27 @@ std::vector<double> exactAttention(const ModelShape &model,
   return out;
 }
 
+constexpr const char *Usage =
+    "usage: kvq-run ARTIFACT_DIR [--tokens N] [--threads N]";
+
+void printHelp() {
+  std::printf(
+      "%s\n"
+      "\n"
+      "Runs one decode step on a compiled spec (kvq-opt --kvq-compile=DIR):\n"
+      "prefills one sequence with random keys and values in every layer,\n"
+      "appends one token and attends in every layer on the CPU backend, and\n"
+      "prints the cache's bits per element (asymptotic and measured), layer\n"
+      "0's attention error against exact attention over the unquantized keys\n"
+      "and values, and the prefill's and decode step's times.\n"
+      "\n"
+      "options:\n"
+      "  --tokens N    prompt tokens prefilled before the step (default 1024)\n"
+      "  --threads N   CPU backend threads (default 2)\n"
+      "  -h, --help    this help\n",
+      Usage);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -105,15 +126,19 @@ int main(int argc, char **argv) {
   unsigned tokens = 1024, threads = 2;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      printHelp();
+      return 0;
+    }
     if ((arg == "--tokens" || arg == "--threads") && i + 1 < argc)
       (arg == "--tokens" ? tokens : threads) = std::stoul(argv[++i]);
     else if (arg[0] != '-' && dir.empty())
       dir = arg;
     else
-      fail("usage: kvq-run ARTIFACT_DIR [--tokens N] [--threads N]");
+      fail(std::string(Usage) + " (--help)");
   }
   if (dir.empty())
-    fail("usage: kvq-run ARTIFACT_DIR [--tokens N] [--threads N]");
+    fail(std::string(Usage) + " (--help)");
 
   auto artifact = Artifact::open(dir);
   if (!artifact.ok())

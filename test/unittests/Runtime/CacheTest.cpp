@@ -315,11 +315,19 @@ TEST_F(CacheErrorTest, NonFiniteValues) {
   Inf[kD + 1] = 0xfc00; // -inf at token 0, head 1, channel 1
   expectRejected(C->append(1, {{A, 2, Inf.data(), V.data()}}),
                  "non-finite key at token 0, kv-head 1, channel 1");
-  // fp32 inputs that overflow f16 are rejected after rounding.
-  std::vector<float> Big(kRow, 1e6f), Ok(kRow, 0.5f);
+  // A finite fp32 input that overflows f16 is named as such, not as a
+  // non-finite value the caller never passed; an fp32 infinity stays
+  // non-finite.
+  std::vector<float> Big(kRow, 0.5f), Ok(kRow, 0.5f);
+  Big[kD + 2] = 1e6f;
+  expectRejected(
+      C->append(0, std::vector<AppendItemF32>{{A, 1, Ok.data(), Big.data()}}),
+      "value 1e+06 at token 0, kv-head 1, channel 2 of sequence " +
+          std::to_string(A) + " overflows f16 (largest finite 65504)");
+  Big[kD + 2] = INFINITY;
   expectRejected(
       C->append(0, std::vector<AppendItemF32>{{A, 1, Big.data(), Ok.data()}}),
-      "non-finite key at token 0");
+      "non-finite key at token 0, kv-head 1, channel 2");
 }
 
 TEST(CacheTest, LongAppendsReportTheirFirstNonFiniteValue) {
