@@ -15,6 +15,8 @@
 
 #include "kvq/Reference/Slice.h"
 
+#include "RandomRows.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <vector>
 
 using namespace kvq::ref;
+using kvq::ref::test::normalRows;
 
 namespace {
 
@@ -45,15 +48,6 @@ std::vector<int> shuffled(int d, unsigned seed) {
   std::iota(perm.begin(), perm.end(), 0);
   std::shuffle(perm.begin(), perm.end(), std::mt19937(seed));
   return perm;
-}
-
-std::vector<float> normalRows(int n, int d, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(size_t(n) * d);
-  for (float &v : x)
-    v = normal(rng);
-  return x;
 }
 
 TEST(Reorder, GroupsAreGatheredChannelsWithTheirOwnClip) {

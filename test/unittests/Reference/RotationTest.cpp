@@ -16,6 +16,8 @@
 #include "kvq/Reference/FloatFormats.h"
 #include "kvq/Reference/Slice.h"
 
+#include "RandomRows.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -23,6 +25,7 @@
 #include <vector>
 
 using namespace kvq::ref;
+using kvq::ref::test::normalRows;
 
 namespace {
 
@@ -32,15 +35,6 @@ RotationConfig hadamard(bool seeded = false, uint32_t seed = 0) {
   r.seeded = seeded;
   r.seed = seed;
   return r;
-}
-
-std::vector<float> normalRows(int n, int d, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(size_t(n) * d);
-  for (float &v : x)
-    v = normal(rng);
-  return x;
 }
 
 /// R x in fp64 from the definition: sum_j H[i][j] s[j] x[j] / sqrt(n).
