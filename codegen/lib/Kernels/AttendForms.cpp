@@ -47,7 +47,7 @@ public:
 
 private:
   const SliceLayout &slice(bool isKeys) const { return isKeys ? keys : values; }
-  unsigned lanesOf(unsigned count) const;
+  unsigned lanesOf(unsigned count) const { return getLanes(info, count); }
 
   /// What every i16 form needs: the target's dot unit is theirs on blocks of
   /// one thread (the CPU), codes of `span`, no reorder.
@@ -74,13 +74,6 @@ private:
 };
 
 } // namespace
-
-unsigned AttendFormSelector::lanesOf(unsigned count) const {
-  unsigned lanes = info.vectorLanes;
-  while (count % lanes != 0)
-    lanes /= 2;
-  return lanes;
-}
 
 bool AttendFormSelector::mayUseI16Dots(bool isKeys, Span span) const {
   const SliceLayout &s = slice(isKeys);

@@ -160,8 +160,8 @@ unsigned kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
   return units;
 }
 
-unsigned kvq::getLanes(const KernelTarget &target, unsigned count) {
-  unsigned lanes = target.getVectorLanes();
+unsigned kvq::getLanes(const TargetInfo &info, unsigned count) {
+  unsigned lanes = info.vectorLanes;
   while (count % lanes != 0)
     lanes /= 2;
   return lanes;

@@ -66,7 +66,10 @@ std::string getDeviceModuleName(CacheOp cache);
 
 /// The lanes of a vector over `count` elements for `target`: the largest
 /// power of two up to its vector lanes dividing `count`.
-unsigned getLanes(const KernelTarget &target, unsigned count);
+unsigned getLanes(const TargetInfo &info, unsigned count);
+inline unsigned getLanes(const KernelTarget &target, unsigned count) {
+  return getLanes(target.getInfo(), count);
+}
 /// getLanes for the append-side kernels (flush, key norms): 1 on a GPU
 /// block, whose threads take a group or channel each; their vector forms
 /// reduce across lanes, which NVPTX would lower to libdevice calls.
