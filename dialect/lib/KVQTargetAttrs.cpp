@@ -29,8 +29,8 @@ static LogicalResult verifyUnit(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
-MatrixUnitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       unsigned m, unsigned n, unsigned k, Type operands,
+MatrixUnitAttr::verify(function_ref<InFlightDiagnostic()> emitError, unsigned m,
+                       unsigned n, unsigned k, Type operands,
                        Type accumulator) {
   return verifyUnit(emitError, m, n, k, operands, accumulator);
 }
@@ -82,8 +82,8 @@ LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   // A dot unit computes on one vector register: its lanes are the i32 (or
   // f32) lanes the CPU's vector forms use.
   if (cpuDot && cpuDot.getM() != vectorLanes)
-    return emitError() << "cpu_dot must have m = vector_lanes ("
-                       << vectorLanes << ")";
+    return emitError() << "cpu_dot must have m = vector_lanes (" << vectorLanes
+                       << ")";
   // An mma.sync is executed by a whole warp of 32 threads.
   if (gpuMatrix && warpSize != 32)
     return emitError() << "gpu_matrix needs warp_size = 32";

@@ -487,17 +487,29 @@ Status Cache::appendF32(unsigned Layer,
       Storage.emplace_back(N * byteSize(Type));
       convertOnHost(backend(), Type, I.V, N, Storage.back().data());
       R.V = Storage.back().data();
-      if (Type != DType::F32)
-        for (auto [In, Out, What] :
-             {std::tuple(I.K, R.K, "key"), std::tuple(I.V, R.V, "value")})
-          if (Status S = checkNoOverflow(Type, In, Out, N, manifest().Model,
-                                         I.Seq, What);
-              !S.ok())
-            return S;
     }
     Raw.push_back(R);
   }
-  return P->append(Layer, Raw, Impl::Memory::Host);
+  Status Appended = P->append(Layer, Raw, Impl::Memory::Host);
+  // The append scanned the converted rows and refused a non-finite one,
+  // leaving the cache as it was; only then is it worth finding whether a
+  // finite input overflowed the dtype, which its message should say.
+  if (Appended.ok() || Appended.code() != ErrorCode::InvalidArgument ||
+      Type == DType::F32)
+    return Appended;
+  for (size_t X = 0; X < Batch.size(); ++X) {
+    const AppendItemF32 &I = Batch[X];
+    if (!Raw[X].K)
+      continue;
+    size_t N = I.NumTokens * RowElems;
+    for (auto [In, Out, What] :
+         {std::tuple(I.K, Raw[X].K, "key"), std::tuple(I.V, Raw[X].V, "value")})
+      if (Status S =
+              checkNoOverflow(Type, In, Out, N, manifest().Model, I.Seq, What);
+          !S.ok())
+        return S;
+  }
+  return Appended;
 }
 
 Status Cache::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,

@@ -1,4 +1,4 @@
-//===- AttendForms.cpp - which form computes each loop of an attend kernel -===//
+//===- AttendForms.cpp - the form of each loop of an attend kernel ------===//
 //
 // Each form states what it needs of the keys' or values' slice and of the
 // target's units; the first form whose needs are met is the kernel's. The
@@ -77,8 +77,7 @@ private:
 
 bool AttendFormSelector::mayUseI16Dots(bool isKeys, Span span) const {
   const SliceLayout &s = slice(isKeys);
-  return info.dot &&
-         info.dot == getI16PairDotUnit(ctx, info.vectorLanes) &&
+  return info.dot && info.dot == getI16PairDotUnit(ctx, info.vectorLanes) &&
          info.blockThreads == 1 && s.isQuantized() &&
          s.quant.getSpan() == span && !s.hasReorder();
 }

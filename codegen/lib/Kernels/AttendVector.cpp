@@ -39,7 +39,8 @@ using namespace kvq::attend;
 /// accumulators fit in registers.
 static unsigned getChunksPerPass(const KernelTarget &target, unsigned chunks,
                                  unsigned heads) {
-  return std::max(1u, std::min(chunks, getMaxAccumulators(target.getInfo()) / heads));
+  return std::max(
+      1u, std::min(chunks, getMaxAccumulators(target.getInfo()) / heads));
 }
 
 /// Sign-extended byte offset of f32 element `index` (may be negative for

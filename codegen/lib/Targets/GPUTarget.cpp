@@ -92,8 +92,7 @@ public:
 class GPUTarget : public KernelTarget {
 public:
   GPUTarget(gpu::GPUModuleOp module, TargetAttr target)
-      : KernelTarget(getGPUTargetInfo(target)), module(module),
-        warpSize(target.getWarpSize()) {
+      : KernelTarget(getGPUTargetInfo(target)), module(module) {
     if (getInfo().matrix == MatrixUnit::getAttr(module.getContext()))
       mma.emplace();
   }
@@ -179,17 +178,17 @@ public:
     float identity = kind == ReduceKind::Sum
                          ? 0.0f
                          : -std::numeric_limits<float>::infinity();
-    Value partial =
-        kb.forLoop(threadId, count, kb.i32(getBlockThreads()), {kb.f32(identity)},
-                   [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                     return {combine(acc[0], kb.loadF32(ptr, i))};
-                   })[0];
-    for (unsigned offset = warpSize / 2; offset > 0; offset /= 2)
+    Value partial = kb.forLoop(
+        threadId, count, kb.i32(getBlockThreads()), {kb.f32(identity)},
+        [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          return {combine(acc[0], kb.loadF32(ptr, i))};
+        })[0];
+    for (unsigned offset = warpSize() / 2; offset > 0; offset /= 2)
       partial = combine(partial, shuffleXor(kb, partial, offset));
-    unsigned numWarps = getBlockThreads() / warpSize;
+    unsigned numWarps = getBlockThreads() / warpSize();
     Value scratch = allocShared(kb, numWarps * 4);
-    Value lane = kb.remU(threadId, kb.i32(warpSize));
-    Value warp = kb.divU(threadId, kb.i32(warpSize));
+    Value lane = kb.remU(threadId, kb.i32(warpSize()));
+    Value warp = kb.divU(threadId, kb.i32(warpSize()));
     kb.ifThen(kb.eq(lane, kb.i32(0)),
               [&] { kb.storeF32(partial, scratch, warp); });
     barrier(kb);
@@ -298,7 +297,7 @@ private:
   Value shuffleXor(KernelBuilder &kb, Value value, unsigned offset) {
     auto shuffle = [&](Value scalar) -> Value {
       return gpu::ShuffleOp::create(kb.builder(), kb.getLoc(), scalar,
-                                    kb.i32(offset), kb.i32(warpSize),
+                                    kb.i32(offset), kb.i32(warpSize()),
                                     gpu::ShuffleMode::XOR)
           .getShuffleResult();
     };
@@ -325,7 +324,8 @@ private:
   }
 
   gpu::GPUModuleOp module;
-  unsigned warpSize;
+  /// A warp: TargetInfo's workers.
+  unsigned warpSize() const { return getMaxWorkers(); }
   std::string kernelName;
   unsigned numShared = 0;
   Value threadId;

@@ -56,8 +56,8 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
                  << (target == kernels.gpu.get() ? "the GPU" : "the CPU")
                  << ": run kvq-select-forms first";
       }
-      unsigned units =
-          emitKernel(spec, cache->second.layout, *target, rewriter, op.getLoc());
+      unsigned units = emitKernel(spec, cache->second.layout, *target, rewriter,
+                                  op.getLoc());
       if (target == kernels.gpu.get())
         deviceUnits = units;
       SymbolTable::lookupSymbolIn(container, spec.name)

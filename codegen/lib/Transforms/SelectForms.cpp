@@ -14,8 +14,7 @@ using namespace kvq;
 
 namespace {
 
-struct KVQSelectFormsPass
-    : kvq::impl::KVQSelectFormsBase<KVQSelectFormsPass> {
+struct KVQSelectFormsPass : kvq::impl::KVQSelectFormsBase<KVQSelectFormsPass> {
   void runOnOperation() override {
     llvm::DenseMap<Operation *, CacheLayout> layouts;
     WalkResult result = getOperation().walk([&](AttendKernelOp op) {
