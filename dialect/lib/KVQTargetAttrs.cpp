@@ -135,3 +135,14 @@ SmallVector<std::string> TargetAttr::getChipNames() const {
     names.push_back(cast<StringAttr>(chip).str());
   return names;
 }
+
+std::string TargetAttr::getPtxChip() const {
+  StringRef oldest;
+  for (Attribute chip : getChips()) {
+    StringRef name = cast<StringAttr>(chip).getValue();
+    if (oldest.empty() ||
+        getComputeCapability(name) < getComputeCapability(oldest))
+      oldest = name;
+  }
+  return oldest.str();
+}

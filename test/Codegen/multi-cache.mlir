@@ -4,7 +4,7 @@
 // RUN: rm -rf %t && kvq-opt %s --kvq-compile=%t -o /dev/null
 // RUN: FileCheck %s --check-prefix=A --input-file=%t/a/manifest.json
 // RUN: FileCheck %s --check-prefix=B --input-file=%t/b/manifest.json
-// RUN: FileCheck %s --check-prefix=PTX --input-file=%t/b/kernels.sm_90.ptx
+// RUN: FileCheck %s --check-prefix=PTX --input-file=%t/b/kernels.sm_80.ptx
 // RUN: nm %t/a/kernels.o | FileCheck %s --check-prefix=SYMS
 
 kvq.cache @a model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {

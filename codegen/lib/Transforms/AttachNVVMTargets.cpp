@@ -1,8 +1,11 @@
 //===- AttachNVVMTargets.cpp - PTX targets from each cache's kvq.target ---===//
 //
-// The chips PTX is emitted for are a fact of the cache's #kvq.target, like
-// its block size; this pass turns them into the gpu.module targets that
-// gpu-module-to-binary compiles for.
+// The chip PTX is emitted for is a fact of the cache's #kvq.target, like its
+// block size; this pass turns it into the gpu.module target that
+// gpu-module-to-binary compiles for. One PTX serves every chip of the target
+// (TargetAttr::getPtxChip): the kernels are one program for all of them, so
+// a PTX per chip would differ in its header only and double the time of the
+// slowest stage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,11 +38,10 @@ struct KVQAttachNVVMTargetsPass
         gpuModule.emitError("names no kvq.cache ") << name;
         return WalkResult::interrupt();
       }
-      SmallVector<Attribute> targets;
-      for (const std::string &chip : getCacheTarget(cache).getChipNames())
-        targets.push_back(NVVM::NVVMTargetAttr::get(
-            &getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda", chip));
-      gpuModule.setTargetsAttr(ArrayAttr::get(&getContext(), targets));
+      Attribute target = NVVM::NVVMTargetAttr::get(
+          &getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda",
+          getCacheTarget(cache).getPtxChip());
+      gpuModule.setTargetsAttr(ArrayAttr::get(&getContext(), {target}));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

@@ -571,4 +571,40 @@ TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
             "manifest: 'model.head_dim' is out of range (at most 16384)");
 }
 
+/// The PTX a device backend loads from an artifact with PTX for several
+/// chips: the newest target the device runs, the oldest on the interpreter
+/// (no SM), a named one if the device runs it.
+TEST(PtxTargetTest, NewestTheDeviceLoads) {
+  namespace fs = std::filesystem;
+  std::string Dir = ::testing::TempDir() + "kvq-ptx-targets";
+  fs::remove_all(Dir);
+  fs::create_directories(Dir);
+  Json J = mockJson();
+  J["files"]["ptx"] = {{"sm_80", "kernels.sm_80.ptx"},
+                       {"sm_90", "kernels.sm_90.ptx"}};
+  std::ofstream(Dir + "/manifest.json") << J.dump();
+  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
+  ASSERT_TRUE(A.ok()) << A.message();
+  ASSERT_EQ((*A)->ptxTargets(), (std::vector<std::string>{"sm_80", "sm_90"}));
+  auto Pick = [&](unsigned Sm, const std::string &Target = "") {
+    Expected<std::string> T = choosePtxTarget(**A, Sm, Target);
+    return T.ok() ? *T : "error: " + T.message();
+  };
+  EXPECT_EQ(Pick(90), "sm_90");
+  EXPECT_EQ(Pick(120), "sm_90");
+  EXPECT_EQ(Pick(89), "sm_80");
+  EXPECT_EQ(Pick(0), "sm_80");
+  EXPECT_EQ(Pick(0, "sm_90"), "sm_90");
+  EXPECT_EQ(Pick(90, "sm_80"), "sm_80");
+  EXPECT_EQ(Pick(86, "sm_90"),
+            "error: PTX target sm_90 is newer than the device (sm_86)");
+  Expected<std::string> Old = choosePtxTarget(**A, 75);
+  ASSERT_FALSE(Old.ok());
+  EXPECT_EQ(Old.status().code(), ErrorCode::Unsupported);
+  EXPECT_NE(Old.message().find("has PTX for sm_80, sm_90, none of which the "
+                               "device (sm_75) loads"),
+            std::string::npos)
+      << Old.message();
+}
+
 } // namespace

@@ -24,12 +24,13 @@ def KVQAssignTarget : Pass<"kvq-assign-target", "::mlir::ModuleOp"> {
 }
 
 def KVQAttachNVVMTargets : Pass<"kvq-attach-nvvm-targets", "::mlir::ModuleOp"> {
-  let summary = "Give each cache's GPU module the NVVM targets of its chips";
+  let summary = "Give each cache's GPU module the NVVM target of its chips";
   let description = [{
-    Sets the targets of every `gpu.module` that kvq-lower-kernels made for a
-    cache (`kvq.cache = @name`) to one `#nvvm.target<O = 3, chip = ...>` per
-    chip of the cache's `kvq.target`, so that gpu-module-to-binary emits PTX
-    for exactly those chips.
+    Sets the target of every `gpu.module` that kvq-lower-kernels made for a
+    cache (`kvq.cache = @name`) to `#nvvm.target<O = 3, chip = ...>` for the
+    oldest chip of the cache's `kvq.target` (`TargetAttr::getPtxChip`), so
+    that gpu-module-to-binary emits one PTX, which every chip of the target
+    loads: the kernels are one program for all of them.
   }];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
 }

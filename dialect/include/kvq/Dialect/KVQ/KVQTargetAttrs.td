@@ -120,6 +120,11 @@ def KVQ_TargetAttr : KVQ_Attr<"Target", "target"> {
                                               unsigned warpSize);
     /// The chip names.
     ::llvm::SmallVector<std::string> getChipNames() const;
+    /// The chip the GPU kernels' PTX is emitted for: the oldest of `chips`.
+    /// The kernels are one program for every chip (their forms use only
+    /// the units all chips share), and the driver compiles a chip's PTX for
+    /// any newer one, so its PTX serves them all.
+    ::std::string getPtxChip() const;
   }];
 }
 
