@@ -1,7 +1,8 @@
 //===- HostObject.cpp - LLVM-dialect host module to object code -----------===//
 //
 // LLVM dialect -> LLVM IR -> O3 for the host CPU -> ELF object, ahead of
-// time: the runtime links or dlopens it and never needs LLVM. Part of the
+// time, one kernel at a time on the context's threads, then one relocatable
+// object: the runtime links or dlopens it and never needs LLVM. Part of the
 // artifact writer; the MLIR lowering before it is kvq-host-to-llvm.
 //
 //===----------------------------------------------------------------------===//
@@ -9,13 +10,20 @@
 #include "kvq/Codegen/Artifact.h"
 #include "kvq/Support/HostFeatures.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Threading.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -86,13 +94,12 @@ DotUnitAttr kvq::getHostDotUnit(MLIRContext *ctx, const HostTarget &host) {
   return DotUnitAttr::get(ctx, /*m=*/16, /*n=*/1, /*k=*/2, i16, i32);
 }
 
-FailureOr<std::string> kvq::compileToHostObject(ModuleOp module,
-                                                const HostTarget &host) {
-  FailureOr<const llvm::Target *> target = lookupHostTarget(module);
-  if (failed(target))
-    return failure();
+/// `module` (LLVM dialect) as an ELF object at O3 for `host`.
+static FailureOr<std::string> compileModule(ModuleOp module,
+                                            const llvm::Target &target,
+                                            const HostTarget &host) {
   llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> machine((*target)->createTargetMachine(
+  std::unique_ptr<llvm::TargetMachine> machine(target.createTargetMachine(
       llvm::Triple(llvm::sys::getDefaultTargetTriple()), host.cpu,
       host.llvmFeatures, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
@@ -116,4 +123,116 @@ FailureOr<std::string> kvq::compileToHostObject(ModuleOp module,
     return module.emitError("the host target cannot emit object files");
   codegen.run(*llvmModule);
   return std::string(object.str());
+}
+
+static bool hasLocalLinkage(LLVM::GlobalOp global) {
+  return global.getLinkage() == LLVM::Linkage::Private ||
+         global.getLinkage() == LLVM::Linkage::Internal;
+}
+
+/// The module of one kernel of `host`: the kernel, every function
+/// declaration and the kernel's own tables (globals of local linkage it
+/// names), plus, in the first kernel's module only, the globals of other
+/// linkage (the manifest hash). Null when the kernel names such a global,
+/// which only one object may define.
+static OwningOpRef<ModuleOp>
+cloneKernelModule(ModuleOp host, LLVM::LLVMFuncOp kernel, bool first) {
+  llvm::DenseSet<StringAttr> named;
+  if (std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(kernel))
+    for (const SymbolTable::SymbolUse &use : *uses)
+      named.insert(use.getSymbolRef().getRootReference());
+  OpBuilder b(host.getContext());
+  OwningOpRef<ModuleOp> part = ModuleOp::create(host.getLoc());
+  (*part)->setAttrs(host->getAttrs());
+  b.setInsertionPointToEnd(part->getBody());
+  for (Operation &op : host.getBody()->getOperations()) {
+    if (auto function = dyn_cast<LLVM::LLVMFuncOp>(op)) {
+      if (function.isExternal() || function == kernel)
+        b.clone(op);
+      continue;
+    }
+    auto global = dyn_cast<LLVM::GlobalOp>(op);
+    bool isNamed = global && named.contains(global.getSymNameAttr());
+    if (global && !hasLocalLinkage(global) && isNamed)
+      return nullptr;
+    if (!global || (hasLocalLinkage(global) ? isNamed : first))
+      b.clone(op);
+  }
+  return part;
+}
+
+/// Links relocatable `objects` into one with the system C compiler (a
+/// partial link, `cc -r`), through temporary files.
+static FailureOr<std::string> linkObjects(Location loc,
+                                          ArrayRef<std::string> objects) {
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return emitError(loc, "no C compiler ('cc') to link the host objects");
+  // paths[0] is the output, then one file per object.
+  std::vector<std::string> paths;
+  auto removeAll = llvm::make_scope_exit([&] {
+    for (const std::string &path : paths)
+      llvm::sys::fs::remove(path);
+  });
+  for (size_t i = 0; i <= objects.size(); ++i) {
+    SmallString<128> path;
+    if (std::error_code error =
+            llvm::sys::fs::createTemporaryFile("kvq-kernel", "o", path))
+      return emitError(loc, "cannot create a temporary file: ")
+             << error.message();
+    paths.push_back(path.str().str());
+    if (i == 0)
+      continue;
+    std::error_code error;
+    llvm::raw_fd_ostream os(paths.back(), error);
+    os << objects[i - 1];
+    os.close();
+    if (error || os.has_error())
+      return emitError(loc, "cannot write ") << paths.back();
+  }
+  SmallVector<StringRef> args = {*cc, "-r", "-nostdlib", "-o"};
+  args.append(paths.begin(), paths.end());
+  std::string error;
+  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error) != 0)
+    return emitError(loc, "partial link of the host objects failed: ") << error;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> linked =
+      llvm::MemoryBuffer::getFile(paths[0], /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!linked)
+    return emitError(loc, "cannot read ") << paths[0];
+  return (*linked)->getBuffer().str();
+}
+
+FailureOr<std::string> kvq::compileToHostObject(ModuleOp module,
+                                                const HostTarget &host) {
+  FailureOr<const llvm::Target *> target = lookupHostTarget(module);
+  if (failed(target))
+    return failure();
+  // Each kernel compiles alone, on the context's threads (the kernels call
+  // no function of each other, so O3 gives each the code it gets in one
+  // module); a partial link makes one object of them. One object a kernel,
+  // not one a thread: kernels.o is the same on every machine.
+  SmallVector<OwningOpRef<ModuleOp>> parts;
+  for (auto kernel : module.getOps<LLVM::LLVMFuncOp>()) {
+    if (kernel.isExternal())
+      continue;
+    parts.push_back(cloneKernelModule(module, kernel, parts.empty()));
+    if (!parts.back())
+      return compileModule(module, **target, host);
+  }
+  if (parts.size() <= 1)
+    return compileModule(module, **target, host);
+  SmallVector<std::string> objects(parts.size());
+  if (failed(failableParallelForEachN(
+          module.getContext(), 0, parts.size(), [&](size_t i) {
+            FailureOr<std::string> object =
+                compileModule(*parts[i], **target, host);
+            if (failed(object))
+              return failure();
+            objects[i] = std::move(*object);
+            return success();
+          })))
+    return failure();
+  return linkObjects(module.getLoc(), objects);
 }

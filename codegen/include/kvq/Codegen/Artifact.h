@@ -44,7 +44,9 @@ mlir::FailureOr<HostTarget> resolveHostTarget(mlir::ModuleOp module,
                                               llvm::StringRef hostCPU);
 
 /// Translates `module` (LLVM dialect only) to LLVM IR, optimizes it at O3
-/// for `target` and returns an ELF object file.
+/// for `target` and returns one relocatable ELF object: each kernel is
+/// compiled alone, on the context's threads, and the objects are linked
+/// with the system C compiler (`cc -r`).
 mlir::FailureOr<std::string> compileToHostObject(mlir::ModuleOp module,
                                                  const HostTarget &target);
 
