@@ -169,9 +169,8 @@ public:
   AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
                 const CacheLayout &layout, unsigned layer,
                 AttendFormsAttr forms)
-      : kb(kb), args(entry), layout(layout), forms(forms),
-        model(layout.model), layer(layer),
-        split(entry.blockId[0]), head(entry.blockId[1]),
+      : kb(kb), args(entry), layout(layout), forms(forms), model(layout.model),
+        layer(layer), split(entry.blockId[0]), head(entry.blockId[1]),
         batch(entry.blockId[2]), ratio(model.getGroupRatio()),
         heads(getTileHeads(ratio)), dim(model.getHeadDim()),
         splitTokens(kb.getTarget().getSplitTokens(layout)) {}
@@ -219,6 +218,15 @@ private:
   }
 
   void loadQueries();
+  /// Whether the keys' (values') quantized rows are rotated (`rotate =
+  /// hadamard`).
+  bool isRotated(bool isKeys) {
+    const SliceLayout &s = slice(isKeys);
+    return s.isQuantized() && s.quant.isRotated();
+  }
+  /// Rotated keys: normQueries = R queries, which the quantized keys meet
+  /// (docs/Numerics.md, "Hadamard rotation").
+  void rotateQueries();
   void sumQueryGroups();
   Value groupSum(unsigned r, Value g) {
     return kb.loadF32(groupSums,

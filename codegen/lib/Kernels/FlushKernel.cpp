@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChannelTables.h"
+#include "Rotation.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
 
@@ -103,7 +104,10 @@ private:
   /// the runtime then rejects the append and undoes the flush
   /// (docs/Reliability.md).
   void flagNonFinite(Value bad);
+  /// Quantizes group `g` of the flush unit in the scalar form.
+  void quantizeGroup(Value g);
   void emitQuantized();
+  void emitRotated();
   void emitTokenBlockLanes(unsigned lanes);
   void emitChannelGroupLanes(unsigned lanes);
   // The span=channels vector form's pieces.
@@ -150,6 +154,9 @@ private:
   Value blockUnit, unit, head;
   ChannelTables tables;
   unsigned unitsPerBlock = 1;
+  /// A rotated slice: the block-local rows of the rotated tokens from
+  /// `chunkStart` (a token of the flush, as GroupPlace::token).
+  Value rotated, chunkStart;
 };
 } // namespace
 
@@ -234,6 +241,13 @@ std::pair<Value, Value> FlushEmitter::loadElement(const GroupPlace &place,
   Value channel = place.start ? tables.channelAt(kb.add(place.start, k))
                               : (place.tokenStep ? place.channel
                                                  : kb.add(place.channel, k));
+  if (rotated) {
+    Value token = place.tokenStep ? kb.add(place.token, k) : place.token;
+    Value row = kb.sub(token, chunkStart);
+    unsigned dim = layout.model.getHeadDim();
+    return {kb.loadF32(rotated, kb.add(kb.mul(row, kb.i32(dim)), channel)),
+            channel};
+  }
   Value buffer = place.buffer, row = place.row;
   if (place.tokenStep)
     std::tie(buffer, row) =
@@ -277,6 +291,50 @@ static void packGroup(KernelBuilder &kb, Value size, unsigned bits,
     store(rest[2], kb.toI32(rest[0]));
 }
 
+void FlushEmitter::quantizeGroup(Value g) {
+  QuantAttr quant = slice.quant;
+  unsigned dim = layout.model.getHeadDim();
+  GroupPlace place = placeGroup(g);
+  auto load = [&](Value k, bool check) {
+    auto [x, channel] = loadElement(place, k);
+    // Rotated rows were checked as they were read (emitRotated).
+    if (check && !rotated)
+      flagNonFinite(kb.isNonFinite(x));
+    if (!quant.getKeyNorm())
+      return x;
+    Value norm =
+        kb.loadF32(args.norms, kb.add(kb.mul(head, kb.i32(dim)), channel),
+                   /*invariant=*/true);
+    return kb.fdiv(x, norm);
+  };
+  // The input is checked by the parameters' pass over it, not the codes'.
+  auto checked = [&](Value k) { return load(k, /*check=*/true); };
+  auto element = [&](Value k) { return load(k, /*check=*/false); };
+  Quantizer quantizer(kb, quant);
+  if (place.clip)
+    quantizer.setClip(place.clip);
+  Value size = place.size ? place.size : kb.i32(quant.getGroup());
+  GroupParams params = quantizer.computeParams(size, checked);
+  SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                     args.table, place.qpos, head);
+  // A layer sharing another layer's codes keeps only its own parameters.
+  if (!slice.sharesCodes())
+    packGroup(
+        kb, size, quant.getBits(),
+        [&](Value k) { return quantizer.computeCode(params, element(k)); },
+        [&](Value w, Value word) {
+          if (place.word)
+            access.storeCodeWord(kb.add(place.word, w), word);
+          else
+            access.storeWord(place.n, w, word);
+        });
+  access.storeScale(place.n, quantizer.paramBits(params.scale));
+  access.storeZero(place.n, quantizer.paramBits(params.zero));
+  // Saturated parameters are finite but not accurate: count the group.
+  kb.ifThen(params.saturated,
+            [&] { kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1)); });
+}
+
 void FlushEmitter::emitQuantized() {
   QuantAttr quant = slice.quant;
   unsigned flush = tensor.window.getFlush();
@@ -284,46 +342,39 @@ void FlushEmitter::emitQuantized() {
       quant.getSpan() == Span::Channels
           ? flush * slice.groupsPerToken
           : flush / quant.getGroup() * layout.model.getHeadDim();
-  unsigned dim = layout.model.getHeadDim();
-  forEachUnitTask(groupsPerUnit, [&](Value g) {
-    GroupPlace place = placeGroup(g);
-    auto load = [&](Value k, bool check) {
-      auto [x, channel] = loadElement(place, k);
-      if (check)
-        flagNonFinite(kb.isNonFinite(x));
-      if (!quant.getKeyNorm())
-        return x;
-      Value norm =
-          kb.loadF32(args.norms, kb.add(kb.mul(head, kb.i32(dim)), channel),
-                     /*invariant=*/true);
-      return kb.fdiv(x, norm);
-    };
-    // The input is checked by the parameters' pass over it, not the codes'.
-    auto checked = [&](Value k) { return load(k, /*check=*/true); };
-    auto element = [&](Value k) { return load(k, /*check=*/false); };
-    Quantizer quantizer(kb, quant);
-    if (place.clip)
-      quantizer.setClip(place.clip);
-    Value size = place.size ? place.size : kb.i32(quant.getGroup());
-    GroupParams params = quantizer.computeParams(size, checked);
-    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                       args.table, place.qpos, head);
-    // A layer sharing another layer's codes keeps only its own parameters.
-    if (!slice.sharesCodes())
-      packGroup(
-          kb, size, quant.getBits(),
-          [&](Value k) { return quantizer.computeCode(params, element(k)); },
-          [&](Value w, Value word) {
-            if (place.word)
-              access.storeCodeWord(kb.add(place.word, w), word);
-            else
-              access.storeWord(place.n, w, word);
-          });
-    access.storeScale(place.n, quantizer.paramBits(params.scale));
-    access.storeZero(place.n, quantizer.paramBits(params.zero));
-    // Saturated parameters are finite but not accurate: count the group.
-    kb.ifThen(params.saturated,
-              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1)); });
+  forEachUnitTask(groupsPerUnit, [&](Value g) { quantizeGroup(g); });
+}
+
+/// A rotated slice quantizes R x (docs/Numerics.md, "Hadamard rotation"):
+/// the block's unit is rotated a chunk of tokens at a time into block-local
+/// memory (getRotatedChunkTokens: whole groups, within the GPU's static
+/// shared memory), whose groups the scalar form then quantizes from there.
+/// The vector forms read their groups straight from the tokens, so a
+/// rotated flush keeps to the scalar form.
+void FlushEmitter::emitRotated() {
+  KernelTarget &target = kb.getTarget();
+  QuantAttr quant = slice.quant;
+  ModelAttr model = layout.model;
+  unsigned dim = model.getHeadDim(), flush = tensor.window.getFlush();
+  unsigned chunk = getRotatedChunkTokens(quant, dim, flush);
+  unsigned groups = quant.getSpan() == Span::Channels
+                        ? chunk * slice.groupsPerToken
+                        : chunk / quant.getGroup() * dim;
+  rotated = target.allocShared(kb, uint64_t(chunk) * dim * 4);
+  kb.forEach(kb.i32(0), kb.i32(flush / chunk), [&](Value k) {
+    chunkStart = kb.add(kb.mul(unit, kb.i32(flush)), kb.mul(k, kb.i32(chunk)));
+    rotateRows(kb, quant, dim, chunk, RotationDirection::Forward, rotated,
+               [&](Value row, Value c) {
+                 auto [buffer, first] =
+                     args.source.row(kb, model, kb.add(chunkStart, row), head);
+                 Value x = kb.loadFloat(model.getDtype(), buffer,
+                                        kb.add(first, c), /*invariant=*/true);
+                 flagNonFinite(kb.isNonFinite(x));
+                 return x;
+               });
+    target.parallelFor(kb, kb.i32(groups), [&](Value g) {
+      quantizeGroup(kb.add(kb.mul(k, kb.i32(groups)), g));
+    });
   });
 }
 
@@ -866,6 +917,8 @@ void FlushEmitter::emit() {
   if (!slice.isQuantized())
     return emitFullPrecision(lanes);
   QuantAttr quant = slice.quant;
+  if (quant.isRotated())
+    return emitRotated();
   // The vector forms assume groups of one size and one clip factor.
   if (hasChannelTables(slice))
     return emitQuantized();

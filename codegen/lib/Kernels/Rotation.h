@@ -1,0 +1,34 @@
+//===- Rotation.h - Hadamard rotation of the kernels ------------*- C++ -*-===//
+//
+// Private to lib/Kernels: `rotate = hadamard` (docs/Numerics.md, "Hadamard
+// rotation"), one builder for the flush and attend kernels on both targets.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_LIB_KERNELS_ROTATION_H
+#define KVQ_CODEGEN_LIB_KERNELS_ROTATION_H
+
+#include "kvq/Codegen/KernelBuilder.h"
+#include "kvq/Dialect/KVQ/KVQAttrs.h"
+
+namespace kvq {
+
+/// R x (forward: signs, butterflies, scale) or R^T x (inverse: butterflies,
+/// scale, signs).
+enum class RotationDirection { Forward, Inverse };
+
+/// Rotates `rows` rows of `dim` (a power of two) channels by `quant`'s
+/// rotation, in fp32 exactly as docs/Numerics.md specifies, into `to`
+/// (block-local f32, rows of `dim`): the fast Walsh-Hadamard transform's
+/// log2(dim) stages, each a parallelFor over the rows' butterflies (so each
+/// ends with a block barrier). The first stage reads element `c` of row
+/// `row` as `load(row, c)` (f32), which may read `to` itself; the signs and
+/// the scale are folded into the first and last stages.
+void rotateRows(
+    KernelBuilder &kb, QuantAttr quant, unsigned dim, unsigned rows,
+    RotationDirection direction, mlir::Value to,
+    llvm::function_ref<mlir::Value(mlir::Value row, mlir::Value c)> load);
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_LIB_KERNELS_ROTATION_H
