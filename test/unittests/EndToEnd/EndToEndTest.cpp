@@ -57,7 +57,9 @@ enum class SchemeKind {
   PreRopeSkvq,
   PreRopeReorder,
   RotatedKivi2,
-  RotatedK4V4
+  RotatedK4V4,
+  RotatedK3V3,
+  RotatedK8V8
 };
 
 struct SpecParam {
@@ -103,8 +105,14 @@ const SpecParam kSpecs[] = {
      SchemeKind::PreRopeReorder, 8, 2, 64},
     {"rot_kivi2_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_ROT_KIVI2_D64_GQA4,
      SchemeKind::RotatedKivi2, 8, 2, 64},
-    {"rot_k4v4_d128_gqa4", KVQ_ARTIFACT_DIR_E2E_ROT_K4V4_D128_GQA4,
-     SchemeKind::RotatedK4V4, 8, 2, 128},
+    {"rot_k4v4_d128_gqa4_x86_64_v2",
+     KVQ_ARTIFACT_DIR_E2E_ROT_K4V4_D128_GQA4_GENERIC, SchemeKind::RotatedK4V4,
+     8, 2, 128},
+    {"rot_k3v3_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_ROT_K3V3_D64_GQA4,
+     SchemeKind::RotatedK3V3, 8, 2, 64},
+    {"rot_k8v8_d64_gqa4_x86_64_v2",
+     KVQ_ARTIFACT_DIR_E2E_ROT_K8V8_D64_GQA4_GENERIC, SchemeKind::RotatedK8V8, 8,
+     2, 64},
 };
 
 /// OTT (ott-d64-gqa4.mlir): pools of 3 + 4 entries from layer 1.
@@ -158,6 +166,20 @@ ref::SliceConfig referenceConfig(const SpecParam &P) {
     C.key.rotation = hadamard();
     C.value = {quant(4, ref::Mode::Asym, ref::Span::Tokens), 4, 32, 32};
     C.value.rotation = hadamard(1234567);
+    return C;
+  }
+  if (P.Kind == SchemeKind::RotatedK3V3) {
+    C.key = {quant(3, ref::Mode::Sym, ref::Span::Channels), 4, 32, 32};
+    C.key.rotation = hadamard(99);
+    C.value = {quant(3, ref::Mode::Asym, ref::Span::Tokens), 4, 32, 32};
+    C.value.rotation = hadamard();
+    return C;
+  }
+  if (P.Kind == SchemeKind::RotatedK8V8) {
+    C.key = {quant(8, ref::Mode::Asym, ref::Span::Tokens), 0, 32, 32};
+    C.key.rotation = hadamard();
+    C.value = {quant(8, ref::Mode::Asym, ref::Span::Channels, 64), 0, 32, 32};
+    C.value.rotation = hadamard(5);
     return C;
   }
   if (P.Kind == SchemeKind::Kivi2 || P.Kind == SchemeKind::PreRopeKivi2) {
