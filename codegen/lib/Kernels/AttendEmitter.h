@@ -224,6 +224,13 @@ private:
     const SliceLayout &s = slice(isKeys);
     return s.isQuantized() && s.quant.isRotated();
   }
+  /// `lanes` channels from channel `c` of row `r` of a buffer of the heads'
+  /// rows (queries, valueSums): a scalar for one lane, else a vector.
+  Value loadChannels(Value buffer, Value r, Value c, unsigned lanes) {
+    Value index = kb.add(kb.mul(r, kb.i32(dim)), c);
+    return lanes == 1 ? kb.loadF32(buffer, index)
+                      : loadVectorF32(kb, buffer, index, lanes);
+  }
   /// Rotated keys: normQueries = R queries, which the quantized keys meet
   /// (docs/Numerics.md, "Hadamard rotation").
   void rotateQueries();

@@ -110,8 +110,8 @@ void AttendEmitter::rotateQueries() {
   if (!isRotated(/*isKeys=*/true))
     return;
   rotateRows(kb, slice(true).quant, dim, heads, RotationDirection::Forward,
-             normQueries, [&](Value r, Value c) {
-               return kb.loadF32(queries, kb.add(kb.mul(r, kb.i32(dim)), c));
+             normQueries, [&](Value r, Value c, unsigned lanes) {
+               return loadChannels(queries, r, c, lanes);
              });
 }
 
@@ -394,9 +394,8 @@ void AttendEmitter::accumulateValues() {
     // the window are in.
     if (isRotated(/*isKeys=*/false))
       rotateRows(kb, slice(false).quant, dim, heads, RotationDirection::Inverse,
-                 valueSums, [&](Value r, Value c) {
-                   return kb.loadF32(valueSums,
-                                     kb.add(kb.mul(r, kb.i32(dim)), c));
+                 valueSums, [&](Value r, Value c, unsigned lanes) {
+                   return loadChannels(valueSums, r, c, lanes);
                  });
     // Most splits have no sink or window tokens (a block-uniform test).
     for (unsigned region : {0u, 2u})

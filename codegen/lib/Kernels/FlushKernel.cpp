@@ -364,11 +364,16 @@ void FlushEmitter::emitRotated() {
   kb.forEach(kb.i32(0), kb.i32(flush / chunk), [&](Value k) {
     chunkStart = kb.add(kb.mul(unit, kb.i32(flush)), kb.mul(k, kb.i32(chunk)));
     rotateRows(kb, quant, dim, chunk, RotationDirection::Forward, rotated,
-               [&](Value row, Value c) {
+               [&](Value row, Value c, unsigned lanes) {
                  auto [buffer, first] =
                      args.source.row(kb, model, kb.add(chunkStart, row), head);
-                 Value x = kb.loadFloat(model.getDtype(), buffer,
-                                        kb.add(first, c), /*invariant=*/true);
+                 Value index = kb.add(first, c);
+                 Value x = lanes == 1
+                               ? kb.loadFloat(model.getDtype(), buffer, index,
+                                              /*invariant=*/true)
+                               : kb.loadFloatVector(model.getDtype(), buffer,
+                                                    index, lanes,
+                                                    /*invariant=*/true);
                  flagNonFinite(kb.isNonFinite(x));
                  return x;
                });

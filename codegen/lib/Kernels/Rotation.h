@@ -17,17 +17,18 @@ namespace kvq {
 /// scale, signs).
 enum class RotationDirection { Forward, Inverse };
 
+/// Reads `lanes` consecutive channels from channel `c` of row `row` of the
+/// unrotated rows as f32: a scalar for 1 lane, else a vector.
+using RotationLoad = llvm::function_ref<mlir::Value(
+    mlir::Value row, mlir::Value c, unsigned lanes)>;
+
 /// Rotates `rows` rows of `dim` (a power of two) channels by `quant`'s
 /// rotation, in fp32 exactly as docs/Numerics.md specifies, into `to`
-/// (block-local f32, rows of `dim`): the fast Walsh-Hadamard transform's
-/// log2(dim) stages, each a parallelFor over the rows' butterflies (so each
-/// ends with a block barrier). The first stage reads element `c` of row
-/// `row` as `load(row, c)` (f32), which may read `to` itself; the signs and
-/// the scale are folded into the first and last stages.
-void rotateRows(
-    KernelBuilder &kb, QuantAttr quant, unsigned dim, unsigned rows,
-    RotationDirection direction, mlir::Value to,
-    llvm::function_ref<mlir::Value(mlir::Value row, mlir::Value c)> load);
+/// (block-local f32, rows of `dim`) with the fast Walsh-Hadamard
+/// transform's log2(dim) stages. `load` may read `to` itself. Ends with a
+/// block barrier.
+void rotateRows(KernelBuilder &kb, QuantAttr quant, unsigned dim, unsigned rows,
+                RotationDirection direction, mlir::Value to, RotationLoad load);
 
 } // namespace kvq
 

@@ -177,7 +177,7 @@ ref::SliceConfig referenceConfig(const SpecParam &P) {
   }
   if (P.Kind == SchemeKind::RotatedK8V8) {
     C.key = {quant(8, ref::Mode::Asym, ref::Span::Tokens), 0, 32, 32};
-    C.key.rotation = hadamard();
+    C.key.rotation = hadamard(3);
     C.value = {quant(8, ref::Mode::Asym, ref::Span::Channels, 64), 0, 32, 32};
     C.value.rotation = hadamard(5);
     return C;
