@@ -107,7 +107,16 @@ private:
   /// Quantizes group `g` of the flush unit in the scalar form.
   void quantizeGroup(Value g);
   void emitQuantized();
-  void emitRotated();
+  /// A rotated slice: rotates chunk `k` of the block's flush unit into
+  /// `rotated` (getRotatedChunkTokens tokens from chunkStart).
+  void rotateChunk(Value k, unsigned chunk);
+  /// Flushed token `token`'s row as the quantizer reads it: its buffer and
+  /// the element offset of its channel 0 there (rowType elements, rows
+  /// rowStride apart within a buffer): the token as appended, or its
+  /// rotated row in block-local memory.
+  std::pair<Value, Value> tokenRow(Value token);
+  Type rowType();
+  unsigned rowStride() const;
   void emitTokenBlockLanes(unsigned lanes);
   void emitChannelGroupLanes(unsigned lanes);
   // The span=channels vector form's pieces.
@@ -172,6 +181,22 @@ static unsigned getFlushUnits(const KernelTarget &target, unsigned tasks) {
 void FlushEmitter::forEachUnitTask(unsigned tasks,
                                    function_ref<void(Value)> body) {
   KernelTarget &target = kb.getTarget();
+  if (slice.isQuantized() && slice.quant.isRotated()) {
+    // A unit a block, a chunk of tokens at a time: every form orders its
+    // tasks by token, so a chunk's tasks are consecutive.
+    unsigned flush = tensor.window.getFlush();
+    unsigned chunk =
+        getRotatedChunkTokens(slice.quant, layout.model.getHeadDim(), flush);
+    unsigned chunkTasks = tasks / (flush / chunk);
+    rotated =
+        target.allocShared(kb, uint64_t(chunk) * layout.model.getHeadDim() * 4);
+    return kb.forEach(kb.i32(0), kb.i32(flush / chunk), [&](Value k) {
+      rotateChunk(k, chunk);
+      target.parallelFor(kb, kb.i32(chunkTasks), [&](Value t) {
+        body(kb.add(kb.mul(k, kb.i32(chunkTasks)), t));
+      });
+    });
+  }
   unitsPerBlock = getFlushUnits(target, tasks);
   if (unitsPerBlock == 1)
     return target.parallelFor(kb, kb.i32(tasks), body);
@@ -198,7 +223,7 @@ GroupPlace FlushEmitter::placeGroup(Value g) {
     Value pageToken = kb.remU(place.qpos, kb.i32(layout.pageTokens));
     place.n = kb.add(kb.mul(pageToken, kb.i32(slice.groupsPerToken)),
                      kb.remU(g, kb.i32(slice.groupsPerToken)));
-    std::tie(place.buffer, place.row) = args.source.row(kb, model, token, head);
+    std::tie(place.buffer, place.row) = tokenRow(token);
   } else {
     // One channel across `group` tokens.
     token = kb.add(unitStart, kb.mul(kb.divU(g, kb.i32(dim)), kb.i32(group)));
@@ -241,18 +266,10 @@ std::pair<Value, Value> FlushEmitter::loadElement(const GroupPlace &place,
   Value channel = place.start ? tables.channelAt(kb.add(place.start, k))
                               : (place.tokenStep ? place.channel
                                                  : kb.add(place.channel, k));
-  if (rotated) {
-    Value token = place.tokenStep ? kb.add(place.token, k) : place.token;
-    Value row = kb.sub(token, chunkStart);
-    unsigned dim = layout.model.getHeadDim();
-    return {kb.loadF32(rotated, kb.add(kb.mul(row, kb.i32(dim)), channel)),
-            channel};
-  }
   Value buffer = place.buffer, row = place.row;
   if (place.tokenStep)
-    std::tie(buffer, row) =
-        args.source.row(kb, layout.model, kb.add(place.token, k), head);
-  Value x = kb.loadFloat(layout.model.getDtype(), buffer, kb.add(row, channel),
+    std::tie(buffer, row) = tokenRow(kb.add(place.token, k));
+  Value x = kb.loadFloat(rowType(), buffer, kb.add(row, channel),
                          /*invariant=*/true);
   return {x, channel};
 }
@@ -297,7 +314,7 @@ void FlushEmitter::quantizeGroup(Value g) {
   GroupPlace place = placeGroup(g);
   auto load = [&](Value k, bool check) {
     auto [x, channel] = loadElement(place, k);
-    // Rotated rows were checked as they were read (emitRotated).
+    // Rotated rows were checked as they were read (rotateChunk).
     if (check && !rotated)
       flagNonFinite(kb.isNonFinite(x));
     if (!quant.getKeyNorm())
@@ -346,41 +363,42 @@ void FlushEmitter::emitQuantized() {
 }
 
 /// A rotated slice quantizes R x (docs/Numerics.md, "Hadamard rotation"):
-/// the block's unit is rotated a chunk of tokens at a time into block-local
-/// memory (getRotatedChunkTokens: whole groups, within the GPU's static
-/// shared memory), whose groups the scalar form then quantizes from there.
-/// The vector forms read their groups straight from the tokens, so a
-/// rotated flush keeps to the scalar form.
-void FlushEmitter::emitRotated() {
-  KernelTarget &target = kb.getTarget();
-  QuantAttr quant = slice.quant;
+/// its tokens are rotated into block-local memory, whole groups at a time
+/// within the GPU's static shared memory, and the forms read them there.
+void FlushEmitter::rotateChunk(Value k, unsigned chunk) {
   ModelAttr model = layout.model;
-  unsigned dim = model.getHeadDim(), flush = tensor.window.getFlush();
-  unsigned chunk = getRotatedChunkTokens(quant, dim, flush);
-  unsigned groups = quant.getSpan() == Span::Channels
-                        ? chunk * slice.groupsPerToken
-                        : chunk / quant.getGroup() * dim;
-  rotated = target.allocShared(kb, uint64_t(chunk) * dim * 4);
-  kb.forEach(kb.i32(0), kb.i32(flush / chunk), [&](Value k) {
-    chunkStart = kb.add(kb.mul(unit, kb.i32(flush)), kb.mul(k, kb.i32(chunk)));
-    rotateRows(kb, quant, dim, chunk, RotationDirection::Forward, rotated,
-               [&](Value row, Value c, unsigned lanes) {
-                 auto [buffer, first] =
-                     args.source.row(kb, model, kb.add(chunkStart, row), head);
-                 Value index = kb.add(first, c);
-                 Value x = lanes == 1
-                               ? kb.loadFloat(model.getDtype(), buffer, index,
-                                              /*invariant=*/true)
-                               : kb.loadFloatVector(model.getDtype(), buffer,
-                                                    index, lanes,
-                                                    /*invariant=*/true);
-                 flagNonFinite(kb.isNonFinite(x));
-                 return x;
-               });
-    target.parallelFor(kb, kb.i32(groups), [&](Value g) {
-      quantizeGroup(kb.add(kb.mul(k, kb.i32(groups)), g));
-    });
-  });
+  unsigned flush = tensor.window.getFlush();
+  chunkStart = kb.add(kb.mul(unit, kb.i32(flush)), kb.mul(k, kb.i32(chunk)));
+  rotateRows(kb, slice.quant, model.getHeadDim(), chunk,
+             RotationDirection::Forward, rotated,
+             [&](Value row, Value c, unsigned lanes) {
+               auto [buffer, first] =
+                   args.source.row(kb, model, kb.add(chunkStart, row), head);
+               Value index = kb.add(first, c);
+               Value x = lanes == 1
+                             ? kb.loadFloat(model.getDtype(), buffer, index,
+                                            /*invariant=*/true)
+                             : kb.loadFloatVector(model.getDtype(), buffer,
+                                                  index, lanes,
+                                                  /*invariant=*/true);
+               flagNonFinite(kb.isNonFinite(x));
+               return x;
+             });
+}
+
+std::pair<Value, Value> FlushEmitter::tokenRow(Value token) {
+  if (!rotated)
+    return args.source.row(kb, layout.model, token, head);
+  Value row = kb.sub(token, chunkStart);
+  return {rotated, kb.mul(row, kb.i32(layout.model.getHeadDim()))};
+}
+
+Type FlushEmitter::rowType() {
+  return rotated ? kb.builder().getF32Type() : layout.model.getDtype();
+}
+
+unsigned FlushEmitter::rowStride() const {
+  return (rotated ? 1 : layout.model.getKvHeads()) * layout.model.getHeadDim();
 }
 
 /// How the code at bit `bit` of a group's stream moves into word `w`:
@@ -563,7 +581,7 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
   unsigned dim = model.getHeadDim(), group = quant.getGroup();
   unsigned flush = tensor.window.getFlush(), chunks = dim / lanes;
   unsigned words = slice.wordsPerGroup;
-  Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
+  Type f32 = kb.builder().getF32Type();
   forEachUnitTask(flush / group * chunks, [&](Value i) {
     Value block = kb.divU(i, kb.i32(chunks));
     Value c0 = kb.mul(kb.remU(i, kb.i32(chunks)), kb.i32(lanes));
@@ -578,17 +596,16 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
     // the ring's end or its boundary with the input: then each token's row
     // is looked up, else one address serves the block.
     Value buffer0, row0;
-    std::tie(buffer0, row0) = args.source.row(kb, model, token, head);
-    Value stride = kb.i32(model.getKvHeads() * dim);
+    std::tie(buffer0, row0) = tokenRow(token);
+    Value stride = kb.i32(rowStride());
     auto quantizeBlock = [&](bool contiguous) {
       auto load = [&](Value k, bool check) {
         Value buffer = buffer0, row = kb.add(row0, kb.mul(k, stride));
         if (!contiguous)
-          std::tie(buffer, row) =
-              args.source.row(kb, model, kb.add(token, k), head);
-        Value x = kb.loadFloatVector(dtype, buffer, kb.add(row, c0), lanes,
+          std::tie(buffer, row) = tokenRow(kb.add(token, k));
+        Value x = kb.loadFloatVector(rowType(), buffer, kb.add(row, c0), lanes,
                                      /*invariant=*/true);
-        if (check)
+        if (check && !rotated)
           flagNonFinite(kb.isNonFinite(x));
         return norms ? kb.fdiv(x, norms) : x;
       };
@@ -644,6 +661,11 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
                 [&] { kb.atomicAddU32(args.saturated, kb.i64(0), saturated); });
       return SmallVector<Value>();
     };
+    // Rotated rows are consecutive.
+    if (rotated) {
+      quantizeBlock(/*contiguous=*/true);
+      return;
+    }
     kb.ifThenElse(
         args.source.isContiguous(kb, token, group), {},
         [&] { return quantizeBlock(/*contiguous=*/true); },
@@ -670,15 +692,18 @@ LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
   QuantAttr quant = slice.quant;
   unsigned chunks = quant.getGroup() / lanes;
   unsigned dim = layout.model.getHeadDim();
-  Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
+  Type f32 = kb.builder().getF32Type();
   LaneGroup group{placeGroup(g), {}, {}, {}};
   for (unsigned j = 0; j < chunks; ++j) {
     Value channel = kb.add(group.place.channel, kb.i32(j * lanes));
-    Value x = kb.loadFloatVector(dtype, group.place.buffer,
+    Value x = kb.loadFloatVector(rowType(), group.place.buffer,
                                  kb.add(group.place.row, channel), lanes,
                                  /*invariant=*/true);
-    Value bad = kb.isNonFinite(x);
-    group.nonFinite = group.nonFinite ? kb.bitOr(group.nonFinite, bad) : bad;
+    // Rotated rows were checked as they were read (rotateChunk).
+    if (!rotated) {
+      Value bad = kb.isNonFinite(x);
+      group.nonFinite = group.nonFinite ? kb.bitOr(group.nonFinite, bad) : bad;
+    }
     if (quant.getKeyNorm())
       x = kb.fdiv(x, kb.loadFloatVector(
                          f32, args.norms,
@@ -831,7 +856,8 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
   for (const LaneGroup &group : groups)
     nonFinite =
         nonFinite ? kb.bitOr(nonFinite, group.nonFinite) : group.nonFinite;
-  flagNonFinite(nonFinite);
+  if (nonFinite)
+    flagNonFinite(nonFinite);
   GroupStats stats{combine(&GroupStats::min, /*isMax=*/false),
                    combine(&GroupStats::max, /*isMax=*/true),
                    combine(&GroupStats::absMax, /*isMax=*/true)};
@@ -922,8 +948,6 @@ void FlushEmitter::emit() {
   if (!slice.isQuantized())
     return emitFullPrecision(lanes);
   QuantAttr quant = slice.quant;
-  if (quant.isRotated())
-    return emitRotated();
   // The vector forms assume groups of one size and one clip factor.
   if (hasChannelTables(slice))
     return emitQuantized();
