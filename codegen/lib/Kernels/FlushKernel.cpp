@@ -4,7 +4,9 @@
 // the pages (U = getFlushUnits: 1 on the CPU, more on the GPU where a unit
 // has fewer tasks than the block has threads). The tokens
 // are read where they are: the oldest from the sequence's window ring, the
-// rest from a linear input buffer (FlushSource). Each thread quantizes whole
+// rest from a linear input buffer (FlushSource); a rotated slice's tokens
+// are first rotated into block-local memory, a chunk of the unit at a time
+// (one unit a block), and read there. Each thread quantizes whole
 // groups, so a group's parameters and codes are computed by one thread in index
 // order: the arithmetic, and the bits, are those of the reference on every
 // target.
