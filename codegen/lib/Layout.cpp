@@ -3,7 +3,9 @@
 #include "kvq/Codegen/Layout.h"
 
 #include "llvm/Support/MathExtras.h"
+#include <algorithm>
 #include <numeric>
+#include <string>
 
 using namespace mlir;
 using namespace kvq;
@@ -13,18 +15,30 @@ bool CacheLayout::hasKeyNorm(unsigned layer) const {
   return quant && quant.getKeyNorm();
 }
 
+unsigned kvq::getRotatedChunkTokens(QuantAttr quant, unsigned headDim,
+                                    unsigned flush) {
+  if (quant.getSpan() == Span::Tokens)
+    return quant.getGroup() * headDim <= kRotatedChunkFloats ? quant.getGroup()
+                                                             : 0;
+  unsigned chunk = std::max(1u, std::min(flush, kRotatedChunkFloats / headDim));
+  while (flush % chunk != 0)
+    --chunk;
+  return chunk;
+}
+
 /// Rejects scheme features the kernels do not implement yet, naming them.
-static LogicalResult checkSupported(Operation *op, QuantAttr quant) {
+static LogicalResult checkSupported(Operation *op, QuantAttr quant,
+                                    unsigned headDim, unsigned flush) {
   auto reject = [&](StringRef feature) {
     return op->emitOpError("kvq-compile does not support ")
            << feature << " yet";
   };
   if (quant.getPreRope() && quant.getKeyNorm())
     return reject("pre-RoPE keys with key normalisation");
-  // The reference, the verifier and docs/Numerics.md define it; the flush
-  // and attend kernels do not rotate yet.
-  if (quant.isRotated())
-    return reject("rotate = hadamard");
+  // The flush rotates a group of tokens at once in block-local memory.
+  if (quant.isRotated() && !getRotatedChunkTokens(quant, headDim, flush))
+    return reject("rotate = hadamard with span = tokens groups of more than " +
+                  std::to_string(kRotatedChunkFloats) + " elements");
   return success();
 }
 
@@ -110,7 +124,8 @@ static FailureOr<TensorLayout> computeTensor(TensorOpT op, ModelAttr model,
                             "earlier layer; layer ")
              << index << " reuses layer " << *layer.codesFrom;
     if (QuantAttr quant = layer.getQuant())
-      if (failed(checkSupported(op, quant)))
+      if (failed(checkSupported(op, quant, model.getHeadDim(),
+                                tensor.window.getFlush())))
         return failure();
     tensor.layerOffsets.push_back(tensor.pageBytes);
     tensor.layers.push_back(

@@ -66,10 +66,12 @@ kvq.cache @pool_rope model <layers = 2, heads = 1, kv_heads = 1, head_dim = 128,
 
 // -----
 
-kvq.cache @rotated model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 32 {
-  // expected-error @+1 {{'kvq.keys' op kvq-compile does not support rotate = hadamard yet}}
-  kvq.keys window <recent = 0, flush = 32> {
-    kvq.layers 0 to 1 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32, rotate = hadamard>
+// A rotated flush holds a group of tokens in block-local memory (32 KiB):
+// 128 tokens of 128 channels do not fit.
+kvq.cache @rotated model <layers = 1, heads = 1, kv_heads = 1, head_dim = 128, dtype = f16> page 128 {
+  // expected-error @+1 {{'kvq.keys' op kvq-compile does not support rotate = hadamard with span = tokens groups of more than 8192 elements yet}}
+  kvq.keys window <recent = 1, flush = 128> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 128, rotate = hadamard>
   }
   kvq.values window <recent = 0, flush = 32> {
     kvq.layers 0 to 1 : #kvq.full_precision

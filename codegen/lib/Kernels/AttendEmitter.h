@@ -169,9 +169,8 @@ public:
   AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
                 const CacheLayout &layout, unsigned layer,
                 AttendFormsAttr forms)
-      : kb(kb), args(entry), layout(layout), forms(forms),
-        model(layout.model), layer(layer),
-        split(entry.blockId[0]), head(entry.blockId[1]),
+      : kb(kb), args(entry), layout(layout), forms(forms), model(layout.model),
+        layer(layer), split(entry.blockId[0]), head(entry.blockId[1]),
         batch(entry.blockId[2]), ratio(model.getGroupRatio()),
         heads(getTileHeads(ratio)), dim(model.getHeadDim()),
         splitTokens(kb.getTarget().getSplitTokens(layout)) {}
@@ -219,6 +218,22 @@ private:
   }
 
   void loadQueries();
+  /// Whether the keys' (values') quantized rows are rotated (`rotate =
+  /// hadamard`).
+  bool isRotated(bool isKeys) {
+    const SliceLayout &s = slice(isKeys);
+    return s.isQuantized() && s.quant.isRotated();
+  }
+  /// `lanes` channels from channel `c` of row `r` of a buffer of the heads'
+  /// rows (queries, valueSums): a scalar for one lane, else a vector.
+  Value loadChannels(Value buffer, Value r, Value c, unsigned lanes) {
+    Value index = kb.add(kb.mul(r, kb.i32(dim)), c);
+    return lanes == 1 ? kb.loadF32(buffer, index)
+                      : loadVectorF32(kb, buffer, index, lanes);
+  }
+  /// Rotated keys: normQueries = R queries, which the quantized keys meet
+  /// (docs/Numerics.md, "Hadamard rotation").
+  void rotateQueries();
   void sumQueryGroups();
   Value groupSum(unsigned r, Value g) {
     return kb.loadF32(groupSums,

@@ -27,6 +27,7 @@
 #include "AttendEmitter.h"
 
 #include "ChannelTables.h"
+#include "Rotation.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <algorithm>
@@ -103,6 +104,15 @@ void AttendEmitter::loadQueries() {
                    : i;
     kb.storeF32(q, normQueries, at);
   });
+}
+
+void AttendEmitter::rotateQueries() {
+  if (!isRotated(/*isKeys=*/true))
+    return;
+  rotateRows(kb, slice(true).quant, dim, heads, RotationDirection::Forward,
+             normQueries, [&](Value r, Value c, unsigned lanes) {
+               return loadChannels(queries, r, c, lanes);
+             });
 }
 
 void AttendEmitter::sumQueryGroups() {
@@ -376,8 +386,17 @@ void AttendEmitter::accumulateValues() {
   if (hasPool())
     steps.push_back({clip(splitRange, tokens, poolEnd), pool});
   // The vector forms sum the sinks, the pages and the window first.
+  assert((valueSums || !isRotated(/*isKeys=*/false)) &&
+         "rotated values are never reordered: they have vector sums");
   if (valueSums) {
     sumQuantizedValues(ranges[1]);
+    // Rotated values: the quantized sums back to the channels the sinks and
+    // the window are in.
+    if (isRotated(/*isKeys=*/false))
+      rotateRows(kb, slice(false).quant, dim, heads, RotationDirection::Inverse,
+                 valueSums, [&](Value r, Value c, unsigned lanes) {
+                   return loadChannels(valueSums, r, c, lanes);
+                 });
     // Most splits have no sink or window tokens (a block-uniform test).
     for (unsigned region : {0u, 2u})
       kb.ifThen(kb.ult(ranges[region].begin, ranges[region].end),
@@ -439,10 +458,11 @@ void AttendEmitter::emit() {
   KernelTarget &target = kb.getTarget();
   scores = target.allocShared(kb, heads * splitTokens * 4);
   queries = target.allocShared(kb, heads * dim * 4);
-  normQueries = layout.hasKeyNorm(layer) || slice(true).hasReorder()
+  const SliceLayout &keys = slice(true);
+  normQueries = layout.hasKeyNorm(layer) || keys.hasReorder() ||
+                        isRotated(/*isKeys=*/true)
                     ? target.allocShared(kb, heads * dim * 4)
                     : queries;
-  const SliceLayout &keys = slice(true);
   if (keys.isQuantized() && keys.quant.getSpan() == Span::Channels)
     groupSums = target.allocShared(kb, heads * keys.groupsPerToken * 4);
   allocateVectorBuffers();
@@ -484,6 +504,7 @@ void AttendEmitter::attendTile() {
   maxScore.clear();
   sumExp.clear();
   loadQueries();
+  rotateQueries();
   sumQueryGroups();
   Value sinkEnd = regions[0].sink;
   Value quantEnd = kb.add(sinkEnd, regions[0].quantized);

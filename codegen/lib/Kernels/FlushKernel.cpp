@@ -4,7 +4,9 @@
 // the pages (U = getFlushUnits: 1 on the CPU, more on the GPU where a unit
 // has fewer tasks than the block has threads). The tokens
 // are read where they are: the oldest from the sequence's window ring, the
-// rest from a linear input buffer (FlushSource). Each thread quantizes whole
+// rest from a linear input buffer (FlushSource); a rotated slice's tokens
+// are first rotated into block-local memory, a chunk of the unit at a time
+// (one unit a block), and read there. Each thread quantizes whole
 // groups, so a group's parameters and codes are computed by one thread in index
 // order: the arithmetic, and the bits, are those of the reference on every
 // target.
@@ -12,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChannelTables.h"
+#include "Rotation.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
 
@@ -103,7 +106,19 @@ private:
   /// the runtime then rejects the append and undoes the flush
   /// (docs/Reliability.md).
   void flagNonFinite(Value bad);
+  /// Quantizes group `g` of the flush unit in the scalar form.
+  void quantizeGroup(Value g);
   void emitQuantized();
+  /// A rotated slice: rotates chunk `k` of the block's flush unit into
+  /// `rotated` (getRotatedChunkTokens tokens from chunkStart).
+  void rotateChunk(Value k, unsigned chunk);
+  /// Flushed token `token`'s row as the quantizer reads it: its buffer and
+  /// the element offset of its channel 0 there (rowType elements, rows
+  /// rowStride apart within a buffer): the token as appended, or its
+  /// rotated row in block-local memory.
+  std::pair<Value, Value> tokenRow(Value token);
+  Type rowType();
+  unsigned rowStride() const;
   void emitTokenBlockLanes(unsigned lanes);
   void emitChannelGroupLanes(unsigned lanes);
   // The span=channels vector form's pieces.
@@ -150,6 +165,9 @@ private:
   Value blockUnit, unit, head;
   ChannelTables tables;
   unsigned unitsPerBlock = 1;
+  /// A rotated slice: the block-local rows of the rotated tokens from
+  /// `chunkStart` (a token of the flush, as GroupPlace::token).
+  Value rotated, chunkStart;
 };
 } // namespace
 
@@ -165,6 +183,22 @@ static unsigned getFlushUnits(const KernelTarget &target, unsigned tasks) {
 void FlushEmitter::forEachUnitTask(unsigned tasks,
                                    function_ref<void(Value)> body) {
   KernelTarget &target = kb.getTarget();
+  if (slice.isQuantized() && slice.quant.isRotated()) {
+    // A unit a block, a chunk of tokens at a time: every form orders its
+    // tasks by token, so a chunk's tasks are consecutive.
+    unsigned flush = tensor.window.getFlush();
+    unsigned chunk =
+        getRotatedChunkTokens(slice.quant, layout.model.getHeadDim(), flush);
+    unsigned chunkTasks = tasks / (flush / chunk);
+    rotated =
+        target.allocShared(kb, uint64_t(chunk) * layout.model.getHeadDim() * 4);
+    return kb.forEach(kb.i32(0), kb.i32(flush / chunk), [&](Value k) {
+      rotateChunk(k, chunk);
+      target.parallelFor(kb, kb.i32(chunkTasks), [&](Value t) {
+        body(kb.add(kb.mul(k, kb.i32(chunkTasks)), t));
+      });
+    });
+  }
   unitsPerBlock = getFlushUnits(target, tasks);
   if (unitsPerBlock == 1)
     return target.parallelFor(kb, kb.i32(tasks), body);
@@ -191,7 +225,7 @@ GroupPlace FlushEmitter::placeGroup(Value g) {
     Value pageToken = kb.remU(place.qpos, kb.i32(layout.pageTokens));
     place.n = kb.add(kb.mul(pageToken, kb.i32(slice.groupsPerToken)),
                      kb.remU(g, kb.i32(slice.groupsPerToken)));
-    std::tie(place.buffer, place.row) = args.source.row(kb, model, token, head);
+    std::tie(place.buffer, place.row) = tokenRow(token);
   } else {
     // One channel across `group` tokens.
     token = kb.add(unitStart, kb.mul(kb.divU(g, kb.i32(dim)), kb.i32(group)));
@@ -236,9 +270,8 @@ std::pair<Value, Value> FlushEmitter::loadElement(const GroupPlace &place,
                                                  : kb.add(place.channel, k));
   Value buffer = place.buffer, row = place.row;
   if (place.tokenStep)
-    std::tie(buffer, row) =
-        args.source.row(kb, layout.model, kb.add(place.token, k), head);
-  Value x = kb.loadFloat(layout.model.getDtype(), buffer, kb.add(row, channel),
+    std::tie(buffer, row) = tokenRow(kb.add(place.token, k));
+  Value x = kb.loadFloat(rowType(), buffer, kb.add(row, channel),
                          /*invariant=*/true);
   return {x, channel};
 }
@@ -277,6 +310,50 @@ static void packGroup(KernelBuilder &kb, Value size, unsigned bits,
     store(rest[2], kb.toI32(rest[0]));
 }
 
+void FlushEmitter::quantizeGroup(Value g) {
+  QuantAttr quant = slice.quant;
+  unsigned dim = layout.model.getHeadDim();
+  GroupPlace place = placeGroup(g);
+  auto load = [&](Value k, bool check) {
+    auto [x, channel] = loadElement(place, k);
+    // Rotated rows were checked as they were read (rotateChunk).
+    if (check && !rotated)
+      flagNonFinite(kb.isNonFinite(x));
+    if (!quant.getKeyNorm())
+      return x;
+    Value norm =
+        kb.loadF32(args.norms, kb.add(kb.mul(head, kb.i32(dim)), channel),
+                   /*invariant=*/true);
+    return kb.fdiv(x, norm);
+  };
+  // The input is checked by the parameters' pass over it, not the codes'.
+  auto checked = [&](Value k) { return load(k, /*check=*/true); };
+  auto element = [&](Value k) { return load(k, /*check=*/false); };
+  Quantizer quantizer(kb, quant);
+  if (place.clip)
+    quantizer.setClip(place.clip);
+  Value size = place.size ? place.size : kb.i32(quant.getGroup());
+  GroupParams params = quantizer.computeParams(size, checked);
+  SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
+                     args.table, place.qpos, head);
+  // A layer sharing another layer's codes keeps only its own parameters.
+  if (!slice.sharesCodes())
+    packGroup(
+        kb, size, quant.getBits(),
+        [&](Value k) { return quantizer.computeCode(params, element(k)); },
+        [&](Value w, Value word) {
+          if (place.word)
+            access.storeCodeWord(kb.add(place.word, w), word);
+          else
+            access.storeWord(place.n, w, word);
+        });
+  access.storeScale(place.n, quantizer.paramBits(params.scale));
+  access.storeZero(place.n, quantizer.paramBits(params.zero));
+  // Saturated parameters are finite but not accurate: count the group.
+  kb.ifThen(params.saturated,
+            [&] { kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1)); });
+}
+
 void FlushEmitter::emitQuantized() {
   QuantAttr quant = slice.quant;
   unsigned flush = tensor.window.getFlush();
@@ -284,47 +361,46 @@ void FlushEmitter::emitQuantized() {
       quant.getSpan() == Span::Channels
           ? flush * slice.groupsPerToken
           : flush / quant.getGroup() * layout.model.getHeadDim();
-  unsigned dim = layout.model.getHeadDim();
-  forEachUnitTask(groupsPerUnit, [&](Value g) {
-    GroupPlace place = placeGroup(g);
-    auto load = [&](Value k, bool check) {
-      auto [x, channel] = loadElement(place, k);
-      if (check)
-        flagNonFinite(kb.isNonFinite(x));
-      if (!quant.getKeyNorm())
-        return x;
-      Value norm =
-          kb.loadF32(args.norms, kb.add(kb.mul(head, kb.i32(dim)), channel),
-                     /*invariant=*/true);
-      return kb.fdiv(x, norm);
-    };
-    // The input is checked by the parameters' pass over it, not the codes'.
-    auto checked = [&](Value k) { return load(k, /*check=*/true); };
-    auto element = [&](Value k) { return load(k, /*check=*/false); };
-    Quantizer quantizer(kb, quant);
-    if (place.clip)
-      quantizer.setClip(place.clip);
-    Value size = place.size ? place.size : kb.i32(quant.getGroup());
-    GroupParams params = quantizer.computeParams(size, checked);
-    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                       args.table, place.qpos, head);
-    // A layer sharing another layer's codes keeps only its own parameters.
-    if (!slice.sharesCodes())
-      packGroup(
-          kb, size, quant.getBits(),
-          [&](Value k) { return quantizer.computeCode(params, element(k)); },
-          [&](Value w, Value word) {
-            if (place.word)
-              access.storeCodeWord(kb.add(place.word, w), word);
-            else
-              access.storeWord(place.n, w, word);
-          });
-    access.storeScale(place.n, quantizer.paramBits(params.scale));
-    access.storeZero(place.n, quantizer.paramBits(params.zero));
-    // Saturated parameters are finite but not accurate: count the group.
-    kb.ifThen(params.saturated,
-              [&] { kb.atomicAddU32(args.saturated, kb.i64(0), kb.i32(1)); });
-  });
+  forEachUnitTask(groupsPerUnit, [&](Value g) { quantizeGroup(g); });
+}
+
+/// A rotated slice quantizes R x (docs/Numerics.md, "Hadamard rotation"):
+/// its tokens are rotated into block-local memory, whole groups at a time
+/// within the GPU's static shared memory, and the forms read them there.
+void FlushEmitter::rotateChunk(Value k, unsigned chunk) {
+  ModelAttr model = layout.model;
+  unsigned flush = tensor.window.getFlush();
+  chunkStart = kb.add(kb.mul(unit, kb.i32(flush)), kb.mul(k, kb.i32(chunk)));
+  rotateRows(kb, slice.quant, model.getHeadDim(), chunk,
+             RotationDirection::Forward, rotated,
+             [&](Value row, Value c, unsigned lanes) {
+               auto [buffer, first] =
+                   args.source.row(kb, model, kb.add(chunkStart, row), head);
+               Value index = kb.add(first, c);
+               Value x = lanes == 1
+                             ? kb.loadFloat(model.getDtype(), buffer, index,
+                                            /*invariant=*/true)
+                             : kb.loadFloatVector(model.getDtype(), buffer,
+                                                  index, lanes,
+                                                  /*invariant=*/true);
+               flagNonFinite(kb.isNonFinite(x));
+               return x;
+             });
+}
+
+std::pair<Value, Value> FlushEmitter::tokenRow(Value token) {
+  if (!rotated)
+    return args.source.row(kb, layout.model, token, head);
+  Value row = kb.sub(token, chunkStart);
+  return {rotated, kb.mul(row, kb.i32(layout.model.getHeadDim()))};
+}
+
+Type FlushEmitter::rowType() {
+  return rotated ? kb.builder().getF32Type() : layout.model.getDtype();
+}
+
+unsigned FlushEmitter::rowStride() const {
+  return (rotated ? 1 : layout.model.getKvHeads()) * layout.model.getHeadDim();
 }
 
 /// How the code at bit `bit` of a group's stream moves into word `w`:
@@ -507,7 +583,7 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
   unsigned dim = model.getHeadDim(), group = quant.getGroup();
   unsigned flush = tensor.window.getFlush(), chunks = dim / lanes;
   unsigned words = slice.wordsPerGroup;
-  Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
+  Type f32 = kb.builder().getF32Type();
   forEachUnitTask(flush / group * chunks, [&](Value i) {
     Value block = kb.divU(i, kb.i32(chunks));
     Value c0 = kb.mul(kb.remU(i, kb.i32(chunks)), kb.i32(lanes));
@@ -522,17 +598,16 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
     // the ring's end or its boundary with the input: then each token's row
     // is looked up, else one address serves the block.
     Value buffer0, row0;
-    std::tie(buffer0, row0) = args.source.row(kb, model, token, head);
-    Value stride = kb.i32(model.getKvHeads() * dim);
+    std::tie(buffer0, row0) = tokenRow(token);
+    Value stride = kb.i32(rowStride());
     auto quantizeBlock = [&](bool contiguous) {
       auto load = [&](Value k, bool check) {
         Value buffer = buffer0, row = kb.add(row0, kb.mul(k, stride));
         if (!contiguous)
-          std::tie(buffer, row) =
-              args.source.row(kb, model, kb.add(token, k), head);
-        Value x = kb.loadFloatVector(dtype, buffer, kb.add(row, c0), lanes,
+          std::tie(buffer, row) = tokenRow(kb.add(token, k));
+        Value x = kb.loadFloatVector(rowType(), buffer, kb.add(row, c0), lanes,
                                      /*invariant=*/true);
-        if (check)
+        if (check && !rotated)
           flagNonFinite(kb.isNonFinite(x));
         return norms ? kb.fdiv(x, norms) : x;
       };
@@ -588,6 +663,11 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
                 [&] { kb.atomicAddU32(args.saturated, kb.i64(0), saturated); });
       return SmallVector<Value>();
     };
+    // Rotated rows are consecutive.
+    if (rotated) {
+      quantizeBlock(/*contiguous=*/true);
+      return;
+    }
     kb.ifThenElse(
         args.source.isContiguous(kb, token, group), {},
         [&] { return quantizeBlock(/*contiguous=*/true); },
@@ -614,15 +694,18 @@ LaneGroup FlushEmitter::loadLaneGroup(Value g, unsigned lanes) {
   QuantAttr quant = slice.quant;
   unsigned chunks = quant.getGroup() / lanes;
   unsigned dim = layout.model.getHeadDim();
-  Type dtype = layout.model.getDtype(), f32 = kb.builder().getF32Type();
+  Type f32 = kb.builder().getF32Type();
   LaneGroup group{placeGroup(g), {}, {}, {}};
   for (unsigned j = 0; j < chunks; ++j) {
     Value channel = kb.add(group.place.channel, kb.i32(j * lanes));
-    Value x = kb.loadFloatVector(dtype, group.place.buffer,
+    Value x = kb.loadFloatVector(rowType(), group.place.buffer,
                                  kb.add(group.place.row, channel), lanes,
                                  /*invariant=*/true);
-    Value bad = kb.isNonFinite(x);
-    group.nonFinite = group.nonFinite ? kb.bitOr(group.nonFinite, bad) : bad;
+    // Rotated rows were checked as they were read (rotateChunk).
+    if (!rotated) {
+      Value bad = kb.isNonFinite(x);
+      group.nonFinite = group.nonFinite ? kb.bitOr(group.nonFinite, bad) : bad;
+    }
     if (quant.getKeyNorm())
       x = kb.fdiv(x, kb.loadFloatVector(
                          f32, args.norms,
@@ -775,7 +858,8 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
   for (const LaneGroup &group : groups)
     nonFinite =
         nonFinite ? kb.bitOr(nonFinite, group.nonFinite) : group.nonFinite;
-  flagNonFinite(nonFinite);
+  if (nonFinite)
+    flagNonFinite(nonFinite);
   GroupStats stats{combine(&GroupStats::min, /*isMax=*/false),
                    combine(&GroupStats::max, /*isMax=*/true),
                    combine(&GroupStats::absMax, /*isMax=*/true)};

@@ -6,6 +6,8 @@
 
 #include "kvq/Reference/Rotation.h"
 
+#include "kvq/Support/Hadamard.h"
+
 #include <cmath>
 
 namespace kvq::ref {
@@ -13,15 +15,6 @@ namespace kvq::ref {
 namespace {
 
 bool isPowerOfTwo(int n) { return n > 0 && (n & (n - 1)) == 0; }
-
-/// splitmix64 (Steele, Lea, Flood): the state advances by the golden-ratio
-/// increment, and each output is the state mixed.
-uint64_t splitmix64(uint64_t &state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 /// The unnormalised transform H x: log2(n) stages of n/2 butterflies, one
 /// rounding per addition or subtraction.
@@ -50,17 +43,14 @@ std::vector<float> rotationSigns(const RotationConfig &rotation, int n) {
   std::vector<float> signs(n, 1.0f);
   if (!rotation.seeded)
     return signs;
-  uint64_t state = rotation.seed, bits = 0;
-  for (int c = 0; c < n; ++c) {
-    if (c % 64 == 0)
-      bits = splitmix64(state);
-    if ((bits >> (c % 64)) & 1)
+  std::vector<bool> negated = hadamard::negatedChannels(rotation.seed, n);
+  for (int c = 0; c < n; ++c)
+    if (negated[c])
       signs[c] = -1.0f;
-  }
   return signs;
 }
 
-float rotationScale(int n) { return float(1.0 / std::sqrt(double(n))); }
+float rotationScale(int n) { return hadamard::scale(n); }
 
 void rotateForward(const RotationConfig &rotation, float *x, int n) {
   std::vector<float> signs = rotationSigns(rotation, n);

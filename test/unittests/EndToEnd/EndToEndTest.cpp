@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -54,7 +55,11 @@ enum class SchemeKind {
   Ott,
   PreRopeKivi2,
   PreRopeSkvq,
-  PreRopeReorder
+  PreRopeReorder,
+  RotatedKivi2,
+  RotatedK4V4,
+  RotatedK3V3,
+  RotatedK8V8
 };
 
 struct SpecParam {
@@ -98,6 +103,16 @@ const SpecParam kSpecs[] = {
      SchemeKind::PreRopeSkvq, 8, 2, 128},
     {"prerope_reorder_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_PREROPE_REORDER_D64_GQA4,
      SchemeKind::PreRopeReorder, 8, 2, 64},
+    {"rot_kivi2_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_ROT_KIVI2_D64_GQA4,
+     SchemeKind::RotatedKivi2, 8, 2, 64},
+    {"rot_k4v4_d128_gqa4_x86_64_v2",
+     KVQ_ARTIFACT_DIR_E2E_ROT_K4V4_D128_GQA4_GENERIC, SchemeKind::RotatedK4V4,
+     8, 2, 128},
+    {"rot_k3v3_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_ROT_K3V3_D64_GQA4,
+     SchemeKind::RotatedK3V3, 8, 2, 64},
+    {"rot_k8v8_d64_gqa4_x86_64_v2",
+     KVQ_ARTIFACT_DIR_E2E_ROT_K8V8_D64_GQA4_GENERIC, SchemeKind::RotatedK8V8, 8,
+     2, 64},
 };
 
 /// OTT (ott-d64-gqa4.mlir): pools of 3 + 4 entries from layer 1.
@@ -127,9 +142,46 @@ ref::QuantScheme quant(int Bits, ref::Mode Mode, ref::Span Span, int Group = 32,
 
 /// The reference configuration of each spec, written from the spec text
 /// (not from the manifest, which the tests check against it).
+/// `rotate = hadamard`, with `rotate_seed = Seed` where given.
+ref::RotationConfig hadamard(std::optional<uint32_t> Seed = std::nullopt) {
+  ref::RotationConfig R;
+  R.enabled = true;
+  R.seeded = Seed.has_value();
+  R.seed = Seed.value_or(0);
+  return R;
+}
+
 ref::SliceConfig referenceConfig(const SpecParam &P) {
   ref::SliceConfig C;
   C.headDim = int(P.HeadDim);
+  if (P.Kind == SchemeKind::RotatedKivi2) {
+    C.key = {quant(2, ref::Mode::Asym, ref::Span::Tokens), 4, 1, 128};
+    C.key.rotation = hadamard(7);
+    C.value = {quant(2, ref::Mode::Asym, ref::Span::Channels), 4, 129, 1};
+    C.value.rotation = hadamard();
+    return C;
+  }
+  if (P.Kind == SchemeKind::RotatedK4V4) {
+    C.key = {quant(4, ref::Mode::Asym, ref::Span::Channels), 4, 32, 32};
+    C.key.rotation = hadamard();
+    C.value = {quant(4, ref::Mode::Asym, ref::Span::Tokens), 4, 32, 32};
+    C.value.rotation = hadamard(1234567);
+    return C;
+  }
+  if (P.Kind == SchemeKind::RotatedK3V3) {
+    C.key = {quant(3, ref::Mode::Sym, ref::Span::Channels), 4, 32, 32};
+    C.key.rotation = hadamard(99);
+    C.value = {quant(3, ref::Mode::Asym, ref::Span::Tokens), 4, 32, 32};
+    C.value.rotation = hadamard();
+    return C;
+  }
+  if (P.Kind == SchemeKind::RotatedK8V8) {
+    C.key = {quant(8, ref::Mode::Asym, ref::Span::Tokens), 0, 32, 32};
+    C.key.rotation = hadamard(3);
+    C.value = {quant(8, ref::Mode::Asym, ref::Span::Channels, 64), 0, 32, 32};
+    C.value.rotation = hadamard(5);
+    return C;
+  }
   if (P.Kind == SchemeKind::Kivi2 || P.Kind == SchemeKind::PreRopeKivi2) {
     int Sink = P.Kind == SchemeKind::PreRopeKivi2 ? 4 : 0;
     C.key = {quant(2, ref::Mode::Asym, ref::Span::Tokens), Sink, 1, 128};

@@ -347,7 +347,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "skvq-k2v2-g128", "skvq-k2v2-g128-prerope",
                       "skvq-reorder-small", "xquant-mistral-7b",
                       "xquant-llama2-7b", "xquant-llama2-7b-chat", "ott-2bit",
-                      "vector-forms", "one-lane"),
+                      "vector-forms", "one-lane", "rot-kivi2-d64-gqa4",
+                      "rot-k3v3-d64-gqa4"),
     [](const auto &Info) {
       std::string Name = Info.param;
       std::replace(Name.begin(), Name.end(), '-', '_');

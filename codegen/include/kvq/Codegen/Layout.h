@@ -98,6 +98,16 @@ struct CacheLayout {
   bool hasPool(unsigned layer) const { return pool && pool.isTracked(layer); }
 };
 
+/// The most f32 elements a rotated slice's flush holds in block-local
+/// memory (32 KiB, within the GPU's static shared memory).
+constexpr unsigned kRotatedChunkFloats = 8192;
+
+/// The tokens a rotated slice's flush rotates at once (`rotate = hadamard`):
+/// one group of tokens for span = tokens (0 where its rows pass
+/// kRotatedChunkFloats), else the most that fit, a divisor of `flush`.
+unsigned getRotatedChunkTokens(QuantAttr quant, unsigned headDim,
+                               unsigned flush);
+
 /// The target `cache` is compiled for: its `kvq.target`, or the defaults.
 TargetAttr getCacheTarget(CacheOp cache);
 
