@@ -1,0 +1,13 @@
+// Variant for kvq-eval: llama.cpp's q8_0 cache type as a kvq scheme, for the
+// side-by-side in docs/Evaluation.md ("Hadamard rotation"): every token's
+// keys and values quantized at once (no full-precision window), in groups
+// of 32 channels of one token, 8-bit sym codes with f16 parameters (8.5 bits
+// an element, as llama.cpp counts q8_0).
+kvq.cache @llamacpp_q8_0 model <layers = 32, heads = 32, kv_heads = 32, head_dim = 128, dtype = f16> page 128 {
+  kvq.keys window <recent = 0, flush = 1> {
+    kvq.layers 0 to 32 : #kvq.quant<bits = 8, mode = sym, span = channels, group = 32>
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 32 : #kvq.quant<bits = 8, mode = sym, span = channels, group = 32>
+  }
+}
