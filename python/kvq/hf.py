@@ -40,7 +40,7 @@ import numpy as np
 try:
     import torch
     from transformers import AttentionInterface
-    from transformers.cache_utils import Cache, CacheLayerMixin
+    from transformers.cache_utils import Cache, CacheLayerMixin, get_layer_types_and_kwargs
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 except ImportError as error:  # pragma: no cover - depends on the environment
@@ -140,7 +140,9 @@ class KvqCache(Cache):
     def __init__(self, model, spec: str, channel_order: str | None = None,
                  threads: int = 1, work_dir: str | None = None):
         config = model.config.get_text_config(decoder=True)
-        layer_types = getattr(config, "layer_types", None) or ["full_attention"]
+        # transformers' own reading of the config (QuantizedCache's check),
+        # which also infers sliding windows from `sliding_window`.
+        layer_types, _ = get_layer_types_and_kwargs(config)
         if set(layer_types) != {"full_attention"}:
             raise kvq.Error(f"KvqCache needs full-attention layers only, the model has "
                             f"{sorted(set(layer_types))}")
