@@ -158,6 +158,22 @@ def test_crop_and_mismatched_specs_are_refused(hf):
         kvq_hf.KvqCache(model, spec_argument(PRE_ROPE), channel_order="half")
 
 
+def test_another_attention_implementation_is_refused(hf):
+    """A KvqCache's keys are appended by kvq's attention function: under
+    another implementation they would never reach the cache."""
+    model, tokenizer = hf
+    ids = torch.tensor([tokenizer(TEXT).input_ids[:10]])
+    cache = kvq_hf.KvqCache(model, "fp16")
+    model.set_attn_implementation("sdpa")
+    try:
+        with torch.no_grad():
+            model(ids[:, :9], past_key_values=cache)
+            with pytest.raises(kvq.Error, match="attention implementation must be 'kvq'"):
+                model(ids[:, 9:], past_key_values=cache)
+    finally:
+        model.set_attn_implementation(kvq_hf.ATTENTION)
+
+
 @pytest.fixture(scope="module")
 def hf_kl(hf, numpy_model):
     """KL(fp16 || spec) of kvq.hf on kvq-eval's text (as the numpy model
