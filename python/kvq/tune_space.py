@@ -51,7 +51,7 @@ def short_label(attr: str) -> str:
     fields = dict(re.findall(r"(\w+)\s*=\s*([^,>]+)", attr))
     span = {"tokens": "tok", "channels": "ch"}.get(fields.get("span"), "")
     label = f"{fields.get('bits')}b {fields.get('mode')} {span}{fields.get('group')}"
-    flags = [name for name in ("key_norm", "eta", "clip", "params")
+    flags = [name for name in ("key_norm", "eta", "clip", "params", "rotate")
              if re.search(rf"\b{name}\b", attr)]
     return " ".join([label] + [f.replace("key_norm", "kn") for f in flags])
 
@@ -75,6 +75,9 @@ KEY_OPTIONS = _options(
     _quant(2, "sym", "channels", 64, "key_norm = true"),
     _quant(3, "sym", "channels", extra="key_norm = true"),
     _quant(4, "sym", "channels", extra="key_norm = true"),
+    _quant(2, "asym", "tokens", extra="rotate = hadamard, rotate_seed = 1"),
+    _quant(3, "sym", "channels", extra="rotate = hadamard, rotate_seed = 1"),
+    _quant(4, "asym", "channels", extra="rotate = hadamard, rotate_seed = 1"),
     FULL_PRECISION,
 )
 VALUE_OPTIONS = _options(
@@ -83,6 +86,9 @@ VALUE_OPTIONS = _options(
     _quant(2, "hybrid", "tokens"),
     _quant(3, "sym", "tokens"),
     _quant(4, "asym", "channels"),
+    _quant(2, "asym", "channels", extra="rotate = hadamard, rotate_seed = 1"),
+    _quant(3, "asym", "channels", extra="rotate = hadamard, rotate_seed = 1"),
+    _quant(4, "asym", "channels", extra="rotate = hadamard, rotate_seed = 1"),
     FULL_PRECISION,
 )
 DEFAULT_MENU = {KEYS: KEY_OPTIONS, VALUES: VALUE_OPTIONS}
