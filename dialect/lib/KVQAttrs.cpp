@@ -220,7 +220,7 @@ FailureOr<SmallVector<double>> QuantAttr::readClipTable() const {
 LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 unsigned layers, unsigned heads,
                                 unsigned kvHeads, unsigned headDim, Type dtype,
-                                FloatAttr scale) {
+                                FloatAttr scale, ChannelOrder channelOrder) {
   if (layers == 0 || heads == 0 || kvHeads == 0 || headDim == 0)
     return emitError() << "layers, heads, kv_heads and head_dim must be "
                           "positive";
@@ -237,6 +237,9 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "dtype must be f16, bf16 or f32, got " << dtype;
   if (scale && !(scale.getValueAsDouble() > 0.0))
     return emitError() << "softmax scale must be positive";
+  if (channelOrder != ChannelOrder::Any && headDim % 2 != 0)
+    return emitError() << "channel_order pairs channels, head_dim " << headDim
+                       << " is odd";
   return success();
 }
 

@@ -47,6 +47,25 @@ static bool isCacheName(StringRef name) {
          !llvm::isDigit(name.front()) && llvm::all_of(name, isWordChar);
 }
 
+/// The rotation style of the first pre-RoPE key scheme in `body`, if any.
+static RopeAttr getFirstPreRope(Block &body) {
+  for (Operation &op : body)
+    if (auto quant = dyn_cast_or_null<QuantAttr>(op.getAttr("scheme")))
+      if (RopeAttr rope = quant.getPreRope())
+        return rope;
+  return RopeAttr();
+}
+
+ChannelOrder CacheOp::getChannelOrder() {
+  ChannelOrder order = getModel().getChannelOrder();
+  if (order != ChannelOrder::Any)
+    return order;
+  if (RopeAttr rope = getFirstPreRope(getKeys().getBody().front()))
+    return rope.getStyle() == RopeStyle::Half ? ChannelOrder::Half
+                                              : ChannelOrder::Interleaved;
+  return ChannelOrder::Any;
+}
+
 LogicalResult CacheOp::verify() {
   StringRef name = getSymName();
   if (isCacheName(name))
@@ -171,6 +190,40 @@ static LogicalResult checkReorder(Operation *op, QuantAttr quant,
   return success();
 }
 
+/// Pre-RoPE keys are rotated by the kernel in the rope's pairing, which is
+/// then the order of the channels the cache is given: a stated channel order
+/// must be the same.
+static LogicalResult checkPreRopeOrder(Operation *op, RopeAttr rope,
+                                       ModelAttr model) {
+  ChannelOrder order = model.getChannelOrder();
+  if (!rope || order == ChannelOrder::Any)
+    return success();
+  bool half = rope.getStyle() == RopeStyle::Half;
+  if (half == (order == ChannelOrder::Half))
+    return success();
+  return op->emitOpError("pre_rope rotates in ")
+         << stringifyRopeStyle(rope.getStyle())
+         << " order, the model's channel_order is "
+         << stringifyChannelOrder(order);
+}
+
+/// The keys reach the cache in one channel order, so every pre-RoPE layer
+/// rotates in the same style.
+static LogicalResult checkOnePreRopeStyle(Block &body) {
+  RopeAttr first = getFirstPreRope(body);
+  for (Operation &op : body) {
+    auto quant = dyn_cast_or_null<QuantAttr>(op.getAttr("scheme"));
+    RopeAttr rope = quant ? quant.getPreRope() : RopeAttr();
+    if (rope && rope.getStyle() != first.getStyle())
+      return op.emitOpError("pre_rope rotates in ")
+             << stringifyRopeStyle(rope.getStyle())
+             << " order where an earlier layer rotates in "
+             << stringifyRopeStyle(first.getStyle())
+             << " order: a cache takes its keys in one channel order";
+  }
+  return success();
+}
+
 static LogicalResult checkScheme(Operation *op, Attribute scheme,
                                  const TensorContext &ctx) {
   auto quant = dyn_cast<QuantAttr>(scheme);
@@ -192,6 +245,8 @@ static LogicalResult checkScheme(Operation *op, Attribute scheme,
   if (RopeAttr rope = quant.getPreRope(); rope && rope.getDims() > dim)
     return op->emitOpError("pre_rope rotates ")
            << rope.getDims() << " dims, more than head_dim " << dim;
+  if (failed(checkPreRopeOrder(op, quant.getPreRope(), ctx.model)))
+    return failure();
   if (quant.isRotated() && !llvm::isPowerOf2_32(dim))
     return op->emitOpError("rotate = hadamard needs head_dim a power of two, "
                            "got ")
@@ -345,6 +400,8 @@ static LogicalResult verifyTensorOp(TensorOpT tensorOp, bool isKeys) {
   for (Operation &op : body)
     if (failed(checkScheme(&op, op.getAttr("scheme"), ctx)))
       return failure();
+  if (failed(checkOnePreRopeStyle(body)))
+    return failure();
 
   if (ShareAttr share = tensorOp.getShareAttr()) {
     for (unsigned layer = 0; layer < numLayers; ++layer)

@@ -210,6 +210,11 @@ class Cache:
     head_dim = property(lambda self: self._cache.head_dim, doc="Channels per head.")
     dtype = property(lambda self: self._cache.dtype,
                      doc='The model dtype the cache stores: "f16", "bf16" or "f32".')
+    channel_order = property(
+        lambda self: self._cache.channel_order,
+        doc='How each head\'s channels pair under RoPE in the keys and queries '
+            'the cache takes (#kvq.model\'s channel_order): "half" (i with '
+            'i + head_dim/2), "interleaved" (2i with 2i + 1), or "any".')
 
     def add_sequence(self) -> int:
         """A new, empty sequence in a free slot (of `max_sequences`)."""

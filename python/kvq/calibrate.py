@@ -3,7 +3,7 @@
     kvq-calibrate --out SPEC.mlir [--base skvq-k2v2-g128] [--group 32]
                   [--activations FILE.npz | --text PATH --tokens N]
                   [--reorder kmeans|packed|sorted|none] [--kmeans-restarts N]
-                  [--clip group|layer|none]
+                  [--clip group|layer|none] [--channel-order interleaved|half]
 
 From sample keys and values (SmolLM2-135M's, captured over a text, or any
 `[tokens, kv_heads, head_dim]` arrays in an .npz: `k0, v0, k1, v1, ...` and
@@ -15,7 +15,9 @@ for every tensor of the base spec quantized with span = channels:
   - SKVQ's clipping factors: one per group, or one per layer, searched on a
     grid;
 and writes the base spec with these tables (`dense_resource` blobs) as a new
-spec. It reports the reconstruction and attention errors before and after on
+spec, its #kvq.model stating the channel order the tables refer to (the
+activations', `--channel-order`: SmolLM2's as kvq.model captures them are
+interleaved, a Hugging Face model's rotate-half). It reports the reconstruction and attention errors before and after on
 held-out tokens. The choices are documented in docs/Evaluation.md
 ("kvq-calibrate").
 """
@@ -23,6 +25,7 @@ held-out tokens. The choices are documented in docs/Evaluation.md
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -327,11 +330,22 @@ def calibrated_attr(scheme: Scheme, tensor: str, name: str, tables: dict,
     return scheme.attr[:-1] + ", " + ", ".join(clauses) + ">"
 
 
+def with_channel_order(header: str, order: str) -> str:
+    """A `kvq.cache @name model <...> page N` header whose model states
+    `channel_order = order` (in place of any it stated)."""
+    model = re.search(r"model\s*<([^>]*)>", header)
+    fields = re.sub(r",\s*channel_order\s*=\s*\w+", "", model.group(1))
+    return (header[:model.start(1)] + f"{fields}, channel_order = {order}"
+            + header[model.end(1):])
+
+
 def write_spec(frame: space.Frame, schemes: dict, tables: dict, options,
                comment: str) -> str:
-    """The spec text: the frame with calibrated attributes, the tables in a
-    resource section at the end."""
+    """The spec text: the frame with calibrated attributes and the channel
+    order they refer to, the tables in a resource section at the end."""
     name = frame.header.split("@")[1].split()[0]
+    frame = dataclasses.replace(
+        frame, header=with_channel_order(frame.header, options.channel_order))
     attrs, resources = {}, {}
     for tensor in space.TENSORS:
         if tensor not in tables:
@@ -380,6 +394,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--clip", choices=("group", "layer", "none"), default="group",
                         help="clipping factors per group, per layer, or the base's")
     parser.add_argument("--json", help="write the error report as JSON here")
+    parser.add_argument("--channel-order", choices=("interleaved", "half"),
+                        default="interleaved",
+                        help="how each head's channels pair under RoPE in the "
+                        "activations (kvq.model's captures: interleaved; a Hugging "
+                        "Face model's: half), stated in the spec's #kvq.model")
     cli.add_common(parser)
     return parser
 

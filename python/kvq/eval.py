@@ -62,7 +62,10 @@ class ComparingPast:
     A cache of pre-RoPE keys (`pre_rope`) gets the model's keys rotated
     back to position 0 by `rope` (the model's rotation, applied at minus each
     token's position); its kernels rotate them again when they attend. The
-    queries stay rotated, as the runtime expects by default."""
+    queries stay rotated, as the runtime expects by default. A cache that
+    takes its channels in rotate-half order (`channel_order = half`, or
+    pre-RoPE keys rotated in that style) gets the model's interleaved keys
+    and queries permuted into it."""
 
     def __init__(self, cache: kvq.Cache, twin: kvq.Cache, layers: int, rope=None):
         self.cache, self.twin = cache, twin
@@ -70,6 +73,8 @@ class ComparingPast:
         self.norm_sq = np.zeros(layers)
         self.rope = rope
         self.lengths = {}
+        half = cache.channel_order == "half"
+        self.ordered = kvq_model.Model.to_half_order if half else (lambda x: x)
 
     def _pre_rope(self, layer, seq, k):
         start = self.lengths.get((layer, seq), 0)
@@ -82,10 +87,10 @@ class ComparingPast:
         self.twin.append(layer, items)
         if self.rope is not None:
             items = [(seq, self._pre_rope(layer, seq, k), v) for seq, k, v in items]
-        self.cache.append(layer, items)
+        self.cache.append(layer, [(seq, self.ordered(k), v) for seq, k, v in items])
 
     def attend(self, layer, seqs, q):
-        out = self.cache.attend(layer, seqs, q)
+        out = self.cache.attend(layer, seqs, self.ordered(q))
         reference = self.twin.attend(layer, seqs, q)
         self.error_sq[layer] += float(np.sum((out - reference) ** 2))
         self.norm_sq[layer] += float(np.sum(reference**2))

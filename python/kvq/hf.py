@@ -18,9 +18,11 @@ Channel order: transformers un-permutes a GGUF's q/k rows to rotate-half
 order, while kvq.model, kvq-eval and kvq-calibrate keep the GGUF's
 interleaved order, the order every shipped calibration table (SKVQ's
 reorder, clip factors) was measured in. The cache hands keys and queries to
-kvq in the spec's order: a spec's pre-RoPE rotation states its style
-(`interleaved` or `half`); other specs take `channel_order`, "interleaved"
-by default. Scores q.k do not depend on the order; quantization groups do.
+kvq in the order the compiled spec states (#kvq.model's `channel_order`,
+which kvq-calibrate records, or its pre-RoPE keys' rotation style); a spec
+that states none takes `channel_order`, "interleaved" by default, and a
+`channel_order` that contradicts the spec's is refused. Scores q.k do not
+depend on the order; quantization groups do.
 
 Needs torch and transformers (`pip install "kvq-compiler[hf]"`); Llama-
 family models (one full-attention layer type, RoPE) on the CPU, batches of
@@ -129,8 +131,9 @@ class KvqCache(Cache):
     restated for the model's layers, heads and head_dim (clamping groups
     wider than a head) and compiled into `work_dir` (a new temporary
     directory if None). `channel_order` ("interleaved" or "half") is the
-    channel order of the spec's calibration for a spec without pre-RoPE keys
-    (whose rotation style decides). `threads` are the kvq cache's threads.
+    order kvq takes channels in for a spec that states none (see the module
+    docstring); it must agree with one that does. `threads` are the kvq
+    cache's threads.
     The batch size is fixed by the first forward; capacity grows as
     sequences do. `reorder_cache` (beam search), `batch_repeat_interleave`
     and `batch_select_indices` fork or drop kvq sequences; `crop` is refused
@@ -157,10 +160,13 @@ class KvqCache(Cache):
             self.spec, os.path.join(work_dir or tempfile.mkdtemp(prefix="kvq-hf-"),
                                     kvq_eval.spec_label(spec)))
         with open(self.artifact.manifest_path) as f:
-            self.page_tokens = json.load(f)["page_tokens"]
+            manifest = json.load(f)
+        self.page_tokens = manifest["page_tokens"]
         self.threads = threads
         self.rotary = None
-        self.channel_order = self._channel_order(model, config, channel_order)
+        self._check_rope(model, config)
+        self.channel_order = self._channel_order(manifest["model"]["channel_order"],
+                                                 channel_order)
         super().__init__(layers=[_Layer() for _ in range(layers)])
         self._cache = None
         self.seqs: list[int] = []  # the kvq sequence of each batch row
@@ -170,15 +176,28 @@ class KvqCache(Cache):
         if model.config._attn_implementation != ATTENTION:
             model.set_attn_implementation(ATTENTION)
 
-    def _channel_order(self, model, config, requested):
+    @staticmethod
+    def _channel_order(stated: str, requested: str | None) -> str:
+        """The order kvq takes channels in: the compiled spec's (the
+        manifest's model.channel_order), else `requested`, else the GGUF's."""
         if requested not in (None, "interleaved", "half"):
             raise kvq.Error(f"channel_order must be 'interleaved' or 'half', not {requested!r}")
+        if stated == "any":
+            return requested or "interleaved"
+        if requested is not None and requested != stated:
+            raise kvq.Error(f"the spec takes its channels in {stated} order (its "
+                            f"channel_order or pre-RoPE rotation), not {requested}")
+        return stated
+
+    def _check_rope(self, model, config):
+        """A spec of pre-RoPE keys must rotate them by the model's RoPE, which
+        kvq.hf then undoes on the keys it is given."""
         ropes = set(_ROPE.findall(self.spec))
         if not ropes:
-            return requested or "interleaved"
+            return
         if len(ropes) > 1:
             raise kvq.Error("the spec's layers rotate keys by different RoPEs")
-        theta, dims, style, scaled = ropes.pop()
+        theta, dims, _, scaled = ropes.pop()
         rope = getattr(config, "rope_parameters", None) or {}
         model_theta = rope.get("rope_theta", getattr(config, "rope_theta", None))
         if rope.get("rope_type", "default") != "default" or scaled:
@@ -188,11 +207,7 @@ class KvqCache(Cache):
             raise kvq.Error(
                 f"the spec rotates pre-RoPE keys with theta {float(theta):g} over {dims} "
                 f"channels, the model with theta {model_theta} over {self.head_dim}")
-        if requested is not None and requested != style:
-            raise kvq.Error(f"the spec's pre-RoPE keys rotate in {style} order, "
-                            f"not {requested}")
         self.rotary = model.model.rotary_emb
-        return style
 
     # transformers' Cache interface ---------------------------------------
 

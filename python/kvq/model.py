@@ -137,6 +137,12 @@ class Model:
         variance = np.mean(x * x, axis=-1, keepdims=True)
         return x / np.sqrt(variance + self.config.norm_eps) * weight
 
+    @staticmethod
+    def to_half_order(x):
+        """Channels [..., d] from this model's interleaved order (pair i =
+        2i, 2i + 1) to rotate-half order (pair i = i, i + d/2)."""
+        return np.concatenate((x[..., 0::2], x[..., 1::2]), axis=-1)
+
     def rope(self, x, positions):
         """Rotates x [batch, tokens, heads, dim] at `positions` [batch,
         tokens]. GGUF stores Llama's q/k weights permuted for rotation of
@@ -149,6 +155,9 @@ class Model:
         out[..., 0::2] = even * cos - odd * sin
         out[..., 1::2] = even * sin + odd * cos
         return out
+
+    # The channel order of q and k (#kvq.model's channel_order): the GGUF's.
+    CHANNEL_ORDER = "interleaved"
 
     def qkv(self, block, x, positions):
         """q [b, t, heads, d], k and v [b, t, kv_heads, d] of hidden x."""

@@ -387,6 +387,10 @@ NB_MODULE(_kvq, m) {
                    [](PyCache &c) {
                      return std::string(runtime::toString(c.model().Type));
                    })
+      .def_prop_ro("channel_order",
+                   [](PyCache &c) {
+                     return std::string(runtime::toString(c.model().Channels));
+                   })
       .def("add_sequence", &PyCache::addSequence)
       .def("remove_sequence", &PyCache::removeSequence)
       .def("fork_sequence", &PyCache::forkSequence, nb::arg("source"))

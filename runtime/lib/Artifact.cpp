@@ -47,6 +47,18 @@ const char *kvq::runtime::toString(DType Type) {
   return "?";
 }
 
+const char *kvq::runtime::toString(ChannelOrder Order) {
+  switch (Order) {
+  case ChannelOrder::Any:
+    return manifest::channel_order::Any;
+  case ChannelOrder::Half:
+    return manifest::channel_order::Half;
+  case ChannelOrder::Interleaved:
+    return manifest::channel_order::Interleaved;
+  }
+  return "?";
+}
+
 unsigned kvq::runtime::byteSize(DType Type) {
   return Type == DType::F32 ? 4 : 2;
 }
@@ -184,6 +196,15 @@ DType parseDType(const std::string &Name, const std::string &Path) {
   fail("'" + Path + "' has unknown dtype '" + Name + "'");
 }
 
+ChannelOrder parseChannelOrder(const std::string &Name) {
+  for (ChannelOrder Order :
+       {ChannelOrder::Any, ChannelOrder::Half, ChannelOrder::Interleaved})
+    if (Name == toString(Order))
+      return Order;
+  fail("'model.channel_order' must be any, half or interleaved, not '" + Name +
+       "'");
+}
+
 ModelShape parseModel(const Json &J) {
   const std::string P = "model";
   ModelShape M;
@@ -195,6 +216,7 @@ ModelShape parseModel(const Json &J) {
   M.HeadDim = unsigned(getBounded(J, key::HeadDim, P, 16384));
   M.Type = parseDType(getString(J, key::Dtype, P), "model.dtype");
   M.Scale = getNumber(J, key::Scale, P);
+  M.Channels = parseChannelOrder(getString(J, key::ChannelOrder, P));
   check(M.Layers > 0 && M.Heads > 0 && M.KvHeads > 0 && M.HeadDim > 0,
         "model dimensions must be positive");
   check(M.Heads % M.KvHeads == 0, "model.heads must be a multiple of kv_heads");

@@ -225,6 +225,25 @@ kvq_status kvq_artifact_shape(const kvq_artifact *A, uint32_t *Layers,
   return KVQ_OK;
 }
 
+kvq_status kvq_artifact_channel_order(const kvq_artifact *A,
+                                      kvq_channel_order *Out) {
+  if (!A || !Out)
+    return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                "kvq_artifact_channel_order: null argument");
+  switch (A->A->manifest().Model.Channels) {
+  case ChannelOrder::Any:
+    *Out = KVQ_CHANNEL_ORDER_ANY;
+    break;
+  case ChannelOrder::Half:
+    *Out = KVQ_CHANNEL_ORDER_HALF;
+    break;
+  case ChannelOrder::Interleaved:
+    *Out = KVQ_CHANNEL_ORDER_INTERLEAVED;
+    break;
+  }
+  return KVQ_OK;
+}
+
 kvq_status kvq_artifact_dtype(const kvq_artifact *A, kvq_dtype *Out) {
   if (!A || !Out)
     return fail(KVQ_ERROR_INVALID_ARGUMENT,

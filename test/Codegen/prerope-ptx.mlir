@@ -1,7 +1,8 @@
 // The PTX of pre-RoPE keys (test/unittests/Runtime/Specs/prerope-d64-gqa4.mlir):
 // the attend kernel reduces each angle by pi/2 in exact, uncontracted steps
 // (docs/Numerics.md, "Pre-RoPE keys"), needs no libdevice call and no local
-// memory, and the manifest marks the keys pre-RoPE.
+// memory, and the manifest marks the keys pre-RoPE and takes their rotation's
+// style as the cache's channel order (the spec states none).
 // RUN: rm -rf %t && kvq-opt %S/../unittests/Runtime/Specs/prerope-d64-gqa4.mlir --kvq-compile=%t -o /dev/null
 // RUN: FileCheck %s --input-file=%t/kernels.sm_80.ptx --implicit-check-not=.local --implicit-check-not=call
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/manifest.json
@@ -18,6 +19,7 @@
 // CHECK-NEXT: add.rn.f32 {{%r[0-9]+}}, {{%r[0-9]+}}, [[P1]];
 // CHECK-NEXT: mul.rn.f32 {{%r[0-9]+}}, [[K]], 0fBC060000;
 
-// MANIFEST-DAG: "version": 12
+// MANIFEST-DAG: "version": 13
+// MANIFEST-DAG: "channel_order": "interleaved"
 // MANIFEST-DAG: "pre_rope": true
 // MANIFEST-DAG: "pre_rope": false

@@ -203,6 +203,27 @@ def test_cli_writes_a_verified_spec_with_its_tables(tmp_path, rng, capsys):
         assert row["keys/calibrated"] < row["keys/base"] / 1.5
         assert row["attention/calibrated"] < row["attention/base"]
     assert "| keys |" in capsys.readouterr().out
+    # The tables refer to the activations' channel order, which the spec
+    # states (a cache then reports it, and kvq.hf hands channels so).
+    assert "head_dim = 64, dtype = f16, channel_order = interleaved>" in text
+    assert calibrate.main(["--out", str(out), "--activations", str(tmp_path / "acts.npz"),
+                           "--tokens", "64", "--heldout", "32", "--reorder", "none",
+                           "--channel-order", "half"]) == 0
+    assert kvq.Cache(kvq.compile(out.read_text())).channel_order == "half"
+
+
+def test_pre_rope_base_keeps_its_rotation_order(tmp_path, rng, capsys):
+    """Pre-RoPE keys are rotated in the base's style: activations in the
+    other order are refused by the verifier, not calibrated."""
+    write_activations(tmp_path / "acts.npz", rng)
+    base = tmp_path / "base.mlir"
+    base.write_text(kvq._read_spec(kvq.spec_path("skvq-k2v2-g128-prerope"))[0])
+    assert calibrate.main(["--out", str(tmp_path / "o.mlir"), "--base", str(base),
+                           "--activations", str(tmp_path / "acts.npz"), "--tokens", "64",
+                           "--heldout", "32", "--reorder", "none",
+                           "--channel-order", "interleaved"]) == 1
+    assert ("pre_rope rotates in half order, the model's channel_order is interleaved"
+            in capsys.readouterr().err)
 
 
 def test_cli_rejects_bad_input(tmp_path, rng, capsys):

@@ -5,7 +5,22 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+
+import kvq
 from kvq import eval as kvq_eval
+from kvq import model as kvq_model
+
+CHANNEL_GROUPED = """
+kvq.cache @c model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16{order}> page 32 {{
+  kvq.keys window <recent = 0, flush = 1> {{
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 16>
+  }}
+  kvq.values window <recent = 0, flush = 1> {{
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }}
+}}
+"""
 
 
 def test_short_evaluation(tmp_path):
@@ -60,3 +75,35 @@ def test_blas_threads_pinned_whatever_the_environment():
                             text=True, env=env, check=True)
     assert result.stdout.strip() == "[1]", result.stdout
     assert kvq_eval.blas_threads.current() == [1]
+
+
+def test_a_half_order_cache_gets_its_channels_in_half_order(tmp_path):
+    """kvq.model's keys and queries are interleaved; a spec stating
+    channel_order = half quantizes 16-channel groups of the half order, so
+    kvq-eval permutes what it hands that cache: bit-exact with permuting by
+    hand, and unlike the same spec taking interleaved channels."""
+    rng = np.random.default_rng(0)
+    k = rng.standard_normal((40, 1, 64)).astype(np.float16)
+    v = rng.standard_normal((40, 1, 64)).astype(np.float16)
+    q = rng.standard_normal((1, 2, 64)).astype(np.float32)
+    half = kvq_model.Model.to_half_order
+
+    def cache(order):
+        spec = CHANNEL_GROUPED.format(order=order and f", channel_order = {order}")
+        return kvq.Cache(kvq.compile(spec, str(tmp_path / (order or "any"))), max_sequences=1)
+
+    def through_eval(order):
+        past = kvq_eval.ComparingPast(cache(order), cache(order), layers=1)
+        seq = past.cache.add_sequence()
+        assert past.twin.add_sequence() == seq
+        past.append(0, [(seq, k, v)])
+        return np.asarray(past.attend(0, [seq], q))
+
+    by_hand = cache("")
+    seq = by_hand.add_sequence()
+    by_hand.append(0, [(seq, half(k), v)])
+    expected = np.asarray(by_hand.attend(0, [seq], half(q)))
+    assert cache("half").channel_order == "half"
+    assert cache("").channel_order == "any"
+    np.testing.assert_array_equal(through_eval("half"), expected)
+    assert np.abs(through_eval("") - expected).max() > 1e-3

@@ -90,7 +90,8 @@ struct KVQSetModelPass : kvq::impl::KVQSetModelBase<KVQSetModelPass> {
     ModelAttr model = ModelAttr::getChecked(
         emitError, &getContext(), pick(layers, old.getLayers()),
         pick(heads, old.getHeads()), pick(kvHeads, old.getKvHeads()),
-        pick(headDim, old.getHeadDim()), type, FloatAttr());
+        pick(headDim, old.getHeadDim()), type, FloatAttr(),
+        old.getChannelOrder());
     if (!model)
       return failure();
     return model;

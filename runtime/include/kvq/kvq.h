@@ -91,6 +91,18 @@ typedef enum kvq_dtype {
   KVQ_DTYPE_F32 = 3,
 } kvq_dtype;
 
+/** How a head's channels pair under RoPE in the keys and queries a cache
+ *  takes (#kvq.model's channel_order): the order its channel groups and
+ *  calibration tables refer to. The runtime never permutes them. */
+typedef enum kvq_channel_order {
+  /** The spec holds for either order. */
+  KVQ_CHANNEL_ORDER_ANY = 0,
+  /** Channel i pairs with i + head_dim/2 (Hugging Face's Llama layout). */
+  KVQ_CHANNEL_ORDER_HALF = 1,
+  /** Channel 2i pairs with 2i + 1 (Meta's and GGUF's layout). */
+  KVQ_CHANNEL_ORDER_INTERLEAVED = 2,
+} kvq_channel_order;
+
 typedef struct kvq_cache_options {
   kvq_backend backend;
   uint32_t max_sequences;
@@ -166,6 +178,9 @@ kvq_status kvq_artifact_shape(const kvq_artifact *artifact, uint32_t *layers,
                               uint32_t *head_dim, uint32_t *dtype_bytes);
 /** The model dtype of the artifact (f16 and bf16 are distinct). */
 kvq_status kvq_artifact_dtype(const kvq_artifact *artifact, kvq_dtype *out);
+/** The channel order the artifact's keys and queries are expected in. */
+kvq_status kvq_artifact_channel_order(const kvq_artifact *artifact,
+                                      kvq_channel_order *out);
 
 /** The cache keeps the artifact alive; the artifact may be closed after. */
 kvq_status kvq_cache_create(const kvq_artifact *artifact,

@@ -203,6 +203,38 @@ kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 4, dtype = f
 
 // -----
 
+// A stated channel order is the order pre-RoPE keys are rotated in.
+kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16, channel_order = interleaved> page 32 {
+  kvq.keys window <recent = 0, flush = 32> {
+    // expected-error @+1 {{'kvq.layers' op pre_rope rotates in half order, the model's channel_order is interleaved}}
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = half>>
+  }
+  kvq.values window <recent = 0, flush = 32> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}
+
+// -----
+
+kvq.cache @c model <layers = 2, heads = 1, kv_heads = 1, head_dim = 64, dtype = f16> page 32 {
+  kvq.keys window <recent = 0, flush = 32> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = half>>
+    // expected-error @+1 {{'kvq.layers' op pre_rope rotates in interleaved order where an earlier layer rotates in half order: a cache takes its keys in one channel order}}
+    kvq.layers 1 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = interleaved>>
+  }
+  kvq.values window <recent = 0, flush = 32> {
+    kvq.layers 0 to 2 : #kvq.full_precision
+  }
+}
+
+// -----
+
+// expected-error @+1 {{channel_order pairs channels, head_dim 63 is odd}}
+kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 63, dtype = f16, channel_order = half> page 32 {
+}
+
+// -----
+
 // GQA needs whole groups of query heads.
 // expected-error @+1 {{heads (32) must be a multiple of kv_heads (6)}}
 kvq.cache @c model <layers = 1, heads = 32, kv_heads = 6, head_dim = 64, dtype = f16> page 32 {

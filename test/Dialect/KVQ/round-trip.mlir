@@ -2,7 +2,7 @@
 // RUN: kvq-opt %s -verify-roundtrip -o /dev/null
 
 // CHECK-LABEL: kvq.cache @every_feature
-// CHECK-SAME: model <layers = 6, heads = 8, kv_heads = 2, head_dim = 64, dtype = bf16, scale = 1.250000e-01 : f64> page 64 pool <capacity = 3, extra = 32, first_layer = 2> {
+// CHECK-SAME: model <layers = 6, heads = 8, kv_heads = 2, head_dim = 64, dtype = bf16, scale = 1.250000e-01 : f64, channel_order = half> page 64 pool <capacity = 3, extra = 32, first_layer = 2> {
 // CHECK-NEXT: kvq.keys window <sink = 4, recent = 32, flush = 64> {
 // CHECK-NEXT: kvq.layers 0 to 2 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, eta = 0.045>
 // CHECK-NEXT: kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm = true, pre_rope = #kvq.rope<theta = 1.000000e+04 : f64, dims = 64, style = half>>
@@ -11,7 +11,7 @@
 // CHECK-NEXT: kvq.layers 0 to 6 : #kvq.quant<bits = 3, mode = asym, span = channels, group = 16, params = f8E4M3FN, levels = 5, clip = 0.92>
 // CHECK-NEXT: }
 // CHECK-NEXT: }
-kvq.cache @every_feature model <layers = 6, heads = 8, kv_heads = 2, head_dim = 64, dtype = bf16, scale = 0.125> page 64 pool <capacity = 3, extra = 32, first_layer = 2> {
+kvq.cache @every_feature model <layers = 6, heads = 8, kv_heads = 2, head_dim = 64, dtype = bf16, scale = 0.125, channel_order = half> page 64 pool <capacity = 3, extra = 32, first_layer = 2> {
   kvq.keys window <sink = 4, recent = 32, flush = 64> {
     kvq.layers 0 to 2 : #kvq.quant<mode = asym, bits = 2, group = 32, span = tokens, eta = 0.045, params = f16>
     kvq.layers 2 to 6 : #kvq.quant<bits = 1, mode = asym, span = tokens, group = 64, params = bf16, eta = 1/6, key_norm = true,
@@ -60,17 +60,18 @@ kvq.cache @fractions model <layers = 1, heads = 1, kv_heads = 1, head_dim = 64, 
 
 // -----
 
-// Rotary embeddings: both styles, linear and Llama 3 frequency scaling.
+// Rotary embeddings: interleaved (the other style is @every_feature's; one
+// cache rotates in one), linear and Llama 3 frequency scaling.
 // CHECK-LABEL: kvq.cache @rope_scaling
 // CHECK: kvq.layer 0 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 1.000000e+04 : f64, dims = 64, style = interleaved>>
-// CHECK-NEXT: kvq.layer 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 1.000000e+04 : f64, dims = 32, style = half, scaling = <kind = linear, factor = 4.000000e+00 : f64>>>
-// CHECK-NEXT: kvq.layer 2 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32, pre_rope = #kvq.rope<theta = 5.000000e+05 : f64, dims = 64, style = half, scaling = <kind = llama3, factor = 8.000000e+00 : f64, low_freq_factor = 1.000000e+00 : f64, high_freq_factor = 4.000000e+00 : f64, original_max_position = 8192>>>
+// CHECK-NEXT: kvq.layer 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 1.000000e+04 : f64, dims = 32, style = interleaved, scaling = <kind = linear, factor = 4.000000e+00 : f64>>>
+// CHECK-NEXT: kvq.layer 2 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32, pre_rope = #kvq.rope<theta = 5.000000e+05 : f64, dims = 64, style = interleaved, scaling = <kind = llama3, factor = 8.000000e+00 : f64, low_freq_factor = 1.000000e+00 : f64, high_freq_factor = 4.000000e+00 : f64, original_max_position = 8192>>>
 kvq.cache @rope_scaling model <layers = 3, heads = 4, kv_heads = 2, head_dim = 64, dtype = f16> page 32 {
   kvq.keys window <recent = 1, flush = 32> {
     kvq.layer 0 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 64, style = interleaved>>
-    kvq.layer 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 32, style = half, scaling = #kvq.rope_scaling<kind = linear, factor = 4.0>>>
+    kvq.layer 1 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32, pre_rope = #kvq.rope<theta = 10000.0, dims = 32, style = interleaved, scaling = #kvq.rope_scaling<kind = linear, factor = 4.0>>>
     kvq.layer 2 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32,
-                             pre_rope = #kvq.rope<theta = 500000.0, dims = 64, style = half,
+                             pre_rope = #kvq.rope<theta = 500000.0, dims = 64, style = interleaved,
                                                   scaling = #kvq.rope_scaling<kind = llama3, factor = 8.0, low_freq_factor = 1.0,
                                                                               high_freq_factor = 4.0, original_max_position = 8192>>>
   }

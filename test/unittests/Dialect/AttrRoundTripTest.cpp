@@ -210,7 +210,8 @@ TEST_F(AttrRoundTripTest, GeneratedWindowAndModelAttrs) {
     expectRoundTrip(ModelAttr::get(
         &ctx, std::uniform_int_distribution<unsigned>(1, 128)(rng),
         kvHeads * std::uniform_int_distribution<unsigned>(1, 8)(rng), kvHeads,
-        64, Float16Type::get(&ctx), scale));
+        64, Float16Type::get(&ctx), scale,
+        static_cast<ChannelOrder>(rng() % 3)));
   }
 }
 

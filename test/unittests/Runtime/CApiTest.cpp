@@ -112,7 +112,7 @@ TEST(CApiTest, ArtifactErrors) {
   EXPECT_EQ(kvq_artifact_open((kInputs + "/wrong-version").c_str(), &A),
             KVQ_ERROR_ARTIFACT);
   EXPECT_NE(std::string(kvq_last_error())
-                .find("artifact version 11, runtime expects 12"),
+                .find("artifact version 12, runtime expects 13"),
             std::string::npos);
   EXPECT_EQ(A, nullptr);
   EXPECT_EQ(kvq_artifact_open(nullptr, &A), KVQ_ERROR_INVALID_ARGUMENT);
@@ -233,6 +233,17 @@ TEST(CApiTest, DTypeIsDistinct) {
   ASSERT_EQ(kvq_artifact_dtype(M.A, &DType), KVQ_OK);
   EXPECT_EQ(DType, KVQ_DTYPE_F16);
   EXPECT_EQ(kvq_artifact_dtype(M.A, nullptr), KVQ_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(CApiTest, ChannelOrderIsTheManifests) {
+  MockCache M;
+  kvq_channel_order Order = KVQ_CHANNEL_ORDER_HALF;
+  ASSERT_EQ(kvq_artifact_channel_order(M.A, &Order), KVQ_OK);
+  EXPECT_EQ(Order, KVQ_CHANNEL_ORDER_ANY);
+  EXPECT_EQ(kvq_artifact_channel_order(M.A, nullptr),
+            KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvq_artifact_channel_order(nullptr, &Order),
+            KVQ_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(CApiTest, ErrorCodesAreSetWhereTheErrorIsMade) {

@@ -53,7 +53,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 12);
+  EXPECT_EQ(M.Version, 13);
   // The template's zeros; the build fills in the mock kernels.so's.
   EXPECT_EQ(M.HostSharedChecksum, 0u);
   EXPECT_EQ(M.Name, "mock_fp16");
@@ -63,6 +63,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_EQ(M.Model.HeadDim, 8u);
   EXPECT_EQ(M.Model.Type, DType::F16);
   EXPECT_DOUBLE_EQ(M.Model.Scale, 0.35355339059327373);
+  EXPECT_EQ(M.Model.Channels, ChannelOrder::Any);
   EXPECT_EQ(M.PageTokens, 4u);
   EXPECT_EQ(M.SplitTokens, 5u);
   EXPECT_EQ(M.HostSplitTokens, 5u);
@@ -209,7 +210,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 11, runtime expects 12"),
+  EXPECT_NE(A.message().find("artifact version 12, runtime expects 13"),
             std::string::npos)
       << A.message();
 }
@@ -241,6 +242,11 @@ TEST(ManifestTest, NamesTheOffendingField) {
             "manifest: 'page_tokens' must be a non-negative integer");
   EXPECT_EQ(errorAfter([](Json &J) { J["model"]["dtype"] = "f8"; }),
             "manifest: 'model.dtype' has unknown dtype 'f8'");
+  EXPECT_EQ(errorAfter([](Json &J) { J["model"].erase("channel_order"); }),
+            "manifest: missing field 'model.channel_order'");
+  EXPECT_EQ(errorAfter([](Json &J) { J["model"]["channel_order"] = "neox"; }),
+            "manifest: 'model.channel_order' must be any, half or "
+            "interleaved, not 'neox'");
   EXPECT_EQ(
       errorAfter([](Json &J) { J["tensors"]["keys"]["window_capacity"] = 5; }),
       "manifest: 'tensors.keys.window_capacity' must be recent + flush - 1");
@@ -545,7 +551,7 @@ TEST(ManifestTest, ManifestHashSkipsTheChecksumDigits) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 12");
+            "artifact version 4294967297, runtime expects 13");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

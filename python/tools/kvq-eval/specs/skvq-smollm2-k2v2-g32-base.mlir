@@ -6,7 +6,7 @@
 // | keys | 0.4417 | 0.4417 |
 // | values | 0.3897 | 0.3897 |
 // | attention | 0.7256 | 0.7256 |
-kvq.cache @skvq_smollm2_k2v2_g32_base model <layers = 30, heads = 9, kv_heads = 3, head_dim = 64, dtype = f16> page 128 {
+kvq.cache @skvq_smollm2_k2v2_g32_base model <layers = 30, heads = 9, kv_heads = 3, head_dim = 64, dtype = f16, channel_order = interleaved> page 128 {
   kvq.keys window <sink = 5, recent = 128, flush = 1> {
     kvq.layers 0 to 30 : #kvq.quant<bits = 2, mode = asym, span = channels, group = 32, params = f8E4M3FN, clip = 0.92>
   }

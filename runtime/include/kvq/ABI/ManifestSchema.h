@@ -32,6 +32,8 @@
 //       not finite).
 //   12  files.host_shared_fnv1a: FNV-1a 64 of kernels.so as 16 hex digits,
 //       checked before it is loaded (the manifest hash reads them as 0).
+//   13  model.channel_order: the order of a head's rotary channel pairs the
+//       spec was written for (any, half or interleaved).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +61,7 @@
   X(Dtype, "dtype")                                                            \
   X(DtypeBytes, "dtype_bytes")                                                 \
   X(Scale, "scale")                                                            \
+  X(ChannelOrder, "channel_order")                                             \
   X(CodeBits, "code_bits")                                                     \
   X(StorageBits, "storage_bits")                                               \
   X(Keys, "keys")                                                              \
@@ -119,7 +122,7 @@ namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 12;
+inline constexpr int kVersion = 13;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";
@@ -135,6 +138,13 @@ namespace scheme_kind {
 inline constexpr char Quant[] = "quant";
 inline constexpr char FullPrecision[] = "full_precision";
 } // namespace scheme_kind
+
+/// Values of `model.channel_order` (the dialect's #kvq.model).
+namespace channel_order {
+inline constexpr char Any[] = "any";
+inline constexpr char Half[] = "half";
+inline constexpr char Interleaved[] = "interleaved";
+} // namespace channel_order
 
 } // namespace kvq::manifest
 

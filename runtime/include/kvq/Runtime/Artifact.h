@@ -111,6 +111,13 @@ struct TensorLayout {
 };
 
 /// The model shape the artifact was compiled for.
+/// How a head's channels pair under RoPE in the keys and queries the cache
+/// takes (#kvq.model's channel_order): the order the spec's channel groups,
+/// reorder and clip tables refer to; Any when the spec holds for either.
+enum class ChannelOrder { Any, Half, Interleaved };
+/// Returns "any", "half" or "interleaved" (the manifest's names).
+const char *toString(ChannelOrder Order);
+
 struct ModelShape {
   unsigned Layers = 0;
   unsigned Heads = 0;
@@ -119,6 +126,7 @@ struct ModelShape {
   DType Type = DType::F16;
   /// Softmax scale (1/sqrt(D) unless the spec says otherwise).
   double Scale = 0.0;
+  ChannelOrder Channels = ChannelOrder::Any;
 };
 
 enum class ArgKind { Ptr, I32 };

@@ -47,6 +47,18 @@ def KVQ_RopeStyle : I32EnumAttr<"RopeStyle", "rotary embedding layout", [
   let genSpecializedAttr = 0;
 }
 
+// `channel_order` of #kvq.model: how a head's channels pair under RoPE in
+// the keys and queries the cache is given, the order every channel group,
+// reorder and clip table of the spec refers to.
+def KVQ_ChannelOrder : I32EnumAttr<"ChannelOrder",
+    "order of a head's rotary channel pairs", [
+    I32EnumAttrCase<"Any", 0, "any">,
+    I32EnumAttrCase<"Half", 1, "half">,
+    I32EnumAttrCase<"Interleaved", 2, "interleaved">]> {
+  let cppNamespace = "::kvq";
+  let genSpecializedAttr = 0;
+}
+
 def KVQ_RopeScalingKind : I32EnumAttr<"RopeScalingKind",
     "rotary frequency scaling", [
     I32EnumAttrCase<"Linear", 0, "linear">,
@@ -76,10 +88,19 @@ def KVQ_ModelAttr : KVQ_Attr<"Model", "model"> {
     `heads` query heads share `kv_heads` key/value heads (MHA when equal, MQA
     when `kv_heads = 1`, GQA otherwise). `dtype` is the element type of
     full-precision keys and values. `scale` is the softmax scale, by default
-    `1/sqrt(head_dim)`.
+    `1/sqrt(head_dim)`. `channel_order` states the order of each head's
+    channels in the keys and queries the cache is given: `half` pairs
+    channel `i` with `i + head_dim/2` under RoPE (Hugging Face's Llama
+    layout), `interleaved` pairs `2i` with `2i + 1` (Meta's and GGUF's).
+    Scores do not depend on it, channel groups do: a spec calibrated in one
+    order (SKVQ's reorder and clip tables) states it, and an engine hands
+    the cache keys in that order. Absent (`any`), the spec holds for
+    either. A pre-RoPE key scheme's rotation style must agree with it.
 
     ```mlir
     #kvq.model<layers = 32, heads = 32, kv_heads = 8, head_dim = 128, dtype = f16>
+    #kvq.model<layers = 30, heads = 9, kv_heads = 3, head_dim = 64, dtype = f16,
+               channel_order = interleaved>
     ```
   }];
   let parameters = (ins
@@ -88,9 +109,19 @@ def KVQ_ModelAttr : KVQ_Attr<"Model", "model"> {
     "unsigned":$kv_heads,
     "unsigned":$head_dim,
     "::mlir::Type":$dtype,
-    OptionalParameter<"::mlir::FloatAttr">:$scale);
+    OptionalParameter<"::mlir::FloatAttr">:$scale,
+    DefaultValuedParameter<"::kvq::ChannelOrder", "::kvq::ChannelOrder::Any",
+      "order of a head's rotary channel pairs">:$channel_order);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "unsigned":$layers, "unsigned":$heads,
+                     "unsigned":$kv_heads, "unsigned":$head_dim,
+                     "::mlir::Type":$dtype, "::mlir::FloatAttr":$scale), [{
+      return $_get($_ctxt, layers, heads, kv_heads, head_dim, dtype, scale,
+                   ::kvq::ChannelOrder::Any);
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// The softmax scale: the declared one, or 1/sqrt(head_dim).
     double getSoftmaxScale() const;

@@ -52,6 +52,9 @@ def KVQ_CacheOp : KVQ_Op<"cache", [Symbol, IsolatedFromAbove, NoTerminator,
   let extraClassDeclaration = [{
     class KeysOp getKeys();
     class ValuesOp getValues();
+    /// The order of the channels the cache takes: the model's
+    /// channel_order, else the pre-RoPE keys' rotation style, else Any.
+    ::kvq::ChannelOrder getChannelOrder();
     /// Checks that every table a pass reads (reorder permutations and group
     /// sizes) has its data: `dense_resource` blobs can be elided or not yet
     /// loaded when the verifier runs.
