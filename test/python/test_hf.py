@@ -217,10 +217,18 @@ def test_kl_matches_kvq_eval(numpy_model, hf_kl, name):
     assert abs(got - expected) <= 0.05 * expected + 1e-4, (got, expected)
 
 
-def test_calibration_needs_its_channel_order(hf_kl):
+def test_calibration_needs_its_channel_order(hf, hf_kl, tmp_path):
     """SKVQ's reorder and clip tables were calibrated in the GGUF's
-    interleaved order: handed to kvq in transformers' rotate-half order
+    interleaved order, which the spec states: another order is refused.
+    Without the statement, handed to kvq in transformers' rotate-half order,
     they lose their calibration."""
+    model, _ = hf
+    with pytest.raises(kvq.Error, match="takes its channels in interleaved order"):
+        kvq_hf.KvqCache(model, "skvq-smollm2-k2v2-g32", channel_order="half")
+    text = kvq._read_spec(kvq.spec_path("skvq-smollm2-k2v2-g32"))[0]
+    unstated = tmp_path / "skvq-smollm2-k2v2-g32-unstated.mlir"
+    unstated.write_text(text.replace(", channel_order = interleaved>", ">", 1))
+    assert "channel_order" not in unstated.read_text()
     interleaved = hf_kl("skvq-smollm2-k2v2-g32")
-    half = hf_kl("skvq-smollm2-k2v2-g32", "half")
+    half = hf_kl(str(unstated), "half")
     assert half > 1.3 * interleaved, (half, interleaved)
