@@ -282,13 +282,15 @@ def plot(results: dict, meta: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, r in results.items():
-        if r.get("kl_mean", 0) <= 0:
-            continue  # the reference and DynamicCache: KL 0, off a log axis
+    # The reference and DynamicCache have KL 0, off a log axis.
+    shown = [(n, r) for n, r in results.items() if r.get("kl_mean", 0) > 0]
+    for name, r in shown:
         kvq_row = name.startswith("kvq ")
         ax.scatter(r["bits"], r["kl_mean"], marker="o" if kvq_row else "s",
                    color="tab:blue" if kvq_row else "tab:orange")
-        ax.annotate(name, (r["bits"], r["kl_mean"]), fontsize=7, xytext=(3, 3),
+        # HQQ's labels below: its points share quanto's bits.
+        ax.annotate(name, (r["bits"], r["kl_mean"]), fontsize=7,
+                    xytext=(4, -9 if name.startswith("hqq") else 3),
                     textcoords="offset points")
     ax.set_xlabel(f"bits per cached element ({meta['context']} tokens, "
                   "floats at 16 bits)")
