@@ -284,14 +284,17 @@ def plot(results: dict, meta: dict, path: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     # The reference and DynamicCache have KL 0, off a log axis.
     shown = [(n, r) for n, r in results.items() if r.get("kl_mean", 0) > 0]
+    placed = []
     for name, r in shown:
         kvq_row = name.startswith("kvq ")
         ax.scatter(r["bits"], r["kl_mean"], marker="o" if kvq_row else "s",
                    color="tab:blue" if kvq_row else "tab:orange")
-        # HQQ's labels below: its points share quanto's bits.
+        # A label near one already placed goes below its point.
+        x, y = r["bits"], np.log10(r["kl_mean"])
+        crowded = any(abs(x - px) < 1.5 and abs(y - py) < 0.3 for px, py in placed)
+        placed.append((x, y))
         ax.annotate(name, (r["bits"], r["kl_mean"]), fontsize=7,
-                    xytext=(4, -9 if name.startswith("hqq") else 3),
-                    textcoords="offset points")
+                    xytext=(4, -9 if crowded else 3), textcoords="offset points")
     ax.set_xlabel(f"bits per cached element ({meta['context']} tokens, "
                   "floats at 16 bits)")
     ax.set_ylabel("mean KL divergence vs DynamicCache")
