@@ -68,14 +68,18 @@ def scheme_label(scheme: str) -> str:
     return scheme if scheme in PEERS else "kvq " + kvq_eval.spec_label(scheme)
 
 
-def make_cache(model, scheme: str, threads: int, work_dir: str):
-    """A new, empty cache of `scheme` for `model`."""
+def make_cache(model, scheme: str, threads: int, work_dir: str,
+               residual_length: int | None = None):
+    """A new, empty cache of `scheme` for `model`; `residual_length`
+    replaces the QuantizedCache setting if given."""
     if scheme == "dynamic":
         return DynamicCache(config=model.config)
     if scheme in PEERS:
         backend, bits = scheme.removesuffix("bit").split("-")
-        return QuantizedCache(backend, model.config, nbits=int(bits),
-                              **QUANTIZED_SETTINGS[backend])
+        settings = dict(QUANTIZED_SETTINGS[backend])
+        if residual_length is not None:
+            settings["residual_length"] = residual_length
+        return QuantizedCache(backend, model.config, nbits=int(bits), **settings)
     return kvq_hf.KvqCache(model, scheme, threads=threads, work_dir=work_dir)
 
 
@@ -207,14 +211,16 @@ class Member:
 
 
 def evaluate(model, schemes: list[str], tokens: np.ndarray, prompt: int, work_dir: str,
-             threads: int = 1, progress: bool = True) -> dict:
+             threads: int = 1, progress: bool = True,
+             residual_length: int | None = None) -> dict:
     """Runs every scheme in lockstep with a DynamicCache (the reference)
     over `tokens` [batch, context], the first `prompt` of each row
     prefilled; the last token is fed too, so the caches end holding the
     whole context."""
     batch, context = tokens.shape
     ids = torch.from_numpy(tokens)
-    members = [Member(scheme_label(s), make_cache(model, s, threads, work_dir), batch)
+    members = [Member(scheme_label(s),
+                      make_cache(model, s, threads, work_dir, residual_length), batch)
                for s in schemes]
     reference = Member("reference", DynamicCache(config=model.config), batch)
     everyone = [reference] + members
@@ -341,6 +347,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=1,
                         help="threads of torch (torch.set_num_threads) and of "
                         "the kvq caches, the same for every scheme")
+    parser.add_argument("--residual-length", type=int, default=128,
+                        help="full-precision tokens a QuantizedCache keeps "
+                        "before it quantizes them (transformers' default; 1 "
+                        "quantizes every token when it arrives)")
     parser.add_argument("--out", default="kvq-hf-compare-out",
                         help="directory of results.json, kl_vs_bits.png and "
                         "the kvq artifacts")
@@ -353,8 +363,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     run; every scheme is checked before the model loads."""
     parser = make_parser()
     args = parser.parse_args(argv)
-    if args.segments < 1 or args.threads < 1:
-        parser.error("--segments and --threads must be at least 1")
+    if min(args.segments, args.threads, args.residual_length) < 1:
+        parser.error("--segments, --threads and --residual-length must be at least 1")
     if not 1 <= args.prompt < args.context:
         parser.error(f"--prompt must be at least 1 and below --context "
                      f"({args.prompt} and {args.context})")
@@ -394,7 +404,9 @@ def main(argv=None) -> int:
         "prompt": args.prompt,
         "evaluated_tokens": args.segments * (args.context - args.prompt),
         "threads": args.threads,
-        "quantized_cache_settings": QUANTIZED_SETTINGS,
+        "quantized_cache_settings": {
+            backend: dict(settings, residual_length=args.residual_length)
+            for backend, settings in QUANTIZED_SETTINGS.items()},
         "versions": _versions(),
     }
     print(f"kvq-hf-compare: {meta['evaluated_tokens']} tokens of {source} "
@@ -402,7 +414,8 @@ def main(argv=None) -> int:
           f"{len(args.schemes)} schemes")
     results = evaluate(model, args.schemes, tokens, args.prompt,
                        os.path.join(args.out, "artifacts"), args.threads,
-                       progress=not args.no_progress)
+                       progress=not args.no_progress,
+                       residual_length=args.residual_length)
     meta["seconds"] = round(time.time() - start, 1)
     write_outputs(results, meta, args.out)
     print(format_table(results))

@@ -111,8 +111,9 @@ def test_kvq_bits_are_kvq_accounting(results):
     (["kivi-2bit", "kivi-2bit"], "a scheme is named twice"),
     (["--prompt", "0"], "--prompt must be at least 1 and below --context"),
     (["--context", "64", "--prompt", "64"], "--prompt must be at least 1"),
-    (["--segments", "0"], "--segments and --threads must be at least 1"),
-    (["--threads", "0"], "--segments and --threads must be at least 1"),
+    (["--segments", "0"], "--segments, --threads and --residual-length must be"),
+    (["--threads", "0"], "--segments, --threads and --residual-length must be"),
+    (["--residual-length", "0"], "--segments, --threads and --residual-length must be"),
 ])
 def test_bad_options_are_refused(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
