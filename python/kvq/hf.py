@@ -60,6 +60,7 @@ __all__ = ["ATTENTION", "KvqCache", "load_smollm2"]
 # The name of kvq's attention implementation in transformers' registries.
 ATTENTION = "kvq"
 
+_MODEL_DTYPE = re.compile(r"\bmodel <[^>]*\bdtype = (\w+)")
 _ROPE = re.compile(
     r"pre_rope = #kvq\.rope<theta = ([-+0-9.eE]+)(?: : f64)?, dims = (\d+), "
     r"style = (\w+)(, scaling)?"
@@ -257,6 +258,17 @@ class KvqCache(Cache):
     def memory_stats(self) -> dict:
         """The kvq cache's memory_stats (pages, bytes, measured bits)."""
         return self._cache.memory_stats() if self._cache is not None else {}
+
+    def counts(self, row: int, layer: int) -> dict:
+        """The kvq cache's token counts of a batch row in a layer: sink,
+        quantized and window tokens of its keys and of its values."""
+        return self._cache.counts(self.seqs[row], layer)
+
+    def row_bytes(self) -> int:
+        """Bytes of one full-precision token of a layer (keys or values of
+        every kv-head) in the spec's model dtype, as windows hold it."""
+        dtype = _MODEL_DTYPE.search(self.spec).group(1)
+        return self.kv_heads * self.head_dim * {"f32": 4}.get(dtype, 2)
 
     def _reserve(self, slots: int, tokens: int) -> None:
         """Room for `slots` sequences of `tokens` tokens: a larger cache the

@@ -14,11 +14,13 @@ import pytest
 import kvq
 from kvq import calibrate as kvq_calibrate
 from kvq import eval as kvq_eval
+from kvq import hf_compare as kvq_hf_compare
 from kvq import tune as kvq_tune
 
 SOURCE_DIR = os.environ.get("KVQ_SOURCE_DIR", kvq._SOURCE_DIR)
 BINARY_DIR = os.environ.get("KVQ_BINARY_DIR", os.path.join(SOURCE_DIR, "build"))
-TOOLS = {"kvq-eval": kvq_eval, "kvq-tune": kvq_tune, "kvq-calibrate": kvq_calibrate}
+TOOLS = {"kvq-eval": kvq_eval, "kvq-tune": kvq_tune, "kvq-calibrate": kvq_calibrate,
+         "kvq-hf-compare": kvq_hf_compare}
 
 
 def pyproject() -> dict:
