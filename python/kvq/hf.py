@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 import os
 import re
 import tempfile
@@ -97,6 +98,8 @@ class _Layer(CacheLayerMixin):
 
     is_sliding = False
     is_compileable = False
+    # Only the last forward of several tokens can be cropped (KvqCache.crop),
+    # not any single decode step, which is what this flag promises.
     is_croppable = False
     supports_early_init = False
 
@@ -125,6 +128,19 @@ class _Layer(CacheLayerMixin):
         self.length, self.pending = 0, None
 
 
+@dataclass
+class _Checkpoint:
+    """A KvqCache before its last forward of several tokens, which `crop`
+    returns to: each row's sequence forked before it (copy-on-write) and,
+    per layer, the keys and values it appended, as kvq took them. It lives
+    until the next forward: a prompt's checkpoint holds the prompt's keys
+    and values, as transformers' own DynamicCache would for good."""
+
+    start: int
+    forks: list
+    chunks: dict = field(default_factory=dict)
+
+
 class KvqCache(Cache):
     """A transformers `Cache` backed by a kvq cache on the CPU backend.
 
@@ -137,8 +153,9 @@ class KvqCache(Cache):
     cache's threads.
     The batch size is fixed by the first forward; capacity grows as
     sequences do. `reorder_cache` (beam search), `batch_repeat_interleave`
-    and `batch_select_indices` fork or drop kvq sequences; `crop` is refused
-    (a quantized past cannot be cut back).
+    and `batch_select_indices` fork or drop kvq sequences; `crop` removes
+    tokens of the last forward of several tokens (assisted decoding's
+    rejected candidates), not earlier ones, which may be quantized.
     """
 
     def __init__(self, model, spec: str, channel_order: str | None = None,
@@ -170,6 +187,7 @@ class KvqCache(Cache):
                                                  channel_order)
         super().__init__(layers=[_Layer() for _ in range(layers)])
         self._cache = None
+        self._checkpoint = None  # what crop returns to (_Checkpoint)
         self.seqs: list[int] = []  # the kvq sequence of each batch row
         self.slots = 0  # max_sequences of the kvq cache
         self.capacity = 0  # tokens per sequence its pages hold
@@ -229,10 +247,41 @@ class KvqCache(Cache):
         return key_states, value_states
 
     def crop(self, tokens_to_remove: int) -> None:
-        if tokens_to_remove != 0:
-            raise kvq.Error("KvqCache cannot crop: quantized tokens cannot be removed")
+        """Removes the last `-tokens_to_remove` tokens (transformers' sign:
+        a negative count), which must come from the last forward of several
+        tokens (assisted and speculative decoding's rejected candidates):
+        every row returns to its fork from before that forward and takes the
+        forward's first tokens again. Tokens from earlier forwards may be
+        quantized and are not removed."""
+        if tokens_to_remove > 0:
+            raise kvq.Error(f"crop takes a negative count of tokens to remove "
+                            f"(transformers' convention), not {tokens_to_remove}")
+        if tokens_to_remove == 0 or not self.seqs:
+            return
+        keep = self.get_seq_length() + tokens_to_remove
+        checkpoint = self._checkpoint
+        if checkpoint is None or keep < checkpoint.start:
+            since = checkpoint.start if checkpoint else self.get_seq_length()
+            raise kvq.Error(
+                f"KvqCache can crop only the tokens of its last forward of several "
+                f"tokens (back to {since}), not back to {keep}: earlier tokens may "
+                "be quantized")
+        for seq in self.seqs:
+            self._cache.remove_sequence(seq)
+        self.seqs, self._checkpoint = checkpoint.forks, None
+        kept = keep - checkpoint.start
+        for layer_idx, (keys, values) in checkpoint.chunks.items():
+            # As the forward appended them: a prompt at once, later tokens
+            # one at a time.
+            steps = [(0, kept)] if checkpoint.start == 0 else \
+                [(t, t + 1) for t in range(kept)]
+            for begin, end in steps:
+                self._append(layer_idx, keys[:, begin:end], values[:, begin:end])
+        for layer in self.layers:
+            layer.length = keep
 
     def reset(self) -> None:
+        self._drop_checkpoint()
         for seq in self.seqs:
             self._cache.remove_sequence(seq)
         self.seqs = []
@@ -290,9 +339,16 @@ class KvqCache(Cache):
                 self.seqs = cache.restore(path)
         self._cache, self.capacity, self.slots = cache, capacity, slots
 
+    def _drop_checkpoint(self) -> None:
+        if self._checkpoint is not None:
+            for seq in self._checkpoint.forks:
+                self._cache.remove_sequence(seq)
+            self._checkpoint = None
+
     def _select(self, rows: list[int]) -> None:
         if not self.seqs:
             return
+        self._drop_checkpoint()
         # Forks first, then the old rows go: both live for a moment.
         self._reserve(len(rows) + len(self.seqs), self.capacity)
         old = self.seqs
@@ -329,15 +385,21 @@ class KvqCache(Cache):
             raise kvq.Error(f"kvq attends with the scale 1/sqrt(head_dim), the model "
                             f"asks for {scaling}")
         if layer_idx == 0:
+            self._drop_checkpoint()
             self._reserve(2 * batch, past + tokens)
             if not self.seqs:
                 self.seqs = [self._cache.add_sequence() for _ in range(batch)]
+            if tokens > 1:
+                self._checkpoint = _Checkpoint(
+                    past, [self._cache.fork_sequence(seq) for seq in self.seqs])
         if batch != len(self.seqs):
             raise kvq.Error(f"the batch has {batch} rows, the cache {len(self.seqs)} "
                             "sequences (the batch size is fixed by the first forward)")
         key, value = key.detach(), value.detach()
         keys = self._keys(key, past)
         values = value.transpose(1, 2).contiguous()
+        if self._checkpoint is not None:
+            self._checkpoint.chunks[layer_idx] = (keys, values)
         if past == 0:
             # The prompt: exact causal attention over its own keys and values.
             out, _ = sdpa_attention_forward(module, query, key, value, attention_mask,

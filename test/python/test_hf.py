@@ -146,16 +146,60 @@ def test_capacity_grows(hf):
 
 
 def test_crop_and_mismatched_specs_are_refused(hf):
-    model, _ = hf
+    model, tokenizer = hf
+    ids = torch.tensor([tokenizer(TEXT).input_ids[:12]])
     cache = kvq_hf.KvqCache(model, "fp16")
-    with pytest.raises(kvq.Error, match="cannot crop"):
+    run(model, cache, ids, 10)  # a prompt, then two single-token forwards
+    with pytest.raises(kvq.Error, match="crop takes a negative count"):
+        cache.crop(3)
+    with pytest.raises(kvq.Error, match="only the tokens of its last forward of several"):
         cache.crop(-1)
+    assert cache.get_seq_length() == 12
     # Llama-2's RoPE (theta 10000): keys would be rotated by the wrong angles.
     with pytest.raises(kvq.Error, match="theta 10000"):
         kvq_hf.KvqCache(model, "skvq-k2v2-g128-prerope")
     # Its rotation is interleaved: the calibration's channel order.
     with pytest.raises(kvq.Error, match="interleaved order"):
         kvq_hf.KvqCache(model, spec_argument(PRE_ROPE), channel_order="half")
+
+
+def test_crop_returns_to_before_the_last_chunk(hf):
+    """Speculative verification: a 4-token chunk crosses KIVI's 128-token key
+    flush, 2 of its tokens are cropped, and the next token's logits equal
+    those of a cache that was only ever given the 2 kept tokens."""
+    model, tokenizer = hf
+    ids = batch_of_two(tokenizer)
+    ids = torch.cat([ids] * 10, 1)[:, :135]
+
+    def next_logits(chunk, keep):
+        cache = kvq_hf.KvqCache(model, "kivi-2bit")
+        with torch.no_grad():
+            model(ids[:, :126], past_key_values=cache)
+            model(ids[:, 126:126 + chunk], past_key_values=cache)
+            if keep < chunk:
+                cache.crop(keep - chunk)
+            assert cache.get_seq_length() == 126 + keep
+            return model(ids[:, 126 + keep:127 + keep], past_key_values=cache).logits
+
+    assert torch.equal(next_logits(4, 2), next_logits(2, 2))
+
+
+def test_prompt_lookup_decoding_equals_greedy(hf):
+    """transformers' prompt-lookup decoding verifies candidate tokens in
+    one forward and crops the rejected ones: with a KvqCache it returns
+    exactly greedy decoding's tokens."""
+    model, tokenizer = hf
+    ids = torch.tensor([tokenizer(TEXT + " " + TEXT).input_ids])
+    outputs, crops = [], []
+    for options in ({}, {"prompt_lookup_num_tokens": 4}):
+        cache = kvq_hf.KvqCache(model, "kivi-2bit")
+        crop = cache.crop
+        cache.crop = lambda n: (crops.append(n), crop(n))[1]
+        with torch.no_grad():
+            outputs.append(model.generate(ids, max_new_tokens=24, do_sample=False,
+                                          past_key_values=cache, **options))
+    assert any(n < 0 for n in crops), crops  # candidates were rejected
+    assert torch.equal(outputs[0], outputs[1])
 
 
 def test_another_attention_implementation_is_refused(hf):
