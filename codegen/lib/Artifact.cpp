@@ -229,14 +229,8 @@ static LogicalResult writeFile(Operation *op, StringRef path,
 /// Links the host object into a shared object with the system C compiler.
 static LogicalResult linkSharedObject(Operation *op, StringRef object,
                                       StringRef shared) {
-  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
-  if (!cc)
-    return op->emitError("no C compiler ('cc') to link ") << shared;
-  std::string error;
-  StringRef args[] = {*cc, "-shared", "-o", shared, object, "-lm"};
-  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error) != 0)
-    return op->emitError("linking ") << shared << " failed: " << error;
-  return success();
+  StringRef args[] = {"-shared", "-o", shared, object, "-lm"};
+  return runSystemCompiler(op->getLoc(), args, "linking " + shared);
 }
 
 /// Fills the digits of kernels.so's checksum in `manifest` (written as

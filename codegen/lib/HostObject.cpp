@@ -162,13 +162,23 @@ cloneKernelModule(ModuleOp host, LLVM::LLVMFuncOp kernel, bool first) {
   return part;
 }
 
+LogicalResult kvq::runSystemCompiler(Location loc, ArrayRef<StringRef> args,
+                                     const Twine &what) {
+  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
+  if (!cc)
+    return emitError(loc, "no C compiler ('cc') for ") << what;
+  SmallVector<StringRef> argv = {*cc};
+  argv.append(args.begin(), args.end());
+  std::string error;
+  if (llvm::sys::ExecuteAndWait(*cc, argv, std::nullopt, {}, 0, 0, &error) != 0)
+    return emitError(loc) << what << " failed: " << error;
+  return success();
+}
+
 /// Links relocatable `objects` into one with the system C compiler (a
 /// partial link, `cc -r`), through temporary files.
 static FailureOr<std::string> linkObjects(Location loc,
                                           ArrayRef<std::string> objects) {
-  llvm::ErrorOr<std::string> cc = llvm::sys::findProgramByName("cc");
-  if (!cc)
-    return emitError(loc, "no C compiler ('cc') to link the host objects");
   // paths[0] is the output, then one file per object.
   std::vector<std::string> paths;
   auto removeAll = llvm::make_scope_exit([&] {
@@ -191,11 +201,12 @@ static FailureOr<std::string> linkObjects(Location loc,
     if (error || os.has_error())
       return emitError(loc, "cannot write ") << paths.back();
   }
-  SmallVector<StringRef> args = {*cc, "-r", "-nostdlib", "-o"};
+  SmallVector<StringRef> args = {"-r", "-nostdlib", "-o"};
   args.append(paths.begin(), paths.end());
-  std::string error;
-  if (llvm::sys::ExecuteAndWait(*cc, args, std::nullopt, {}, 0, 0, &error) != 0)
-    return emitError(loc, "partial link of the host objects failed: ") << error;
+  if (failed(runSystemCompiler(loc, args,
+                               "the partial link of the host "
+                               "objects")))
+    return failure();
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> linked =
       llvm::MemoryBuffer::getFile(paths[0], /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);

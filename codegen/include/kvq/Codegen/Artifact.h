@@ -50,6 +50,13 @@ mlir::FailureOr<HostTarget> resolveHostTarget(mlir::ModuleOp module,
 mlir::FailureOr<std::string> compileToHostObject(mlir::ModuleOp module,
                                                  const HostTarget &target);
 
+/// Runs the system C compiler (`cc`, found on PATH) with `args`, the
+/// linker both host files come from; `what` names the step in the error
+/// emitted at `loc`.
+mlir::LogicalResult runSystemCompiler(mlir::Location loc,
+                                      llvm::ArrayRef<llvm::StringRef> args,
+                                      const llvm::Twine &what);
+
 /// Writes every kvq.cache of `compiled` (the output of kvq-compile-pipeline)
 /// into directory `dir` (one cache) or `dir/<cache name>` (several), created
 /// if missing: manifest, PTX per chip, host object, and the shared object
