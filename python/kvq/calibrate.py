@@ -17,8 +17,8 @@ for every tensor of the base spec quantized with span = channels:
 and writes the base spec with these tables (`dense_resource` blobs) as a new
 spec, its #kvq.model stating the channel order the tables refer to (the
 activations', `--channel-order`: SmolLM2's as kvq.model captures them are
-interleaved, a Hugging Face model's rotate-half). It reports the reconstruction and attention errors before and after on
-held-out tokens. The choices are documented in docs/Evaluation.md
+interleaved, a Hugging Face model's rotate-half). It reports the
+reconstruction and attention errors before and after on held-out tokens. The choices are documented in docs/Evaluation.md
 ("kvq-calibrate").
 """
 

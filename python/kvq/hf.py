@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 import os
 import re
 import tempfile
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -61,7 +61,6 @@ __all__ = ["ATTENTION", "KvqCache", "load_smollm2"]
 # The name of kvq's attention implementation in transformers' registries.
 ATTENTION = "kvq"
 
-_MODEL_DTYPE = re.compile(r"\bmodel <[^>]*\bdtype = (\w+)")
 _ROPE = re.compile(
     r"pre_rope = #kvq\.rope<theta = ([-+0-9.eE]+)(?: : f64)?, dims = (\d+), "
     r"style = (\w+)(, scaling)?"
@@ -180,6 +179,7 @@ class KvqCache(Cache):
         with open(self.artifact.manifest_path) as f:
             manifest = json.load(f)
         self.page_tokens = manifest["page_tokens"]
+        self.dtype_bytes = manifest["model"]["dtype_bytes"]
         self.threads = threads
         self.rotary = None
         self._check_rope(model, config)
@@ -316,8 +316,7 @@ class KvqCache(Cache):
     def row_bytes(self) -> int:
         """Bytes of one full-precision token of a layer (keys or values of
         every kv-head) in the spec's model dtype, as windows hold it."""
-        dtype = _MODEL_DTYPE.search(self.spec).group(1)
-        return self.kv_heads * self.head_dim * {"f32": 4}.get(dtype, 2)
+        return self.kv_heads * self.head_dim * self.dtype_bytes
 
     def _reserve(self, slots: int, tokens: int) -> None:
         """Room for `slots` sequences of `tokens` tokens: a larger cache the

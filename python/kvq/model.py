@@ -156,9 +156,6 @@ class Model:
         out[..., 1::2] = even * sin + odd * cos
         return out
 
-    # The channel order of q and k (#kvq.model's channel_order): the GGUF's.
-    CHANNEL_ORDER = "interleaved"
-
     def qkv(self, block, x, positions):
         """q [b, t, heads, d], k and v [b, t, kv_heads, d] of hidden x."""
         c = self.config
