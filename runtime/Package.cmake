@@ -26,7 +26,7 @@ install(FILES
   include/kvq/Runtime/Runtime.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/Runtime)
 # What the C++ headers above include of the runtime's foundations.
-install(FILES include/kvq/ABI/ManifestSchema.h
+install(FILES include/kvq/ABI/ManifestSchema.h include/kvq/ABI/CacheLayout.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/ABI)
 install(FILES include/kvq/Support/Status.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvq/Support)

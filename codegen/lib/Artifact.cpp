@@ -54,7 +54,17 @@ mapLayerKernels(ArrayRef<LoweredKernel> kernels, unsigned numLayers) {
   return layers;
 }
 
-static llvm::json::Object describeSlice(const SliceLayout &slice) {
+/// A slice's layout: every field of kvq/ABI/CacheLayout.h under its key.
+static llvm::json::Object describeSlice(const abi::SliceLayout &slice) {
+  llvm::json::Object object;
+#define KVQ_SLICE_LAYOUT_KEY(Type, Id, Default) object[key::Id] = slice.Id;
+  KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_KEY)
+#undef KVQ_SLICE_LAYOUT_KEY
+  object[key::GroupWords] = llvm::json::Array(slice.GroupWords);
+  return object;
+}
+
+static llvm::json::Object describeScheme(const SliceLayout &slice) {
   if (!slice.isQuantized())
     return llvm::json::Object{
         {key::Kind, manifest::scheme_kind::FullPrecision}};
@@ -70,14 +80,8 @@ static llvm::json::Object describeSlice(const SliceLayout &slice) {
                             {key::Eta, quant.getEtaValue().value_or(0.0)},
                             {key::Clip, quant.getUniformClip().value_or(1.0)},
                             {key::Params, params},
-                            {key::ParamBytes, slice.paramBytes},
                             {key::KeyNorm, quant.getKeyNorm()},
-                            {key::PreRope, bool(quant.getPreRope())},
-                            {key::WordsPerGroup, slice.wordsPerGroup},
-                            {key::GroupsPerPage, slice.groupsPerPage},
-                            {key::CodesBytes, slice.codesBytes},
-                            {key::ScalesOffset, slice.scalesOffset},
-                            {key::ZerosOffset, slice.zerosOffset}};
+                            {key::PreRope, bool(quant.getPreRope())}};
 }
 
 /// `table`'s rows of `row` entries (one per kv-head).
@@ -96,11 +100,9 @@ static void describeTables(llvm::json::Object &scheme, const SliceLayout &slice,
   SliceTables tables = getSliceTables(slice, model, layer);
   if (slice.hasReorder())
     scheme[key::Reorder] = llvm::json::Object{
-        {key::WordsPerToken, slice.wordsPerToken},
         {key::Perm, describeRows<int32_t>(tables.perm, model.getHeadDim())},
-        {key::Sizes, describeRows<int32_t>(tables.sizes, slice.groupsPerToken)},
-        {key::GroupWords,
-         describeRows<int32_t>(tables.groupWords, slice.groupsPerToken)}};
+        {key::Sizes,
+         describeRows<int32_t>(tables.sizes, slice.GroupsPerToken)}};
   if (!tables.clips.empty())
     scheme[key::ClipTable] =
         describeRows<float>(tables.clips, tables.clipsPerHead);
@@ -111,15 +113,12 @@ static llvm::json::Object describeTensor(const TensorLayout &tensor,
                                          bool isKeys, ModelAttr model) {
   llvm::json::Array layers;
   for (auto [l, slice] : llvm::enumerate(tensor.layers)) {
-    llvm::json::Object scheme = describeSlice(slice);
+    llvm::json::Object scheme = describeScheme(slice);
     describeTables(scheme, slice, model, l);
-    layers.push_back(llvm::json::Object{
-        {key::Offset, tensor.layerOffsets[l]},
-        {key::SliceBytes, slice.sliceBytes},
-        {key::FlushKernel, kernels[l].flush[isKeys ? 0 : 1]},
-        {key::CodesFrom,
-         slice.codesFrom ? int64_t(*slice.codesFrom) : int64_t(-1)},
-        {key::Scheme, std::move(scheme)}});
+    layers.push_back(
+        llvm::json::Object{{key::Slice, describeSlice(slice)},
+                           {key::FlushKernel, kernels[l].flush[isKeys ? 0 : 1]},
+                           {key::Scheme, std::move(scheme)}});
   }
   WindowAttr window = tensor.window;
   return llvm::json::Object{{key::Sink, window.getSink()},

@@ -42,70 +42,29 @@ static LogicalResult checkSupported(Operation *op, QuantAttr quant,
   return success();
 }
 
-/// The word offsets of the reordered groups of `layer` (one list per
-/// kv-head, concatenated) and the words of one token's codes: each group's
-/// codes take whole words, the padding variable sizes cost.
-static unsigned layoutReorderedGroups(QuantAttr quant, ModelAttr model,
-                                      unsigned layer,
-                                      SmallVectorImpl<int32_t> &groupWords) {
-  // The verifier has checked that the table is readable and well-formed.
-  SmallVector<int64_t> sizes = *quant.getReorder().readSizes();
-  unsigned groups = model.getHeadDim() / quant.getGroup(), wordsPerToken = 0;
-  for (unsigned head = 0; head < model.getKvHeads(); ++head) {
-    uint64_t word = 0;
-    for (unsigned g = 0; g < groups; ++g) {
-      groupWords.push_back(int32_t(word));
-      word += quant.getGroupCodeBits(
-                  sizes[(uint64_t(layer) * model.getKvHeads() + head) * groups +
-                        g]) /
-              32;
-    }
-    wordsPerToken = std::max(wordsPerToken, unsigned(word));
-  }
-  return wordsPerToken;
-}
-
-static SliceLayout computeSlice(const LayerScheme &layer, unsigned index,
-                                ModelAttr model, unsigned pageTokens,
-                                unsigned dtypeBytes) {
-  SliceLayout slice;
-  slice.scheme = layer.scheme;
-  slice.quant = layer.getQuant();
-  slice.codesFrom = layer.codesFrom;
-  unsigned dim = model.getHeadDim();
-  if (!slice.quant) {
-    slice.sliceBytes = llvm::alignTo(uint64_t(pageTokens) * dim * dtypeBytes,
-                                     kLayoutAlignment);
-    return slice;
-  }
-  QuantAttr quant = slice.quant;
-  slice.wordsPerGroup = quant.getGroupCodeBits(quant.getGroup()) / 32;
-  if (quant.getSpan() == Span::Channels) {
-    slice.groupsPerToken = dim / quant.getGroup();
-    slice.groupsPerPage = pageTokens * slice.groupsPerToken;
-  } else {
-    slice.groupsPerPage = pageTokens / quant.getGroup() * dim;
-  }
-  slice.paramBytes = quant.getParamBits() / 8;
-  uint64_t paramArray = llvm::alignTo(
-      uint64_t(slice.groupsPerPage) * slice.paramBytes, kLayoutAlignment);
-  uint64_t codeWords = uint64_t(slice.groupsPerPage) * slice.wordsPerGroup;
+/// What the page layout needs of layer `index`'s scheme.
+static abi::SliceScheme getSliceScheme(const LayerScheme &layer, unsigned index,
+                                       ModelAttr model) {
+  abi::SliceScheme scheme;
+  scheme.CodesFrom = layer.codesFrom ? int64_t(*layer.codesFrom) : -1;
+  QuantAttr quant = layer.getQuant();
+  if (!quant)
+    return scheme;
+  scheme.Quantized = true;
+  scheme.Bits = quant.getBits();
+  scheme.Group = quant.getGroup();
+  scheme.SpanTokens = quant.getSpan() == Span::Tokens;
+  scheme.Sym = quant.getMode() == Mode::Sym;
+  scheme.ParamBytes = quant.getParamBits() / 8;
   if (quant.getReorder()) {
-    slice.wordsPerGroup = 0;
-    slice.wordsPerToken =
-        layoutReorderedGroups(quant, model, index, slice.groupWords);
-    codeWords = uint64_t(pageTokens) * slice.wordsPerToken;
+    // The verifier has checked that the table is readable and well-formed.
+    SmallVector<int64_t> sizes = *quant.getReorder().readSizes();
+    uint64_t row =
+        uint64_t(model.getKvHeads()) * (model.getHeadDim() / quant.getGroup());
+    scheme.ReorderSizes.assign(sizes.begin() + index * row,
+                               sizes.begin() + (index + 1) * row);
   }
-  // A layer that reuses another layer's codes stores none.
-  if (!slice.sharesCodes())
-    slice.codesBytes = llvm::alignTo(codeWords * 4, kLayoutAlignment);
-  slice.scalesOffset = slice.codesBytes;
-  slice.sliceBytes = slice.scalesOffset + paramArray;
-  if (quant.getMode() != Mode::Sym) {
-    slice.zerosOffset = slice.sliceBytes;
-    slice.sliceBytes += paramArray;
-  }
-  return slice;
+  return scheme;
 }
 
 template <typename TensorOpT>
@@ -114,8 +73,10 @@ static FailureOr<TensorLayout> computeTensor(TensorOpT op, ModelAttr model,
                                              unsigned dtypeBytes) {
   TensorLayout tensor;
   tensor.window = op.getWindow();
-  tensor.windowCapacity =
-      tensor.window.getRecent() + tensor.window.getFlush() - 1;
+  tensor.windowCapacity = unsigned(abi::getWindowCapacity(
+      tensor.window.getRecent(), tensor.window.getFlush()));
+  abi::PageShape shape{pageTokens, model.getKvHeads(), model.getHeadDim(),
+                       dtypeBytes};
   for (auto [index, layer] : llvm::enumerate(op.getLayerSchemes())) {
     // Layers append in order, so an owner after its sharer would not have
     // flushed the tokens the sharer attends to yet.
@@ -127,21 +88,14 @@ static FailureOr<TensorLayout> computeTensor(TensorOpT op, ModelAttr model,
       if (failed(checkSupported(op, quant, model.getHeadDim(),
                                 tensor.window.getFlush())))
         return failure();
-    tensor.layerOffsets.push_back(tensor.pageBytes);
-    tensor.layers.push_back(
-        computeSlice(layer, index, model, pageTokens, dtypeBytes));
-    tensor.pageBytes +=
-        uint64_t(model.getKvHeads()) * tensor.layers.back().sliceBytes;
+    SliceLayout slice;
+    static_cast<abi::SliceLayout &>(slice) =
+        abi::computeSliceLayout(getSliceScheme(layer, index, model), shape);
+    slice.scheme = layer.scheme;
+    slice.quant = layer.getQuant();
+    tensor.layers.push_back(std::move(slice));
   }
-  for (auto [index, slice] : llvm::enumerate(tensor.layers)) {
-    if (!slice.codesFrom)
-      continue;
-    unsigned owner = *slice.codesFrom;
-    slice.codesLayerDelta = int64_t(tensor.layerOffsets[owner]) -
-                            int64_t(tensor.layerOffsets[index]);
-    slice.codesHeadDelta =
-        int64_t(tensor.layers[owner].sliceBytes) - int64_t(slice.sliceBytes);
-  }
+  tensor.pageBytes = abi::placeSlices(tensor.layers, model.getKvHeads());
   return tensor;
 }
 
@@ -172,10 +126,11 @@ static FailureOr<PoolLayoutAttr> computePoolLayout(CacheOp cache) {
       return cache.emitOpError("kvq-compile does not support outlier pools "
                                "with pre-RoPE keys (layer ")
              << index << ")";
-  unsigned entries = pool.getCapacity() + pool.getExtra();
-  return PoolLayoutAttr::get(cache.getContext(), pool.getCapacity(),
-                             pool.getExtra(), pool.getFirstLayer(), entries,
-                             entries + PoolLayoutAttr::kHeaderWords);
+  abi::PoolLayout layout = abi::computePoolLayout(
+      pool.getCapacity(), pool.getExtra(), pool.getFirstLayer());
+  return PoolLayoutAttr::get(cache.getContext(), layout.Capacity, layout.Extra,
+                             layout.FirstLayer, layout.Entries,
+                             layout.IndexWords);
 }
 
 SliceTables kvq::getSliceTables(const SliceLayout &slice, ModelAttr model,
@@ -196,7 +151,6 @@ SliceTables kvq::getSliceTables(const SliceLayout &slice, ModelAttr model,
   if (ReorderAttr reorder = quant.getReorder()) {
     tables.perm = cut(*reorder.readPerm(), dim);
     tables.sizes = cut(*reorder.readSizes(), groups);
-    tables.groupWords = slice.groupWords;
   }
   if (quant.getClipTable()) {
     SmallVector<double> clips = *quant.readClipTable();
@@ -265,23 +219,11 @@ FailureOr<CacheLayout> kvq::computeCacheLayout(CacheOp cache) {
 // The #kvq.layout attribute
 //===----------------------------------------------------------------------===//
 
-static SliceLayoutAttr getSliceAttr(const SliceLayout &slice, uint64_t offset,
-                                    MLIRContext *ctx) {
-  return SliceLayoutAttr::get(
-      ctx, offset, slice.sliceBytes, slice.wordsPerGroup, slice.groupsPerToken,
-      slice.groupsPerPage, slice.paramBytes, slice.codesBytes,
-      slice.scalesOffset, slice.zerosOffset,
-      slice.codesFrom ? int64_t(*slice.codesFrom) : int64_t(-1),
-      slice.codesLayerDelta, slice.codesHeadDelta, slice.wordsPerToken,
-      slice.hasReorder() ? DenseI32ArrayAttr::get(ctx, slice.groupWords)
-                         : DenseI32ArrayAttr());
-}
-
 static TensorLayoutAttr getTensorAttr(const TensorLayout &tensor,
                                       MLIRContext *ctx) {
   SmallVector<Attribute> slices;
-  for (auto [slice, offset] : llvm::zip(tensor.layers, tensor.layerOffsets))
-    slices.push_back(getSliceAttr(slice, offset, ctx));
+  for (const SliceLayout &slice : tensor.layers)
+    slices.push_back(SliceLayoutAttr::get(ctx, slice));
   return TensorLayoutAttr::get(ctx, tensor.windowCapacity, tensor.pageBytes,
                                ArrayAttr::get(ctx, slices));
 }
@@ -295,24 +237,9 @@ LayoutAttr kvq::getLayoutAttr(const CacheLayout &layout, MLIRContext *ctx) {
 
 static SliceLayout decodeSlice(SliceLayoutAttr attr, const LayerScheme &layer) {
   SliceLayout slice;
+  static_cast<abi::SliceLayout &>(slice) = attr.getLayout();
   slice.scheme = layer.scheme;
   slice.quant = layer.getQuant();
-  slice.wordsPerGroup = attr.getWordsPerGroup();
-  slice.groupsPerToken = attr.getGroupsPerToken();
-  slice.groupsPerPage = attr.getGroupsPerPage();
-  slice.paramBytes = attr.getParamBytes();
-  slice.codesBytes = attr.getCodesBytes();
-  slice.scalesOffset = attr.getScalesOffset();
-  slice.zerosOffset = attr.getZerosOffset();
-  slice.sliceBytes = attr.getSliceBytes();
-  if (attr.getCodesFrom() >= 0)
-    slice.codesFrom = unsigned(attr.getCodesFrom());
-  slice.codesLayerDelta = attr.getCodesLayerDelta();
-  slice.codesHeadDelta = attr.getCodesHeadDelta();
-  slice.wordsPerToken = attr.getWordsPerToken();
-  if (DenseI32ArrayAttr words = attr.getGroupWords())
-    slice.groupWords.assign(words.asArrayRef().begin(),
-                            words.asArrayRef().end());
   return slice;
 }
 
@@ -352,7 +279,6 @@ static FailureOr<TensorLayout> decodeTensor(TensorOpT op, TensorLayoutAttr attr,
         (slice.getCodesFrom() >= 0) != layer.codesFrom.has_value() ||
         !fitsReorder(slice, layer.getQuant(), model))
       return op.emitOpError("kvq.layout does not fit layer ") << index;
-    tensor.layerOffsets.push_back(slice.getOffset());
     tensor.layers.push_back(decodeSlice(slice, layer));
   }
   return tensor;

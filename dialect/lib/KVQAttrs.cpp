@@ -362,7 +362,7 @@ unsigned QuantAttr::getParamBits() const {
 }
 
 uint64_t QuantAttr::getGroupCodeBits(uint64_t size) const {
-  return llvm::alignTo(size * getBits(), 32);
+  return abi::getGroupCodeBits(getBits(), size);
 }
 
 std::optional<double> QuantAttr::getUniformClip() const {
@@ -509,6 +509,40 @@ static bool isWithin(int64_t offset, uint64_t bytes, uint64_t size) {
          bytes <= size - uint64_t(offset);
 }
 
+/// The numbers of #kvq.slice_layout's parameters, which are
+/// kvq/ABI/CacheLayout.h's fields in its order.
+static abi::SliceLayout makeSliceLayout(
+#define KVQ_SLICE_LAYOUT_PARAM(Type, Id, Default) Type Id,
+    KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_PARAM)
+#undef KVQ_SLICE_LAYOUT_PARAM
+        DenseI32ArrayAttr groupWords) {
+  abi::SliceLayout slice;
+#define KVQ_SLICE_LAYOUT_SET(Type, Id, Default) slice.Id = Id;
+  KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_SET)
+#undef KVQ_SLICE_LAYOUT_SET
+  if (groupWords)
+    slice.GroupWords.assign(groupWords.asArrayRef().begin(),
+                            groupWords.asArrayRef().end());
+  return slice;
+}
+
+SliceLayoutAttr SliceLayoutAttr::get(MLIRContext *ctx,
+                                     const abi::SliceLayout &layout) {
+#define KVQ_SLICE_LAYOUT_ARG(Type, Id, Default) layout.Id,
+  return Base::get(ctx, KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_ARG)
+                                layout.hasReorder()
+                            ? DenseI32ArrayAttr::get(ctx, layout.GroupWords)
+                            : DenseI32ArrayAttr());
+#undef KVQ_SLICE_LAYOUT_ARG
+}
+
+abi::SliceLayout SliceLayoutAttr::getLayout() const {
+#define KVQ_SLICE_LAYOUT_GET(Type, Id, Default) get##Id(),
+  return makeSliceLayout(KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_GET)
+                             getGroupWords());
+#undef KVQ_SLICE_LAYOUT_GET
+}
+
 LogicalResult SliceLayoutAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, uint64_t offset,
     uint64_t sliceBytes, unsigned wordsPerGroup, unsigned groupsPerToken,
@@ -516,30 +550,12 @@ LogicalResult SliceLayoutAttr::verify(
     uint64_t scalesOffset, int64_t zerosOffset, int64_t codesFrom,
     int64_t codesLayerDelta, int64_t codesHeadDelta, unsigned wordsPerToken,
     DenseI32ArrayAttr groupWords) {
-  if (offset % kLayoutAlignment || sliceBytes % kLayoutAlignment ||
-      scalesOffset % kLayoutAlignment ||
-      (zerosOffset > 0 && zerosOffset % kLayoutAlignment))
-    return emitError() << "slice offsets and sizes must be multiples of "
-                       << kLayoutAlignment << " bytes";
-  uint64_t params = uint64_t(groupsPerPage) * paramBytes;
-  if (codesBytes > sliceBytes ||
-      (paramBytes && !isWithin(scalesOffset, params, sliceBytes)) ||
-      (zerosOffset >= 0 && !isWithin(zerosOffset, params, sliceBytes)))
-    return emitError() << "codes or parameters lie outside the " << sliceBytes
-                       << "-byte slice";
-  if (codesFrom < -1)
-    return emitError() << "codes_from must be -1 or a layer";
-  if (groupWords) {
-    if (wordsPerGroup || !groupsPerToken ||
-        groupWords.size() % groupsPerToken != 0)
-      return emitError() << "group_words needs groups_per_token and no "
-                            "words_per_group";
-    for (int32_t word : groupWords.asArrayRef())
-      if (word < 0 || unsigned(word) >= wordsPerToken)
-        return emitError() << "group_words must lie in [0, words_per_token)";
-  } else if (wordsPerToken) {
-    return emitError() << "words_per_token needs group_words";
-  }
+  abi::SliceLayout slice = makeSliceLayout(
+      offset, sliceBytes, wordsPerGroup, groupsPerToken, groupsPerPage,
+      paramBytes, codesBytes, scalesOffset, zerosOffset, codesFrom,
+      codesLayerDelta, codesHeadDelta, wordsPerToken, groupWords);
+  if (const char *error = abi::findLayoutError(slice))
+    return emitError() << error;
   return success();
 }
 

@@ -246,35 +246,50 @@ SchemeLayout parseScheme(const Json &J, const std::string &P) {
   S.Eta = getNumber(J, key::Eta, P);
   S.Clip = getNumber(J, key::Clip, P);
   S.Params = getString(J, key::Params, P);
-  S.ParamBytes = getU32(J, key::ParamBytes, P);
   S.KeyNorm = getBool(J, key::KeyNorm, P);
   S.PreRope = getBool(J, key::PreRope, P);
-  S.WordsPerGroup = getU32(J, key::WordsPerGroup, P);
-  S.GroupsPerPage = getU32(J, key::GroupsPerPage, P);
-  S.CodesBytes = getUInt(J, key::CodesBytes, P);
-  S.ScalesOffset = getInt(J, key::ScalesOffset, P);
-  S.ZerosOffset = getInt(J, key::ZerosOffset, P);
   check(S.Bits >= 1 && S.Bits <= 16 && S.Group > 0,
         "'" + P + "' has invalid bits or group");
-  check(S.ScalesOffset >= 0, "'" + P + ".scales_offset' must be >= 0");
-  check((S.ZerosOffset < 0) == (S.Mode == "sym"),
-        "'" + P + ".zeros_offset' must be -1 exactly for sym");
   return S;
 }
 
-/// The codes and parameters a scheme places in a slice stay inside it.
-void checkSchemeFits(const LayerLayout &L, const std::string &P) {
-  const SchemeLayout &S = L.Scheme;
-  if (!S.Quantized)
-    return;
-  auto Within = [&](int64_t Offset, uint64_t Bytes) {
-    return Offset >= 0 && uint64_t(Offset) <= L.SliceBytes &&
-           Bytes <= L.SliceBytes - uint64_t(Offset);
-  };
-  uint64_t ParamBytes = uint64_t(S.GroupsPerPage) * S.ParamBytes;
-  check(S.CodesBytes <= L.SliceBytes && Within(S.ScalesOffset, ParamBytes) &&
-            (S.ZerosOffset < 0 || Within(S.ZerosOffset, ParamBytes)),
-        "'" + P + ".scheme' places codes or parameters outside the slice");
+void readField(const Json &J, const char *Key, const std::string &P,
+               uint64_t &Value) {
+  Value = getBounded(J, Key, P, kMaxPageBytes);
+}
+void readField(const Json &J, const char *Key, const std::string &P,
+               unsigned &Value) {
+  Value = getU32(J, Key, P);
+}
+void readField(const Json &J, const char *Key, const std::string &P,
+               int64_t &Value) {
+  Value = getInt(J, Key, P);
+  check(Value >= -int64_t(kMaxPageBytes) && Value <= int64_t(kMaxPageBytes),
+        "'" + join(P, Key) + "' is out of range");
+}
+
+/// A layer's page layout: every field of kvq/ABI/CacheLayout.h, obeying the
+/// rules of any slice (findLayoutError).
+abi::SliceLayout parseSlice(const Json &J, const std::string &P) {
+  abi::SliceLayout S;
+#define KVQ_SLICE_LAYOUT_READ(Type, Id, Default) readField(J, key::Id, P, S.Id);
+  KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_READ)
+#undef KVQ_SLICE_LAYOUT_READ
+  const Json &Words = field(J, key::GroupWords, P);
+  // At most a word per channel of every kv-head of the largest model.
+  constexpr size_t kMaxGroupWords = size_t(4096) * 16384;
+  check(Words.is_array() && Words.size() <= kMaxGroupWords,
+        "'" + join(P, key::GroupWords) + "' must be an array of at most " +
+            std::to_string(kMaxGroupWords) + " entries");
+  for (const Json &W : Words) {
+    check(W.is_number_integer(),
+          "'" + join(P, key::GroupWords) + "' must hold integers");
+    S.GroupWords.push_back(int32_t(std::clamp<int64_t>(
+        W.get<int64_t>(), -1, std::numeric_limits<int32_t>::max())));
+  }
+  if (const char *Error = abi::findLayoutError(S))
+    fail("'" + P + "': " + Error);
+  return S;
 }
 
 /// `Rows` arrays (one per kv-head) of `Row` numbers each under `Key`.
@@ -315,13 +330,9 @@ void parseTables(const Json &J, LayerLayout &L, const ModelShape &Model,
   if (J.contains(key::Reorder)) {
     const Json &R = J[key::Reorder];
     std::string RP = P + ".reorder";
-    check(!S.SpanTokens && S.WordsPerGroup == 0,
-          "'" + RP + "' needs span = channels and words_per_group = 0");
-    S.WordsPerToken = getU32(R, key::WordsPerToken, RP);
+    check(!S.SpanTokens, "'" + RP + "' needs span = channels");
     S.Perm = getRows<unsigned>(R, key::Perm, RP, Model.KvHeads, D);
     S.GroupSizes = getRows<unsigned>(R, key::Sizes, RP, Model.KvHeads, Groups);
-    S.GroupWords =
-        getRows<unsigned>(R, key::GroupWords, RP, Model.KvHeads, Groups);
     for (unsigned H = 0; H < Model.KvHeads; ++H) {
       std::vector<bool> Seen(D, false);
       for (unsigned C : S.Perm[H]) {
@@ -331,19 +342,11 @@ void parseTables(const Json &J, LayerLayout &L, const ModelShape &Model,
       }
       uint64_t Total = 0;
       for (unsigned G = 0; G < Groups; ++G) {
-        check(S.GroupSizes[H][G] > 0 && S.GroupWords[H][G] < S.WordsPerToken,
-              "'" + RP + "' has an empty group or a word past the token");
+        check(S.GroupSizes[H][G] > 0, "'" + RP + "' has an empty group");
         Total += S.GroupSizes[H][G];
       }
       check(Total == D, "'" + RP + ".sizes' rows must sum to head_dim");
     }
-    // Page tokens = groups per page / groups per token.
-    check(L.CodesFrom >= 0 ||
-              uint64_t(S.WordsPerToken) * 4 * (S.GroupsPerPage / Groups) <=
-                  S.CodesBytes,
-          "'" + RP + "' places codes outside the slice's codes");
-  } else {
-    check(S.WordsPerGroup > 0, "'" + P + ".words_per_group' must be positive");
   }
   if (J.contains(key::ClipTable)) {
     S.ClipTable = getRows<double>(J, key::ClipTable, P, Model.KvHeads, Groups);
@@ -354,8 +357,82 @@ void parseTables(const Json &J, LayerLayout &L, const ModelShape &Model,
   }
 }
 
+/// The bytes of a scheme's parameter dtype (the dialect's four).
+unsigned paramBytes(const std::string &Params, const std::string &P) {
+  if (Params == "f32")
+    return 4;
+  if (Params == "f16" || Params == "bf16")
+    return 2;
+  if (Params != "f8E4M3FN")
+    fail("'" + P + ".params' must be f32, f16, bf16 or f8E4M3FN, got '" +
+         Params + "'");
+  return 1;
+}
+
+/// What the page layout needs of a parsed scheme, after checking that its
+/// group divides what it groups (so the layout is the compiler's).
+abi::SliceScheme getSliceScheme(const LayerLayout &L, const ModelShape &Model,
+                                unsigned PageTokens, const std::string &P) {
+  const SchemeLayout &S = L.Scheme;
+  abi::SliceScheme Scheme;
+  Scheme.CodesFrom = L.Slice.CodesFrom;
+  if (!S.Quantized)
+    return Scheme;
+  check(S.SpanTokens ? PageTokens % S.Group == 0 : Model.HeadDim % S.Group == 0,
+        "'" + P + ".group' must divide " +
+            (S.SpanTokens ? "page_tokens" : "head_dim"));
+  Scheme.Quantized = true;
+  Scheme.Bits = S.Bits;
+  Scheme.Group = S.Group;
+  Scheme.SpanTokens = S.SpanTokens;
+  Scheme.Sym = S.Mode == "sym";
+  Scheme.ParamBytes = paramBytes(S.Params, P);
+  for (const std::vector<unsigned> &Row : S.GroupSizes)
+    Scheme.ReorderSizes.insert(Scheme.ReorderSizes.end(), Row.begin(),
+                               Row.end());
+  return Scheme;
+}
+
+/// The first field in which `Got` differs from `Want`, as "name is X, the
+/// schemes give Y".
+std::string describeDifference(const abi::SliceLayout &Got,
+                               const abi::SliceLayout &Want) {
+#define KVQ_SLICE_LAYOUT_DIFF(Type, Id, Default)                               \
+  if (Got.Id != Want.Id)                                                       \
+    return std::string(key::Id) + " is " + std::to_string(Got.Id) +            \
+           ", the schemes give " + std::to_string(Want.Id);
+  KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_DIFF)
+#undef KVQ_SLICE_LAYOUT_DIFF
+  return std::string(key::GroupWords) + " differ from the schemes'";
+}
+
+/// The page layout of `T` is the one its schemes give (kvq/ABI/CacheLayout.h,
+/// the arithmetic the compiler laid the pages out by): the kernels write
+/// and read the pages the manifest describes, and every region lies inside
+/// its slice and every slice inside the page.
+void checkPageLayout(const TensorLayout &T, const ModelShape &Model,
+                     unsigned PageTokens, const std::string &P) {
+  abi::PageShape Shape{PageTokens, Model.KvHeads, Model.HeadDim,
+                       byteSize(Model.Type)};
+  std::vector<abi::SliceLayout> Want;
+  for (size_t I = 0; I < T.Layers.size(); ++I) {
+    std::string LP = P + ".layers[" + std::to_string(I) + "]";
+    Want.push_back(abi::computeSliceLayout(
+        getSliceScheme(T.Layers[I], Model, PageTokens, LP + ".scheme"), Shape));
+  }
+  uint64_t PageBytes = abi::placeSlices(Want, Model.KvHeads);
+  for (size_t I = 0; I < T.Layers.size(); ++I)
+    if (T.Layers[I].Slice != Want[I])
+      fail("'" + P + ".layers[" + std::to_string(I) + "].slice' does not " +
+           "match its scheme: " +
+           describeDifference(T.Layers[I].Slice, Want[I]));
+  check(T.PageBytes == PageBytes,
+        "'" + P + ".page_bytes' is " + std::to_string(T.PageBytes) +
+            ", the schemes give " + std::to_string(PageBytes));
+}
+
 TensorLayout parseTensor(const Json &J, const std::string &P,
-                         const ModelShape &Model) {
+                         const ModelShape &Model, unsigned PageTokens) {
   TensorLayout T;
   T.Sink = unsigned(getBounded(J, key::Sink, P, kMaxTokens));
   T.Recent = unsigned(getBounded(J, key::Recent, P, kMaxTokens));
@@ -364,7 +441,7 @@ TensorLayout parseTensor(const Json &J, const std::string &P,
       unsigned(getBounded(J, key::WindowCapacity, P, 2 * kMaxTokens));
   T.PageBytes = getBounded(J, key::PageBytes, P, kMaxPageBytes);
   check(T.Flush >= 1, "'" + P + ".flush' must be >= 1");
-  check(uint64_t(T.WindowCapacity) == uint64_t(T.Recent) + T.Flush - 1,
+  check(T.WindowCapacity == abi::getWindowCapacity(T.Recent, T.Flush),
         "'" + P + ".window_capacity' must be recent + flush - 1");
   check(T.PageBytes % 16 == 0,
         "'" + P + ".page_bytes' must be a multiple of 16");
@@ -374,23 +451,15 @@ TensorLayout parseTensor(const Json &J, const std::string &P,
   for (size_t I = 0; I < Layers.size(); ++I) {
     std::string LP = P + ".layers[" + std::to_string(I) + "]";
     LayerLayout L;
-    L.Offset = getBounded(Layers[I], key::Offset, LP, T.PageBytes);
-    L.SliceBytes = getBounded(Layers[I], key::SliceBytes, LP, T.PageBytes);
-    check(L.Offset % 16 == 0 && L.SliceBytes % 16 == 0,
-          "'" + LP + "' offset and slice_bytes must be multiples of 16");
+    L.Slice = parseSlice(field(Layers[I], key::Slice, LP), LP + ".slice");
+    check(L.Slice.CodesFrom < int64_t(I),
+          "'" + LP + ".slice.codes_from' must be -1 or an earlier layer");
     L.FlushKernel = getString(Layers[I], key::FlushKernel, LP);
-    int64_t CodesFrom = getInt(Layers[I], key::CodesFrom, LP);
-    check(CodesFrom >= -1 && CodesFrom < int64_t(I),
-          "'" + LP + ".codes_from' must be -1 or an earlier layer");
-    L.CodesFrom = int(CodesFrom);
     L.Scheme = parseScheme(field(Layers[I], key::Scheme, LP), LP + ".scheme");
-    // Offset, SliceBytes <= PageBytes <= 2^40 and KvHeads <= 4096: exact.
-    check(L.Offset + Model.KvHeads * L.SliceBytes <= T.PageBytes,
-          "'" + LP + "' slices exceed the page");
-    checkSchemeFits(L, LP);
     parseTables(field(Layers[I], key::Scheme, LP), L, Model, LP + ".scheme");
     T.Layers.push_back(std::move(L));
   }
+  checkPageLayout(T, Model, PageTokens, P);
   return T;
 }
 
@@ -401,15 +470,12 @@ PoolLayout parsePool(const Json &J, const ModelShape &Model) {
   Pool.FirstLayer =
       unsigned(getBounded(J, key::FirstLayer, "pool", Model.Layers));
   Pool.Entries = unsigned(getBounded(J, key::Entries, "pool", 2 * kMaxTokens));
-  Pool.IndexWords =
-      unsigned(getBounded(J, key::IndexWords, "pool", 2 * kMaxTokens + 4));
-  bool Consistent =
-      Pool.Capacity
-          ? Pool.Entries == Pool.Capacity + Pool.Extra &&
-                Pool.IndexWords == Pool.Entries + 4
-          : Pool.Extra == 0 && Pool.Entries == 0 && Pool.IndexWords == 0;
-  check(Consistent, "'pool' needs entries = capacity + extra and index_words "
-                    "= entries + 4 (all 0 without pools)");
+  Pool.IndexWords = unsigned(getBounded(
+      J, key::IndexWords, "pool", 2 * kMaxTokens + abi::kPoolHeaderWords));
+  check(Pool ==
+            abi::computePoolLayout(Pool.Capacity, Pool.Extra, Pool.FirstLayer),
+        "'pool' needs entries = capacity + extra and index_words = entries + " +
+            std::to_string(abi::kPoolHeaderWords) + " (all 0 without pools)");
   return Pool;
 }
 
@@ -529,9 +595,9 @@ Manifest parseTopLevel(const Json &J) {
   M.StorageBits = getNumber(Bits, key::StorageBits, "bits");
   const Json &Tensors = field(J, key::Tensors, "");
   M.Keys = parseTensor(field(Tensors, key::Keys, "tensors"), "tensors.keys",
-                       M.Model);
+                       M.Model, M.PageTokens);
   M.Values = parseTensor(field(Tensors, key::Values, "tensors"),
-                         "tensors.values", M.Model);
+                         "tensors.values", M.Model, M.PageTokens);
   const Json &Layers = field(J, key::Layers, "");
   check(Layers.is_array(), "'layers' must be an array");
   for (size_t I = 0; I < Layers.size(); ++I) {

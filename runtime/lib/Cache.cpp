@@ -656,9 +656,9 @@ Expected<std::vector<uint8_t>> Cache::readSlicePage(Tensor T, SequenceId Seq,
                              " pages, not " + std::to_string(Page + 1));
   const LayerLayout &L = P->layout(T).Layers[Layer];
   return readBytes(*P->B,
-                   P->pageAddr(T, Pages[Page]) + L.Offset +
-                       uint64_t(KvHead) * L.SliceBytes,
-                   L.SliceBytes);
+                   P->pageAddr(T, Pages[Page]) + L.Slice.Offset +
+                       uint64_t(KvHead) * L.Slice.SliceBytes,
+                   L.Slice.SliceBytes);
 }
 
 /// The full-precision rows of one region (window or sink) of (Seq, Layer).

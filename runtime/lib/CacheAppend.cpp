@@ -378,7 +378,7 @@ Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
   abi::KernelArgs Args(abi::KernelKind::Flush);
   Args.set(A::Window, C.windowAddr(T, Layer, S.Slot));
   Args.set(A::Input, Input);
-  Args.set(A::Pages, C.Pages[int(T)] + LL.Offset);
+  Args.set(A::Pages, C.Pages[int(T)] + LL.Slice.Offset);
   Args.set(A::Table, C.tableAddr(T, S.Slot));
   Args.set(A::Norms, C.normsAddr(Layer, S.Slot));
   Args.set(A::Saturated, C.saturatedAddr(T, Layer));
@@ -517,7 +517,7 @@ struct AppendUndo {
 /// The bytes of a page that hold Layer's slices, one per kv-head.
 size_t layerBytes(const Cache::Impl &C, Tensor T, unsigned Layer) {
   return size_t(C.manifest().Model.KvHeads) *
-         C.layout(T).Layers[Layer].SliceBytes;
+         C.layout(T).Layers[Layer].Slice.SliceBytes;
 }
 
 /// Whether the flush of Plan starts inside a page the sequence holds.
@@ -528,7 +528,8 @@ bool flushContinuesPage(const AppendPlan &Plan, unsigned PageTokens) {
 /// Where Layer's slices start in logical page I of S.
 DevicePtr layerAddr(const Cache::Impl &C, const SequenceState &S, Tensor T,
                     unsigned Layer, unsigned I) {
-  return C.pageAddr(T, S.Pages[int(T)][I]) + C.layout(T).Layers[Layer].Offset;
+  return C.pageAddr(T, S.Pages[int(T)][I]) +
+         C.layout(T).Layers[Layer].Slice.Offset;
 }
 
 /// Records what the flushes of `Works` will change (no page is shared:
@@ -687,7 +688,7 @@ bool checkingInFlushesPays(const Cache::Impl &C, unsigned Layer,
 Status Cache::Impl::checkSharingOrder(const SequenceState &S, unsigned Layer,
                                       const AppendItem &I) const {
   for (Tensor T : {Tensor::Keys, Tensor::Values}) {
-    int Owner = layout(T).Layers[Layer].CodesFrom;
+    int Owner = int(layout(T).Layers[Layer].Slice.CodesFrom);
     if (Owner < 0)
       continue;
     uint64_t After = uint64_t(S.Layers[Layer][T].total()) + I.NumTokens;

@@ -173,8 +173,10 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   Attend.set(A::Out, *OutDev);
   Attend.set(A::Arrivals, *ArrivalsDev);
   Attend.set(A::Seqs, *SeqsDev);
-  Attend.set(A::KPages, Pages[K] + layout(Tensor::Keys).Layers[Layer].Offset);
-  Attend.set(A::VPages, Pages[V] + layout(Tensor::Values).Layers[Layer].Offset);
+  Attend.set(A::KPages,
+             Pages[K] + layout(Tensor::Keys).Layers[Layer].Slice.Offset);
+  Attend.set(A::VPages,
+             Pages[V] + layout(Tensor::Values).Layers[Layer].Slice.Offset);
   Attend.set(A::KTables, Tables[K]);
   Attend.set(A::VTables, Tables[V]);
   Attend.set(A::KSink, sinkAddr(Tensor::Keys, Layer, 0));

@@ -338,7 +338,7 @@ Status checkLayers(const Manifest &M, const SavedSequence &S,
     if (!M.Layers[L].KeyNorm.empty() && S.HasNorms[L] != (Total > 0))
       return fileError(Layer + ": key norms do not match its tokens");
     for (Tensor T : {Tensor::Keys, Tensor::Values}) {
-      int Owner = M.tensor(T).Layers[L].CodesFrom;
+      int Owner = int(M.tensor(T).Layers[L].Slice.CodesFrom);
       if (Owner >= 0 && S.Layers[Owner][T].total() < Total)
         return fileError(Layer + " holds more tokens than layer " +
                          std::to_string(Owner) + ", whose codes it reads");

@@ -15,19 +15,18 @@
 // BITS: code-bits = 2.25{{$}}
 
 // MANIFEST: "reorder": {
-// MANIFEST-NEXT: "group_words": [
-// MANIFEST-NEXT: [
+// MANIFEST-NEXT: "perm": [
+// MANIFEST: "slice": {
+// MANIFEST: "group_words": [
 // MANIFEST-NEXT: 0,
 // MANIFEST-NEXT: 1,
 // MANIFEST-NEXT: 2,
-// MANIFEST-NEXT: 3
-// MANIFEST-NEXT: ],
-// MANIFEST-NEXT: [
+// MANIFEST-NEXT: 3,
 // MANIFEST-NEXT: 0,
 // MANIFEST-NEXT: 1,
 // MANIFEST-NEXT: 3,
 // MANIFEST-NEXT: 4
-// MANIFEST-NEXT: ]
+// MANIFEST-NEXT: ],
 // MANIFEST: "words_per_token": 5
 // MANIFEST: "clip_table": [
 // MANIFEST-NEXT: [

@@ -58,19 +58,20 @@ def read_page(cache, artifact, seq, tensor, tokens):
     """Codes, scales and zero-points of page 0 of layer 0, kv-head 0 of the
     sequence `seq`, decoded with the manifest's layout."""
     with open(artifact.manifest_path) as f:
-        scheme = json.load(f)["tensors"][tensor]["layers"][0]["scheme"]
+        layer = json.load(f)["tensors"][tensor]["layers"][0]
+    scheme, layout = layer["scheme"], layer["slice"]
     raw = np.frombuffer(cache.read_slice_page(tensor, seq, 0, 0, 0), np.uint8)
     groups = 64 // scheme["group"] * tokens
-    words = raw[: scheme["codes_bytes"]].view("<u4")
+    words = raw[: layout["codes_bytes"]].view("<u4")
     codes = []
     for n in range(groups):
-        group_words = words[n * scheme["words_per_group"]:]
+        group_words = words[n * layout["words_per_group"]:]
         bits = scheme["bits"]
         codes.append([(int(group_words[j * bits // 32]) >> (j * bits % 32)) & ((1 << bits) - 1)
                       for j in range(scheme["group"])])
-    size = scheme["param_bytes"]
+    size = layout["param_bytes"]
     params = []
-    for offset in (scheme["scales_offset"], scheme["zeros_offset"]):
+    for offset in (layout["scales_offset"], layout["zeros_offset"]):
         chunk = raw[offset: offset + groups * size]
         params.append(f8e4m3_table()[chunk] if size == 1 else chunk.view("<f2").astype(np.float32))
     return np.array(codes), params[0], params[1]

@@ -140,7 +140,7 @@ inline bool sumsFitI32(uint64_t terms, unsigned bits) {
 inline bool hasFieldCodes(const SliceLayout &slice) {
   QuantAttr quant = slice.quant;
   return quant.getBits() == 3 && quant.getGroup() % 32 == 0 &&
-         slice.wordsPerGroup * 32 == quant.getGroup() * 3;
+         slice.WordsPerGroup * 32 == quant.getGroup() * 3;
 }
 
 /// The most query heads one pass over the tokens serves: each has a dot
@@ -237,7 +237,7 @@ private:
   void sumQueryGroups();
   Value groupSum(unsigned r, Value g) {
     return kb.loadF32(groupSums,
-                      kb.add(kb.i32(r * slice(true).groupsPerToken), g));
+                      kb.add(kb.i32(r * slice(true).GroupsPerToken), g));
   }
   void scoreRange(Range range, unsigned region);
   // The vector forms of the quantized loops (AttendVector.cpp).

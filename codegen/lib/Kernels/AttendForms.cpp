@@ -97,10 +97,10 @@ bool AttendFormSelector::scoresChannelGroupsOnI16() const {
     return false;
   // Every group in each vector, and a token's codes within one 64-byte
   // shuffle.
-  unsigned lanes = info.vectorLanes, groups = keys.groupsPerToken;
+  unsigned lanes = info.vectorLanes, groups = keys.GroupsPerToken;
   unsigned bits = keys.quant.getBits(), group = keys.quant.getGroup();
   if (bits > 8 || groups > lanes || lanes % groups != 0 ||
-      groups * keys.wordsPerGroup * 4 > 64 || group % (2 * lanes / groups) != 0)
+      groups * keys.WordsPerGroup * 4 > 64 || group % (2 * lanes / groups) != 0)
     return false;
   // A head's i32 lanes of a group are summed before they go to f32.
   return sumsFitI32(group, bits);
@@ -117,11 +117,11 @@ bool AttendFormSelector::sumsChannelGroupsOnI16() const {
     return false;
   // Passes of whole groups whose two tokens' codes fit one 64-byte shuffle.
   unsigned groupChunks = group / lanes;
-  unsigned chunks = values.groupsPerToken * groupChunks;
+  unsigned chunks = values.GroupsPerToken * groupChunks;
   unsigned passChunks =
       planValuePasses(info, heads, chunks, groupChunks).second;
   return passChunks % groupChunks == 0 &&
-         2 * (passChunks / groupChunks) * values.wordsPerGroup * 4 <= 64;
+         2 * (passChunks / groupChunks) * values.WordsPerGroup * 4 <= 64;
 }
 
 bool AttendFormSelector::sumsTokenBlocksOnI16() const {
@@ -150,7 +150,7 @@ bool AttendFormSelector::scoresTokenBlocksOnMatrix() const {
   // A tile's 16 tokens are whole bytes of one word of each channel, rows g
   // and g + 8 in one byte: 1 or 2 bits.
   return bits <= 2 && group % MatrixUnit::kM == 0 &&
-         keys.wordsPerGroup * 32 == group * bits && dim % MatrixUnit::kK == 0;
+         keys.WordsPerGroup * 32 == group * bits && dim % MatrixUnit::kK == 0;
 }
 
 bool AttendFormSelector::scoresChannelGroupsOnMatrix() const {
@@ -170,7 +170,7 @@ bool AttendFormSelector::sumsChannelGroupsOnMatrix() const {
   return 8 % bits == 0 && dim % MatrixUnit::kM == 0 &&
          group % rowChannels == 0 && rowBytes % 2 == 0 &&
          (rowBytes <= 4 ? 4 % rowBytes == 0 : rowBytes % 4 == 0) &&
-         values.wordsPerGroup * 32 == group * bits &&
+         values.WordsPerGroup * 32 == group * bits &&
          layout.pageTokens % MatrixUnit::kK == 0;
 }
 

@@ -146,7 +146,7 @@ SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
   KernelTarget &target = kb.getTarget();
   const SliceLayout &keys = slice(true);
   unsigned bits = keys.quant.getBits(), lanes = target.getVectorLanes();
-  unsigned streamBytes = keys.wordsPerGroup * 4;
+  unsigned streamBytes = keys.WordsPerGroup * 4;
   OpBuilder &builder = kb.builder();
   Type i32 = builder.getI32Type();
   SmallVector<Value> zeros(count * heads, kb.splat(kb.i32(0), lanes));
@@ -204,7 +204,7 @@ SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
 struct ChannelPairs {
   unsigned groups, group, groupLanes, vectors;
   ChannelPairs(const SliceLayout &keys, unsigned lanes)
-      : groups(keys.groupsPerToken), group(keys.quant.getGroup()),
+      : groups(keys.GroupsPerToken), group(keys.quant.getGroup()),
         groupLanes(lanes / groups), vectors(group / (2 * groupLanes)) {}
   /// The channel in half `half` (of the i16 halves) of vector `v`.
   unsigned channelOf(unsigned v, unsigned half) const {
@@ -229,8 +229,8 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   // A token's codes load as one 64-byte vector where the bytes after the
   // last token's exist (its slice's parameters follow the codes), so that
   // LLVM shuffles one register.
-  unsigned rowBytes = groups * keys.wordsPerGroup * 4;
-  if (!keys.sharesCodes() && keys.sliceBytes - keys.codesBytes >= 64 - rowBytes)
+  unsigned rowBytes = groups * keys.WordsPerGroup * 4;
+  if (!keys.sharesCodes() && keys.SliceBytes - keys.CodesBytes >= 64 - rowBytes)
     rowBytes = 64;
   OpBuilder &b = kb.builder();
   auto laneType = VectorType::get({lanes}, b.getI32Type());
@@ -254,7 +254,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   for (unsigned v = 0; v < pairs.vectors; ++v)
     for (unsigned half = 0; half < 2 * lanes; ++half) {
       unsigned c = pairs.channelOf(v, half);
-      halfBits[v].push_back(c / pairs.group * keys.wordsPerGroup * 32 +
+      halfBits[v].push_back(c / pairs.group * keys.WordsPerGroup * 32 +
                             c % pairs.group * bits);
     }
   SmallVector<int64_t> laneGroups;
@@ -296,7 +296,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
     Value n0 = kb.mul(pageToken, kb.i32(groups));
     Value bytes = kb.load(
         VectorType::get({rowBytes}, b.getI8Type()), access.getCodesBase(),
-        kb.mul(kb.toI64(n0), kb.i64(keys.wordsPerGroup * 4)), 4,
+        kb.mul(kb.toI64(n0), kb.i64(keys.WordsPerGroup * 4)), 4,
         /*invariant=*/true);
     SmallVector<Value> sums(heads, kb.splat(kb.i32(0), lanes));
     for (unsigned v = 0; v < pairs.vectors; ++v) {
@@ -379,7 +379,7 @@ Value AttendEmitter::roundBlockWeights(SliceAccess &access,
   // is zeros: the runtime clears a page when it takes it). `sums` (per
   // head, [group][token]) gather p * offset.
   const SliceLayout &values = slice(false);
-  unsigned groups = values.groupsPerToken, pairs = kValueBlockTokens / 2;
+  unsigned groups = values.GroupsPerToken, pairs = kValueBlockTokens / 2;
   unsigned width = 2 * groups;
   OpBuilder &b = kb.builder();
   SmallVector<int64_t> byGroup, pairOfP;
@@ -458,7 +458,7 @@ void AttendEmitter::sumBlockPassOnI16(SliceAccess &access, Value pageToken0,
   KernelTarget &target = kb.getTarget();
   const SliceLayout &values = slice(false);
   unsigned lanes = target.getVectorLanes(), bits = values.quant.getBits();
-  unsigned groups = values.groupsPerToken, words = values.wordsPerGroup;
+  unsigned groups = values.GroupsPerToken, words = values.WordsPerGroup;
   unsigned groupChunks = values.quant.getGroup() / lanes;
   unsigned width = 2 * groups, count = pass.heads, chunks = pass.chunks;
   unsigned g0 = *getConstantIntValue(pass.firstChunk) / groupChunks;
@@ -471,9 +471,9 @@ void AttendEmitter::sumBlockPassOnI16(SliceAccess &access, Value pageToken0,
   // shuffles one register, not two (no copy for the two-source shuffle).
   unsigned rowBytes = groups * words * 4;
   int64_t overread = int64_t(layout.pageTokens - 2) * rowBytes +
-                     g0 * words * 4 + 64 - int64_t(values.codesBytes);
+                     g0 * words * 4 + 64 - int64_t(values.CodesBytes);
   bool oneLoad = rowBytes + passBytes <= 64 && !values.sharesCodes() &&
-                 int64_t(values.sliceBytes - values.codesBytes) >= overread;
+                 int64_t(values.SliceBytes - values.CodesBytes) >= overread;
   unsigned streamBytes = oneLoad ? rowBytes : passBytes;
   auto row = [&](Value t, unsigned bytes) {
     Value word = kb.add(kb.mul(t, kb.i32(groups * words)), kb.i32(g0 * words));
@@ -534,7 +534,7 @@ void AttendEmitter::sumChannelGroupValuesOnI16(Range range) {
   const SliceLayout &values = slice(false);
   QuantAttr quant = values.quant;
   unsigned lanes = kb.getTarget().getVectorLanes();
-  unsigned groups = values.groupsPerToken, width = 2 * groups;
+  unsigned groups = values.GroupsPerToken, width = 2 * groups;
   unsigned groupChunks = quant.getGroup() / lanes,
            chunks = groups * groupChunks;
   auto [passHeads, passChunks] = planValuePasses(chunks, groupChunks);
@@ -625,7 +625,7 @@ SmallVector<Value> AttendEmitter::blockValueDotsOnI16(Value packed, Value b) {
   KernelTarget &target = kb.getTarget();
   const SliceLayout &values = slice(false);
   unsigned bits = values.quant.getBits(), group = values.quant.getGroup();
-  unsigned words = values.wordsPerGroup, lanes = target.getVectorLanes();
+  unsigned words = values.WordsPerGroup, lanes = target.getVectorLanes();
   unsigned streams = lanes / 2;
   OpBuilder &builder = kb.builder();
   Location loc = kb.getLoc();

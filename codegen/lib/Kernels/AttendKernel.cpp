@@ -119,7 +119,7 @@ void AttendEmitter::sumQueryGroups() {
   const SliceLayout &keys = slice(true);
   if (!keys.isQuantized() || keys.quant.getSpan() != Span::Channels)
     return;
-  unsigned groups = keys.groupsPerToken, group = keys.quant.getGroup();
+  unsigned groups = keys.GroupsPerToken, group = keys.quant.getGroup();
   ChannelTables tables(kb, layout, layer, /*isKeys=*/true, head);
   kb.getTarget().parallelFor(kb, kb.i32(heads * groups), [&](Value i) {
     Value first = kb.mul(i, kb.i32(group)), size = kb.i32(group);
@@ -346,7 +346,7 @@ Value AttendEmitter::dequantizeAt(SliceAccess &access, bool isKeys,
   unsigned group = quant.getGroup();
   Value n, k;
   if (quant.getSpan() == Span::Channels) {
-    n = kb.add(kb.mul(pageToken, kb.i32(slice.groupsPerToken)),
+    n = kb.add(kb.mul(pageToken, kb.i32(slice.GroupsPerToken)),
                kb.divU(c, kb.i32(group)));
     k = kb.remU(c, kb.i32(group));
   } else {
@@ -464,7 +464,7 @@ void AttendEmitter::emit() {
                     ? target.allocShared(kb, heads * dim * 4)
                     : queries;
   if (keys.isQuantized() && keys.quant.getSpan() == Span::Channels)
-    groupSums = target.allocShared(kb, heads * keys.groupsPerToken * 4);
+    groupSums = target.allocShared(kb, heads * keys.GroupsPerToken * 4);
   allocateVectorBuffers();
   if (RopeAttr preRope =
           keys.isQuantized() ? keys.quant.getPreRope() : RopeAttr()) {

@@ -224,7 +224,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
   unsigned rowChannels = dim / 8, rowBytes = rowChannels * bits / 8;
   unsigned rowWords = std::max(1u, rowBytes / 4);
   unsigned perByte = 8 / bits, tiles = dim / MatrixUnit::kM;
-  unsigned tokenBytes = dim * bits / 8, groups = values.groupsPerToken;
+  unsigned tokenBytes = dim * bits / 8, groups = values.GroupsPerToken;
   Quantizer quantizer(kb, quant);
   Value sink = regions[1].sink;
   Value first = kb.mul(kb.divU(kb.sub(range.begin, sink), kb.i32(kStepTokens)),
@@ -250,7 +250,7 @@ void AttendEmitter::sumChannelGroupValuesOnMatrix(Range range) {
     // (sumWarpSharePipelined): per token (column) its rowWords code words
     // from a word boundary, its group's scale bits and (where the slice
     // stores them) its zero-point bits.
-    bool hasZeros = values.zerosOffset >= 0;
+    bool hasZeros = values.ZerosOffset >= 0;
     unsigned perColumn = rowWords + 1 + (hasZeros ? 1 : 0);
     auto loadStep = [&](Value q0) -> SmallVector<Value> {
       SliceAccess access(kb, tensor(false), values, layout.pageTokens,
@@ -470,7 +470,7 @@ void AttendEmitter::scoreTokenBlocksOnMatrix(Range range) {
   MatrixUnit &unit = *target.getMatrixUnit();
   unsigned bits = quant.getBits(), group = quant.getGroup();
   unsigned perByte = 8 / bits, half = perByte / 2;
-  unsigned tiles = group / MatrixUnit::kM, wordsPerGroup = keys.wordsPerGroup;
+  unsigned tiles = group / MatrixUnit::kM, wordsPerGroup = keys.WordsPerGroup;
   unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/true);
@@ -700,8 +700,8 @@ void AttendEmitter::scoreChannelGroupsOnMatrix(Range range) {
   QuantAttr quant = keys.quant;
   KernelTarget &target = kb.getTarget();
   MatrixUnit &unit = *target.getMatrixUnit();
-  unsigned group = quant.getGroup(), groups = keys.groupsPerToken;
-  unsigned tokenBytes = groups * keys.wordsPerGroup * 4;
+  unsigned group = quant.getGroup(), groups = keys.GroupsPerToken;
+  unsigned tokenBytes = groups * keys.WordsPerGroup * 4;
   unsigned warps = getWarps(target);
   Quantizer quantizer(kb, quant);
   storeFieldOrdered(normQueries, matrixQueries, heads * dim);
@@ -868,7 +868,7 @@ void AttendEmitter::sumTokenBlockValuesOnMatrix(Range range) {
   QuantAttr quant = values.quant;
   KernelTarget &target = kb.getTarget();
   MatrixUnit &unit = *target.getMatrixUnit();
-  unsigned group = quant.getGroup(), wordsPerGroup = values.wordsPerGroup;
+  unsigned group = quant.getGroup(), wordsPerGroup = values.WordsPerGroup;
   unsigned rowChannels = dim / 8, tiles = dim / MatrixUnit::kM;
   Quantizer quantizer(kb, quant);
   TokenBlocks blocks = getTokenBlocks(range, /*isKeys=*/false);
@@ -1040,12 +1040,12 @@ AttendEmitter::SplitLines AttendEmitter::getSplitLines(bool isKeys) {
       lines.firstPage);
   auto addArray = [&](uint64_t groupBytes, int64_t offset) {
     lines.arrays.push_back({groupBytes, offset, lines.pageLines});
-    lines.pageLines += llvm::divideCeil(s.groupsPerPage * groupBytes, 64);
+    lines.pageLines += llvm::divideCeil(s.GroupsPerPage * groupBytes, 64);
   };
-  addArray(uint64_t(s.wordsPerGroup) * 4, 0);
-  addArray(s.paramBytes, s.scalesOffset);
-  if (s.zerosOffset >= 0)
-    addArray(s.paramBytes, s.zerosOffset);
+  addArray(uint64_t(s.WordsPerGroup) * 4, 0);
+  addArray(s.ParamBytes, s.ScalesOffset);
+  if (s.ZerosOffset >= 0)
+    addArray(s.ParamBytes, s.ZerosOffset);
   lines.count =
       kb.mul(kb.sub(endPage, lines.firstPage), kb.i32(lines.pageLines));
   return lines;
@@ -1060,8 +1060,8 @@ void AttendEmitter::prefetchSplitLine(const SplitLines &lines, Value i) {
   Value t0 = kb.sub(kb.maxS(lines.first, pageStart), pageStart);
   Value t1 = kb.sub(kb.minU(lines.end, kb.add(pageStart, kb.i32(pageTokens))),
                     pageStart);
-  Value n0 = kb.divU(kb.mul(t0, kb.i32(s.groupsPerPage)), kb.i32(pageTokens));
-  Value n1 = kb.divU(kb.mul(t1, kb.i32(s.groupsPerPage)), kb.i32(pageTokens));
+  Value n0 = kb.divU(kb.mul(t0, kb.i32(s.GroupsPerPage)), kb.i32(pageTokens));
+  Value n1 = kb.divU(kb.mul(t1, kb.i32(s.GroupsPerPage)), kb.i32(pageTokens));
   SliceAccess access(kb, tensor(lines.isKeys), s, pageTokens,
                      args.pages[lines.isKeys ? 0 : 1], tableRow(lines.isKeys),
                      pageStart, head);

@@ -22,10 +22,10 @@ SmallVector<Value> AttendEmitter::reorderedKeyDots(SliceAccess &access,
   const SliceLayout &keys = slice(true);
   Quantizer quantizer(kb, keys.quant);
   ChannelTables tables(kb, layout, layer, /*isKeys=*/true, head);
-  Value tokenWord = kb.mul(pageToken, kb.i32(keys.wordsPerToken));
+  Value tokenWord = kb.mul(pageToken, kb.i32(keys.WordsPerToken));
   SmallVector<Value> dots(heads, kb.f32(0));
   return kb.forLoop(
-      kb.i32(0), kb.i32(keys.groupsPerToken), kb.i32(1), dots,
+      kb.i32(0), kb.i32(keys.GroupsPerToken), kb.i32(1), dots,
       [&](Value g, ValueRange acc) -> SmallVector<Value> {
         Value start = tables.groupStart(g);
         Value word = kb.add(tokenWord, tables.groupWord(g));
@@ -41,7 +41,7 @@ SmallVector<Value> AttendEmitter::reorderedKeyDots(SliceAccess &access,
                     sums[r], kb.fmul(queryAt(normQueries, r, position), code)));
               return next;
             });
-        Value n = kb.add(kb.mul(pageToken, kb.i32(keys.groupsPerToken)), g);
+        Value n = kb.add(kb.mul(pageToken, kb.i32(keys.GroupsPerToken)), g);
         Value scale = access.loadScale(quantizer, n);
         Value zero = access.loadZero(quantizer, n);
         SmallVector<Value> next;
@@ -60,10 +60,10 @@ Value AttendEmitter::reorderedAt(SliceAccess &access, bool isKeys,
   ChannelTables tables(kb, layout, layer, isKeys, head);
   Value position = tables.positionOf(c);
   Value g = tables.groupOf(position);
-  Value word = kb.add(kb.mul(pageToken, kb.i32(scheme.wordsPerToken)),
+  Value word = kb.add(kb.mul(pageToken, kb.i32(scheme.WordsPerToken)),
                       tables.groupWord(g));
   Value code = access.loadCodeAt(word, kb.sub(position, tables.groupStart(g)));
-  Value n = kb.add(kb.mul(pageToken, kb.i32(scheme.groupsPerToken)), g);
+  Value n = kb.add(kb.mul(pageToken, kb.i32(scheme.GroupsPerToken)), g);
   return DequantizeOp::create(kb.builder(), kb.getLoc(),
                               kb.builder().getF32Type(), code,
                               access.loadScale(quantizer, n),

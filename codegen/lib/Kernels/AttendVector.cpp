@@ -86,11 +86,11 @@ void AttendEmitter::allocateVectorBuffers() {
     valueSums = target.allocShared(kb, heads * dim * 4);
   if (sumsValuesOnI16Dots()) {
     unsigned entries =
-        kValueBlockTokens / 2 * heads * 2 * values.groupsPerToken;
+        kValueBlockTokens / 2 * heads * 2 * values.GroupsPerToken;
     pairWeights = target.allocShared(kb, entries * 4);
     roundedPairWeights = target.allocShared(kb, entries * 2);
     pairWeightScales =
-        target.allocShared(kb, heads * 2 * values.groupsPerToken * 4);
+        target.allocShared(kb, heads * 2 * values.GroupsPerToken * 4);
   }
   if (scoresChannelKeysOnMatrix())
     matrixQueries = target.allocShared(kb, heads * dim * 4);
@@ -341,7 +341,7 @@ void AttendEmitter::prefetchTokens(const SliceAccess &next, Value pageToken,
                                    unsigned tokens) {
   // A page's slice in equal shares per token: 64-byte lines, rounded up.
   unsigned lines =
-      llvm::divideCeil(next.getSlice().sliceBytes, 64 * layout.pageTokens);
+      llvm::divideCeil(next.getSlice().SliceBytes, 64 * layout.pageTokens);
   kb.getTarget().prefetch(kb, next.getBase(),
                           kb.mul(kb.toI64(pageToken), kb.i64(64 * lines)),
                           lines * tokens);
@@ -505,7 +505,7 @@ void AttendEmitter::scoreTokenBlocks(Range range) {
               [&](Value c, ValueRange acc) -> SmallVector<Value> {
                 Value n = kb.add(kb.mul(pageBlock, kb.i32(dim)), c);
                 Value words =
-                    loadCodeBits(access, kb.mul(n, kb.i32(keys.wordsPerGroup)),
+                    loadCodeBits(access, kb.mul(n, kb.i32(keys.WordsPerGroup)),
                                  passBit, count * lanes * bits);
                 Value queryRow =
                     f32Row(kb, foldedQueries,
@@ -582,7 +582,7 @@ void AttendEmitter::sumTokenBlockValues(Range range) {
   const SliceLayout &values = slice(false);
   QuantAttr quant = values.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
-  unsigned words = values.wordsPerGroup;
+  unsigned words = values.WordsPerGroup;
   KernelTarget &target = kb.getTarget();
   unsigned lanes = getLanes(target, dim), chunks = dim / lanes;
   Quantizer quantizer(kb, quant);
@@ -711,7 +711,7 @@ void AttendEmitter::scoreChannelGroups(Range range) {
   const SliceLayout &keys = slice(true);
   QuantAttr quant = keys.quant;
   unsigned group = quant.getGroup(), bits = quant.getBits();
-  unsigned groups = keys.groupsPerToken, words = keys.wordsPerGroup;
+  unsigned groups = keys.GroupsPerToken, words = keys.WordsPerGroup;
   KernelTarget &target = kb.getTarget();
   unsigned lanes = getLanes(target, group), groupChunks = group / lanes;
   bool unroll = heads * dim <= lanes * target.getVectorRegisters();
@@ -782,13 +782,13 @@ void AttendEmitter::scoreChannelGroups(Range range) {
 }
 
 Value AttendEmitter::groupSumsOf(unsigned r, Value g, unsigned count) {
-  unsigned groups = slice(true).groupsPerToken;
+  unsigned groups = slice(true).GroupsPerToken;
   return kb.load(VectorType::get({count}, kb.builder().getF32Type()), groupSums,
                  kb.mul(kb.toI64(kb.add(kb.i32(r * groups), g)), kb.i64(4)), 4);
 }
 
 Value AttendEmitter::groupBiasLanes(Value offsets, unsigned r, unsigned lanes) {
-  unsigned groups = slice(true).groupsPerToken;
+  unsigned groups = slice(true).GroupsPerToken;
   Value sums = groupSumsOf(r, kb.i32(0), groups);
   SmallVector<int64_t> mask;
   for (unsigned lane = 0; lane < lanes; ++lane)
@@ -854,7 +854,7 @@ void AttendEmitter::sumChannelGroupValues(Range range) {
   QuantAttr quant = values.quant;
   KernelTarget &target = kb.getTarget();
   unsigned groupChunks = quant.getGroup() / getLanes(target, quant.getGroup());
-  unsigned chunks = values.groupsPerToken * groupChunks;
+  unsigned chunks = values.GroupsPerToken * groupChunks;
   auto [passHeads, passChunks] = planValuePasses(chunks, groupChunks);
   Quantizer quantizer(kb, quant);
   unsigned units = chunks / passChunks;
@@ -873,7 +873,7 @@ void AttendEmitter::sumChannelGroupPass(Range range, Quantizer &quantizer,
                                         unsigned workers) {
   const SliceLayout &values = slice(false);
   unsigned group = values.quant.getGroup(), bits = values.quant.getBits();
-  unsigned groups = values.groupsPerToken, words = values.wordsPerGroup;
+  unsigned groups = values.GroupsPerToken, words = values.WordsPerGroup;
   unsigned lanes = getLanes(kb.getTarget(), group), groupChunks = group / lanes;
   unsigned count = pass.heads, chunks = pass.chunks;
   // Whole groups, or part of one group.

@@ -16,7 +16,7 @@ ChannelTables::ChannelTables(KernelBuilder &kb, const CacheLayout &layout,
       tables(getSliceTables(slice, layout.model, layer)),
       dim(layout.model.getHeadDim()),
       groups(slice.quant && slice.quant.getSpan() == Span::Channels
-                 ? slice.groupsPerToken
+                 ? slice.GroupsPerToken
                  : dim),
       prefix(isKeys ? "keys" : "values"), head(head) {}
 
@@ -68,7 +68,10 @@ Value ChannelTables::groupSize(Value g) {
 }
 
 Value ChannelTables::groupWord(Value g) {
-  return lookup("group_word", groups, g, [&] { return tables.groupWords; });
+  return lookup("group_word", groups, g, [&] {
+    return SmallVector<int32_t>(slice.GroupWords.begin(),
+                                slice.GroupWords.end());
+  });
 }
 
 Value ChannelTables::clipFactor(Value g) {

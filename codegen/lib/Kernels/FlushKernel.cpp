@@ -219,12 +219,12 @@ GroupPlace FlushEmitter::placeGroup(Value g) {
   Value token, channel;
   if (slice.quant.getSpan() == Span::Channels) {
     // One token across `group` channels.
-    token = kb.add(unitStart, kb.divU(g, kb.i32(slice.groupsPerToken)));
-    channel = kb.mul(kb.remU(g, kb.i32(slice.groupsPerToken)), kb.i32(group));
+    token = kb.add(unitStart, kb.divU(g, kb.i32(slice.GroupsPerToken)));
+    channel = kb.mul(kb.remU(g, kb.i32(slice.GroupsPerToken)), kb.i32(group));
     place.qpos = kb.add(args.destPos, token);
     Value pageToken = kb.remU(place.qpos, kb.i32(layout.pageTokens));
-    place.n = kb.add(kb.mul(pageToken, kb.i32(slice.groupsPerToken)),
-                     kb.remU(g, kb.i32(slice.groupsPerToken)));
+    place.n = kb.add(kb.mul(pageToken, kb.i32(slice.GroupsPerToken)),
+                     kb.remU(g, kb.i32(slice.GroupsPerToken)));
     std::tie(place.buffer, place.row) = tokenRow(token);
   } else {
     // One channel across `group` tokens.
@@ -241,10 +241,10 @@ GroupPlace FlushEmitter::placeGroup(Value g) {
   if (tables.hasClipTable())
     place.clip =
         tables.clipFactor(slice.quant.getSpan() == Span::Channels
-                              ? kb.remU(g, kb.i32(slice.groupsPerToken))
+                              ? kb.remU(g, kb.i32(slice.GroupsPerToken))
                               : channel);
   if (tables.hasReorder())
-    placeReorderedGroup(place, kb.remU(g, kb.i32(slice.groupsPerToken)));
+    placeReorderedGroup(place, kb.remU(g, kb.i32(slice.GroupsPerToken)));
   return place;
 }
 
@@ -254,7 +254,7 @@ void FlushEmitter::placeReorderedGroup(GroupPlace &place, Value g) {
   place.size = tables.groupSize(g);
   place.start = tables.groupStart(g);
   Value pageToken = kb.remU(place.qpos, kb.i32(layout.pageTokens));
-  place.word = kb.add(kb.mul(pageToken, kb.i32(slice.wordsPerToken)),
+  place.word = kb.add(kb.mul(pageToken, kb.i32(slice.WordsPerToken)),
                       tables.groupWord(g));
 }
 
@@ -359,7 +359,7 @@ void FlushEmitter::emitQuantized() {
   unsigned flush = tensor.window.getFlush();
   unsigned groupsPerUnit =
       quant.getSpan() == Span::Channels
-          ? flush * slice.groupsPerToken
+          ? flush * slice.GroupsPerToken
           : flush / quant.getGroup() * layout.model.getHeadDim();
   forEachUnitTask(groupsPerUnit, [&](Value g) { quantizeGroup(g); });
 }
@@ -582,7 +582,7 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
   ModelAttr model = layout.model;
   unsigned dim = model.getHeadDim(), group = quant.getGroup();
   unsigned flush = tensor.window.getFlush(), chunks = dim / lanes;
-  unsigned words = slice.wordsPerGroup;
+  unsigned words = slice.WordsPerGroup;
   Type f32 = kb.builder().getF32Type();
   forEachUnitTask(flush / group * chunks, [&](Value i) {
     Value block = kb.divU(i, kb.i32(chunks));
@@ -765,7 +765,7 @@ void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
                        packCodeBytes(kb, codes, bits));
     } else {
       SmallVector<StreamPiece> pieces = packLanes(kb, codes, bits);
-      for (unsigned w = 0; w < slice.wordsPerGroup; ++w)
+      for (unsigned w = 0; w < slice.WordsPerGroup; ++w)
         access.storeWord(group.place.n, kb.i32(w), wordOfPieces(kb, pieces, w));
     }
   }
@@ -775,21 +775,21 @@ void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
 
 bool FlushEmitter::packsTokenWords(unsigned count, unsigned lanes) const {
   unsigned chunks = slice.quant.getGroup() / lanes;
-  return count > 1 && count == slice.groupsPerToken &&
-         lanes * slice.quant.getBits() == 32 && slice.wordsPerGroup == chunks &&
+  return count > 1 && count == slice.GroupsPerToken &&
+         lanes * slice.quant.getBits() == 32 && slice.WordsPerGroup == chunks &&
          KernelBuilder::combinesEach(count * chunks, lanes);
 }
 
 bool FlushEmitter::packsCodeBytes(unsigned chunks, unsigned lanes) const {
   unsigned group = slice.quant.getGroup();
   return llvm::isPowerOf2_32(chunks) && lanes % 8 == 0 &&
-         group * slice.quant.getBits() == slice.wordsPerGroup * 32;
+         group * slice.quant.getBits() == slice.WordsPerGroup * 32;
 }
 
 bool FlushEmitter::storesTokenGroups(unsigned count, unsigned lanes) const {
   unsigned chunks = slice.quant.getGroup() / lanes;
   return packsTokenWords(count, lanes) ||
-         (count > 1 && count == slice.groupsPerToken &&
+         (count > 1 && count == slice.GroupsPerToken &&
           packsCodeBytes(count * chunks, lanes));
 }
 
@@ -895,7 +895,7 @@ void FlushEmitter::quantizeLaneGroups(Value first, unsigned count,
 /// chain per group, and their dependency chains (reduce, divide, round,
 /// pack) interleave.
 void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
-  unsigned flush = tensor.window.getFlush(), groups = slice.groupsPerToken;
+  unsigned flush = tensor.window.getFlush(), groups = slice.GroupsPerToken;
   if (groups > kMaxUnrolledGroups)
     return forEachUnitTask(flush * groups,
                            [&](Value g) { quantizeLaneGroups(g, 1, lanes); });

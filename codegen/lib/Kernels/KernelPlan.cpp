@@ -28,7 +28,7 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
   auto keyOf = [&](const TensorLayout &tensor, unsigned l) -> Key {
     const SliceLayout &slice = tensor.layers[l];
     return {slice.scheme,
-            slice.codesFrom ? int64_t(l) - int64_t(*slice.codesFrom) : 0,
+            slice.sharesCodes() ? int64_t(l) - slice.CodesFrom : 0,
             hasChannelTables(slice) ? int64_t(l) : -1};
   };
   // Attention also specializes on whether the layer has OTT pools.

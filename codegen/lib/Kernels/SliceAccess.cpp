@@ -15,13 +15,13 @@ SliceAccess::SliceAccess(KernelBuilder &kb, const TensorLayout &tensor,
   Value page = kb.loadU32(table, kb.divU(qpos, kb.i32(pageTokens)),
                           /*invariant=*/true);
   Value offset = kb.add(kb.mul(kb.toI64(page), kb.i64(tensor.pageBytes)),
-                        kb.mul(kb.toI64(head), kb.i64(slice.sliceBytes)));
+                        kb.mul(kb.toI64(head), kb.i64(slice.SliceBytes)));
   base = kb.gep(pages, offset);
   codesBase = base;
   if (slice.sharesCodes())
     codesBase = kb.gep(
-        base, kb.add(kb.i64(slice.codesLayerDelta),
-                     kb.mul(kb.toI64(head), kb.i64(slice.codesHeadDelta))));
+        base, kb.add(kb.i64(slice.CodesLayerDelta),
+                     kb.mul(kb.toI64(head), kb.i64(slice.CodesHeadDelta))));
 }
 
 Value SliceAccess::loadWord(Value index) {
@@ -30,7 +30,7 @@ Value SliceAccess::loadWord(Value index) {
 }
 
 Value SliceAccess::loadCode(Value n, Value k) {
-  return loadCodeAt(kb.mul(n, kb.i32(slice.wordsPerGroup)), k);
+  return loadCodeAt(kb.mul(n, kb.i32(slice.WordsPerGroup)), k);
 }
 
 Value SliceAccess::loadCodeAt(Value firstWord, Value k) {
@@ -50,11 +50,11 @@ Value SliceAccess::loadCodeAt(Value firstWord, Value k) {
 }
 
 Value SliceAccess::loadGroupWord(Value n, unsigned w) {
-  return loadWord(kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), kb.i32(w)));
+  return loadWord(kb.add(kb.mul(n, kb.i32(slice.WordsPerGroup)), kb.i32(w)));
 }
 
 void SliceAccess::storeWord(Value n, Value w, Value word) {
-  storeCodeWord(kb.add(kb.mul(n, kb.i32(slice.wordsPerGroup)), w), word);
+  storeCodeWord(kb.add(kb.mul(n, kb.i32(slice.WordsPerGroup)), w), word);
 }
 
 void SliceAccess::storeCodeWord(Value index, Value word) {
@@ -64,22 +64,22 @@ void SliceAccess::storeCodeWord(Value index, Value word) {
 
 Value SliceAccess::paramOffset(uint64_t arrayOffset, Value n) {
   return kb.add(kb.i64(arrayOffset),
-                kb.mul(kb.toI64(n), kb.i64(slice.paramBytes)));
+                kb.mul(kb.toI64(n), kb.i64(slice.ParamBytes)));
 }
 
 Value SliceAccess::loadScaleBits(Quantizer &quantizer, Value n,
                                  unsigned after) {
-  uint64_t offset = slice.scalesOffset + uint64_t(after) * slice.paramBytes;
+  uint64_t offset = slice.ScalesOffset + uint64_t(after) * slice.ParamBytes;
   return kb.load(quantizer.getParamBitsType(), base, paramOffset(offset, n),
-                 slice.paramBytes, /*invariant=*/true);
+                 slice.ParamBytes, /*invariant=*/true);
 }
 
 Value SliceAccess::loadZeroBits(Quantizer &quantizer, Value n, unsigned after) {
-  if (slice.zerosOffset < 0)
+  if (slice.ZerosOffset < 0)
     return {};
-  uint64_t offset = slice.zerosOffset + uint64_t(after) * slice.paramBytes;
+  uint64_t offset = slice.ZerosOffset + uint64_t(after) * slice.ParamBytes;
   return kb.load(quantizer.getParamBitsType(), base, paramOffset(offset, n),
-                 slice.paramBytes, /*invariant=*/true);
+                 slice.ParamBytes, /*invariant=*/true);
 }
 
 Value SliceAccess::loadScale(Quantizer &quantizer, Value n, unsigned after) {
@@ -98,10 +98,10 @@ Value SliceAccess::loadParams(Quantizer &quantizer, uint64_t arrayOffset,
   auto f32s = VectorType::get({count}, b.getF32Type());
   if (isa<Float16Type, BFloat16Type, Float32Type>(type)) {
     // Parameter arrays start on kLayoutAlignment bytes.
-    uint64_t bytes = uint64_t(count) * slice.paramBytes;
+    uint64_t bytes = uint64_t(count) * slice.ParamBytes;
     unsigned align = alignedN && llvm::isPowerOf2_64(bytes)
                          ? unsigned(std::min(bytes, kLayoutAlignment))
-                         : slice.paramBytes;
+                         : slice.ParamBytes;
     Value params = kb.load(VectorType::get({count}, type), base,
                            paramOffset(arrayOffset, n), align,
                            /*invariant=*/true);
@@ -114,38 +114,38 @@ Value SliceAccess::loadParams(Quantizer &quantizer, uint64_t arrayOffset,
   for (unsigned i = 0; i < count; ++i)
     params.push_back(quantizer.paramFromBits(kb.load(
         quantizer.getParamBitsType(), base,
-        paramOffset(arrayOffset, kb.add(n, kb.i32(i))), slice.paramBytes,
+        paramOffset(arrayOffset, kb.add(n, kb.i32(i))), slice.ParamBytes,
         /*invariant=*/true)));
   return vector::FromElementsOp::create(b, kb.getLoc(), f32s, params);
 }
 
 Value SliceAccess::loadScales(Quantizer &quantizer, Value n, unsigned count,
                               bool alignedN) {
-  return loadParams(quantizer, slice.scalesOffset, n, count, alignedN);
+  return loadParams(quantizer, slice.ScalesOffset, n, count, alignedN);
 }
 
 Value SliceAccess::loadZeros(Quantizer &quantizer, Value n, unsigned count,
                              bool alignedN) {
-  if (slice.zerosOffset < 0)
+  if (slice.ZerosOffset < 0)
     return kb.splat(kb.f32(0), count);
-  return loadParams(quantizer, slice.zerosOffset, n, count, alignedN);
+  return loadParams(quantizer, slice.ZerosOffset, n, count, alignedN);
 }
 
 void SliceAccess::prefetchParams(Value n, unsigned count) {
-  unsigned lines = llvm::divideCeil(uint64_t(count) * slice.paramBytes, 64);
+  unsigned lines = llvm::divideCeil(uint64_t(count) * slice.ParamBytes, 64);
   KernelTarget &target = kb.getTarget();
-  target.prefetch(kb, base, paramOffset(slice.scalesOffset, n), lines);
-  if (slice.zerosOffset >= 0)
-    target.prefetch(kb, base, paramOffset(slice.zerosOffset, n), lines);
+  target.prefetch(kb, base, paramOffset(slice.ScalesOffset, n), lines);
+  if (slice.ZerosOffset >= 0)
+    target.prefetch(kb, base, paramOffset(slice.ZerosOffset, n), lines);
 }
 
 void SliceAccess::storeScale(Value n, Value bits) {
-  kb.store(bits, base, paramOffset(slice.scalesOffset, n), slice.paramBytes);
+  kb.store(bits, base, paramOffset(slice.ScalesOffset, n), slice.ParamBytes);
 }
 
 void SliceAccess::storeZero(Value n, Value bits) {
-  if (slice.zerosOffset >= 0)
-    kb.store(bits, base, paramOffset(slice.zerosOffset, n), slice.paramBytes);
+  if (slice.ZerosOffset >= 0)
+    kb.store(bits, base, paramOffset(slice.ZerosOffset, n), slice.ParamBytes);
 }
 
 Value kvq::extractCode(KernelBuilder &kb, ArrayRef<Value> words,

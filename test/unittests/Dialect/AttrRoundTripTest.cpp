@@ -215,4 +215,36 @@ TEST_F(AttrRoundTripTest, GeneratedWindowAndModelAttrs) {
   }
 }
 
+/// #kvq.slice_layout spells every field of kvq/ABI/CacheLayout.h's
+/// SliceLayout in its place: distinct values for each field come back from
+/// the attribute and from its printed text.
+TEST_F(AttrRoundTripTest, SliceLayoutHoldsEveryCacheLayoutField) {
+  kvq::abi::SliceLayout layout;
+  layout.Offset = 16 * 1;
+  layout.SliceBytes = 16 * 40;
+  layout.WordsPerGroup = 0;
+  layout.GroupsPerToken = 3;
+  layout.GroupsPerPage = 4;
+  layout.ParamBytes = 5;
+  layout.CodesBytes = 16 * 6;
+  layout.ScalesOffset = 16 * 7;
+  layout.ZerosOffset = 16 * 8;
+  layout.CodesFrom = 9;
+  layout.CodesLayerDelta = -10;
+  layout.CodesHeadDelta = 11;
+  layout.WordsPerToken = 12;
+  layout.GroupWords = {0, 11, 5, 6, 7, 2};
+  ASSERT_EQ(kvq::abi::findLayoutError(layout), nullptr);
+  auto attr = SliceLayoutAttr::get(&ctx, layout);
+  EXPECT_EQ(attr.getLayout(), layout);
+  // Each field is its own parameter, read back through its own accessor.
+  EXPECT_EQ(attr.getCodesHeadDelta(), 11);
+  EXPECT_EQ(attr.getWordsPerToken(), 12u);
+  expectRoundTrip(attr);
+  // Defaults are elided and come back.
+  expectRoundTrip(SliceLayoutAttr::get(&ctx, kvq::abi::SliceLayout()));
+  EXPECT_EQ(SliceLayoutAttr::get(&ctx, kvq::abi::SliceLayout()).getLayout(),
+            kvq::abi::SliceLayout());
+}
+
 } // namespace

@@ -271,13 +271,15 @@ void checkManifest(const Manifest &M, const SpecParam &P,
       EXPECT_EQ(S.Params, Side.scheme.params == ref::ParamType::F8E4M3
                               ? std::string("f8E4M3FN")
                               : std::string(ref::toString(Side.scheme.params)));
-      EXPECT_EQ(S.ParamBytes, unsigned(ref::bitWidth(Side.scheme.params) / 8));
+      EXPECT_EQ(L.Slice.ParamBytes,
+                unsigned(ref::bitWidth(Side.scheme.params) / 8));
       EXPECT_EQ(S.KeyNorm, T == Tensor::Keys && C.keyNorm);
       EXPECT_EQ(S.PreRope, T == Tensor::Keys && C.rope.enabled());
       // Reordered groups vary in size: their words are per token.
       bool Reordered = !Side.perm.empty();
       EXPECT_EQ(S.Perm.empty(), !Reordered);
-      EXPECT_EQ(S.WordsPerGroup, Reordered ? 0u : (S.Group * S.Bits + 31) / 32);
+      EXPECT_EQ(L.Slice.WordsPerGroup,
+                Reordered ? 0u : (S.Group * S.Bits + 31) / 32);
     }
   }
 }
@@ -484,7 +486,7 @@ public:
   void checkQuantized(Sequence &S, unsigned L, unsigned H, Tensor T,
                       const std::string &Where, Mismatches &M) {
     const ref::CacheSide &Side = side(S, L, H, T);
-    const SchemeLayout &Layout = C->manifest().tensor(T).Layers[L].Scheme;
+    const LayerLayout &Layout = C->manifest().tensor(T).Layers[L];
     unsigned D = P.HeadDim;
     std::vector<uint8_t> Page;
     for (int I = 0; I < Side.numQuantized(); ++I) {

@@ -136,13 +136,13 @@ TEST(EnginePagesTest, SlicesLandInTheEnginesPagesAsDocumented) {
             // docs/KernelABI.md: slice (l, h) of physical page p starts at
             // p * page_bytes + layerOffset[l] + h * sliceBytes[l].
             uint32_t Physical = kIndices[kIndptr[I] + P];
-            std::vector<uint8_t> InPool(LL.SliceBytes);
-            ASSERT_TRUE(B.copyToHost(InPool.data(),
-                                     Engine.Pool[int(T)] +
-                                         Physical * TL.PageBytes + LL.Offset +
-                                         H * LL.SliceBytes,
-                                     LL.SliceBytes)
-                            .ok());
+            std::vector<uint8_t> InPool(LL.Slice.SliceBytes);
+            ASSERT_TRUE(
+                B.copyToHost(InPool.data(),
+                             Engine.Pool[int(T)] + Physical * TL.PageBytes +
+                                 LL.Slice.Offset + H * LL.Slice.SliceBytes,
+                             LL.Slice.SliceBytes)
+                    .ok());
             EXPECT_EQ(InPool,
                       *Engine.C->readSlicePage(T, Engine.Seqs[I], L, H, P));
             EXPECT_EQ(InPool, *Own.C->readSlicePage(T, Own.Seqs[I], L, H, P));

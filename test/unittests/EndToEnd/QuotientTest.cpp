@@ -153,8 +153,8 @@ TEST_P(QuotientTest, CodesAtRoundingBoundariesMatchTheReference) {
       const ref::CacheSide &side =
           tensor == Tensor::Keys ? slice.keys() : slice.values();
       const std::vector<float> &x = tensor == Tensor::Keys ? k : v;
-      const SchemeLayout &layout =
-          cache->manifest().tensor(tensor).Layers[layer].Scheme;
+      const LayerLayout &layout =
+          cache->manifest().tensor(tensor).Layers[layer];
       std::string where =
           std::string(toString(tensor)) + " of layer " + std::to_string(layer);
       ASSERT_EQ(side.numQuantized(), tensor == Tensor::Keys ? 256 : 257);

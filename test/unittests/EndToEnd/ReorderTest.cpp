@@ -150,19 +150,19 @@ protected:
   /// Code of (page token pi, channel ch) of a slice page, and its group
   /// index in the page.
   std::pair<uint32_t, unsigned> codeAt(const std::vector<uint8_t> &page,
-                                       const SchemeLayout &layout,
+                                       const LayerLayout &layout,
                                        const ref::CacheSide &side, int l, int h,
                                        bool keys, unsigned pi, int ch) {
-    unsigned bits = layout.Bits;
-    if (layout.SpanTokens) {
+    unsigned bits = layout.Scheme.Bits;
+    if (layout.Scheme.SpanTokens) {
       unsigned n = (pi / kGroup) * kDim + unsigned(ch);
       uint64_t bit =
-          uint64_t(n) * layout.WordsPerGroup * 32 + (pi % kGroup) * bits;
+          uint64_t(n) * layout.Slice.WordsPerGroup * 32 + (pi % kGroup) * bits;
       return {test::extractBits(page.data(), bit, bits), n};
     }
     if (side.config().perm.empty()) {
       unsigned n = pi * (kDim / kGroup) + unsigned(ch) / kGroup;
-      uint64_t bit = uint64_t(n) * layout.WordsPerGroup * 32 +
+      uint64_t bit = uint64_t(n) * layout.Slice.WordsPerGroup * 32 +
                      (unsigned(ch) % kGroup) * bits;
       return {test::extractBits(page.data(), bit, bits), n};
     }
@@ -201,7 +201,8 @@ protected:
     bool keys = t == Tensor::Keys;
     const ref::Slice &slice = slices[l * kKvHeads + h];
     const ref::CacheSide &side = keys ? slice.keys() : slice.values();
-    const SchemeLayout &layout = cache->manifest().tensor(t).Layers[l].Scheme;
+    const LayerLayout &layout = cache->manifest().tensor(t).Layers[l];
+    const kvq::abi::SliceLayout &numbers = layout.Slice;
     Expected<SliceCounts> counts = cache->counts(seq, unsigned(l));
     ASSERT_TRUE(counts.ok());
     ASSERT_EQ((*counts)[t].Quantized, unsigned(side.numQuantized()));
@@ -216,10 +217,11 @@ protected:
         auto [code, n] = codeAt(page, layout, side, l, h, keys, pi, ch);
         int group = side.groupOf(i, ch);
         uint32_t scale = 0, zero = 0;
-        std::memcpy(&scale, &page[layout.ScalesOffset + n * layout.ParamBytes],
-                    layout.ParamBytes);
-        std::memcpy(&zero, &page[layout.ZerosOffset + n * layout.ParamBytes],
-                    layout.ParamBytes);
+        std::memcpy(&scale,
+                    &page[numbers.ScalesOffset + n * numbers.ParamBytes],
+                    numbers.ParamBytes);
+        std::memcpy(&zero, &page[numbers.ZerosOffset + n * numbers.ParamBytes],
+                    numbers.ParamBytes);
         ref::ParamType params = side.scheme().params;
         bool same = code == side.codes()[size_t(i) * kDim + ch] &&
                     scale == ref::toParamBits(side.scales()[group], params) &&
@@ -275,11 +277,11 @@ TEST_P(ReorderTest, ManifestRecordsTheLayoutAndTables) {
   const Manifest &m = cache->manifest();
   // Keys: 2-bit groups of 10, 22, 16, 16 take 1 + 2 + 1 + 1 words (5, not
   // the 4 of fixed groups); values: 3-bit 13, 19, 16, 16 take 2 each.
-  EXPECT_EQ(m.tensor(Tensor::Keys).Layers[0].Scheme.CodesBytes,
+  EXPECT_EQ(m.tensor(Tensor::Keys).Layers[0].Slice.CodesBytes,
             kPageTokens * 5 * 4);
-  EXPECT_EQ(m.tensor(Tensor::Keys).Layers[1].Scheme.CodesBytes,
+  EXPECT_EQ(m.tensor(Tensor::Keys).Layers[1].Slice.CodesBytes,
             kPageTokens * 4 * 4);
-  EXPECT_EQ(m.tensor(Tensor::Values).Layers[0].Scheme.CodesBytes,
+  EXPECT_EQ(m.tensor(Tensor::Values).Layers[0].Slice.CodesBytes,
             kPageTokens * 8 * 4);
   // The manifest's tables are the spec's, and its group words the ones the
   // codes are decoded with here.
@@ -287,18 +289,23 @@ TEST_P(ReorderTest, ManifestRecordsTheLayoutAndTables) {
     for (Tensor t : {Tensor::Keys, Tensor::Values}) {
       SCOPED_TRACE(std::string(toString(t)) + " layer " + std::to_string(l));
       const SchemeLayout &s = m.tensor(t).Layers[l].Scheme;
+      const kvq::abi::SliceLayout &slice = m.tensor(t).Layers[l].Slice;
       for (int h = 0; h < kKvHeads; ++h) {
         ref::SliceConfig config = referenceConfig(l, h);
         const ref::SideConfig &side =
             t == Tensor::Keys ? config.key : config.value;
         if (side.perm.empty()) {
-          EXPECT_TRUE(s.Perm.empty() && s.GroupWords.empty());
+          EXPECT_TRUE(s.Perm.empty() && slice.GroupWords.empty());
         } else {
           ReorderWords words = reorderWords(
               t == Tensor::Keys ? kKeySizes[l] : kValueSizes[l], s.Bits);
-          EXPECT_EQ(s.WordsPerToken, words.perToken);
+          EXPECT_EQ(slice.WordsPerToken, words.perToken);
           ASSERT_EQ(s.Perm.size(), size_t(kKvHeads));
-          EXPECT_EQ(s.GroupWords[h], words.groupWord[h]);
+          ASSERT_EQ(slice.GroupsPerToken, 4u);
+          EXPECT_EQ(
+              std::vector<unsigned>(slice.GroupWords.begin() + h * 4,
+                                    slice.GroupWords.begin() + (h + 1) * 4),
+              words.groupWord[h]);
           EXPECT_EQ(std::vector<int>(s.Perm[h].begin(), s.Perm[h].end()),
                     side.perm);
           EXPECT_EQ(

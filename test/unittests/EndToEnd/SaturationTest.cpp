@@ -79,9 +79,8 @@ TEST_P(SaturationTest, HugeValuesStayFiniteAndAreCounted) {
 
   // Stored parameters of every quantized group, bit for bit.
   for (auto [tensor, layout] :
-       {std::pair(Tensor::Keys, &cache->manifest().Keys.Layers[0].Scheme),
-        std::pair(Tensor::Values,
-                  &cache->manifest().Values.Layers[0].Scheme)}) {
+       {std::pair(Tensor::Keys, &cache->manifest().Keys.Layers[0].Slice),
+        std::pair(Tensor::Values, &cache->manifest().Values.Layers[0].Slice)}) {
     int saturated = 0;
     for (unsigned h = 0; h < kKvHeads; ++h) {
       const ref::CacheSide &side =

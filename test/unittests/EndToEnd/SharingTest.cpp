@@ -101,8 +101,9 @@ TEST_P(SharingTest, SharingLayerMatchesTheReference) {
   for (int step = 0; step < 3; ++step)
     appendBoth(1);
 
-  const SchemeLayout &keys = cache->manifest().Keys.Layers[1].Scheme;
-  const SchemeLayout &values = cache->manifest().Values.Layers[1].Scheme;
+  const kvq::abi::SliceLayout &keys = cache->manifest().Keys.Layers[1].Slice;
+  const kvq::abi::SliceLayout &values =
+      cache->manifest().Values.Layers[1].Slice;
   for (unsigned h = 0; h < kKvHeads; ++h) {
     const ref::Slice &own = slices[kKvHeads + h];
     for (auto [tensor, side, layout] :

@@ -73,7 +73,7 @@ std::vector<unsigned> distinctAttendLayers(const Manifest &M) {
 std::vector<unsigned> appendOrder(const Manifest &M, unsigned L) {
   std::set<unsigned> Owners;
   for (Tensor T : {Tensor::Keys, Tensor::Values})
-    if (int Owner = M.tensor(T).Layers[L].CodesFrom; Owner >= 0)
+    if (int64_t Owner = M.tensor(T).Layers[L].Slice.CodesFrom; Owner >= 0)
       Owners.insert(unsigned(Owner));
   std::vector<unsigned> Order(Owners.begin(), Owners.end());
   Order.push_back(L);
@@ -224,7 +224,8 @@ TEST_P(ShippedSpecTest, FlushKernelsFlagNonFiniteTokens) {
       kvq::abi::KernelArgs Args(kvq::abi::KernelKind::Flush);
       Args.set(F::Window, Mem.get(TL.WindowCapacity * Row * 2));
       Args.set(F::Input, Input);
-      Args.set(F::Pages, Mem.get(Pages * TL.PageBytes) + TL.Layers[0].Offset);
+      Args.set(F::Pages,
+               Mem.get(Pages * TL.PageBytes) + TL.Layers[0].Slice.Offset);
       Args.set(F::Table, TableAt);
       Args.set(F::Norms, Norms);
       Args.set(F::Saturated, Mem.get(4));
@@ -321,7 +322,7 @@ TEST_P(ShippedSpecTest, DecodeStepsCopyNoPageBack) {
     for (Tensor T : {Tensor::Keys, Tensor::Values})
       if (After[T].Quantized > Before[T].Quantized &&
           Before[T].Quantized % M.PageTokens)
-        Want += M.Model.KvHeads * M.tensor(T).Layers[0].SliceBytes;
+        Want += M.Model.KvHeads * M.tensor(T).Layers[0].Slice.SliceBytes;
   }
   EXPECT_EQ(Copied, Want) << "a bulk append";
 

@@ -48,8 +48,10 @@ struct CodePlace {
   uint64_t Bit;
 };
 
-inline CodePlace codePlace(const runtime::SchemeLayout &Layout, unsigned D,
+inline CodePlace codePlace(const runtime::LayerLayout &Layer, unsigned D,
                            unsigned H, unsigned Pi, unsigned Ch) {
+  const runtime::SchemeLayout &Layout = Layer.Scheme;
+  const abi::SliceLayout &Slice = Layer.Slice;
   unsigned G = Layout.Group, B = Layout.Bits;
   if (!Layout.Perm.empty()) {
     // Reordered (KernelABI.md, "Channel reorder"): the channel's position,
@@ -61,16 +63,17 @@ inline CodePlace codePlace(const runtime::SchemeLayout &Layout, unsigned D,
     while (Start + Layout.GroupSizes[H][Grp] <= Pos)
       Start += Layout.GroupSizes[H][Grp++];
     return {Pi * (D / G) + Grp,
-            (uint64_t(Pi) * Layout.WordsPerToken + Layout.GroupWords[H][Grp]) *
+            (uint64_t(Pi) * Slice.WordsPerToken +
+             uint64_t(Slice.GroupWords[H * Slice.GroupsPerToken + Grp])) *
                     32 +
                 (Pos - Start) * B};
   }
   if (Layout.SpanTokens) {
     unsigned N = (Pi / G) * D + Ch;
-    return {N, uint64_t(N) * Layout.WordsPerGroup * 32 + (Pi % G) * B};
+    return {N, uint64_t(N) * Slice.WordsPerGroup * 32 + (Pi % G) * B};
   }
   unsigned N = Pi * (D / G) + Ch / G;
-  return {N, uint64_t(N) * Layout.WordsPerGroup * 32 + (Ch % G) * B};
+  return {N, uint64_t(N) * Slice.WordsPerGroup * 32 + (Ch % G) * B};
 }
 
 /// Which of the code, scale and zero-point that `Page` holds for channel
@@ -81,19 +84,20 @@ struct SlotMismatch {
 };
 
 inline SlotMismatch compareSlot(const uint8_t *Page,
-                                const runtime::SchemeLayout &Layout,
+                                const runtime::LayerLayout &Layer,
                                 const ref::CacheSide &Side, unsigned D,
                                 unsigned H, int I, unsigned Pi, unsigned Ch) {
-  auto [N, Bit] = codePlace(Layout, D, H, Pi, Ch);
+  auto [N, Bit] = codePlace(Layer, D, H, Pi, Ch);
   int Group = Side.groupOf(I, int(Ch));
+  const abi::SliceLayout &Layout = Layer.Slice;
   unsigned PB = Layout.ParamBytes;
   auto Differs = [&](int64_t Offset, float Want) {
     return Offset >= 0 && readParam(Page, Offset + N * PB, PB) !=
                               ref::toParamBits(Want, Side.scheme().params);
   };
-  return {extractBits(Page, Bit, Layout.Bits) !=
+  return {extractBits(Page, Bit, Layer.Scheme.Bits) !=
               Side.codes()[size_t(I) * D + Ch],
-          Differs(Layout.ScalesOffset, Side.scales()[Group]),
+          Differs(int64_t(Layout.ScalesOffset), Side.scales()[Group]),
           Differs(Layout.ZerosOffset, Side.zeros()[Group])};
 }
 

@@ -53,7 +53,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 13);
+  EXPECT_EQ(M.Version, 14);
   // The template's zeros; the build fills in the mock kernels.so's.
   EXPECT_EQ(M.HostSharedChecksum, 0u);
   EXPECT_EQ(M.Name, "mock_fp16");
@@ -74,8 +74,8 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_EQ(M.Keys.WindowCapacity, 4u);
   EXPECT_EQ(M.Values.Flush, 4u);
   ASSERT_EQ(M.Keys.Layers.size(), 2u);
-  EXPECT_EQ(M.Keys.Layers[1].Offset, 128u);
-  EXPECT_EQ(M.Keys.Layers[1].SliceBytes, 64u);
+  EXPECT_EQ(M.Keys.Layers[1].Slice.Offset, 128u);
+  EXPECT_EQ(M.Keys.Layers[1].Slice.SliceBytes, 64u);
   EXPECT_FALSE(M.Keys.Layers[1].Scheme.Quantized);
   EXPECT_EQ(M.Values.Layers[0].FlushKernel, "kvq_mock_flush_values_0");
   EXPECT_EQ(M.Layers[1].Attend, "kvq_mock_attend_1");
@@ -102,18 +102,42 @@ TEST(ManifestTest, LayersTakeTheirFlushKernelsDeviceUnits) {
   EXPECT_EQ(M->Keys.Layers[0].FlushDeviceUnits, 1u);
 }
 
+/// A slice object with the fields kvq/ABI/CacheLayout.h names (the others at
+/// their defaults).
+Json sliceJson(uint64_t Offset, uint64_t SliceBytes, unsigned WordsPerGroup,
+               unsigned GroupsPerToken, unsigned GroupsPerPage,
+               unsigned ParamBytes, uint64_t CodesBytes, int64_t ZerosOffset,
+               unsigned WordsPerToken = 0, std::vector<int> GroupWords = {}) {
+  return {{"offset", Offset},
+          {"slice_bytes", SliceBytes},
+          {"words_per_group", WordsPerGroup},
+          {"groups_per_token", GroupsPerToken},
+          {"groups_per_page", GroupsPerPage},
+          {"param_bytes", ParamBytes},
+          {"codes_bytes", CodesBytes},
+          {"scales_offset", CodesBytes},
+          {"zeros_offset", ZerosOffset},
+          {"codes_from", -1},
+          {"codes_layer_delta", 0},
+          {"codes_head_delta", 0},
+          {"words_per_token", WordsPerToken},
+          {"group_words", GroupWords}};
+}
+
 TEST(ManifestTest, ParsesAQuantizedScheme) {
   Json J = mockJson();
-  J["tensors"]["keys"]["layers"][0]["scheme"] = {
-      {"kind", "quant"},      {"bits", 3},
-      {"mode", "sym"},        {"span", "channels"},
-      {"group", 4},           {"levels", 8},
-      {"eta", 0.0},           {"clip", 1.0},
-      {"params", "f16"},      {"param_bytes", 2},
-      {"key_norm", true},     {"pre_rope", true},
-      {"words_per_group", 1}, {"groups_per_page", 8},
-      {"codes_bytes", 32},    {"scales_offset", 32},
-      {"zeros_offset", -1}};
+  Json &Keys = J["tensors"]["keys"];
+  Keys["layers"][0]["scheme"] = {
+      {"kind", "quant"},    {"bits", 3},       {"mode", "sym"},
+      {"span", "channels"}, {"group", 4},      {"levels", 8},
+      {"eta", 0.0},         {"clip", 1.0},     {"params", "f16"},
+      {"key_norm", true},   {"pre_rope", true}};
+  // 4 tokens x 2 groups of 4 3-bit codes: a word each, 32 bytes of codes;
+  // 8 f16 scales (16 bytes), no zero-points. Layer 1 follows two such
+  // slices.
+  Keys["layers"][0]["slice"] = sliceJson(0, 48, 1, 2, 8, 2, 32, -1);
+  Keys["layers"][1]["slice"]["offset"] = 96;
+  Keys["page_bytes"] = 96 + 2 * 64;
   J["layers"][0]["keynorm_kernel"] = "kvq_mock_keynorm_0";
   J["kernels"].push_back(
       {{"name", "kvq_mock_keynorm_0"},
@@ -131,8 +155,10 @@ TEST(ManifestTest, ParsesAQuantizedScheme) {
   EXPECT_FALSE(S.SpanTokens);
   EXPECT_TRUE(S.KeyNorm);
   EXPECT_TRUE(S.PreRope);
-  EXPECT_EQ(S.ZerosOffset, -1);
-  EXPECT_EQ(S.ScalesOffset, 32);
+  const kvq::abi::SliceLayout &L = M->Keys.Layers[0].Slice;
+  EXPECT_EQ(L.ZerosOffset, -1);
+  EXPECT_EQ(L.ScalesOffset, 32u);
+  EXPECT_EQ(L.SliceBytes, 48u);
   EXPECT_TRUE(M->hasKeyNorm());
   EXPECT_EQ(M->kernel("kvq_mock_keynorm_0")->Block.X, 32u);
 }
@@ -151,20 +177,16 @@ Json reorderedMock() {
       {"eta", 0.0},
       {"clip", 1.0},
       {"params", "f16"},
-      {"param_bytes", 2},
       {"key_norm", false},
       {"pre_rope", false},
-      {"words_per_group", 0},
-      {"groups_per_page", 8},
-      {"codes_bytes", 32},
-      {"scales_offset", 32},
-      {"zeros_offset", 48},
       {"reorder",
-       {{"words_per_token", 2},
-        {"perm", {{7, 6, 5, 4, 3, 2, 1, 0}, {0, 1, 2, 3, 4, 5, 6, 7}}},
-        {"sizes", {{3, 5}, {4, 4}}},
-        {"group_words", {{0, 1}, {0, 1}}}}},
+       {{"perm", {{7, 6, 5, 4, 3, 2, 1, 0}, {0, 1, 2, 3, 4, 5, 6, 7}}},
+        {"sizes", {{3, 5}, {4, 4}}}}},
       {"clip_table", {{0.5, 1.0}, {0.75, 0.25}}}};
+  // Each group of 2-bit codes takes a word: 2 words a token, 32 bytes of
+  // codes; 8 f16 scales and 8 zero-points of 16 bytes each.
+  J["tensors"]["keys"]["layers"][0]["slice"] =
+      sliceJson(0, 64, 0, 2, 8, 2, 32, 48, 2, {0, 1, 0, 1});
   return J;
 }
 
@@ -172,45 +194,106 @@ TEST(ManifestTest, ParsesReorderAndClipTables) {
   Expected<Manifest> M = parseManifest(reorderedMock().dump());
   ASSERT_TRUE(M.ok()) << M.message();
   const SchemeLayout &S = M->Keys.Layers[0].Scheme;
-  EXPECT_EQ(S.WordsPerToken, 2u);
+  EXPECT_EQ(M->Keys.Layers[0].Slice.WordsPerToken, 2u);
   EXPECT_EQ(S.Perm[0], (std::vector<unsigned>{7, 6, 5, 4, 3, 2, 1, 0}));
   EXPECT_EQ(S.GroupSizes[0], (std::vector<unsigned>{3, 5}));
-  EXPECT_EQ(S.GroupWords[1], (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(M->Keys.Layers[0].Slice.GroupWords,
+            (std::vector<int32_t>{0, 1, 0, 1}));
   EXPECT_EQ(S.ClipTable[1], (std::vector<double>{0.75, 0.25}));
 }
 
 TEST(ManifestTest, RejectsBadReorderAndClipTables) {
   auto after = [](auto Edit) {
     Json J = reorderedMock();
-    Edit(J["tensors"]["keys"]["layers"][0]["scheme"]);
+    Edit(J["tensors"]["keys"]["layers"][0]["scheme"],
+         J["tensors"]["keys"]["layers"][0]["slice"]);
     Expected<Manifest> M = parseManifest(J.dump());
     EXPECT_FALSE(M.ok());
     return M.ok() ? std::string() : M.message();
   };
-  const std::string P = "manifest: 'tensors.keys.layers[0].scheme";
-  EXPECT_EQ(after([](Json &S) { S["reorder"]["perm"][1][7] = 6; }),
-            P + ".reorder.perm' rows must be permutations of the channels");
-  EXPECT_EQ(after([](Json &S) {
+  const std::string P = "manifest: 'tensors.keys.layers[0]";
+  EXPECT_EQ(after([](Json &S, Json &) { S["reorder"]["perm"][1][7] = 6; }),
+            P + ".scheme.reorder.perm' rows must be permutations of the "
+                "channels");
+  EXPECT_EQ(after([](Json &S, Json &) {
               S["reorder"]["sizes"][0] = {3, 4};
             }),
-            P + ".reorder.sizes' rows must sum to head_dim");
-  EXPECT_EQ(after([](Json &S) { S["reorder"]["group_words"][0][1] = 2; }),
-            P + ".reorder' has an empty group or a word past the token");
-  EXPECT_EQ(after([](Json &S) { S["reorder"]["words_per_token"] = 9; }),
-            P + ".reorder' places codes outside the slice's codes");
-  EXPECT_EQ(after([](Json &S) { S["reorder"]["perm"].erase(1); }),
-            P + ".reorder.perm' must have one row per kv-head");
-  EXPECT_EQ(after([](Json &S) { S["clip_table"][0][1] = 1.5; }),
-            P + ".clip_table' factors must be in (0, 1]");
-  EXPECT_EQ(after([](Json &S) { S["clip_table"][0] = {0.5}; }),
-            P + ".clip_table' rows must have 2 entries");
+            P + ".scheme.reorder.sizes' rows must sum to head_dim");
+  EXPECT_EQ(after([](Json &S, Json &) {
+              S["reorder"]["sizes"][0] = {0, 8};
+            }),
+            P + ".scheme.reorder' has an empty group");
+  EXPECT_EQ(after([](Json &, Json &L) { L["group_words"][1] = 2; }),
+            P + ".slice': group_words must lie in [0, words_per_token)");
+  EXPECT_EQ(after([](Json &, Json &L) { L["words_per_token"] = 9; }),
+            P + ".slice' does not match its scheme: words_per_token is 9, "
+                "the schemes give 2");
+  EXPECT_EQ(after([](Json &, Json &L) {
+              L["group_words"] = {0, 1, 0, 0};
+            }),
+            P + ".slice' does not match its scheme: group_words differ from "
+                "the schemes'");
+  EXPECT_EQ(after([](Json &S, Json &) { S["reorder"]["perm"].erase(1); }),
+            P + ".scheme.reorder.perm' must have one row per kv-head");
+  EXPECT_EQ(after([](Json &S, Json &) { S["clip_table"][0][1] = 1.5; }),
+            P + ".scheme.clip_table' factors must be in (0, 1]");
+  EXPECT_EQ(after([](Json &S, Json &) { S["clip_table"][0] = {0.5}; }),
+            P + ".scheme.clip_table' rows must have 2 entries");
+}
+
+TEST(ManifestTest, RequiresTheLayoutOfItsSchemes) {
+  auto after = [](auto Edit) {
+    Json J = reorderedMock();
+    Edit(J["tensors"]["keys"]);
+    Expected<Manifest> M = parseManifest(J.dump());
+    EXPECT_FALSE(M.ok());
+    return M.ok() ? std::string() : M.message();
+  };
+  const std::string P = "manifest: 'tensors.keys";
+  // The rules of any slice, before the schemes are read.
+  EXPECT_EQ(
+      after([](Json &T) { T["layers"][0]["slice"]["scales_offset"] = 40; }),
+      P + ".layers[0].slice': slice offsets and sizes must be multiples "
+          "of 16 bytes");
+  EXPECT_EQ(
+      after([](Json &T) { T["layers"][0]["slice"]["zeros_offset"] = 64; }),
+      P + ".layers[0].slice': codes or parameters lie outside the slice");
+  EXPECT_EQ(after([](Json &T) { T["layers"][0]["slice"]["codes_from"] = 1; }),
+            P + ".layers[0].slice.codes_from' must be -1 or an earlier layer");
+  // A slice that obeys them but is not its scheme's.
+  EXPECT_EQ(after([](Json &T) { T["layers"][0]["slice"]["codes_bytes"] = 16; }),
+            P + ".layers[0].slice' does not match its scheme: codes_bytes is "
+                "16, the schemes give 32");
+  EXPECT_EQ(after([](Json &T) { T["layers"][0]["scheme"]["mode"] = "sym"; }),
+            P + ".layers[0].slice' does not match its scheme: slice_bytes is "
+                "64, the schemes give 48");
+  // 8-bit codes: kv-head 0's group of 5 takes two words.
+  EXPECT_EQ(after([](Json &T) { T["layers"][0]["scheme"]["bits"] = 8; }),
+            P + ".layers[0].slice' does not match its scheme: slice_bytes is "
+                "64, the schemes give 80");
+  EXPECT_EQ(after([](Json &T) { T["layers"][0]["scheme"]["params"] = "f32"; }),
+            P + ".layers[0].slice' does not match its scheme: slice_bytes is "
+                "64, the schemes give 96");
+  EXPECT_EQ(after([](Json &T) { T["layers"][0]["scheme"]["params"] = "f4"; }),
+            P + ".layers[0].scheme.params' must be f32, f16, bf16 or f8E4M3FN, "
+                "got 'f4'");
+  EXPECT_EQ(after([](Json &T) {
+              T["layers"][1]["scheme"] = {
+                  {"kind", "quant"},   {"bits", 2},        {"mode", "asym"},
+                  {"span", "tokens"},  {"group", 3},       {"levels", 4},
+                  {"eta", 0.0},        {"clip", 1.0},      {"params", "f16"},
+                  {"key_norm", false}, {"pre_rope", false}};
+            }),
+            P + ".layers[1].scheme.group' must divide page_tokens");
+  EXPECT_EQ(after([](Json &T) { T["page_bytes"] = 272; }),
+            P + ".page_bytes' is 272, the schemes give 256");
 }
 
 TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 12, runtime expects 13"),
+  EXPECT_NE(A.message().find("artifact version 12, runtime expects 14"),
             std::string::npos)
       << A.message();
 }
@@ -279,9 +362,10 @@ TEST(ManifestTest, NamesTheOffendingField) {
             "manifest: kernel 'kvq_mock_flush_keys_0' has the wrong argument "
             "list for a flush kernel");
   EXPECT_EQ(errorAfter([](Json &J) {
-              J["tensors"]["keys"]["layers"][1]["offset"] = 240;
+              J["tensors"]["keys"]["layers"][1]["slice"]["offset"] = 240;
             }),
-            "manifest: 'tensors.keys.layers[1]' slices exceed the page");
+            "manifest: 'tensors.keys.layers[1].slice' does not match its "
+            "scheme: offset is 240, the schemes give 128");
   EXPECT_EQ(errorAfter([](Json &J) {
               J["layers"][0]["keynorm_kernel"] = "kvq_mock_attend_0";
             }),
@@ -551,7 +635,7 @@ TEST(ManifestTest, ManifestHashSkipsTheChecksumDigits) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 13");
+            "artifact version 4294967297, runtime expects 14");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {
@@ -560,11 +644,17 @@ TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
             "manifest: 'tensors.keys.page_bytes' is out of range (at most "
             "1099511627776)");
   EXPECT_EQ(errorAfter([](Json &J) {
-              J["tensors"]["keys"]["layers"][0]["offset"] =
+              J["tensors"]["keys"]["layers"][0]["slice"]["offset"] =
                   9223372036854775806ull;
             }),
-            "manifest: 'tensors.keys.layers[0].offset' is out of range (at "
-            "most 256)");
+            "manifest: 'tensors.keys.layers[0].slice.offset' is out of range "
+            "(at most 1099511627776)");
+  EXPECT_EQ(errorAfter([](Json &J) {
+              J["tensors"]["keys"]["layers"][0]["slice"]["codes_head_delta"] =
+                  -9223372036854775807ll;
+            }),
+            "manifest: 'tensors.keys.layers[0].slice.codes_head_delta' is out "
+            "of range");
   // recent + flush - 1 wrapped to 0 in 32 bits.
   EXPECT_EQ(errorAfter([](Json &J) {
               J["tensors"]["values"]["recent"] = 4294967295u;

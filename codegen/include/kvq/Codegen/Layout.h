@@ -9,51 +9,30 @@
 #ifndef KVQ_CODEGEN_LAYOUT_H
 #define KVQ_CODEGEN_LAYOUT_H
 
+#include "kvq/ABI/CacheLayout.h"
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
 namespace kvq {
 
-/// The layout of one (layer, kv-head) slice of a page.
-struct SliceLayout {
+/// The layout of one (layer, kv-head) slice of a page: its numbers
+/// (kvq/ABI/CacheLayout.h, one definition for the compiler and the runtime)
+/// and the scheme they store.
+struct SliceLayout : abi::SliceLayout {
   /// The scheme: a QuantAttr or a FullPrecisionAttr.
   mlir::Attribute scheme;
   /// Set for quantized schemes.
   QuantAttr quant;
-  unsigned wordsPerGroup = 0;
-  /// span = channels: groups along one token (head_dim / group).
-  unsigned groupsPerToken = 0;
-  unsigned groupsPerPage = 0;
-  unsigned paramBytes = 0;
-  uint64_t codesBytes = 0;
-  uint64_t scalesOffset = 0;
-  /// -1 when the scheme stores no zero-points (sym).
-  int64_t zerosOffset = -1;
-  uint64_t sliceBytes = 0;
-  /// Cross-layer sharing (XQuant): the layer whose codes this one uses. Its
-  /// own slice then holds only parameters; the owner's codes for kv-head h
-  /// are `codesLayerDelta + h * codesHeadDelta` bytes from this slice.
-  std::optional<unsigned> codesFrom;
-  int64_t codesLayerDelta = 0;
-  int64_t codesHeadDelta = 0;
-  /// Channel reorder (SKVQ): groups of a token have variable sizes and each
-  /// starts on a word, so a token's codes take `wordsPerToken` words (the
-  /// most any kv-head needs: every head's slice has the same size) and
-  /// group g of kv-head h starts at word `groupWords[h * groupsPerToken +
-  /// g]` of them. wordsPerGroup is 0.
-  unsigned wordsPerToken = 0;
-  llvm::SmallVector<int32_t> groupWords;
 
   bool isQuantized() const { return static_cast<bool>(quant); }
-  bool sharesCodes() const { return codesFrom.has_value(); }
-  bool hasReorder() const { return !groupWords.empty(); }
 };
 
 /// The per-(layer, kv-head) tables of a slice, row-major [kv-head][...]:
 /// SKVQ's channel reorder (`perm[i]` the channel at position i, the group
-/// sizes and first words of a token's groups) and per-group clip factors
+/// sizes; their first words are the layout's GroupWords) and per-group clip
+/// factors
 /// (rounded to f32, as the quantizer applies them). Empty when absent.
 struct SliceTables {
-  llvm::SmallVector<int32_t> perm, sizes, groupWords;
+  llvm::SmallVector<int32_t> perm, sizes;
   llvm::SmallVector<float> clips;
   /// Entries per kv-head of `clips`: groups per token (span = channels) or
   /// channels (span = tokens).
@@ -70,7 +49,6 @@ struct TensorLayout {
   /// Full-precision window slots: recent + flush - 1.
   unsigned windowCapacity = 0;
   uint64_t pageBytes = 0;
-  llvm::SmallVector<uint64_t> layerOffsets;
   llvm::SmallVector<SliceLayout> layers;
 };
 

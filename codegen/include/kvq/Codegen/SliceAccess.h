@@ -28,7 +28,7 @@ public:
 
   const SliceLayout &getSlice() const { return slice; }
   QuantAttr getQuant() const { return slice.quant; }
-  unsigned getWordsPerGroup() const { return slice.wordsPerGroup; }
+  unsigned getWordsPerGroup() const { return slice.WordsPerGroup; }
 
   /// Code `k` of group `n` (i32 values).
   mlir::Value loadCode(mlir::Value n, mlir::Value k);

@@ -34,6 +34,11 @@
 //       checked before it is loaded (the manifest hash reads them as 0).
 //   13  model.channel_order: the order of a head's rotary channel pairs the
 //       spec was written for (any, half or interleaved).
+//   14  each layer's page layout in one `slice` object, the fields of
+//       kvq/ABI/CacheLayout.h (offset, slice_bytes and codes_from move there
+//       from the layer, the code and parameter fields from the scheme, and
+//       group_words from the reorder tables, as one [kv-head][group] list),
+//       which the reader requires to equal the layout of the schemes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +80,9 @@
   X(SliceBytes, "slice_bytes")                                                 \
   X(FlushKernel, "flush_kernel")                                               \
   X(CodesFrom, "codes_from")                                                   \
+  X(CodesLayerDelta, "codes_layer_delta")                                      \
+  X(CodesHeadDelta, "codes_head_delta")                                        \
+  X(Slice, "slice")                                                            \
   X(Scheme, "scheme")                                                          \
   X(Kind, "kind")                                                              \
   X(Mode, "mode")                                                              \
@@ -88,6 +96,7 @@
   X(KeyNorm, "key_norm")                                                       \
   X(PreRope, "pre_rope")                                                       \
   X(WordsPerGroup, "words_per_group")                                          \
+  X(GroupsPerToken, "groups_per_token")                                        \
   X(GroupsPerPage, "groups_per_page")                                          \
   X(CodesBytes, "codes_bytes")                                                 \
   X(ScalesOffset, "scales_offset")                                             \
@@ -122,7 +131,7 @@ namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 13;
+inline constexpr int kVersion = 14;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";

@@ -15,8 +15,9 @@
 #ifndef KVQ_RUNTIME_ARTIFACT_H
 #define KVQ_RUNTIME_ARTIFACT_H
 
-#include "kvq/Runtime/DeviceDriver.h"
+#include "kvq/ABI/CacheLayout.h"
 #include "kvq/ABI/ManifestSchema.h"
+#include "kvq/Runtime/DeviceDriver.h"
 
 #include <cstdint>
 #include <map>
@@ -48,7 +49,8 @@ unsigned byteSize(DType Type);
 enum class Tensor { Keys = 0, Values = 1 };
 const char *toString(Tensor T);
 
-/// How one layer of one tensor is stored in a page (see KernelABI.md).
+/// The scheme one layer of one tensor stores in its slices (see
+/// KernelABI.md).
 struct SchemeLayout {
   /// False for a full-precision scheme (slice = [P][D] of the model dtype).
   bool Quantized = false;
@@ -63,39 +65,30 @@ struct SchemeLayout {
   double Clip = 1.0;
   /// Parameter dtype name ("f32", "f16", "bf16", "f8E4M3").
   std::string Params;
-  unsigned ParamBytes = 0;
   bool KeyNorm = false;
   /// Keys cached before the rotary embedding (the attend kernel rotates).
   bool PreRope = false;
-  unsigned WordsPerGroup = 0;
-  unsigned GroupsPerPage = 0;
-  uint64_t CodesBytes = 0;
-  int64_t ScalesOffset = -1;
-  /// -1 when the scheme has no zero-points (sym).
-  int64_t ZerosOffset = -1;
-  /// SKVQ channel reorder (all empty without), per kv-head: Perm[h][i] is
+  /// SKVQ channel reorder (both empty without), per kv-head: Perm[h][i] is
   /// the channel at position i of a token, GroupSizes[h] the sizes of its
-  /// groups in position order, GroupWords[h][g] the first of the token's
-  /// WordsPerToken code words that group g's codes take (each group starts
-  /// on a word; WordsPerGroup is 0). See KernelABI.md, "Channel reorder".
-  std::vector<std::vector<unsigned>> Perm, GroupSizes, GroupWords;
-  unsigned WordsPerToken = 0;
+  /// groups in position order (their first words are the slice's
+  /// GroupWords). See KernelABI.md, "Channel reorder".
+  std::vector<std::vector<unsigned>> Perm, GroupSizes;
   /// Per-group clip factors per kv-head (one per group of a token, or per
   /// channel for span = tokens); empty when the scheme clips by `Clip`.
   std::vector<std::vector<double>> ClipTable;
 };
 
-/// One layer of one tensor: where its slices live in a page.
+/// One layer of one tensor: where its slices live in a page, and what
+/// they store.
 struct LayerLayout {
-  uint64_t Offset = 0;
-  uint64_t SliceBytes = 0;
+  /// Offsets, sizes and code sharing (kvq/ABI/CacheLayout.h, the compiler's
+  /// definition): CodesFrom is the earlier layer whose codes this layer's
+  /// kernels read (it stores only its parameters), or -1.
+  abi::SliceLayout Slice;
   std::string FlushKernel;
   /// The flush units a block of FlushKernel moves on a GPU (its kernel
   /// entry's device_units, resolved once when the manifest is parsed).
   unsigned FlushDeviceUnits = 1;
-  /// XQuant code sharing: the earlier layer whose codes this layer's kernels
-  /// read (it stores only its parameters), or -1.
-  int CodesFrom = -1;
   SchemeLayout Scheme;
 };
 
@@ -153,20 +146,8 @@ struct LayerKernels {
   std::string Track;
 };
 
-/// OTT outlier pools (docs/KernelABI.md, "Outlier pools"): layers from
-/// FirstLayer on keep, per sequence and kv-head, Entries = Capacity + Extra
-/// full-precision key and value rows and IndexWords u32 of bookkeeping.
-struct PoolLayout {
-  unsigned Capacity = 0;
-  unsigned Extra = 0;
-  unsigned FirstLayer = 0;
-  unsigned Entries = 0;
-  unsigned IndexWords = 0;
-
-  bool isTracked(unsigned Layer) const {
-    return Capacity && Layer >= FirstLayer;
-  }
-};
+/// OTT outlier pools (kvq/ABI/CacheLayout.h, the compiler's definition).
+using abi::PoolLayout;
 
 /// The parsed manifest.json.
 struct Manifest {

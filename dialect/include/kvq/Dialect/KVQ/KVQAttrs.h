@@ -3,6 +3,7 @@
 #ifndef KVQ_DIALECT_KVQ_KVQATTRS_H
 #define KVQ_DIALECT_KVQ_KVQATTRS_H
 
+#include "kvq/ABI/CacheLayout.h"
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -20,10 +21,9 @@ constexpr unsigned kMaxWindowTokens = 1u << 20;
 /// sizes) may hold: far above any model's layers x kv_heads x head_dim, and
 /// checked on the table's type before any element is read.
 constexpr uint64_t kMaxTableElements = uint64_t(1) << 24;
-/// Every region of a page (#kvq.layout) starts on this many bytes, for
-/// 128-bit loads; the layout computation and the attribute's verifier share
-/// it.
-constexpr uint64_t kLayoutAlignment = 16;
+/// Every region of a page (#kvq.layout) starts on this many bytes
+/// (kvq/ABI/CacheLayout.h).
+using abi::kLayoutAlignment;
 /// The most tokens one attention split of the host CPU's kernels covers
 /// unless a target says otherwise: one CPU thread runs a split, so long
 /// splits amortise its fixed work (query, softmax, the merge of partial

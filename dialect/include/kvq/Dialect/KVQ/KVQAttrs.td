@@ -438,7 +438,9 @@ def KVQ_SliceLayoutAttr : KVQ_Attr<"SliceLayout", "slice_layout"> {
     With channel reorder (variable group sizes) a token's codes take
     `words_per_token` words and group `g` of kv-head `h` starts at word
     `group_words[h * groups_per_token + g]` of them (`words_per_group` is
-    then 0). Zero, -1 and empty fields are elided.
+    then 0). Zero, -1 and empty fields are elided. The parameters are the
+    fields of `kvq::abi::SliceLayout` (kvq/ABI/CacheLayout.h), in order:
+    the one description of a slice that the runtime reads too.
 
     ```mlir
     #kvq.slice_layout<offset = 0, slice_bytes = 6144, words_per_group = 2,
@@ -464,6 +466,13 @@ def KVQ_SliceLayoutAttr : KVQ_Attr<"SliceLayout", "slice_layout"> {
     OptionalParameter<"::mlir::DenseI32ArrayAttr">:$group_words);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "const ::kvq::abi::SliceLayout &":$layout)>
+  ];
+  let extraClassDeclaration = [{
+    /// The numbers this attribute spells.
+    ::kvq::abi::SliceLayout getLayout() const;
+  }];
 }
 
 def KVQ_TensorLayoutAttr : KVQ_Attr<"TensorLayout", "tensor_layout"> {
@@ -512,7 +521,7 @@ def KVQ_PoolLayoutAttr : KVQ_Attr<"PoolLayout", "pool_layout"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Words of an index before the entries' positions.
-    static constexpr unsigned kHeaderWords = 4;
+    static constexpr unsigned kHeaderWords = ::kvq::abi::kPoolHeaderWords;
     bool isTracked(unsigned layer) const { return layer >= getFirstLayer(); }
   }];
 }
