@@ -1,13 +1,18 @@
 // Each stage of kvq-compile-pipeline runs and prints alone. The stages:
 //   kvq-build-kernels = kvq-assign-target, kvq.cache(kvq-expand-schedule),
-//                       kvq-assign-layout,
-//                       kvq-plan-kernels, kvq-lower-kernels,
-//                       kvq-expand-dequantize
-//   kvq-host-to-llvm  = builtin.module(convert-scf-to-cf, arith-expand,
-//                       convert-to-llvm, reconcile-unrealized-casts)
-//   kvq-gpu-to-binary = kvq-attach-nvvm-targets, gpu.module(convert-scf-
-//                       to-cf, convert-gpu-to-nvvm, canonicalize, cse,
-//                       reconcile-unrealized-casts), gpu-module-to-binary
+//                       kvq-assign-layout, kvq-plan-kernels,
+//                       kvq-select-forms, kvq-lower-kernels,
+//                       kvq-instantiate-programs, kvq-vectorize-parallel,
+//                       kvq-distribute-parallel, kvq-expand-dequantize,
+//                       kvq-expand-unpack
+//   kvq-host-to-llvm  = builtin.module(expand-strided-metadata,
+//                       convert-scf-to-cf, arith-expand, convert-to-llvm,
+//                       reconcile-unrealized-casts)
+//   kvq-gpu-to-binary = kvq-attach-nvvm-targets, gpu.module(expand-strided-
+//                       metadata, convert-scf-to-cf, convert-gpu-to-nvvm),
+//                       finalize-memref-to-llvm, gpu.module(canonicalize,
+//                       cse, reconcile-unrealized-casts),
+//                       gpu-module-to-binary
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq.cache(kvq-expand-schedule),kvq-assign-layout,kvq-plan-kernels)' | FileCheck %s --check-prefix=PLAN
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels)' | FileCheck %s --check-prefix=KERNELS
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' | FileCheck %s --check-prefix=LLVM

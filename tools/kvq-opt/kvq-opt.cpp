@@ -19,6 +19,7 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassInstrumentation.h"
@@ -175,6 +176,8 @@ static void registerUpstreamPasses() {
   mlir::registerConvertToLLVMPass();
   mlir::registerReconcileUnrealizedCastsPass();
   mlir::registerConvertGpuOpsToNVVMOps();
+  mlir::memref::registerExpandStridedMetadataPass();
+  mlir::registerFinalizeMemRefToLLVMConversionPass();
   mlir::registerGpuModuleToBinaryPass();
 }
 

@@ -132,6 +132,10 @@ std::string kvq::getHostModuleName(CacheOp cache) {
   return (cache.getSymName() + "_host").str();
 }
 
+std::string kvq::getProgramModuleName(CacheOp cache) {
+  return (cache.getSymName() + "_program").str();
+}
+
 std::string kvq::getDeviceModuleName(CacheOp cache) {
   return (cache.getSymName() + "_kernels").str();
 }
@@ -144,8 +148,7 @@ unsigned kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
   unsigned units = 1;
   switch (spec.kind) {
   case KernelKind::KeyNorm:
-    emitKeyNormKernel(kb, entry, layout);
-    break;
+    llvm_unreachable("key norms are a program (buildKeyNormProgram)");
   case KernelKind::Flush:
     units = emitFlushKernel(kb, entry, layout, spec.layer, spec.isKeys);
     break;

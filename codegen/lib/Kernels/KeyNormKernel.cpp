@@ -8,56 +8,77 @@
 // norms. Max and sqrt are exact, so the norms are those of one pass in any
 // order.
 //
+// The kernel is a program for both targets (the kernel program of
+// docs/Rationale.md, "Pipeline stages"): buffers are memrefs viewed a row at
+// a time, the block is `gpu.block_id`, and the work the block's threads
+// share is `scf.parallel` over a row's channels. kvq-vectorize-parallel
+// makes those loops vectors on the CPU, kvq-distribute-parallel spreads
+// them over a GPU block's threads.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Codegen/Kernels.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace kvq;
 
 namespace {
-/// The arguments of kvq/ABI/KernelABI.h.
-struct KeyNormArgs {
-  using A = abi::KeyNormArgs;
-  Value src, norms, partials, numTokens, numChunks, phase;
-  explicit KeyNormArgs(const KernelEntry &e)
-      : src(e.args[A::Src]), norms(e.args[A::Norms]),
-        partials(e.args[A::Partials]), numTokens(e.args[A::NumTokens]),
-        numChunks(e.args[A::NumChunks]), phase(e.args[A::Phase]) {}
-};
 
-/// Emits the key-norm kernel: a row is the Hkv * D channels of one token
+/// Builds the key-norm program: a row is the Hkv * D channels of one token
 /// (src) or of one chunk's maxima (partials).
-class KeyNormEmitter {
+class KeyNormProgram {
 public:
-  KeyNormEmitter(KernelBuilder &kb, const KernelEntry &entry, ModelAttr model)
-      : kb(kb), args(entry), block(entry.blockId[0]), model(model),
-        rowChannels(model.getKvHeads() * model.getHeadDim()),
-        lanes(getAppendLanes(kb.getTarget(), model.getHeadDim())) {}
+  KeyNormProgram(OpBuilder &b, Location loc, ModelAttr model)
+      : b(b), loc(loc), kb(b, loc), model(model),
+        rowChannels(model.getKvHeads() * model.getHeadDim()) {}
 
-  void emit();
+  void build(StringRef name);
 
 private:
   /// Phase 0: partials[block] = max |src[t]| over the block's chunk.
-  void emitChunkMaxima();
+  void buildChunkMaxima(Value src, Value partials, Value numTokens,
+                        Value numChunks);
   /// Phase 1: norms of kv-head `block` from every chunk's maxima.
-  void emitNorms();
+  void buildNorms(Value norms, Value partials, Value numChunks);
 
-  /// Elements [index, index + lanes) of `ptr` as f32 (a vector; a scalar
-  /// for one lane); `invariant` where nothing writes them during the launch.
-  Value loadChannels(Type type, Value ptr, Value index, bool invariant);
-  /// Stores f32 elements at `index` of `ptr`.
-  void storeChannels(Value value, Value ptr, Value index);
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  Value toIndex(Value i32) {
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i32);
+  }
+  /// `size` elements of the 1-D `buffer` from `offset`.
+  Value row(Value buffer, Value offset, int64_t size) {
+    return memref::SubViewOp::create(
+        b, loc, buffer, ArrayRef<OpFoldResult>{offset},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  }
+  /// Runs `body(c)` for every channel c in [0, count): the block's threads
+  /// share them.
+  void forEachChannel(int64_t count, function_ref<void(Value)> body) {
+    scf::ParallelOp::create(
+        b, loc, ValueRange{index(0)}, ValueRange{index(count)},
+        ValueRange{index(1)},
+        [&](OpBuilder &, Location, ValueRange ivs) { body(ivs[0]); });
+  }
 
-  KernelBuilder &kb;
-  KeyNormArgs args;
-  Value block;
+  OpBuilder &b;
+  Location loc;
+  KernelBuilder kb;
   ModelAttr model;
-  unsigned rowChannels, lanes;
+  int64_t rowChannels;
+  Value block;
 };
+
 } // namespace
 
-/// n = sqrt(max |K|), or 1 where the max is 0 (scalars or vectors).
+/// n = sqrt(max |K|), or 1 where the max is 0.
 static Value normOf(KernelBuilder &kb, Value maxAbs) {
   return kb.select(kb.feq(maxAbs, kb.f32Like(maxAbs, 0)), kb.f32Like(maxAbs, 1),
                    kb.sqrt(maxAbs));
@@ -75,104 +96,102 @@ static Value maxMagnitude(KernelBuilder &kb, Value acc, Value x) {
                     kb.maxS(kb.bitcast(i32, kb.fabs(x)), kb.bitcast(i32, acc)));
 }
 
-Value KeyNormEmitter::loadChannels(Type type, Value ptr, Value index,
-                                   bool invariant) {
-  if (lanes > 1)
-    return kb.loadFloatVector(type, ptr, index, lanes, invariant);
-  return kb.loadFloat(type, ptr, index, invariant);
-}
-
-void KeyNormEmitter::storeChannels(Value value, Value ptr, Value index) {
-  kb.store(value, ptr, kb.mul(kb.toI64(index), kb.i64(4)), 4);
-}
-
-void KeyNormEmitter::emitChunkMaxima() {
+void KeyNormProgram::buildChunkMaxima(Value src, Value partials,
+                                      Value numTokens, Value numChunks) {
   // ceil(n / numChunks) tokens a chunk; the last ones may be short or empty
   // (maxima 0, which phase 1 ignores: |K| >= 0).
-  Value one = kb.i32(1);
-  Value per = kb.divU(kb.add(args.numTokens, kb.sub(args.numChunks, one)),
-                      args.numChunks);
-  Value first = kb.minU(kb.mul(block, per), args.numTokens);
-  Value last = kb.minU(kb.add(first, per), args.numTokens);
-  Value out = kb.mul(block, kb.i32(rowChannels));
-  Type dtype = model.getDtype(), f32 = kb.builder().getF32Type();
-  if (lanes == 1) {
-    // A thread per channel; a warp's loads of one token are adjacent.
-    kb.getTarget().parallelFor(kb, kb.i32(rowChannels), [&](Value c) {
-      Value maxAbs = kb.forLoop(
-          first, last, one, {kb.f32(0)},
-          [&](Value t, ValueRange acc) -> SmallVector<Value> {
-            Value x = loadChannels(dtype, args.src,
-                                   kb.add(kb.mul(t, kb.i32(rowChannels)), c),
-                                   /*invariant=*/true);
-            return {maxMagnitude(kb, acc[0], x)};
-          })[0];
-      storeChannels(maxAbs, args.partials, kb.add(out, c));
-    });
-    return;
-  }
-  // The CPU: whole rows in token order (one stream), the maxima kept in the
-  // block's row of partials (a row is more vectors than registers).
-  Value vectors = kb.i32(rowChannels / lanes);
-  Value zeros = kb.splat(kb.f32(0), lanes);
-  auto channelOf = [&](Value v) { return kb.mul(v, kb.i32(lanes)); };
-  kb.forEach(kb.i32(0), vectors, [&](Value v) {
-    storeChannels(zeros, args.partials, kb.add(out, channelOf(v)));
+  Value n = toIndex(numTokens), chunks = toIndex(numChunks);
+  Value per = arith::DivUIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, n,
+                            arith::SubIOp::create(b, loc, chunks, index(1))),
+      chunks);
+  Value first = arith::MinUIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, per), n);
+  Value last = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, first, per), n);
+  Value maxima =
+      row(partials, arith::MulIOp::create(b, loc, block, index(rowChannels)),
+          rowChannels);
+  Value zero = kb.f32(0);
+  forEachChannel(rowChannels, [&](Value c) {
+    memref::StoreOp::create(b, loc, zero, maxima, c);
   });
-  kb.forEach(first, last, [&](Value t) {
-    Value row = kb.mul(t, kb.i32(rowChannels));
-    kb.forEach(kb.i32(0), vectors, [&](Value v) {
-      Value c = channelOf(v);
-      Value x = loadChannels(dtype, args.src, kb.add(row, c),
-                             /*invariant=*/true);
-      Value acc = loadChannels(f32, args.partials, kb.add(out, c),
-                               /*invariant=*/false);
-      storeChannels(maxMagnitude(kb, acc, x), args.partials, kb.add(out, c));
-    });
-  });
-}
-
-void KeyNormEmitter::emitNorms() {
-  unsigned dim = model.getHeadDim();
-  Type f32 = kb.builder().getF32Type();
-  Value headChannel = kb.mul(block, kb.i32(dim));
-  // Channels [c, c + lanes) of kv-head `block`: the largest of their chunk
-  // maxima, as norms. A NaN maximum (a NaN in device keys, which nothing
-  // scans) is skipped, as the float max skips a NaN key.
-  auto normsAt = [&](Value c) {
-    Value channel = kb.add(headChannel, c);
-    Value zero = lanes > 1 ? kb.splat(kb.f32(0), lanes) : kb.f32(0);
-    Value maxAbs =
-        kb.forLoop(kb.i32(0), args.numChunks, kb.i32(1), {zero},
-                   [&](Value k, ValueRange acc) -> SmallVector<Value> {
-                     Value m = loadChannels(
-                         f32, args.partials,
-                         kb.add(kb.mul(k, kb.i32(rowChannels)), channel),
-                         /*invariant=*/false);
-                     return {kb.runningMax(acc[0], m)};
-                   })[0];
-    storeChannels(normOf(kb, maxAbs), args.norms, channel);
-  };
-  if (lanes == 1)
-    return kb.getTarget().parallelFor(kb, kb.i32(dim), normsAt);
-  for (unsigned c = 0; c < dim; c += lanes)
-    normsAt(kb.i32(c));
-}
-
-void KeyNormEmitter::emit() {
-  kb.ifThenElse(
-      kb.eq(args.phase, kb.i32(0)), {},
-      [&] {
-        emitChunkMaxima();
-        return SmallVector<Value>();
-      },
-      [&] {
-        emitNorms();
-        return SmallVector<Value>();
+  // Token by token: one stream through the keys, the maxima updated in
+  // place.
+  scf::ForOp::create(
+      b, loc, first, last, index(1), ValueRange{},
+      [&](OpBuilder &, Location, Value t, ValueRange) {
+        Value keys =
+            row(src, arith::MulIOp::create(b, loc, t, index(rowChannels)),
+                rowChannels);
+        forEachChannel(rowChannels, [&](Value c) {
+          Value x = memref::LoadOp::create(b, loc, keys, c);
+          if (!x.getType().isF32())
+            x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+          Value acc = memref::LoadOp::create(b, loc, maxima, c);
+          memref::StoreOp::create(b, loc, maxMagnitude(kb, acc, x), maxima, c);
+        });
+        scf::YieldOp::create(b, loc);
       });
 }
 
-void kvq::emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
-                            const CacheLayout &layout) {
-  KeyNormEmitter(kb, entry, layout.model).emit();
+void KeyNormProgram::buildNorms(Value norms, Value partials, Value numChunks) {
+  int64_t dim = model.getHeadDim();
+  Value headChannel = arith::MulIOp::create(b, loc, block, index(dim));
+  Value headNorms = row(norms, headChannel, dim);
+  // Channel c of kv-head `block`: the largest of its chunk maxima, as a
+  // norm. A NaN maximum (a NaN in device keys, which nothing scans) is
+  // skipped, as the float max skips a NaN key.
+  forEachChannel(dim, [&](Value c) {
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), toIndex(numChunks), index(1), ValueRange{kb.f32(0)},
+        [&](OpBuilder &, Location, Value k, ValueRange acc) {
+          Value maxima = row(
+              partials,
+              arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, k, index(rowChannels)),
+                  headChannel),
+              dim);
+          Value m = memref::LoadOp::create(b, loc, maxima, c);
+          scf::YieldOp::create(b, loc, kb.selectMax(m, acc[0]));
+        });
+    memref::StoreOp::create(b, loc, normOf(kb, loop.getResult(0)), headNorms,
+                            c);
+  });
+}
+
+void KeyNormProgram::build(StringRef name) {
+  using A = abi::KeyNormArgs;
+  auto buffer = [&](Type element) {
+    return MemRefType::get({ShapedType::kDynamic}, element);
+  };
+  SmallVector<Type> args(A::NumArgs, b.getI32Type());
+  args[A::Src] = buffer(model.getDtype());
+  args[A::Norms] = buffer(b.getF32Type());
+  args[A::Partials] = buffer(b.getF32Type());
+  auto func =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(args, TypeRange{}));
+  Block *entry = func.addEntryBlock();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry);
+  auto arg = [&](unsigned id) { return entry->getArgument(id); };
+  block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  kb.ifThenElse(
+      kb.eq(arg(A::Phase), kb.i32(0)), {},
+      [&] {
+        buildChunkMaxima(arg(A::Src), arg(A::Partials), arg(A::NumTokens),
+                         arg(A::NumChunks));
+        return SmallVector<Value>();
+      },
+      [&] {
+        buildNorms(arg(A::Norms), arg(A::Partials), arg(A::NumChunks));
+        return SmallVector<Value>();
+      });
+  func::ReturnOp::create(b, loc);
+}
+
+void kvq::buildKeyNormProgram(OpBuilder &b, Location loc, StringRef name,
+                              const CacheLayout &layout) {
+  KeyNormProgram(b, loc, layout.model).build(name);
 }

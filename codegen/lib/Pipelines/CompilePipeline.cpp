@@ -14,6 +14,7 @@
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -39,12 +40,17 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQPlanKernels());
   pm.addPass(createKVQSelectForms());
   pm.addPass(createKVQLowerKernels());
+  pm.addPass(createKVQInstantiatePrograms());
+  pm.addPass(createKVQVectorizeParallel());
+  pm.addPass(createKVQDistributeParallel());
   pm.addPass(createKVQExpandDequantize());
   pm.addPass(createKVQExpandUnpack());
 }
 
 void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
   OpPassManager &host = pm.nest<ModuleOp>();
+  // Kernel programs' row views: subviews to offsets on their buffers.
+  host.addPass(memref::createExpandStridedMetadataPass());
   host.addPass(createSCFToControlFlowPass());
   // bf16 rounding as integer arithmetic: no libgcc soft-float helper needed.
   arith::ArithExpandOpsPassOptions expand;
@@ -58,12 +64,18 @@ void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {
   // One NVVM target per chip of each cache's kvq.target:
   // gpu-module-to-binary emits one object each.
   pm.addPass(createKVQAttachNVVMTargets());
-  OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
-  gpu.addPass(createSCFToControlFlowPass());
-  gpu.addPass(createConvertGpuOpsToNVVMOps());
-  gpu.addPass(createCanonicalizerPass());
-  gpu.addPass(createCSEPass());
-  gpu.addPass(createReconcileUnrealizedCastsPass());
+  OpPassManager &toNVVM = pm.nest<gpu::GPUModuleOp>();
+  toNVVM.addPass(memref::createExpandStridedMetadataPass());
+  toNVVM.addPass(createSCFToControlFlowPass());
+  toNVVM.addPass(createConvertGpuOpsToNVVMOps());
+  // GPU-to-NVVM leaves memref loads and stores (kernel programs') alone;
+  // upstream's conversion of them runs on a builtin.module, and finds
+  // nothing left to convert outside the GPU modules.
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  OpPassManager &cleanup = pm.nest<gpu::GPUModuleOp>();
+  cleanup.addPass(createCanonicalizerPass());
+  cleanup.addPass(createCSEPass());
+  cleanup.addPass(createReconcileUnrealizedCastsPass());
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binary));

@@ -19,12 +19,14 @@ using namespace kvq;
 namespace {
 
 /// Where the kernels of one cache go: its layout, its host module and GPU
-/// module, and a target emitting into each.
+/// module, a target emitting into each, and the module of the kernels built
+/// as one program for both.
 struct CacheKernels {
   CacheLayout layout;
   ModuleOp host;
   gpu::GPUModuleOp device;
   std::unique_ptr<KernelTarget> cpu, gpu;
+  ModuleOp program;
 };
 
 using CacheKernelsMap = llvm::DenseMap<Operation *, CacheKernels>;
@@ -78,6 +80,34 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
   CacheKernelsMap &caches;
 };
 
+/// Replace a key-norm kernel op by its program, tagged like the emitted
+/// kernels.
+struct BuildKeyNormProgram : OpRewritePattern<KeyNormKernelOp> {
+  BuildKeyNormProgram(MLIRContext *ctx, CacheKernelsMap &caches)
+      : OpRewritePattern<KeyNormKernelOp>(ctx), caches(caches) {}
+
+  LogicalResult matchAndRewrite(KeyNormKernelOp op,
+                                PatternRewriter &rewriter) const override {
+    auto cache = caches.find(op.getCacheOp());
+    if (cache == caches.end())
+      return rewriter.notifyMatchFailure(op, "no layout for its cache");
+    CacheKernels &kernels = cache->second;
+    KernelSpec spec = getKernelSpec(op);
+    NamedAttribute tag = getLoweredKernelAttr(op);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToEnd(kernels.program.getBody());
+      buildKeyNormProgram(rewriter, op.getLoc(), spec.name, kernels.layout);
+    }
+    SymbolTable::lookupSymbolIn(kernels.program, spec.name)
+        ->setAttr(tag.getName(), tag.getValue());
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  CacheKernelsMap &caches;
+};
+
 /// The cache a kernel op serves; null for any other op.
 CacheOp getKernelCache(Operation *op) {
   return llvm::TypeSwitch<Operation *, CacheOp>(op)
@@ -97,7 +127,9 @@ FailureOr<CacheKernels> createCacheModules(ModuleOp module, CacheOp cache,
                                            CacheLayout layout) {
   std::string hostName = getHostModuleName(cache);
   std::string deviceName = getDeviceModuleName(cache);
-  for (StringRef name : {StringRef(hostName), StringRef(deviceName)})
+  std::string programName = getProgramModuleName(cache);
+  for (StringRef name :
+       {StringRef(hostName), StringRef(deviceName), StringRef(programName)})
     if (SymbolTable::lookupSymbolIn(module, name))
       return cache.emitOpError("kvq-lower-kernels needs the symbol @")
              << name << " for its kernels, but it is taken";
@@ -112,6 +144,9 @@ FailureOr<CacheKernels> createCacheModules(ModuleOp module, CacheOp cache,
   kernels.device->setAttr("kvq.cache", FlatSymbolRefAttr::get(cache));
   kernels.cpu = createCPUTarget(kernels.host, target);
   kernels.gpu = createGPUTarget(kernels.device, target);
+  kernels.program = ModuleOp::create(b, loc, programName);
+  kernels.program->setAttr("kvq.cache", FlatSymbolRefAttr::get(cache));
+  kernels.program->setAttr("kvq.program", b.getUnitAttr());
   return kernels;
 }
 
@@ -158,7 +193,7 @@ struct KVQLowerKernelsPass
       module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                       UnitAttr::get(&getContext()));
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerKernelOp<FlushKernelOp>, LowerKernelOp<KeyNormKernelOp>,
+    patterns.add<LowerKernelOp<FlushKernelOp>, BuildKeyNormProgram,
                  LowerKernelOp<TrackKernelOp>, LowerKernelOp<AttendKernelOp>>(
         &getContext(), *caches);
     // One in-order sweep: kernels are emitted in declaration order.

@@ -60,9 +60,13 @@ mlir::NamedAttribute getLoweredKernelAttr(mlir::Operation *kernelOp);
 std::optional<LoweredKernel> getLoweredKernel(mlir::Operation *func);
 
 /// The modules kvq-lower-kernels puts the kernels of `cache` in:
-/// `builtin.module @<cache>_host` and `gpu.module @<cache>_kernels`.
+/// `builtin.module @<cache>_host` and `gpu.module @<cache>_kernels`, and
+/// `builtin.module @<cache>_program` for the kernels it builds as one
+/// program for both targets (kvq-instantiate-programs lowers them into the
+/// other two).
 std::string getHostModuleName(CacheOp cache);
 std::string getDeviceModuleName(CacheOp cache);
+std::string getProgramModuleName(CacheOp cache);
 
 /// The lanes of a vector over `count` elements for `target`: the largest
 /// power of two up to its vector lanes dividing `count`.
@@ -98,9 +102,12 @@ unsigned emitKernel(const KernelSpec &spec, const CacheLayout &layout,
                     KernelTarget &target, mlir::OpBuilder &b,
                     mlir::Location loc);
 
+/// Builds key-norm kernel `name` of `layout` as a program for both targets
+/// (a `func.func` over memrefs) at `b`'s insertion point.
+void buildKeyNormProgram(mlir::OpBuilder &b, mlir::Location loc,
+                         llvm::StringRef name, const CacheLayout &layout);
+
 // One emitter per kernel kind (one file each under lib/Kernels).
-void emitKeyNormKernel(KernelBuilder &kb, const KernelEntry &entry,
-                       const CacheLayout &layout);
 unsigned emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
                          const CacheLayout &layout, unsigned layer,
                          bool isKeys);

@@ -92,8 +92,60 @@ def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def KVQInstantiatePrograms
+    : Pass<"kvq-instantiate-programs", "::mlir::ModuleOp"> {
+  let summary = "Emit each kernel program as a host function and a GPU kernel";
+  let description = [{
+    A kernel kvq-lower-kernels built as one program for both targets (a
+    `func.func` over memrefs in `builtin.module @<cache>_program`) gets the
+    entry points of the other kernels: each target's entry reads the
+    arguments, a memref argument becomes a view of its pointer and
+    `gpu.block_id` the block's id, and the program's body follows
+    unchanged. The program modules are erased. The targets' forms of the
+    body's `scf.parallel` loops are kvq-vectorize-parallel's (CPU) and
+    kvq-distribute-parallel's (GPU).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
+def KVQVectorizeParallel : Pass<"kvq-vectorize-parallel", "::mlir::ModuleOp"> {
+  let summary = "Run host kernels' parallel channel loops on vectors";
+  let description = [{
+    In each host module (a `builtin.module` naming its `kvq.cache`), rewrites each one-dimensional
+    `scf.parallel` over [0, N) whose induction variable only indexes
+    unit-stride memref dimensions into an `scf.for` over vectors of the
+    target's lanes (the largest power of two up to its vector lanes that
+    divides N): `vector.load`/`vector.store` there, the same elementwise
+    ops on vectors, vectors carried by inner loops. Other parallel loops
+    are left to their sequential lowering.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def KVQDistributeParallel
+    : Pass<"kvq-distribute-parallel", "::mlir::ModuleOp"> {
+  let summary = "Spread GPU kernels' parallel loops over the block's threads";
+  let description = [{
+    In each GPU module (naming its `kvq.cache`): turns `scf.for` around an `scf.parallel`
+    whose iterations each keep to their own elements inside out (each
+    thread then runs the sequence for its elements, without a barrier per
+    step), then runs each one-dimensional `scf.parallel` as a loop of the
+    block's threads (`gpu.thread_id`, the target's block_threads) followed
+    by `gpu.barrier`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect"
   ];
 }
 

@@ -1,0 +1,211 @@
+//===- DistributeParallel.cpp - channel loops over a GPU block's threads --===//
+//
+// The GPU's form of a kernel program's `scf.parallel`: the block's threads
+// take its iterations in turn (thread i the iterations i, i + threads, ...)
+// and meet at a barrier after it, so that what one thread wrote is what
+// every thread reads next. First a sequential loop around a parallel loop
+// whose iterations each keep to their own elements is turned inside out:
+// each thread then runs the whole sequence for its elements, with no
+// barrier per step, and LLVM keeps their values in registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace kvq {
+#define GEN_PASS_DEF_KVQDISTRIBUTEPARALLEL
+#include "kvq/Codegen/Passes.h.inc"
+} // namespace kvq
+
+using namespace mlir;
+using namespace kvq;
+
+/// Whether `op` computes without touching memory: pure ops, loops and
+/// branches (whose ops are checked one by one), and the LLVM intrinsics
+/// kvq's arithmetic builder calls (fabs, sqrt, ...), which declare no
+/// effects.
+static bool isArithmetic(Operation *op) {
+  return isMemoryEffectFree(op) || isa<LLVM::CallIntrinsicOp>(op) ||
+         op->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
+}
+
+/// Whether iteration `iv` of `loop`'s body touches, of every memref it
+/// stores to, only the element at `iv` (its last index, the other indices
+/// and the memref defined outside `outer`): then iterations with different
+/// `iv` never meet across the steps of `outer`.
+static bool keepsToItsElements(scf::ParallelOp loop, scf::ForOp outer) {
+  Value iv = loop.getInductionVars()[0];
+  auto access = [](Operation *op) -> std::pair<Value, ValueRange> {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return {load.getMemRef(), load.getIndices()};
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      return {store.getMemRef(), store.getIndices()};
+    return {};
+  };
+  llvm::SmallPtrSet<Value, 4> stored;
+  bool ok = true;
+  loop.walk([&](Operation *op) {
+    if (isa<memref::StoreOp>(op))
+      stored.insert(access(op).first);
+    else if (!isArithmetic(op) && !isa<memref::LoadOp>(op))
+      ok = false;
+  });
+  if (!ok)
+    return false;
+  for (Value memref : stored)
+    if (outer->isAncestor(memref.getParentBlock()->getParentOp()))
+      return false;
+  WalkResult result = loop.walk([&](Operation *op) {
+    auto [memref, indices] = access(op);
+    if (!memref || !stored.contains(memref))
+      return WalkResult::advance();
+    if (indices.empty() || indices.back() != iv ||
+        llvm::any_of(indices.drop_back(), [&](Value index) {
+          return outer->isAncestor(index.getParentBlock()->getParentOp());
+        }))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !result.wasInterrupted();
+}
+
+namespace {
+
+/// for t { parallel c { body } } -> parallel c { for t { body } }, where
+/// iteration c keeps to its own elements.
+struct InterchangeParallelOutward : OpRewritePattern<scf::ForOp> {
+  using OpRewritePattern<scf::ForOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(scf::ForOp outer,
+                                PatternRewriter &rewriter) const override {
+    // The for's body: arithmetic (addresses of the step's rows, which each
+    // thread computes for itself), then the parallel loop.
+    Block *body = outer.getBody();
+    auto inner = dyn_cast_if_present<scf::ParallelOp>(
+        body->getTerminator()->getPrevNode());
+    if (outer.getNumResults() != 0 || !inner || inner.getNumLoops() != 1 ||
+        inner.getNumResults() != 0 ||
+        llvm::any_of(llvm::make_range(body->begin(), inner->getIterator()),
+                     [](Operation &op) {
+                       return op.getNumRegions() || !isArithmetic(&op);
+                     }))
+      return rewriter.notifyMatchFailure(outer, "not a for around a parallel");
+    // Bounds from outside the for, or constants (cloned out of it).
+    auto hoist = [&](Value bound) -> Value {
+      if (!outer->isAncestor(bound.getParentBlock()->getParentOp()))
+        return bound;
+      if (!matchPattern(bound, m_Constant()))
+        return {};
+      return rewriter.clone(*bound.getDefiningOp())->getResult(0);
+    };
+    for (Value bound : llvm::concat<Value>(
+             inner.getLowerBound(), inner.getUpperBound(), inner.getStep()))
+      if (outer->isAncestor(bound.getParentBlock()->getParentOp()) &&
+          !matchPattern(bound, m_Constant()))
+        return rewriter.notifyMatchFailure(outer, "bounds vary with the for");
+    if (!keepsToItsElements(inner, outer))
+      return rewriter.notifyMatchFailure(outer, "iterations share elements");
+    Location loc = outer.getLoc();
+    auto hoistAll = [&](ValueRange bounds) {
+      return llvm::map_to_vector(bounds, hoist);
+    };
+    auto parallel = scf::ParallelOp::create(
+        rewriter, loc, hoistAll(inner.getLowerBound()),
+        hoistAll(inner.getUpperBound()), hoistAll(inner.getStep()),
+        [&](OpBuilder &b, Location, ValueRange ivs) {
+          auto loop =
+              scf::ForOp::create(b, loc, outer.getLowerBound(),
+                                 outer.getUpperBound(), outer.getStep());
+          IRMapping mapping;
+          mapping.map(outer.getInductionVar(), loop.getInductionVar());
+          mapping.map(inner.getInductionVars(), ivs);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(loop.getBody()->getTerminator());
+          for (Operation &op :
+               llvm::make_range(body->begin(), inner->getIterator()))
+            b.clone(op, mapping);
+          for (Operation &op : inner.getBody()->without_terminator())
+            b.clone(op, mapping);
+        });
+    (void)parallel;
+    rewriter.eraseOp(outer);
+    return success();
+  }
+};
+
+/// A 1-D scf.parallel as a loop over the block's threads, then a barrier.
+struct DistributeParallelLoop : OpRewritePattern<scf::ParallelOp> {
+  DistributeParallelLoop(MLIRContext *ctx, unsigned blockThreads)
+      : OpRewritePattern<scf::ParallelOp>(ctx), blockThreads(blockThreads) {}
+
+  LogicalResult matchAndRewrite(scf::ParallelOp loop,
+                                PatternRewriter &rewriter) const override {
+    if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
+      return rewriter.notifyMatchFailure(loop, "not one loop without results");
+    Location loc = loop.getLoc();
+    Value step = loop.getStep()[0];
+    Value thread = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
+    Value first = arith::AddIOp::create(
+        rewriter, loc, loop.getLowerBound()[0],
+        arith::MulIOp::create(rewriter, loc, thread, step));
+    Value stride = arith::MulIOp::create(
+        rewriter, loc, step,
+        arith::ConstantIndexOp::create(rewriter, loc, blockThreads));
+    auto threadLoop = scf::ForOp::create(rewriter, loc, first,
+                                         loop.getUpperBound()[0], stride);
+    IRMapping mapping;
+    mapping.map(loop.getInductionVars()[0], threadLoop.getInductionVar());
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(threadLoop.getBody()->getTerminator());
+      for (Operation &op : loop.getBody()->without_terminator())
+        rewriter.clone(op, mapping);
+    }
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.eraseOp(loop);
+    return success();
+  }
+
+  unsigned blockThreads;
+};
+
+struct KVQDistributeParallelPass
+    : kvq::impl::KVQDistributeParallelBase<KVQDistributeParallelPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto device : module.getOps<gpu::GPUModuleOp>()) {
+      auto cacheRef = device->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
+      if (!cacheRef)
+        continue;
+      auto cache = dyn_cast_if_present<CacheOp>(
+          SymbolTable::lookupSymbolIn(module, cacheRef));
+      if (!cache) {
+        device.emitError("GPU module names no kvq.cache");
+        return signalPassFailure();
+      }
+      distribute(device, getGPUTargetInfo(getCacheTarget(cache)));
+    }
+  }
+
+  void distribute(gpu::GPUModuleOp device, const TargetInfo &info) {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet interchange(ctx);
+    interchange.add<InterchangeParallelOutward>(ctx);
+    walkAndApplyPatterns(device, std::move(interchange));
+    RewritePatternSet distribute(ctx);
+    distribute.add<DistributeParallelLoop>(ctx, info.blockThreads);
+    walkAndApplyPatterns(device, std::move(distribute));
+  }
+};
+
+} // namespace

@@ -1,0 +1,136 @@
+//===- InstantiatePrograms.cpp - kernel programs into both targets --------===//
+//
+// A kernel built as a program (a `func.func` over memrefs in
+// `@<cache>_program`) becomes a host function and a GPU kernel with the
+// entry points of docs/KernelABI.md: each target's KernelTarget creates the
+// entry and its arguments, a memref argument becomes a view of its pointer,
+// `gpu.block_id` the block's id, and the program's body is cloned after
+// them. What differs between the targets beyond the entry (the threads a
+// `scf.parallel` is spread over, its vectors) is left to the passes that
+// follow, as patterns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <limits>
+
+namespace kvq {
+#define GEN_PASS_DEF_KVQINSTANTIATEPROGRAMS
+#include "kvq/Codegen/Passes.h.inc"
+} // namespace kvq
+
+using namespace mlir;
+using namespace kvq;
+
+/// A strided 1-D view of `type` whose elements start at `ptr` (an
+/// `!llvm.ptr` in any address space): the memref descriptor MLIR's LLVM
+/// lowering uses, cast to the memref. The ABI gives no length; the view
+/// spans every element a pointer can reach.
+static Value viewOf(OpBuilder &b, Location loc, Value ptr, MemRefType type) {
+  MLIRContext *ctx = b.getContext();
+  auto generic = LLVM::LLVMPointerType::get(ctx);
+  if (ptr.getType() != generic)
+    ptr = LLVM::AddrSpaceCastOp::create(b, loc, generic, ptr);
+  Type i64 = b.getI64Type();
+  auto sizes = LLVM::LLVMArrayType::get(i64, 1);
+  auto descriptor = LLVM::LLVMStructType::getLiteral(
+      ctx, {generic, generic, i64, sizes, sizes});
+  auto constant = [&](int64_t value) {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(value));
+  };
+  unsigned bytes = type.getElementTypeBitWidth() / 8;
+  Value d = LLVM::PoisonOp::create(b, loc, descriptor);
+  d = LLVM::InsertValueOp::create(b, loc, d, ptr, ArrayRef<int64_t>{0});
+  d = LLVM::InsertValueOp::create(b, loc, d, ptr, ArrayRef<int64_t>{1});
+  d = LLVM::InsertValueOp::create(b, loc, d, constant(0), ArrayRef<int64_t>{2});
+  d = LLVM::InsertValueOp::create(
+      b, loc, d, constant(std::numeric_limits<int64_t>::max() / bytes),
+      ArrayRef<int64_t>{3, 0});
+  d = LLVM::InsertValueOp::create(b, loc, d, constant(1),
+                                  ArrayRef<int64_t>{4, 0});
+  return UnrealizedConversionCastOp::create(b, loc, type, d).getResult(0);
+}
+
+/// Emits `program` through `target` into its module.
+static void instantiate(func::FuncOp program, KernelTarget &target) {
+  OpBuilder b(program.getContext());
+  Location loc = program.getLoc();
+  std::optional<LoweredKernel> kernel = getLoweredKernel(program);
+  assert(kernel && "kvq-lower-kernels tags every program");
+  KernelEntry entry =
+      target.createKernel(b, loc, kernel->spec.name, kernel->spec.getArgs());
+  Operation *func = b.getInsertionBlock()->getParentOp();
+  func->setAttr("kvq.kernel", program->getAttr("kvq.kernel"));
+  IRMapping mapping;
+  for (auto [arg, value] : llvm::zip(program.getArguments(), entry.args)) {
+    auto view = dyn_cast<MemRefType>(arg.getType());
+    mapping.map(arg, view ? viewOf(b, loc, value, view) : value);
+  }
+  Value blockIds[3];
+  for (int d = 0; d < 3; ++d)
+    blockIds[d] = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                               entry.blockId[d]);
+  SmallVector<Operation *> body;
+  for (Operation &op : program.getBody().front().without_terminator())
+    body.push_back(b.clone(op, mapping));
+  target.finishKernel(b, loc);
+  // The program's block is the entry's.
+  for (Operation *op : body)
+    op->walk([&](gpu::BlockIdOp id) {
+      id.replaceAllUsesWith(blockIds[static_cast<int>(id.getDimension())]);
+      id.erase();
+    });
+}
+
+namespace {
+
+struct KVQInstantiateProgramsPass
+    : kvq::impl::KVQInstantiateProgramsBase<KVQInstantiateProgramsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ModuleOp> programs;
+    for (auto nested : module.getOps<ModuleOp>())
+      if (nested->hasAttr("kvq.program"))
+        programs.push_back(nested);
+    for (ModuleOp program : programs) {
+      if (failed(instantiateAll(module, program)))
+        return signalPassFailure();
+      program.erase();
+    }
+  }
+
+  LogicalResult instantiateAll(ModuleOp module, ModuleOp program) {
+    auto cacheRef = program->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
+    auto cache = cacheRef ? dyn_cast_if_present<CacheOp>(
+                                SymbolTable::lookupSymbolIn(module, cacheRef))
+                          : CacheOp();
+    if (!cache)
+      return program.emitError("kernel program names no kvq.cache");
+    auto host = dyn_cast_if_present<ModuleOp>(
+        SymbolTable::lookupSymbolIn(module, getHostModuleName(cache)));
+    auto device = dyn_cast_if_present<gpu::GPUModuleOp>(
+        SymbolTable::lookupSymbolIn(module, getDeviceModuleName(cache)));
+    if (!host || !device)
+      return program.emitError("kernel program of @")
+             << cache.getSymName() << " has no host or GPU module to go to";
+    TargetAttr target = getCacheTarget(cache);
+    std::unique_ptr<KernelTarget> cpu = createCPUTarget(host, target);
+    std::unique_ptr<KernelTarget> gpu = createGPUTarget(device, target);
+    for (auto func : program.getOps<func::FuncOp>()) {
+      if (!getLoweredKernel(func))
+        return func.emitError("kernel program without a kvq.kernel");
+      instantiate(func, *cpu);
+      instantiate(func, *gpu);
+    }
+    return success();
+  }
+};
+
+} // namespace

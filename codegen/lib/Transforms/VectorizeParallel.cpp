@@ -1,0 +1,335 @@
+//===- VectorizeParallel.cpp - channel loops as vectors on the CPU --------===//
+//
+// The CPU's form of a kernel program's `scf.parallel`: a block runs on one
+// thread, so the iterations its threads would share become one loop whose
+// step is a vector of the target's lanes. A loop over [0, N) whose
+// induction variable only indexes the unit-stride dimension of memrefs
+// (a row of channels) loads and stores vectors there; arithmetic that
+// depends on it runs on vectors, lane by lane the same operations, and
+// loops inside it carry vectors. Any other loop is left to the sequential
+// lowering of scf.parallel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace kvq {
+#define GEN_PASS_DEF_KVQVECTORIZEPARALLEL
+#include "kvq/Codegen/Passes.h.inc"
+} // namespace kvq
+
+using namespace mlir;
+using namespace kvq;
+
+namespace {
+
+/// How an operation of a vectorized loop's body is rewritten.
+enum class Widening {
+  /// Depends on nothing that varies across the lanes: cloned as is.
+  Scalar,
+  /// A load or store whose last index is the induction variable.
+  Vector,
+  /// Elementwise arithmetic on values that vary: the same op on vectors.
+  Elementwise,
+  /// An `scf.for` whose body depends on the lanes: its results carried as
+  /// vectors.
+  Loop,
+  Unsupported,
+};
+
+/// Elementwise operations whose vector form is the same op on vectors.
+bool isElementwise(Operation *op) {
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return true;
+  // LLVM's generic intrinsics kvq's arithmetic builder calls (fabs, sqrt,
+  // roundeven, ...) take vectors lane by lane.
+  return isa<LLVM::CallIntrinsicOp>(op) && op->getNumResults() == 1;
+}
+
+/// The last index of a load or store, where it addresses a unit-stride
+/// dimension; null otherwise.
+Value getUnitStrideIndex(Operation *op) {
+  auto access = [&]() -> std::pair<Value, ValueRange> {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return {load.getMemRef(), load.getIndices()};
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      return {store.getMemRef(), store.getIndices()};
+    return {};
+  }();
+  if (!access.first || access.second.empty())
+    return {};
+  auto type = cast<MemRefType>(access.first.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    return {};
+  return access.second.back();
+}
+
+/// Classifies the ops of a loop body for vectorization over `lanes` of
+/// induction variable `iv`: `varying` holds the values that differ between
+/// lanes.
+class Vectorizer {
+public:
+  Vectorizer(Value iv, unsigned lanes) : iv(iv), lanes(lanes) {
+    varying.insert(iv);
+  }
+
+  /// Whether every op of `block` but its terminator can be widened;
+  /// records what varies.
+  bool analyze(Block &block);
+  /// Clones `block`'s ops but its terminator at `b` widened, with `first`,
+  /// the first lane's induction variable, in place of `iv`'s indices.
+  void widen(Block &block, OpBuilder &b, IRMapping &mapping, Value first);
+
+private:
+  Widening classify(Operation *op) const;
+  bool usesVarying(Operation *op) const;
+  /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
+  Value asVector(OpBuilder &b, Location loc, Value value) const;
+  Type vectorOf(Type type) const { return VectorType::get({lanes}, type); }
+
+  Value iv;
+  unsigned lanes;
+  llvm::DenseSet<Value> varying;
+};
+
+} // namespace
+
+bool Vectorizer::usesVarying(Operation *op) const {
+  bool uses = false;
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      uses |= varying.contains(operand);
+  });
+  return uses;
+}
+
+Widening Vectorizer::classify(Operation *op) const {
+  if (!usesVarying(op))
+    return Widening::Scalar;
+  if (isa<memref::LoadOp, memref::StoreOp>(op)) {
+    // The induction variable as the unit-stride index and nowhere else;
+    // the memref and the other indices the same in every lane (a stored
+    // value may vary).
+    if (getUnitStrideIndex(op) != iv)
+      return Widening::Unsupported;
+    ValueRange indices = isa<memref::LoadOp>(op)
+                             ? cast<memref::LoadOp>(op).getIndices()
+                             : cast<memref::StoreOp>(op).getIndices();
+    Value memref = isa<memref::LoadOp>(op)
+                       ? cast<memref::LoadOp>(op).getMemRef()
+                       : cast<memref::StoreOp>(op).getMemRef();
+    if (varying.contains(memref) ||
+        llvm::any_of(indices.drop_back(),
+                     [&](Value index) { return varying.contains(index); }))
+      return Widening::Unsupported;
+    return Widening::Vector;
+  }
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    for (Value bound :
+         {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+      if (varying.contains(bound))
+        return Widening::Unsupported;
+    for (Value init : loop.getInitArgs())
+      if (!init.getType().isIntOrFloat())
+        return Widening::Unsupported;
+    return Widening::Loop;
+  }
+  // The induction variable is an address, never a value.
+  if (llvm::is_contained(op->getOperands(), iv))
+    return Widening::Unsupported;
+  if (isElementwise(op) && llvm::all_of(op->getResultTypes(), [](Type type) {
+        return type.isIntOrFloat();
+      }))
+    return Widening::Elementwise;
+  return Widening::Unsupported;
+}
+
+bool Vectorizer::analyze(Block &block) {
+  for (Operation &op : block.without_terminator()) {
+    switch (classify(&op)) {
+    case Widening::Scalar:
+      continue;
+    case Widening::Unsupported:
+      return false;
+    case Widening::Vector:
+    case Widening::Elementwise:
+      for (Value result : op.getResults())
+        varying.insert(result);
+      continue;
+    case Widening::Loop: {
+      // Its iteration arguments and results vary: they are carried as
+      // vectors whatever their start.
+      auto loop = cast<scf::ForOp>(op);
+      for (Value arg : loop.getRegionIterArgs())
+        varying.insert(arg);
+      for (Value result : loop.getResults())
+        varying.insert(result);
+      if (!analyze(*loop.getBody()))
+        return false;
+      continue;
+    }
+    }
+  }
+  return true;
+}
+
+Value Vectorizer::asVector(OpBuilder &b, Location loc, Value value) const {
+  if (isa<VectorType>(value.getType()))
+    return value;
+  return vector::BroadcastOp::create(b, loc, vectorOf(value.getType()), value);
+}
+
+void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
+                       Value first) {
+  for (Operation &op : block.without_terminator()) {
+    Location loc = op.getLoc();
+    switch (classify(&op)) {
+    case Widening::Unsupported:
+      llvm_unreachable("analyze() accepted the body");
+    case Widening::Scalar:
+      b.clone(op, mapping);
+      continue;
+    case Widening::Vector: {
+      auto indicesOf = [&](ValueRange indices) {
+        SmallVector<Value> mapped;
+        for (Value index : indices.drop_back())
+          mapped.push_back(mapping.lookupOrDefault(index));
+        mapped.push_back(first);
+        return mapped;
+      };
+      if (auto load = dyn_cast<memref::LoadOp>(op)) {
+        Value vector =
+            vector::LoadOp::create(b, loc, vectorOf(load.getType()),
+                                   mapping.lookupOrDefault(load.getMemRef()),
+                                   indicesOf(load.getIndices()));
+        mapping.map(load.getResult(), vector);
+        continue;
+      }
+      auto store = cast<memref::StoreOp>(op);
+      vector::StoreOp::create(
+          b, loc, asVector(b, loc, mapping.lookupOrDefault(store.getValue())),
+          mapping.lookupOrDefault(store.getMemRef()),
+          indicesOf(store.getIndices()));
+      continue;
+    }
+    case Widening::Elementwise: {
+      SmallVector<Value> operands;
+      for (Value operand : op.getOperands())
+        operands.push_back(asVector(b, loc, mapping.lookupOrDefault(operand)));
+      SmallVector<Type> types;
+      for (Type type : op.getResultTypes())
+        types.push_back(vectorOf(type));
+      OperationState state(loc, op.getName(), operands, types, op.getAttrs());
+      Operation *widened = b.create(state);
+      mapping.map(op.getResults(), widened->getResults());
+      continue;
+    }
+    case Widening::Loop: {
+      auto loop = cast<scf::ForOp>(op);
+      SmallVector<Value> inits;
+      for (Value init : loop.getInitArgs())
+        inits.push_back(asVector(b, loc, mapping.lookupOrDefault(init)));
+      auto widened = scf::ForOp::create(
+          b, loc, mapping.lookupOrDefault(loop.getLowerBound()),
+          mapping.lookupOrDefault(loop.getUpperBound()),
+          mapping.lookupOrDefault(loop.getStep()), inits);
+      mapping.map(loop.getInductionVar(), widened.getInductionVar());
+      mapping.map(loop.getRegionIterArgs(), widened.getRegionIterArgs());
+      {
+        OpBuilder::InsertionGuard guard(b);
+        // The builder gave the loop a yield when it has no results.
+        Block *body = widened.getBody();
+        if (body->empty())
+          b.setInsertionPointToEnd(body);
+        else
+          b.setInsertionPoint(&body->back());
+        widen(*loop.getBody(), b, mapping, first);
+        if (!loop.getInitArgs().empty()) {
+          SmallVector<Value> yielded;
+          for (Value value : loop.getBody()->getTerminator()->getOperands())
+            yielded.push_back(asVector(b, loc, mapping.lookupOrDefault(value)));
+          scf::YieldOp::create(b, loc, yielded);
+        }
+      }
+      mapping.map(loop.getResults(), widened.getResults());
+      continue;
+    }
+    }
+  }
+}
+
+namespace {
+
+/// scf.parallel over [0, N) with step 1, one dimension, N a multiple of the
+/// lanes, as an scf.for over vectors of `lanes`.
+struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
+  VectorizeParallelLoop(MLIRContext *ctx, const TargetInfo &info)
+      : OpRewritePattern<scf::ParallelOp>(ctx), info(info) {}
+
+  LogicalResult matchAndRewrite(scf::ParallelOp loop,
+                                PatternRewriter &rewriter) const override {
+    if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
+      return rewriter.notifyMatchFailure(loop, "not one loop without results");
+    APInt lower, upper, step;
+    if (!matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
+        !matchPattern(loop.getUpperBound()[0], m_ConstantInt(&upper)) ||
+        !matchPattern(loop.getStep()[0], m_ConstantInt(&step)) ||
+        !lower.isZero() || !step.isOne())
+      return rewriter.notifyMatchFailure(loop, "not [0, N) in steps of 1");
+    unsigned lanes = getLanes(info, unsigned(upper.getZExtValue()));
+    if (lanes == 1)
+      return rewriter.notifyMatchFailure(loop, "one lane");
+    Value iv = loop.getInductionVars()[0];
+    Vectorizer vectorizer(iv, lanes);
+    if (!vectorizer.analyze(*loop.getBody()))
+      return rewriter.notifyMatchFailure(loop, "body not elementwise");
+    Location loc = loop.getLoc();
+    Value stepValue = arith::ConstantIndexOp::create(rewriter, loc, lanes);
+    auto vectorLoop = scf::ForOp::create(rewriter, loc, loop.getLowerBound()[0],
+                                         loop.getUpperBound()[0], stepValue);
+    rewriter.setInsertionPoint(vectorLoop.getBody()->getTerminator());
+    IRMapping mapping;
+    vectorizer.widen(*loop.getBody(), rewriter, mapping,
+                     vectorLoop.getInductionVar());
+    rewriter.eraseOp(loop);
+    return success();
+  }
+
+  TargetInfo info;
+};
+
+struct KVQVectorizeParallelPass
+    : kvq::impl::KVQVectorizeParallelBase<KVQVectorizeParallelPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto host : module.getOps<ModuleOp>()) {
+      auto cacheRef = host->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
+      if (!cacheRef)
+        continue;
+      auto cache = dyn_cast_if_present<CacheOp>(
+          SymbolTable::lookupSymbolIn(module, cacheRef));
+      if (!cache) {
+        host.emitError("host module names no kvq.cache");
+        return signalPassFailure();
+      }
+      RewritePatternSet patterns(&getContext());
+      patterns.add<VectorizeParallelLoop>(
+          &getContext(), getCPUTargetInfo(getCacheTarget(cache)));
+      walkAndApplyPatterns(host, std::move(patterns));
+    }
+  }
+};
+
+} // namespace
