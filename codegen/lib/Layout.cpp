@@ -235,53 +235,32 @@ LayoutAttr kvq::getLayoutAttr(const CacheLayout &layout, MLIRContext *ctx) {
                          getTensorAttr(layout.values, ctx), layout.pool);
 }
 
-static SliceLayout decodeSlice(SliceLayoutAttr attr, const LayerScheme &layer) {
-  SliceLayout slice;
-  static_cast<abi::SliceLayout &>(slice) = attr.getLayout();
-  slice.scheme = layer.scheme;
-  slice.quant = layer.getQuant();
-  return slice;
-}
-
-/// Reordered schemes, and only they, have one word offset per group of each
-/// kv-head, and the codes of a page fit the slice's codes.
-static bool fitsReorder(SliceLayoutAttr slice, QuantAttr quant,
-                        ModelAttr model) {
-  if (!quant || !quant.getReorder())
-    return !slice.getGroupWords();
-  return slice.getGroupWords() &&
-         slice.getGroupWords().size() ==
-             int64_t(model.getKvHeads()) * slice.getGroupsPerToken() &&
-         uint64_t(slice.getWordsPerToken()) * 4 *
-                 (slice.getGroupsPerPage() / slice.getGroupsPerToken()) <=
-             (slice.getCodesFrom() >= 0 ? UINT64_MAX : slice.getCodesBytes());
-}
-
+/// The layout of `op`'s layers, which `attr` must spell: the layout their
+/// schemes give (the rule the runtime holds manifests to), or an error at
+/// `op` naming the first layer and field that differ.
 template <typename TensorOpT>
-static FailureOr<TensorLayout> decodeTensor(TensorOpT op, TensorLayoutAttr attr,
-                                            ModelAttr model) {
-  SmallVector<LayerScheme> schemes = op.getLayerSchemes();
-  if (schemes.size() != attr.getSlices().size())
+static FailureOr<TensorLayout> checkTensor(TensorOpT op, TensorLayoutAttr attr,
+                                           ModelAttr model, unsigned pageTokens,
+                                           unsigned dtypeBytes) {
+  FailureOr<TensorLayout> want =
+      computeTensor(op, model, pageTokens, dtypeBytes);
+  if (failed(want))
+    return failure();
+  if (attr.getSlices().size() != want->layers.size())
     return op.emitOpError("kvq.layout has ")
-           << attr.getSlices().size() << " slices for " << schemes.size()
+           << attr.getSlices().size() << " slices for " << want->layers.size()
            << " layers";
-  TensorLayout tensor;
-  tensor.window = op.getWindow();
-  tensor.windowCapacity = attr.getWindowCapacity();
-  tensor.pageBytes = attr.getPageBytes();
-  for (auto [index, layer] : llvm::enumerate(schemes)) {
-    SliceLayoutAttr slice = attr.getSlice(index);
-    // Every kv-head's slice lies in the page (the attribute alone does not
-    // know the number of kv-heads).
-    if (slice.getOffset() +
-                uint64_t(model.getKvHeads()) * slice.getSliceBytes() >
-            tensor.pageBytes ||
-        (slice.getCodesFrom() >= 0) != layer.codesFrom.has_value() ||
-        !fitsReorder(slice, layer.getQuant(), model))
-      return op.emitOpError("kvq.layout does not fit layer ") << index;
-    tensor.layers.push_back(decodeSlice(slice, layer));
-  }
-  return tensor;
+  for (auto [index, slice] : llvm::enumerate(want->layers))
+    if (std::string difference =
+            abi::describeDifference(attr.getSlice(index).getLayout(), slice);
+        !difference.empty())
+      return op.emitOpError("kvq.layout is not the layout of layer ")
+             << index << "'s scheme: " << difference;
+  if (attr.getPageBytes() != want->pageBytes ||
+      attr.getWindowCapacity() != want->windowCapacity)
+    return op.emitOpError("kvq.layout's page_bytes or window_capacity is not "
+                          "its schemes'");
+  return want;
 }
 
 FailureOr<CacheLayout> kvq::getCacheLayout(CacheOp cache) {
@@ -295,12 +274,16 @@ FailureOr<CacheLayout> kvq::getCacheLayout(CacheOp cache) {
   layout.hostSplitTokens = attr.getHostSplitTokens();
   layout.splitGranule = attr.getSplitGranule();
   layout.dtypeBytes = attr.getDtypeBytes();
-  if (layout.pageTokens != cache.getPage())
-    return cache.emitOpError("kvq.layout is for another page size");
+  if (layout.pageTokens != cache.getPage() ||
+      layout.dtypeBytes != layout.model.getDtype().getIntOrFloatBitWidth() / 8)
+    return cache.emitOpError(
+        "kvq.layout is for another page size or model dtype");
   FailureOr<TensorLayout> keys =
-      decodeTensor(cache.getKeys(), attr.getKeys(), layout.model);
+      checkTensor(cache.getKeys(), attr.getKeys(), layout.model,
+                  layout.pageTokens, layout.dtypeBytes);
   FailureOr<TensorLayout> values =
-      decodeTensor(cache.getValues(), attr.getValues(), layout.model);
+      checkTensor(cache.getValues(), attr.getValues(), layout.model,
+                  layout.pageTokens, layout.dtypeBytes);
   if (failed(keys) || failed(values))
     return failure();
   layout.keys = std::move(*keys);

@@ -393,19 +393,6 @@ abi::SliceScheme getSliceScheme(const LayerLayout &L, const ModelShape &Model,
   return Scheme;
 }
 
-/// The first field in which `Got` differs from `Want`, as "name is X, the
-/// schemes give Y".
-std::string describeDifference(const abi::SliceLayout &Got,
-                               const abi::SliceLayout &Want) {
-#define KVQ_SLICE_LAYOUT_DIFF(Type, Id, Default)                               \
-  if (Got.Id != Want.Id)                                                       \
-    return std::string(key::Id) + " is " + std::to_string(Got.Id) +            \
-           ", the schemes give " + std::to_string(Want.Id);
-  KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_DIFF)
-#undef KVQ_SLICE_LAYOUT_DIFF
-  return std::string(key::GroupWords) + " differ from the schemes'";
-}
-
 /// The page layout of `T` is the one its schemes give (kvq/ABI/CacheLayout.h,
 /// the arithmetic the compiler laid the pages out by): the kernels write
 /// and read the pages the manifest describes, and every region lies inside
@@ -425,7 +412,7 @@ void checkPageLayout(const TensorLayout &T, const ModelShape &Model,
     if (T.Layers[I].Slice != Want[I])
       fail("'" + P + ".layers[" + std::to_string(I) + "].slice' does not " +
            "match its scheme: " +
-           describeDifference(T.Layers[I].Slice, Want[I]));
+           abi::describeDifference(T.Layers[I].Slice, Want[I]));
   check(T.PageBytes == PageBytes,
         "'" + P + ".page_bytes' is " + std::to_string(T.PageBytes) +
             ", the schemes give " + std::to_string(PageBytes));

@@ -99,7 +99,7 @@ LayoutAttr getLayoutAttr(const CacheLayout &layout, mlir::MLIRContext *ctx);
 
 /// The layout kvq-assign-layout attached to `cache` (`kvq.layout`), with
 /// the schemes and windows of the op; an error at the op when it is missing
-/// or does not fit the cache.
+/// or is not the layout the cache's schemes give.
 mlir::FailureOr<CacheLayout> getCacheLayout(CacheOp cache);
 
 } // namespace kvq

@@ -18,8 +18,11 @@
 #ifndef KVQ_ABI_CACHELAYOUT_H
 #define KVQ_ABI_CACHELAYOUT_H
 
+#include "kvq/ABI/ManifestSchema.h"
+
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 // X(Type, Id, Default): the numbers of one layer's slice layout, in the
@@ -185,6 +188,21 @@ uint64_t placeSlices(SliceRange &Slices, unsigned KvHeads) {
     S.CodesHeadDelta = int64_t(Owner.SliceBytes) - int64_t(S.SliceBytes);
   }
   return PageBytes;
+}
+
+/// The first field in which `Got` differs from `Want` as "name is X, the
+/// schemes give Y" (names as in the manifest and IR); empty when equal.
+inline std::string describeDifference(const SliceLayout &Got,
+                                      const SliceLayout &Want) {
+#define KVQ_SLICE_LAYOUT_DIFF(Type, Id, Default)                               \
+  if (Got.Id != Want.Id)                                                       \
+    return std::string(manifest::key::Id) + " is " + std::to_string(Got.Id) +  \
+           ", the schemes give " + std::to_string(Want.Id);
+  KVQ_SLICE_LAYOUT_FIELDS(KVQ_SLICE_LAYOUT_DIFF)
+#undef KVQ_SLICE_LAYOUT_DIFF
+  if (Got.GroupWords != Want.GroupWords)
+    return std::string(manifest::key::GroupWords) + " differ from the schemes'";
+  return std::string();
 }
 
 /// Why `S` breaks the rules every slice layout obeys, or null: regions on
