@@ -132,6 +132,16 @@ std::string kvq::getHostModuleName(CacheOp cache) {
   return (cache.getSymName() + "_host").str();
 }
 
+FailureOr<CacheOp> kvq::getKernelModuleCache(ModuleOp top, Operation *module) {
+  auto name = module->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
+  if (!name)
+    return CacheOp();
+  auto cache = SymbolTable::lookupNearestSymbolFrom<CacheOp>(top, name);
+  if (!cache)
+    return module->emitError("names no kvq.cache ") << name;
+  return cache;
+}
+
 std::string kvq::getProgramModuleName(CacheOp cache) {
   return (cache.getSymName() + "_program").str();
 }

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/Codegen/Layout.h"
+#include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -30,17 +30,14 @@ struct KVQAttachNVVMTargetsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     WalkResult result = module.walk([&](gpu::GPUModuleOp gpuModule) {
-      auto name = gpuModule->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
-      if (!name)
-        return WalkResult::advance();
-      auto cache = SymbolTable::lookupNearestSymbolFrom<CacheOp>(module, name);
-      if (!cache) {
-        gpuModule.emitError("names no kvq.cache ") << name;
+      FailureOr<CacheOp> cache = getKernelModuleCache(module, gpuModule);
+      if (failed(cache))
         return WalkResult::interrupt();
-      }
+      if (!*cache)
+        return WalkResult::advance();
       Attribute target = NVVM::NVVMTargetAttr::get(
           &getContext(), /*optLevel=*/3, "nvptx64-nvidia-cuda",
-          getCacheTarget(cache).getPtxChip());
+          getCacheTarget(*cache).getPtxChip());
       gpuModule.setTargetsAttr(ArrayAttr::get(&getContext(), {target}));
       return WalkResult::advance();
     });

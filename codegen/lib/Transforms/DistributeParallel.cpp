@@ -184,16 +184,11 @@ struct KVQDistributeParallelPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto device : module.getOps<gpu::GPUModuleOp>()) {
-      auto cacheRef = device->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
-      if (!cacheRef)
-        continue;
-      auto cache = dyn_cast_if_present<CacheOp>(
-          SymbolTable::lookupSymbolIn(module, cacheRef));
-      if (!cache) {
-        device.emitError("GPU module names no kvq.cache");
+      FailureOr<CacheOp> cache = getKernelModuleCache(module, device);
+      if (failed(cache))
         return signalPassFailure();
-      }
-      distribute(device, getGPUTargetInfo(getCacheTarget(cache)));
+      if (*cache)
+        distribute(device, getGPUTargetInfo(getCacheTarget(*cache)));
     }
   }
 

@@ -107,10 +107,10 @@ struct KVQInstantiateProgramsPass
   }
 
   LogicalResult instantiateAll(ModuleOp module, ModuleOp program) {
-    auto cacheRef = program->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
-    auto cache = cacheRef ? dyn_cast_if_present<CacheOp>(
-                                SymbolTable::lookupSymbolIn(module, cacheRef))
-                          : CacheOp();
+    FailureOr<CacheOp> found = getKernelModuleCache(module, program);
+    if (failed(found))
+      return failure();
+    CacheOp cache = *found;
     if (!cache)
       return program.emitError("kernel program names no kvq.cache");
     auto host = dyn_cast_if_present<ModuleOp>(

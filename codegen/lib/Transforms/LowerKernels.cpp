@@ -31,19 +31,35 @@ struct CacheKernels {
 
 using CacheKernelsMap = llvm::DenseMap<Operation *, CacheKernels>;
 
+/// A pattern replacing kernel ops of one kind, with the modules of every
+/// cache.
+template <typename KernelOpT>
+struct KernelOpPattern : OpRewritePattern<KernelOpT> {
+  KernelOpPattern(MLIRContext *ctx, CacheKernelsMap &caches)
+      : OpRewritePattern<KernelOpT>(ctx), caches(caches) {}
+
+  /// Where the kernels of `op`'s cache go; null where its layout is not
+  /// known.
+  CacheKernels *getKernels(KernelOpT op) const {
+    auto cache = caches.find(op.getCacheOp());
+    return cache == caches.end() ? nullptr : &cache->second;
+  }
+
+  CacheKernelsMap &caches;
+};
+
 /// Replace a kernel op by its block program, emitted for both targets, each
 /// function tagged with what the manifest needs from the op.
 template <typename KernelOpT>
-struct LowerKernelOp : OpRewritePattern<KernelOpT> {
-  LowerKernelOp(MLIRContext *ctx, CacheKernelsMap &caches)
-      : OpRewritePattern<KernelOpT>(ctx), caches(caches) {}
+struct LowerKernelOp : KernelOpPattern<KernelOpT> {
+  using KernelOpPattern<KernelOpT>::KernelOpPattern;
 
   LogicalResult matchAndRewrite(KernelOpT op,
                                 PatternRewriter &rewriter) const override {
-    auto cache = caches.find(op.getCacheOp());
-    if (cache == caches.end())
+    CacheKernels *found = this->getKernels(op);
+    if (!found)
       return rewriter.notifyMatchFailure(op, "no layout for its cache");
-    CacheKernels &kernels = cache->second;
+    CacheKernels &kernels = *found;
     KernelSpec spec = getKernelSpec(op);
     NamedAttribute tag = getLoweredKernelAttr(op);
     unsigned deviceUnits = 1;
@@ -58,8 +74,8 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
                  << (target == kernels.gpu.get() ? "the GPU" : "the CPU")
                  << ": run kvq-select-forms first";
       }
-      unsigned units = emitKernel(spec, cache->second.layout, *target, rewriter,
-                                  op.getLoc());
+      unsigned units =
+          emitKernel(spec, kernels.layout, *target, rewriter, op.getLoc());
       if (target == kernels.gpu.get())
         deviceUnits = units;
       SymbolTable::lookupSymbolIn(container, spec.name)
@@ -76,36 +92,30 @@ struct LowerKernelOp : OpRewritePattern<KernelOpT> {
     rewriter.eraseOp(op);
     return success();
   }
-
-  CacheKernelsMap &caches;
 };
 
 /// Replace a key-norm kernel op by its program, tagged like the emitted
 /// kernels.
-struct BuildKeyNormProgram : OpRewritePattern<KeyNormKernelOp> {
-  BuildKeyNormProgram(MLIRContext *ctx, CacheKernelsMap &caches)
-      : OpRewritePattern<KeyNormKernelOp>(ctx), caches(caches) {}
+struct BuildKeyNormProgram : KernelOpPattern<KeyNormKernelOp> {
+  using KernelOpPattern::KernelOpPattern;
 
   LogicalResult matchAndRewrite(KeyNormKernelOp op,
                                 PatternRewriter &rewriter) const override {
-    auto cache = caches.find(op.getCacheOp());
-    if (cache == caches.end())
+    CacheKernels *kernels = getKernels(op);
+    if (!kernels)
       return rewriter.notifyMatchFailure(op, "no layout for its cache");
-    CacheKernels &kernels = cache->second;
     KernelSpec spec = getKernelSpec(op);
-    NamedAttribute tag = getLoweredKernelAttr(op);
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToEnd(kernels.program.getBody());
-      buildKeyNormProgram(rewriter, op.getLoc(), spec.name, kernels.layout);
+      rewriter.setInsertionPointToEnd(kernels->program.getBody());
+      buildKeyNormProgram(rewriter, op.getLoc(), spec.name, kernels->layout);
     }
-    SymbolTable::lookupSymbolIn(kernels.program, spec.name)
+    NamedAttribute tag = getLoweredKernelAttr(op);
+    SymbolTable::lookupSymbolIn(kernels->program, spec.name)
         ->setAttr(tag.getName(), tag.getValue());
     rewriter.eraseOp(op);
     return success();
   }
-
-  CacheKernelsMap &caches;
 };
 
 /// The cache a kernel op serves; null for any other op.

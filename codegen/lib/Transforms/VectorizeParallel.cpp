@@ -315,18 +315,14 @@ struct KVQVectorizeParallelPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto host : module.getOps<ModuleOp>()) {
-      auto cacheRef = host->getAttrOfType<FlatSymbolRefAttr>("kvq.cache");
-      if (!cacheRef)
-        continue;
-      auto cache = dyn_cast_if_present<CacheOp>(
-          SymbolTable::lookupSymbolIn(module, cacheRef));
-      if (!cache) {
-        host.emitError("host module names no kvq.cache");
+      FailureOr<CacheOp> cache = getKernelModuleCache(module, host);
+      if (failed(cache))
         return signalPassFailure();
-      }
+      if (!*cache)
+        continue;
       RewritePatternSet patterns(&getContext());
       patterns.add<VectorizeParallelLoop>(
-          &getContext(), getCPUTargetInfo(getCacheTarget(cache)));
+          &getContext(), getCPUTargetInfo(getCacheTarget(*cache)));
       walkAndApplyPatterns(host, std::move(patterns));
     }
   }

@@ -68,6 +68,12 @@ std::string getHostModuleName(CacheOp cache);
 std::string getDeviceModuleName(CacheOp cache);
 std::string getProgramModuleName(CacheOp cache);
 
+/// The cache whose kernels `module` (one of the modules above) holds: its
+/// `kvq.cache` attribute, looked up in `top`. Null where the module names
+/// none; failure, with an error at the module, where the name is no cache.
+mlir::FailureOr<CacheOp> getKernelModuleCache(mlir::ModuleOp top,
+                                              mlir::Operation *module);
+
 /// The lanes of a vector over `count` elements for `target`: the largest
 /// power of two up to its vector lanes dividing `count`.
 unsigned getLanes(const TargetInfo &info, unsigned count);
