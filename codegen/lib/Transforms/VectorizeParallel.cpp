@@ -56,24 +56,29 @@ bool isElementwise(Operation *op) {
   return isa<LLVM::CallIntrinsicOp>(op) && op->getNumResults() == 1;
 }
 
+/// The memref and indices of a load or store; a null memref for any other
+/// op.
+std::pair<Value, ValueRange> getAccess(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return {load.getMemRef(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return {store.getMemRef(), store.getIndices()};
+  return {};
+}
+
 /// The last index of a load or store, where it addresses a unit-stride
 /// dimension; null otherwise.
 Value getUnitStrideIndex(Operation *op) {
-  auto access = [&]() -> std::pair<Value, ValueRange> {
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      return {load.getMemRef(), load.getIndices()};
-    if (auto store = dyn_cast<memref::StoreOp>(op))
-      return {store.getMemRef(), store.getIndices()};
+  auto [memref, indices] = getAccess(op);
+  if (!memref || indices.empty())
     return {};
-  }();
-  if (!access.first || access.second.empty())
-    return {};
-  auto type = cast<MemRefType>(access.first.getType());
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+  if (failed(cast<MemRefType>(memref.getType())
+                 .getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1)
     return {};
-  return access.second.back();
+  return indices.back();
 }
 
 /// Classifies the ops of a loop body for vectorization over `lanes` of
@@ -124,12 +129,7 @@ Widening Vectorizer::classify(Operation *op) const {
     // value may vary).
     if (getUnitStrideIndex(op) != iv)
       return Widening::Unsupported;
-    ValueRange indices = isa<memref::LoadOp>(op)
-                             ? cast<memref::LoadOp>(op).getIndices()
-                             : cast<memref::StoreOp>(op).getIndices();
-    Value memref = isa<memref::LoadOp>(op)
-                       ? cast<memref::LoadOp>(op).getMemRef()
-                       : cast<memref::StoreOp>(op).getMemRef();
+    auto [memref, indices] = getAccess(op);
     if (varying.contains(memref) ||
         llvm::any_of(indices.drop_back(),
                      [&](Value index) { return varying.contains(index); }))
