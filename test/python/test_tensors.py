@@ -157,3 +157,22 @@ def test_an_empty_past_attends_to_zeros(fp16_artifact, rng):
     out = cache.attend(0, [empty, full], q)
     assert not out[0].any()
     np.testing.assert_array_equal(out[1], cache.attend(0, [full], q[1:])[0])
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32"])
+def test_key_norms_are_those_of_the_stored_keys(dtype, tmp_path_factory, rng):
+    """InnerQ's key norms, sqrt(max_t |K_t,c|) over the first append, for
+    every model dtype, bit for bit from the keys as the cache stores them
+    (the key-norm kernel reads its buffers at the model's element type)."""
+    artifact = compiled("innerq-base", tmp_path_factory, dtype=dtype, **SHAPE)
+    cache = kvq.Cache(artifact, pages=8)
+    seq = cache.add_sequence()
+    k = tokens(rng, 300) * 8
+    k[:, 1, 5] = 0  # a channel whose max is 0 has norm 1
+    cache.append(0, [(seq, k, tokens(rng, 300))])
+    stored = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
+    peaks = np.abs(k.astype(stored[dtype]).astype(np.float32)).max(axis=0)
+    want = np.where(peaks == 0, np.float32(1), np.sqrt(peaks)).reshape(-1)
+    got = cache.read_key_norms(seq, 0)
+    assert got.tobytes() == want.tobytes()
+    assert got[1 * SHAPE["head_dim"] + 5] == 1
