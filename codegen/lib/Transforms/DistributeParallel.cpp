@@ -45,18 +45,11 @@ static bool isArithmetic(Operation *op) {
 /// `iv` never meet across the steps of `outer`.
 static bool keepsToItsElements(scf::ParallelOp loop, scf::ForOp outer) {
   Value iv = loop.getInductionVars()[0];
-  auto access = [](Operation *op) -> std::pair<Value, ValueRange> {
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      return {load.getMemRef(), load.getIndices()};
-    if (auto store = dyn_cast<memref::StoreOp>(op))
-      return {store.getMemRef(), store.getIndices()};
-    return {};
-  };
   llvm::SmallPtrSet<Value, 4> stored;
   bool ok = true;
   loop.walk([&](Operation *op) {
     if (isa<memref::StoreOp>(op))
-      stored.insert(access(op).first);
+      stored.insert(getMemRefAccess(op).first);
     else if (!isArithmetic(op) && !isa<memref::LoadOp>(op))
       ok = false;
   });
@@ -66,7 +59,7 @@ static bool keepsToItsElements(scf::ParallelOp loop, scf::ForOp outer) {
     if (outer->isAncestor(memref.getParentBlock()->getParentOp()))
       return false;
   WalkResult result = loop.walk([&](Operation *op) {
-    auto [memref, indices] = access(op);
+    auto [memref, indices] = getMemRefAccess(op);
     if (!memref || !stored.contains(memref))
       return WalkResult::advance();
     if (indices.empty() || indices.back() != iv ||
@@ -101,25 +94,24 @@ struct InterchangeParallelOutward : OpRewritePattern<scf::ForOp> {
                      }))
       return rewriter.notifyMatchFailure(outer, "not a for around a parallel");
     // Bounds from outside the for, or constants (cloned out of it).
-    auto hoist = [&](Value bound) -> Value {
-      if (!outer->isAncestor(bound.getParentBlock()->getParentOp()))
-        return bound;
-      if (!matchPattern(bound, m_Constant()))
-        return {};
-      return rewriter.clone(*bound.getDefiningOp())->getResult(0);
+    auto isInside = [&](Value bound) {
+      return outer->isAncestor(bound.getParentBlock()->getParentOp());
     };
     for (Value bound : llvm::concat<Value>(
              inner.getLowerBound(), inner.getUpperBound(), inner.getStep()))
-      if (outer->isAncestor(bound.getParentBlock()->getParentOp()) &&
-          !matchPattern(bound, m_Constant()))
+      if (isInside(bound) && !matchPattern(bound, m_Constant()))
         return rewriter.notifyMatchFailure(outer, "bounds vary with the for");
     if (!keepsToItsElements(inner, outer))
       return rewriter.notifyMatchFailure(outer, "iterations share elements");
     Location loc = outer.getLoc();
     auto hoistAll = [&](ValueRange bounds) {
-      return llvm::map_to_vector(bounds, hoist);
+      return llvm::map_to_vector(bounds, [&](Value bound) -> Value {
+        return isInside(bound)
+                   ? rewriter.clone(*bound.getDefiningOp())->getResult(0)
+                   : bound;
+      });
     };
-    auto parallel = scf::ParallelOp::create(
+    scf::ParallelOp::create(
         rewriter, loc, hoistAll(inner.getLowerBound()),
         hoistAll(inner.getUpperBound()), hoistAll(inner.getStep()),
         [&](OpBuilder &b, Location, ValueRange ivs) {
@@ -137,7 +129,6 @@ struct InterchangeParallelOutward : OpRewritePattern<scf::ForOp> {
           for (Operation &op : inner.getBody()->without_terminator())
             b.clone(op, mapping);
         });
-    (void)parallel;
     rewriter.eraseOp(outer);
     return success();
   }

@@ -56,20 +56,10 @@ bool isElementwise(Operation *op) {
   return isa<LLVM::CallIntrinsicOp>(op) && op->getNumResults() == 1;
 }
 
-/// The memref and indices of a load or store; a null memref for any other
-/// op.
-std::pair<Value, ValueRange> getAccess(Operation *op) {
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    return {load.getMemRef(), load.getIndices()};
-  if (auto store = dyn_cast<memref::StoreOp>(op))
-    return {store.getMemRef(), store.getIndices()};
-  return {};
-}
-
 /// The last index of a load or store, where it addresses a unit-stride
 /// dimension; null otherwise.
 Value getUnitStrideIndex(Operation *op) {
-  auto [memref, indices] = getAccess(op);
+  auto [memref, indices] = getMemRefAccess(op);
   if (!memref || indices.empty())
     return {};
   SmallVector<int64_t> strides;
@@ -129,7 +119,7 @@ Widening Vectorizer::classify(Operation *op) const {
     // value may vary).
     if (getUnitStrideIndex(op) != iv)
       return Widening::Unsupported;
-    auto [memref, indices] = getAccess(op);
+    auto [memref, indices] = getMemRefAccess(op);
     if (varying.contains(memref) ||
         llvm::any_of(indices.drop_back(),
                      [&](Value index) { return varying.contains(index); }))

@@ -108,6 +108,10 @@ unsigned emitKernel(const KernelSpec &spec, const CacheLayout &layout,
                     KernelTarget &target, mlir::OpBuilder &b,
                     mlir::Location loc);
 
+/// The memref and indices of a kernel program's `memref.load` or
+/// `memref.store`; a null memref for any other op.
+std::pair<mlir::Value, mlir::ValueRange> getMemRefAccess(mlir::Operation *op);
+
 /// Builds key-norm kernel `name` of `layout` as a program for both targets
 /// (a `func.func` over memrefs) at `b`'s insertion point.
 void buildKeyNormProgram(mlir::OpBuilder &b, mlir::Location loc,
