@@ -158,12 +158,10 @@ unsigned kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
   unsigned units = 1;
   switch (spec.kind) {
   case KernelKind::KeyNorm:
-    llvm_unreachable("key norms are a program (buildKeyNormProgram)");
+  case KernelKind::Track:
+    llvm_unreachable("built as a program (buildKeyNormProgram, ...)");
   case KernelKind::Flush:
     units = emitFlushKernel(kb, entry, layout, spec.layer, spec.isKeys);
-    break;
-  case KernelKind::Track:
-    emitTrackKernel(kb, entry, layout);
     break;
   case KernelKind::Attend:
     emitAttendKernel(kb, entry, layout, spec.layer, spec.forms);

@@ -17,6 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ProgramBuilder.h"
+
 #include "kvq/Codegen/Kernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -34,7 +36,7 @@ namespace {
 class KeyNormProgram {
 public:
   KeyNormProgram(OpBuilder &b, Location loc, ModelAttr model)
-      : b(b), loc(loc), kb(b, loc), model(model),
+      : b(b), loc(loc), pb(b, loc), model(model),
         rowChannels(model.getKvHeads() * model.getHeadDim()) {}
 
   void build(StringRef name);
@@ -46,31 +48,12 @@ private:
   /// Phase 1: norms of kv-head `block` from every chunk's maxima.
   void buildNorms(Value norms, Value partials, Value numChunks);
 
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  }
-  Value toIndex(Value i32) {
-    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i32);
-  }
-  /// `size` elements of the 1-D `buffer` from `offset`.
-  Value row(Value buffer, Value offset, int64_t size) {
-    return memref::SubViewOp::create(
-        b, loc, buffer, ArrayRef<OpFoldResult>{offset},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
-  }
-  /// Runs `body(c)` for every channel c in [0, count): the block's threads
-  /// share them.
-  void forEachChannel(int64_t count, function_ref<void(Value)> body) {
-    scf::ParallelOp::create(
-        b, loc, ValueRange{index(0)}, ValueRange{index(count)},
-        ValueRange{index(1)},
-        [&](OpBuilder &, Location, ValueRange ivs) { body(ivs[0]); });
-  }
+  Value index(int64_t value) { return pb.index(value); }
+  Value toIndex(Value i32) { return pb.toIndex(i32); }
 
   OpBuilder &b;
   Location loc;
-  KernelBuilder kb;
+  ProgramBuilder pb;
   ModelAttr model;
   int64_t rowChannels;
   Value block;
@@ -111,26 +94,23 @@ void KeyNormProgram::buildChunkMaxima(Value src, Value partials,
   Value last = arith::MinUIOp::create(
       b, loc, arith::AddIOp::create(b, loc, first, per), n);
   Value maxima =
-      row(partials, arith::MulIOp::create(b, loc, block, index(rowChannels)),
-          rowChannels);
-  Value zero = kb.f32(0);
-  forEachChannel(rowChannels, [&](Value c) {
-    memref::StoreOp::create(b, loc, zero, maxima, c);
-  });
+      pb.row(partials, arith::MulIOp::create(b, loc, block, index(rowChannels)),
+             rowChannels);
+  Value zero = pb.f32(0);
+  pb.parallelFor(rowChannels,
+                 [&](Value c) { pb.storeElement(zero, maxima, c); });
   // Token by token: one stream through the keys, the maxima updated in
   // place.
   scf::ForOp::create(
       b, loc, first, last, index(1), ValueRange{},
       [&](OpBuilder &, Location, Value t, ValueRange) {
         Value keys =
-            row(src, arith::MulIOp::create(b, loc, t, index(rowChannels)),
-                rowChannels);
-        forEachChannel(rowChannels, [&](Value c) {
-          Value x = memref::LoadOp::create(b, loc, keys, c);
-          if (!x.getType().isF32())
-            x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-          Value acc = memref::LoadOp::create(b, loc, maxima, c);
-          memref::StoreOp::create(b, loc, maxMagnitude(kb, acc, x), maxima, c);
+            pb.row(src, arith::MulIOp::create(b, loc, t, index(rowChannels)),
+                   rowChannels);
+        pb.parallelFor(rowChannels, [&](Value c) {
+          Value x = pb.loadElementAsF32(keys, c);
+          Value acc = pb.loadElement(maxima, c);
+          pb.storeElement(maxMagnitude(pb, acc, x), maxima, c);
         });
         scf::YieldOp::create(b, loc);
       });
@@ -139,46 +119,39 @@ void KeyNormProgram::buildChunkMaxima(Value src, Value partials,
 void KeyNormProgram::buildNorms(Value norms, Value partials, Value numChunks) {
   int64_t dim = model.getHeadDim();
   Value headChannel = arith::MulIOp::create(b, loc, block, index(dim));
-  Value headNorms = row(norms, headChannel, dim);
+  Value headNorms = pb.row(norms, headChannel, dim);
   // Channel c of kv-head `block`: the largest of its chunk maxima, as a
   // norm. A NaN maximum (a NaN in device keys, which nothing scans) is
   // skipped, as the float max skips a NaN key.
-  forEachChannel(dim, [&](Value c) {
+  pb.parallelFor(dim, [&](Value c) {
     auto loop = scf::ForOp::create(
-        b, loc, index(0), toIndex(numChunks), index(1), ValueRange{kb.f32(0)},
+        b, loc, index(0), toIndex(numChunks), index(1), ValueRange{pb.f32(0)},
         [&](OpBuilder &, Location, Value k, ValueRange acc) {
-          Value maxima = row(
+          Value maxima = pb.row(
               partials,
               arith::AddIOp::create(
                   b, loc, arith::MulIOp::create(b, loc, k, index(rowChannels)),
                   headChannel),
               dim);
-          Value m = memref::LoadOp::create(b, loc, maxima, c);
-          scf::YieldOp::create(b, loc, kb.selectMax(m, acc[0]));
+          Value m = pb.loadElement(maxima, c);
+          scf::YieldOp::create(b, loc, pb.selectMax(m, acc[0]));
         });
-    memref::StoreOp::create(b, loc, normOf(kb, loop.getResult(0)), headNorms,
-                            c);
+    pb.storeElement(normOf(pb, loop.getResult(0)), headNorms, c);
   });
 }
 
 void KeyNormProgram::build(StringRef name) {
   using A = abi::KeyNormArgs;
-  auto buffer = [&](Type element) {
-    return MemRefType::get({ShapedType::kDynamic}, element);
-  };
   SmallVector<Type> args(A::NumArgs, b.getI32Type());
-  args[A::Src] = buffer(model.getDtype());
-  args[A::Norms] = buffer(b.getF32Type());
-  args[A::Partials] = buffer(b.getF32Type());
-  auto func =
-      func::FuncOp::create(b, loc, name, b.getFunctionType(args, TypeRange{}));
-  Block *entry = func.addEntryBlock();
+  args[A::Src] = ProgramBuilder::getBufferType(model.getDtype());
+  args[A::Norms] = ProgramBuilder::getBufferType(b.getF32Type());
+  args[A::Partials] = ProgramBuilder::getBufferType(b.getF32Type());
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(entry);
-  auto arg = [&](unsigned id) { return entry->getArgument(id); };
-  block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  kb.ifThenElse(
-      kb.eq(arg(A::Phase), kb.i32(0)), {},
+  func::FuncOp func = pb.createProgram(name, args);
+  auto arg = [&](unsigned id) { return func.getArgument(id); };
+  block = pb.toIndex(pb.getBlockId());
+  pb.ifThenElse(
+      pb.eq(arg(A::Phase), pb.i32(0)), {},
       [&] {
         buildChunkMaxima(arg(A::Src), arg(A::Partials), arg(A::NumTokens),
                          arg(A::NumChunks));

@@ -3,8 +3,9 @@
 // The `track` kernel: block h runs OTT's tracking for kv-head h of one
 // sequence over the flush units of keys and values, before the flush kernels
 // quantize them (read and written in place, as the flush reads them:
-// FlushSource) (docs/Numerics.md, "Outlier tokens (OTT)"). Per
-// unit, separated by block barriers:
+// FlushSource) (docs/Numerics.md, "Outlier tokens (OTT)"). Per unit, each
+// step a loop the block's threads share (`scf.parallel`: on the GPU,
+// barriers between them), its scratch block-local memory:
 //   1. every candidate (pool slot or unit token) gets its key's L1 norm;
 //   2. every candidate counts the candidates ranked before it by (norm,
 //      position): the first `capacity` are kept;
@@ -17,9 +18,13 @@
 // Keys and values leave the window together (the layout checks their
 // windows are equal), so one kernel sees both, with one ring head.
 //
+// The kernel is one program for both targets, built like the key norms'
+// (ProgramBuilder.h).
+//
 //===----------------------------------------------------------------------===//
 
 #include "OutlierPool.h"
+#include "ProgramBuilder.h"
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
@@ -51,56 +56,54 @@ Value pool::entryRow(KernelBuilder &kb, const CacheLayout &layout, Value slot,
 
 namespace {
 
-/// The arguments of kvq/ABI/KernelABI.h; pairs are (keys, values).
-struct TrackArgs {
-  using A = abi::TrackArgs;
-  Value pool[2], index, firstPos, numTokens;
-  FlushSource source[2];
-  TrackArgs(const KernelEntry &e, unsigned capacity)
-      : pool{e.args[A::KPool], e.args[A::VPool]}, index(e.args[A::PoolIndex]),
-        firstPos(e.args[A::FirstPos]), numTokens(e.args[A::NumTokens]),
-        source{{e.args[A::KWindow], e.args[A::KInput], e.args[A::WindowHead],
-                e.args[A::WindowTokens], capacity},
-               {e.args[A::VWindow], e.args[A::VInput], e.args[A::WindowHead],
-                e.args[A::WindowTokens], capacity}} {}
-};
-
 /// A dest slot for tokens that stay in their unit.
 constexpr int64_t kStays = -1;
 
-class TrackEmitter {
+/// Builds the track program; pairs of buffers are (keys, values).
+class TrackProgram {
 public:
-  TrackEmitter(KernelBuilder &kb, const KernelEntry &entry,
-               const CacheLayout &layout)
-      : kb(kb), layout(layout), model(layout.model),
-        args(entry, layout.keys.windowCapacity), head(entry.blockId[0]),
+  TrackProgram(OpBuilder &b, Location loc, const CacheLayout &layout)
+      : pb(b, loc), layout(layout), model(layout.model),
         capacity(layout.pool.getCapacity()),
         flush(layout.keys.window.getFlush()), dim(model.getHeadDim()) {}
 
-  void emit();
+  void build(StringRef name);
 
 private:
+  using A = abi::TrackArgs;
+
+  Value arg(unsigned id) { return func.getArgument(id); }
+  /// Word `w` of the block's kv-head's pool index.
   Value word(unsigned w) {
-    return pool::indexWord(kb, layout, kb.i32(0), head, kb.i32(w));
+    return pool::indexWord(pb, layout, pb.i32(0), head, pb.i32(w));
+  }
+  Value readWord(unsigned w) {
+    return pb.loadElement(arg(A::PoolIndex), word(w));
   }
   Value position(Value entry) {
-    return pool::positionWord(kb, layout, kb.i32(0), head, entry);
-  }
-  void storeU32(Value value, Value ptr, Value index) {
-    kb.store(value, ptr, kb.mul(kb.toI64(index), kb.i64(4)), 4);
+    return pool::positionWord(pb, layout, pb.i32(0), head, entry);
   }
   /// Flushed token `token` of keys (x = 0) or values: its buffer and the
   /// element offset of its row there. Keys and values share ring rows.
   std::pair<Value, Value> flushed(unsigned x, Value token) {
-    return args.source[x].row(kb, model, token, head);
+    return source[x].row(pb, model, token, head);
   }
   /// The element offset of a pool entry's row.
   Value entryRow(Value entry) {
-    return pool::entryRow(kb, layout, kb.i32(0), entry, head);
+    return pool::entryRow(pb, layout, pb.i32(0), entry, head);
   }
-  /// Copies element `c` of a row as raw bits.
-  void copyElement(Value src, Value srcRow, Value dst, Value dstRow, Value c);
-  Value keyMetric(Value ptr, Value row);
+  Value poolOf(unsigned x) { return arg(x == 0 ? A::KPool : A::VPool); }
+  /// An index of the block's threads' loops as an i32.
+  Value toI32(Value index) {
+    return arith::IndexCastUIOp::create(pb.builder(), pb.getLoc(),
+                                        pb.builder().getI32Type(), index);
+  }
+  /// Copies element `c` of a row.
+  void copyElement(Value src, Value srcRow, Value dst, Value dstRow, Value c) {
+    pb.storeElement(pb.loadElement(src, pb.add(srcRow, c)), dst,
+                    pb.add(dstRow, c));
+  }
+  Value keyMetric(Value keys, Value row);
 
   void scoreCandidates(Value unitStart);
   void selectCandidates();
@@ -108,12 +111,13 @@ private:
   void copyEntering(Value unitStart);
   void replaceEntering(Value unitStart);
 
-  KernelBuilder &kb;
+  ProgramBuilder pb;
   const CacheLayout &layout;
   ModelAttr model;
-  TrackArgs args;
-  Value head;
   unsigned capacity, flush, dim;
+  func::FuncOp func;
+  Value head;
+  FlushSource source[2];
   /// Candidates are the pool's slots [0, capacity), then the unit's tokens.
   Value metrics, positions, kept;
   /// Per unit token: its pool slot, or kStays. Dropped slots in order.
@@ -124,237 +128,246 @@ private:
 
 } // namespace
 
-void TrackEmitter::copyElement(Value src, Value srcRow, Value dst, Value dstRow,
-                               Value c) {
-  unsigned bytes = layout.dtypeBytes;
-  Type bits = kb.builder().getIntegerType(bytes * 8);
-  auto offset = [&](Value row) {
-    return kb.mul(kb.toI64(kb.add(row, c)), kb.i64(bytes));
-  };
-  kb.store(kb.load(bits, src, offset(srcRow), bytes), dst, offset(dstRow),
-           bytes);
-}
-
 // The L1 norm in fp32, channel by channel in order (the reference's order:
 // the ranking compares these bits).
-Value TrackEmitter::keyMetric(Value ptr, Value row) {
-  return kb.forLoop(kb.i32(0), kb.i32(dim), kb.i32(1), {kb.f32(0)},
+Value TrackProgram::keyMetric(Value keys, Value row) {
+  return pb.forLoop(pb.i32(0), pb.i32(dim), pb.i32(1), {pb.f32(0)},
                     [&](Value c, ValueRange acc) -> SmallVector<Value> {
-                      Value x =
-                          kb.loadFloat(model.getDtype(), ptr, kb.add(row, c));
-                      return {kb.fadd(acc[0], kb.fabs(x))};
+                      Value x = pb.loadElementAsF32(keys, pb.add(row, c));
+                      return {pb.fadd(acc[0], pb.fabs(x))};
                     })[0];
 }
 
-void TrackEmitter::scoreCandidates(Value unitStart) {
-  Value poolCount = kb.loadU32(args.index, word(pool::PoolCount));
+void TrackProgram::scoreCandidates(Value unitStart) {
+  Value poolCount = readWord(pool::PoolCount);
   float inf = std::numeric_limits<float>::infinity();
-  kb.getTarget().parallelFor(kb, kb.i32(capacity + flush), [&](Value i) {
-    Value isSlot = kb.ult(i, kb.i32(capacity));
-    SmallVector<Value> result = kb.ifThenElse(
-        isSlot, {kb.builder().getF32Type(), kb.builder().getI32Type()},
+  Type f32 = pb.builder().getF32Type(), i32 = pb.builder().getI32Type();
+  pb.parallelFor(capacity + flush, [&](Value at) {
+    Value i = toI32(at);
+    SmallVector<Value> result = pb.ifThenElse(
+        pb.ult(i, pb.i32(capacity)), {f32, i32},
         [&]() -> SmallVector<Value> {
           // Empty slots are no candidates: they rank last and are skipped.
-          Value used = kb.ult(i, poolCount);
-          Value metric = kb.ifThenElse(
-              used, {kb.builder().getF32Type()},
+          Value metric = pb.ifThenElse(
+              pb.ult(i, poolCount), {f32},
               [&]() -> SmallVector<Value> {
-                return {keyMetric(args.pool[0], entryRow(i))};
+                return {keyMetric(poolOf(0), entryRow(i))};
               },
-              [&]() -> SmallVector<Value> { return {kb.f32(inf)}; })[0];
-          return {metric, kb.loadU32(args.index, position(i))};
+              [&]() -> SmallVector<Value> { return {pb.f32(inf)}; })[0];
+          return {metric, pb.loadElement(arg(A::PoolIndex), position(i))};
         },
         [&]() -> SmallVector<Value> {
-          Value token = kb.add(unitStart, kb.sub(i, kb.i32(capacity)));
+          Value token = pb.add(unitStart, pb.sub(i, pb.i32(capacity)));
           auto [keys, row] = flushed(0, token);
-          return {keyMetric(keys, row), kb.add(args.firstPos, token)};
+          return {keyMetric(keys, row), pb.add(arg(A::FirstPos), token)};
         });
-    kb.storeF32(result[0], metrics, i);
-    storeU32(result[1], positions, i);
+    pb.storeElement(result[0], metrics, at);
+    pb.storeElement(result[1], positions, at);
   });
 }
 
 // Candidate i is kept when fewer than `capacity` candidates rank before it
 // by (metric, position); positions are distinct, so the order is total.
-void TrackEmitter::selectCandidates() {
-  Value poolCount = kb.loadU32(args.index, word(pool::PoolCount));
+void TrackProgram::selectCandidates() {
+  Value poolCount = readWord(pool::PoolCount);
   unsigned count = capacity + flush;
-  kb.getTarget().parallelFor(kb, kb.i32(count), [&](Value i) {
-    Value metric = kb.loadF32(metrics, i);
-    Value pos = kb.loadU32(positions, i);
-    Value before = kb.forLoop(
-        kb.i32(0), kb.i32(count), kb.i32(1), {kb.i32(0)},
+  // Slot j holds a candidate where it is used; every unit token is one.
+  auto isCandidate = [&](Value j) {
+    return pb.bitOr(pb.ult(pb.i32(capacity - 1), j), pb.ult(j, poolCount));
+  };
+  pb.parallelFor(count, [&](Value at) {
+    Value metric = pb.loadElement(metrics, at);
+    Value pos = pb.loadElement(positions, at);
+    Value before = pb.forLoop(
+        pb.i32(0), pb.i32(count), pb.i32(1), {pb.i32(0)},
         [&](Value j, ValueRange acc) -> SmallVector<Value> {
-          Value other = kb.loadF32(metrics, j);
-          Value otherPos = kb.loadU32(positions, j);
-          Value valid =
-              kb.bitOr(kb.ult(kb.i32(capacity - 1), j), kb.ult(j, poolCount));
+          Value other = pb.loadElement(metrics, j);
+          Value otherPos = pb.loadElement(positions, j);
           Value ranksBefore =
-              kb.bitOr(kb.flt(other, metric),
-                       kb.bitAnd(kb.feq(other, metric), kb.ult(otherPos, pos)));
-          return {kb.add(acc[0], kb.select(kb.bitAnd(valid, ranksBefore),
-                                           kb.i32(1), kb.i32(0)))};
+              pb.bitOr(pb.flt(other, metric),
+                       pb.bitAnd(pb.feq(other, metric), pb.ult(otherPos, pos)));
+          return {
+              pb.add(acc[0], pb.select(pb.bitAnd(isCandidate(j), ranksBefore),
+                                       pb.i32(1), pb.i32(0)))};
         })[0];
-    Value valid =
-        kb.bitOr(kb.ult(kb.i32(capacity - 1), i), kb.ult(i, poolCount));
-    Value isKept = kb.bitAnd(valid, kb.ult(before, kb.i32(capacity)));
-    storeU32(kb.select(isKept, kb.i32(1), kb.i32(0)), kept, i);
+    Value isKept =
+        pb.bitAnd(isCandidate(toI32(at)), pb.ult(before, pb.i32(capacity)));
+    pb.storeElement(pb.select(isKept, pb.i32(1), pb.i32(0)), kept, at);
   });
 }
 
 // One thread: the pool's bookkeeping for the unit (docs/Numerics.md): drops
 // to the extra pool in slot order, or stop when they do not fit; entering
 // tokens into the freed slots, then after the last used one.
-void TrackEmitter::updatePool(Value unitStart) {
+void TrackProgram::updatePool(Value unitStart) {
   unsigned extra = layout.pool.getExtra();
-  kb.getTarget().parallelFor(kb, kb.i32(1), [&](Value) {
-    Value poolCount = kb.loadU32(args.index, word(pool::PoolCount));
-    Value extraCount = kb.loadU32(args.index, word(pool::ExtraCount));
-    Value stopped = kb.loadU32(args.index, word(pool::Stopped));
-    Value drops = kb.forLoop(
-        kb.i32(0), poolCount, kb.i32(1), {kb.i32(0)},
-        [&](Value s, ValueRange acc) -> SmallVector<Value> {
-          Value drop = kb.eq(kb.loadU32(kept, s), kb.i32(0));
-          return {kb.add(acc[0], kb.select(drop, kb.i32(1), kb.i32(0)))};
-        })[0];
-    Value tracking = kb.eq(stopped, kb.i32(0));
-    Value fits = kb.bitAnd(
-        tracking, kb.ult(kb.add(extraCount, drops), kb.i32(extra + 1)));
-    storeU32(kb.select(fits, kb.i32(1), kb.i32(0)), control, kb.i32(0));
-    kb.ifThen(kb.bitAnd(tracking, kb.eq(fits, kb.i1(false))),
-              [&] { storeU32(kb.i32(1), args.index, word(pool::Stopped)); });
-    kb.ifThen(fits, [&] {
+  Value index = arg(A::PoolIndex);
+  auto count = [&](Value flag) {
+    return pb.select(flag, pb.i32(1), pb.i32(0));
+  };
+  pb.parallelFor(1, [&](Value) {
+    Value poolCount = readWord(pool::PoolCount);
+    Value extraCount = readWord(pool::ExtraCount);
+    Value stopped = readWord(pool::Stopped);
+    auto isDropped = [&](Value s) {
+      return pb.eq(pb.loadElement(kept, s), pb.i32(0));
+    };
+    Value drops =
+        pb.forLoop(pb.i32(0), poolCount, pb.i32(1), {pb.i32(0)},
+                   [&](Value s, ValueRange acc) -> SmallVector<Value> {
+                     return {pb.add(acc[0], count(isDropped(s)))};
+                   })[0];
+    Value tracking = pb.eq(stopped, pb.i32(0));
+    Value fits = pb.bitAnd(
+        tracking, pb.ult(pb.add(extraCount, drops), pb.i32(extra + 1)));
+    pb.storeElement(count(fits), control, pb.i32(0));
+    pb.ifThen(pb.bitAnd(tracking, pb.eq(fits, pb.i1(false))),
+              [&] { pb.storeElement(pb.i32(1), index, word(pool::Stopped)); });
+    pb.ifThen(fits, [&] {
       // Dropped slots, in order, move to the extra pool.
-      kb.forLoop(
-          kb.i32(0), poolCount, kb.i32(1), {kb.i32(0)},
-          [&](Value s, ValueRange acc) -> SmallVector<Value> {
-            Value drop = kb.eq(kb.loadU32(kept, s), kb.i32(0));
-            kb.ifThen(drop, [&] {
-              Value to = kb.add(kb.i32(capacity), kb.add(extraCount, acc[0]));
-              for (unsigned t = 0; t < 2; ++t)
-                kb.forEach(kb.i32(0), kb.i32(dim), [&](Value c) {
-                  copyElement(args.pool[t], entryRow(s), args.pool[t],
-                              entryRow(to), c);
-                });
-              storeU32(kb.loadU32(args.index, position(s)), args.index,
-                       position(to));
-              storeU32(s, freed, acc[0]);
-            });
-            return {kb.add(acc[0], kb.select(drop, kb.i32(1), kb.i32(0)))};
-          });
-      storeU32(kb.add(extraCount, drops), args.index, word(pool::ExtraCount));
+      pb.forLoop(pb.i32(0), poolCount, pb.i32(1), {pb.i32(0)},
+                 [&](Value s, ValueRange acc) -> SmallVector<Value> {
+                   Value drop = isDropped(s);
+                   pb.ifThen(drop, [&] {
+                     Value to =
+                         pb.add(pb.i32(capacity), pb.add(extraCount, acc[0]));
+                     for (unsigned x = 0; x < 2; ++x)
+                       pb.forEach(pb.i32(0), pb.i32(dim), [&](Value c) {
+                         copyElement(poolOf(x), entryRow(s), poolOf(x),
+                                     entryRow(to), c);
+                       });
+                     pb.storeElement(pb.loadElement(index, position(s)), index,
+                                     position(to));
+                     pb.storeElement(s, freed, acc[0]);
+                   });
+                   return {pb.add(acc[0], count(drop))};
+                 });
+      pb.storeElement(pb.add(extraCount, drops), index, word(pool::ExtraCount));
       // Entering tokens take the freed slots, then slots past the last.
-      Value entering = kb.forLoop(
-          kb.i32(0), kb.i32(flush), kb.i32(1), {kb.i32(0)},
+      Value entering = pb.forLoop(
+          pb.i32(0), pb.i32(flush), pb.i32(1), {pb.i32(0)},
           [&](Value t, ValueRange acc) -> SmallVector<Value> {
-            Value enters =
-                kb.eq(kb.loadU32(kept, kb.add(t, kb.i32(capacity))), kb.i32(1));
-            Value slot = kb.ifThenElse(
-                kb.ult(acc[0], drops), {kb.builder().getI32Type()},
+            Value enters = pb.eq(
+                pb.loadElement(kept, pb.add(t, pb.i32(capacity))), pb.i32(1));
+            Value slot = pb.ifThenElse(
+                pb.ult(acc[0], drops), {pb.builder().getI32Type()},
                 [&]() -> SmallVector<Value> {
-                  return {kb.loadU32(freed, acc[0])};
+                  return {pb.loadElement(freed, acc[0])};
                 },
                 [&]() -> SmallVector<Value> {
-                  return {kb.add(poolCount, kb.sub(acc[0], drops))};
+                  return {pb.add(poolCount, pb.sub(acc[0], drops))};
                 })[0];
-            storeU32(kb.select(enters, slot, kb.i32(kStays)), dest, t);
-            kb.ifThen(enters, [&] {
-              storeU32(kb.add(args.firstPos, kb.add(unitStart, t)), args.index,
-                       position(slot));
+            pb.storeElement(pb.select(enters, slot, pb.i32(kStays)), dest, t);
+            pb.ifThen(enters, [&] {
+              pb.storeElement(pb.add(arg(A::FirstPos), pb.add(unitStart, t)),
+                              index, position(slot));
             });
-            return {kb.add(acc[0], kb.select(enters, kb.i32(1), kb.i32(0)))};
+            return {pb.add(acc[0], count(enters))};
           })[0];
-      Value grown = kb.select(kb.ult(drops, entering), kb.sub(entering, drops),
-                              kb.i32(0));
-      storeU32(kb.add(poolCount, grown), args.index, word(pool::PoolCount));
-      storeU32(kb.sub(kb.i32(flush), entering), control, kb.i32(1));
+      Value grown = pb.select(pb.ult(drops, entering), pb.sub(entering, drops),
+                              pb.i32(0));
+      pb.storeElement(pb.add(poolCount, grown), index, word(pool::PoolCount));
+      pb.storeElement(pb.sub(pb.i32(flush), entering), control, pb.i32(1));
     });
   });
 }
 
-void TrackEmitter::copyEntering(Value unitStart) {
-  Value tracked = kb.eq(kb.loadU32(control, kb.i32(0)), kb.i32(1));
-  kb.getTarget().parallelFor(kb, kb.i32(flush * dim), [&](Value i) {
-    Value t = kb.divU(i, kb.i32(dim)), c = kb.remU(i, kb.i32(dim));
-    Value slot = kb.loadU32(dest, t);
-    kb.ifThen(
-        kb.bitAnd(tracked, kb.eq(kb.eq(slot, kb.i32(kStays)), kb.i1(false))),
-        [&] {
-          for (unsigned x = 0; x < 2; ++x) {
-            auto [buffer, row] = flushed(x, kb.add(unitStart, t));
-            copyElement(buffer, row, args.pool[x], entryRow(slot), c);
-          }
-        });
+void TrackProgram::copyEntering(Value unitStart) {
+  Value tracked = pb.eq(pb.loadElement(control, pb.i32(0)), pb.i32(1));
+  pb.parallelFor(flush * dim, [&](Value at) {
+    Value i = toI32(at);
+    Value t = pb.divU(i, pb.i32(dim)), c = pb.remU(i, pb.i32(dim));
+    Value slot = pb.loadElement(dest, t);
+    Value enters = pb.eq(pb.eq(slot, pb.i32(kStays)), pb.i1(false));
+    pb.ifThen(pb.bitAnd(tracked, enters), [&] {
+      for (unsigned x = 0; x < 2; ++x) {
+        auto [buffer, row] = flushed(x, pb.add(unitStart, t));
+        copyElement(buffer, row, poolOf(x), entryRow(slot), c);
+      }
+    });
   });
 }
 
 // Per channel of keys and values: the fp32 sum of the staying tokens in
 // token order, one true division, rounded to the model dtype (0 when every
 // token enters), written over the entering tokens.
-void TrackEmitter::replaceEntering(Value unitStart) {
-  Value tracked = kb.eq(kb.loadU32(control, kb.i32(0)), kb.i32(1));
-  Value staying = kb.loadU32(control, kb.i32(1));
+void TrackProgram::replaceEntering(Value unitStart) {
+  Value tracked = pb.eq(pb.loadElement(control, pb.i32(0)), pb.i32(1));
+  Value staying = pb.loadElement(control, pb.i32(1));
   Type dtype = model.getDtype();
-  unsigned bytes = layout.dtypeBytes;
-  kb.getTarget().parallelFor(kb, kb.i32(2 * dim), [&](Value i) {
-    kb.ifThen(tracked, [&] {
-      Value c = kb.remU(i, kb.i32(dim));
-      Value isKeys = kb.ult(i, kb.i32(dim));
+  pb.parallelFor(2 * dim, [&](Value at) {
+    pb.ifThen(tracked, [&] {
+      Value i = toI32(at);
+      Value c = pb.remU(i, pb.i32(dim));
+      Value isKeys = pb.ult(i, pb.i32(dim));
       // Token t's buffer and the element offset of channel c in it.
       auto element = [&](Value t) -> std::pair<Value, Value> {
-        auto [keys, row] = flushed(0, kb.add(unitStart, t));
-        Value values = flushed(1, kb.add(unitStart, t)).first;
-        return {kb.select(isKeys, keys, values), kb.add(row, c)};
+        auto [keys, row] = flushed(0, pb.add(unitStart, t));
+        Value values = flushed(1, pb.add(unitStart, t)).first;
+        return {pb.select(isKeys, keys, values), pb.add(row, c)};
+      };
+      auto stays = [&](Value t) {
+        return pb.eq(pb.loadElement(dest, t), pb.i32(kStays));
       };
       Value sum =
-          kb.forLoop(kb.i32(0), kb.i32(flush), kb.i32(1), {kb.f32(0)},
+          pb.forLoop(pb.i32(0), pb.i32(flush), pb.i32(1), {pb.f32(0)},
                      [&](Value t, ValueRange acc) -> SmallVector<Value> {
-                       Value stays = kb.eq(kb.loadU32(dest, t), kb.i32(kStays));
                        auto [buffer, offset] = element(t);
-                       Value x = kb.loadFloat(dtype, buffer, offset);
-                       return {kb.select(stays, kb.fadd(acc[0], x), acc[0])};
+                       Value x = pb.loadElementAsF32(buffer, offset);
+                       return {pb.select(stays(t), pb.fadd(acc[0], x), acc[0])};
                      })[0];
-      Value mean = kb.select(kb.eq(staying, kb.i32(0)), kb.f32(0),
-                             kb.fdiv(sum, kb.uitofp(staying)));
-      OpBuilder &b = kb.builder();
-      Value narrow = dtype.isF32()
-                         ? mean
-                         : arith::TruncFOp::create(b, kb.getLoc(), dtype, mean);
-      Value bits = kb.bitcast(b.getIntegerType(bytes * 8), narrow);
-      kb.forEach(kb.i32(0), kb.i32(flush), [&](Value t) {
-        kb.ifThen(
-            kb.eq(kb.eq(kb.loadU32(dest, t), kb.i32(kStays)), kb.i1(false)),
-            [&] {
-              auto [buffer, offset] = element(t);
-              kb.store(bits, buffer, kb.mul(kb.toI64(offset), kb.i64(bytes)),
-                       bytes);
-            });
+      Value mean = pb.select(pb.eq(staying, pb.i32(0)), pb.f32(0),
+                             pb.fdiv(sum, pb.uitofp(staying)));
+      Value narrow =
+          dtype.isF32()
+              ? mean
+              : arith::TruncFOp::create(pb.builder(), pb.getLoc(), dtype, mean);
+      pb.forEach(pb.i32(0), pb.i32(flush), [&](Value t) {
+        pb.ifThen(pb.eq(stays(t), pb.i1(false)), [&] {
+          auto [buffer, offset] = element(t);
+          pb.storeElement(narrow, buffer, offset);
+        });
       });
     });
   });
 }
 
-void TrackEmitter::emit() {
-  KernelTarget &target = kb.getTarget();
+void TrackProgram::build(StringRef name) {
+  OpBuilder &b = pb.builder();
+  Type dtype = model.getDtype(), i32 = b.getI32Type(), f32 = b.getF32Type();
+  SmallVector<Type> args(A::NumArgs, i32);
+  for (unsigned id :
+       {A::KWindow, A::VWindow, A::KInput, A::VInput, A::KPool, A::VPool})
+    args[id] = ProgramBuilder::getBufferType(dtype);
+  args[A::PoolIndex] = ProgramBuilder::getBufferType(i32);
+  OpBuilder::InsertionGuard guard(b);
+  func = pb.createProgram(name, args);
+  unsigned ring = layout.keys.windowCapacity;
+  source[0] = {arg(A::KWindow), arg(A::KInput), arg(A::WindowHead),
+               arg(A::WindowTokens), ring};
+  source[1] = {arg(A::VWindow), arg(A::VInput), arg(A::WindowHead),
+               arg(A::WindowTokens), ring};
   unsigned candidates = capacity + flush;
-  metrics = target.allocShared(kb, candidates * 4);
-  positions = target.allocShared(kb, candidates * 4);
-  kept = target.allocShared(kb, candidates * 4);
-  dest = target.allocShared(kb, flush * 4);
-  freed = target.allocShared(kb, capacity * 4);
-  control = target.allocShared(kb, 16);
-  Value units = kb.divU(args.numTokens, kb.i32(flush));
-  kb.forEach(kb.i32(0), units, [&](Value unit) {
-    Value unitStart = kb.mul(unit, kb.i32(flush));
+  metrics = pb.allocBlockLocal(f32, candidates);
+  positions = pb.allocBlockLocal(i32, candidates);
+  kept = pb.allocBlockLocal(i32, candidates);
+  dest = pb.allocBlockLocal(i32, flush);
+  freed = pb.allocBlockLocal(i32, capacity);
+  control = pb.allocBlockLocal(i32, 2);
+  head = pb.getBlockId();
+  Value units = pb.divU(arg(A::NumTokens), pb.i32(flush));
+  pb.forEach(pb.i32(0), units, [&](Value unit) {
+    Value unitStart = pb.mul(unit, pb.i32(flush));
     scoreCandidates(unitStart);
     selectCandidates();
     updatePool(unitStart);
     copyEntering(unitStart);
     replaceEntering(unitStart);
   });
+  func::ReturnOp::create(b, pb.getLoc());
 }
 
-void kvq::emitTrackKernel(KernelBuilder &kb, const KernelEntry &entry,
-                          const CacheLayout &layout) {
-  TrackEmitter(kb, entry, layout).emit();
+void kvq::buildTrackProgram(OpBuilder &b, Location loc, StringRef name,
+                            const CacheLayout &layout) {
+  TrackProgram(b, loc, layout).build(name);
 }

@@ -4,10 +4,11 @@
 // `@<cache>_program`) becomes a host function and a GPU kernel with the
 // entry points of docs/KernelABI.md: each target's KernelTarget creates the
 // entry and its arguments, a memref argument becomes a view of its pointer,
-// `gpu.block_id` the block's id, and the program's body is cloned after
-// them. What differs between the targets beyond the entry (the threads a
-// `scf.parallel` is spread over, its vectors) is left to the passes that
-// follow, as patterns.
+// block-local memory (a `memref.alloca` in the workgroup address space) a
+// view of the target's, `gpu.block_id` the block's id, and the program's
+// body is cloned after them. What differs between the targets beyond the entry
+// (the threads a `scf.parallel` is spread over, its vectors) is left to the
+// passes that follow, as patterns.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <limits>
@@ -29,10 +31,10 @@ namespace kvq {
 using namespace mlir;
 using namespace kvq;
 
-/// A strided 1-D view of `type` whose elements start at `ptr` (an
-/// `!llvm.ptr` in any address space): the memref descriptor MLIR's LLVM
-/// lowering uses, cast to the memref. The ABI gives no length; the view
-/// spans every element a pointer can reach.
+/// A 1-D view of `type` whose elements start at `ptr` (an `!llvm.ptr` in
+/// any address space): the memref descriptor MLIR's LLVM lowering uses,
+/// cast to the memref. A dynamic length (the ABI gives none) spans every
+/// element a pointer can reach.
 static Value viewOf(OpBuilder &b, Location loc, Value ptr, MemRefType type) {
   MLIRContext *ctx = b.getContext();
   auto generic = LLVM::LLVMPointerType::get(ctx);
@@ -50,12 +52,51 @@ static Value viewOf(OpBuilder &b, Location loc, Value ptr, MemRefType type) {
   d = LLVM::InsertValueOp::create(b, loc, d, ptr, ArrayRef<int64_t>{0});
   d = LLVM::InsertValueOp::create(b, loc, d, ptr, ArrayRef<int64_t>{1});
   d = LLVM::InsertValueOp::create(b, loc, d, constant(0), ArrayRef<int64_t>{2});
-  d = LLVM::InsertValueOp::create(
-      b, loc, d, constant(std::numeric_limits<int64_t>::max() / bytes),
-      ArrayRef<int64_t>{3, 0});
+  int64_t size = type.isDynamicDim(0)
+                     ? std::numeric_limits<int64_t>::max() / bytes
+                     : type.getDimSize(0);
+  d = LLVM::InsertValueOp::create(b, loc, d, constant(size),
+                                  ArrayRef<int64_t>{3, 0});
   d = LLVM::InsertValueOp::create(b, loc, d, constant(1),
                                   ArrayRef<int64_t>{4, 0});
   return UnrealizedConversionCastOp::create(b, loc, type, d).getResult(0);
+}
+
+/// Whether `op` allocates the program's block-local memory.
+static bool isBlockLocal(Operation *op) {
+  auto alloca = dyn_cast<memref::AllocaOp>(op);
+  return alloca && gpu::GPUDialect::isWorkgroupMemoryAddressSpace(
+                       alloca.getType().getMemorySpace());
+}
+
+/// Fails (with a diagnostic) where `program` allocates block-local memory
+/// the targets cannot: anything but a static 1-D memref at its top level.
+static LogicalResult checkBlockLocal(func::FuncOp program) {
+  WalkResult result = program.walk([&](memref::AllocaOp alloca) {
+    if (!isBlockLocal(alloca))
+      return WalkResult::advance();
+    MemRefType type = alloca.getType();
+    if (type.getRank() == 1 && type.hasStaticShape() &&
+        type.getLayout().isIdentity() && alloca->getParentOp() == program)
+      return WalkResult::advance();
+    alloca.emitOpError("block-local memory must be a static 1-D memref "
+                       "allocated at the program's top level");
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// The target's block-local memory for `alloca` (shared memory on the GPU,
+/// the host function's stack on the CPU), as a view in the default memory
+/// space.
+static Value allocBlockLocal(OpBuilder &b, memref::AllocaOp alloca,
+                             KernelTarget &target) {
+  MemRefType type = alloca.getType();
+  KernelBuilder kb(b, alloca.getLoc(), target);
+  unsigned bytes = type.getElementTypeBitWidth() / 8;
+  Value memory = target.allocShared(kb, type.getNumElements() * bytes);
+  return viewOf(b, alloca.getLoc(), memory,
+                MemRefType::get(type.getShape(), type.getElementType()));
 }
 
 /// Emits `program` through `target` into its module.
@@ -78,8 +119,13 @@ static void instantiate(func::FuncOp program, KernelTarget &target) {
     blockIds[d] = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
                                                entry.blockId[d]);
   SmallVector<Operation *> body;
-  for (Operation &op : program.getBody().front().without_terminator())
-    body.push_back(b.clone(op, mapping));
+  for (Operation &op : program.getBody().front().without_terminator()) {
+    if (isBlockLocal(&op))
+      mapping.map(op.getResult(0),
+                  allocBlockLocal(b, cast<memref::AllocaOp>(op), target));
+    else
+      body.push_back(b.clone(op, mapping));
+  }
   target.finishKernel(b, loc);
   // The program's block is the entry's.
   for (Operation *op : body)
@@ -126,6 +172,8 @@ struct KVQInstantiateProgramsPass
     for (auto func : program.getOps<func::FuncOp>()) {
       if (!getLoweredKernel(func))
         return func.emitError("kernel program without a kvq.kernel");
+      if (failed(checkBlockLocal(func)))
+        return failure();
       instantiate(func, *cpu);
       instantiate(func, *gpu);
     }

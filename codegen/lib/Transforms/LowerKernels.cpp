@@ -94,21 +94,26 @@ struct LowerKernelOp : KernelOpPattern<KernelOpT> {
   }
 };
 
-/// Replace a key-norm kernel op by its program, tagged like the emitted
-/// kernels.
-struct BuildKeyNormProgram : KernelOpPattern<KeyNormKernelOp> {
-  using KernelOpPattern::KernelOpPattern;
+/// Builds a kernel program.
+using ProgramBuilderFn = void (*)(OpBuilder &, Location, StringRef,
+                                  const CacheLayout &);
 
-  LogicalResult matchAndRewrite(KeyNormKernelOp op,
+/// Replace a kernel op by its program, built by `Build` and tagged like the
+/// emitted kernels.
+template <typename KernelOpT, ProgramBuilderFn Build>
+struct BuildKernelProgram : KernelOpPattern<KernelOpT> {
+  using KernelOpPattern<KernelOpT>::KernelOpPattern;
+
+  LogicalResult matchAndRewrite(KernelOpT op,
                                 PatternRewriter &rewriter) const override {
-    CacheKernels *kernels = getKernels(op);
+    CacheKernels *kernels = this->getKernels(op);
     if (!kernels)
       return rewriter.notifyMatchFailure(op, "no layout for its cache");
     KernelSpec spec = getKernelSpec(op);
     {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToEnd(kernels->program.getBody());
-      buildKeyNormProgram(rewriter, op.getLoc(), spec.name, kernels->layout);
+      Build(rewriter, op.getLoc(), spec.name, kernels->layout);
     }
     NamedAttribute tag = getLoweredKernelAttr(op);
     SymbolTable::lookupSymbolIn(kernels->program, spec.name)
@@ -203,9 +208,10 @@ struct KVQLowerKernelsPass
       module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                       UnitAttr::get(&getContext()));
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerKernelOp<FlushKernelOp>, BuildKeyNormProgram,
-                 LowerKernelOp<TrackKernelOp>, LowerKernelOp<AttendKernelOp>>(
-        &getContext(), *caches);
+    patterns.add<LowerKernelOp<FlushKernelOp>,
+                 BuildKernelProgram<KeyNormKernelOp, buildKeyNormProgram>,
+                 BuildKernelProgram<TrackKernelOp, buildTrackProgram>,
+                 LowerKernelOp<AttendKernelOp>>(&getContext(), *caches);
     // One in-order sweep: kernels are emitted in declaration order.
     walkAndApplyPatterns(module, std::move(patterns));
     WalkResult left = module.walk([](Operation *op) {

@@ -116,13 +116,14 @@ std::pair<mlir::Value, mlir::ValueRange> getMemRefAccess(mlir::Operation *op);
 /// (a `func.func` over memrefs) at `b`'s insertion point.
 void buildKeyNormProgram(mlir::OpBuilder &b, mlir::Location loc,
                          llvm::StringRef name, const CacheLayout &layout);
+/// The same for the outlier-tracking kernel.
+void buildTrackProgram(mlir::OpBuilder &b, mlir::Location loc,
+                       llvm::StringRef name, const CacheLayout &layout);
 
 // One emitter per kernel kind (one file each under lib/Kernels).
 unsigned emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
                          const CacheLayout &layout, unsigned layer,
                          bool isKeys);
-void emitTrackKernel(KernelBuilder &kb, const KernelEntry &entry,
-                     const CacheLayout &layout);
 void emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
                       const CacheLayout &layout, unsigned layer,
                       AttendFormsAttr forms);

@@ -1,0 +1,78 @@
+//===- ProgramBuilder.cpp - kernels built as programs over memrefs --------===//
+
+#include "ProgramBuilder.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kvq;
+
+MemRefType ProgramBuilder::getBufferType(Type element) {
+  return MemRefType::get({ShapedType::kDynamic}, element);
+}
+
+func::FuncOp ProgramBuilder::createProgram(StringRef name,
+                                           ArrayRef<Type> args) {
+  OpBuilder &b = builder();
+  auto func = func::FuncOp::create(b, getLoc(), name,
+                                   b.getFunctionType(args, TypeRange{}));
+  b.setInsertionPointToStart(func.addEntryBlock());
+  return func;
+}
+
+Value ProgramBuilder::getBlockId() {
+  OpBuilder &b = builder();
+  Value id = gpu::BlockIdOp::create(b, getLoc(), gpu::Dimension::x);
+  return arith::IndexCastUIOp::create(b, getLoc(), b.getI32Type(), id);
+}
+
+Value ProgramBuilder::index(int64_t value) {
+  return arith::ConstantIndexOp::create(builder(), getLoc(), value);
+}
+
+Value ProgramBuilder::toIndex(Value value) {
+  if (value.getType().isIndex())
+    return value;
+  return arith::IndexCastUIOp::create(builder(), getLoc(),
+                                      builder().getIndexType(), value);
+}
+
+Value ProgramBuilder::row(Value buffer, Value offset, int64_t size) {
+  OpBuilder &b = builder();
+  return memref::SubViewOp::create(b, getLoc(), buffer,
+                                   ArrayRef<OpFoldResult>{toIndex(offset)},
+                                   ArrayRef<OpFoldResult>{b.getIndexAttr(size)},
+                                   ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+Value ProgramBuilder::loadElement(Value memref, Value at) {
+  return memref::LoadOp::create(builder(), getLoc(), memref, toIndex(at));
+}
+
+Value ProgramBuilder::loadElementAsF32(Value memref, Value at) {
+  Value x = loadElement(memref, at);
+  if (x.getType().isF32())
+    return x;
+  return arith::ExtFOp::create(builder(), getLoc(), builder().getF32Type(), x);
+}
+
+void ProgramBuilder::storeElement(Value value, Value memref, Value at) {
+  memref::StoreOp::create(builder(), getLoc(), value, memref, toIndex(at));
+}
+
+Value ProgramBuilder::allocBlockLocal(Type element, int64_t count) {
+  MLIRContext *ctx = builder().getContext();
+  auto type = MemRefType::get(
+      {count}, element, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  return memref::AllocaOp::create(builder(), getLoc(), type);
+}
+
+void ProgramBuilder::parallelFor(int64_t count,
+                                 function_ref<void(Value)> body) {
+  scf::ParallelOp::create(
+      builder(), getLoc(), ValueRange{index(0)}, ValueRange{index(count)},
+      ValueRange{index(1)},
+      [&](OpBuilder &, Location, ValueRange ivs) { body(ivs[0]); });
+}

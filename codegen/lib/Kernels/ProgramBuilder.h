@@ -1,0 +1,59 @@
+//===- ProgramBuilder.h - kernels built as programs over memrefs -*- C++
+//-*-===//
+//
+// Private to lib/Kernels: what the kernels built as one program for both
+// targets (docs/Rationale.md, "The kernel program") are made of. Buffers
+// are 1-D memrefs of the ABI's element types, addressed by the i32 element
+// offsets the shared addressing helpers compute; block-local memory is a
+// `memref.alloca` in the GPU's workgroup address space, which
+// kvq-instantiate-programs makes each target's (shared memory, the host
+// function's stack); the work a block's threads share is `scf.parallel`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_LIB_KERNELS_PROGRAMBUILDER_H
+#define KVQ_CODEGEN_LIB_KERNELS_PROGRAMBUILDER_H
+
+#include "kvq/Codegen/KernelBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace kvq {
+
+/// KernelBuilder's arithmetic plus the memory and structure of a program.
+class ProgramBuilder : public KernelBuilder {
+public:
+  ProgramBuilder(mlir::OpBuilder &b, mlir::Location loc)
+      : KernelBuilder(b, loc) {}
+
+  /// A buffer argument: `memref<?xelement>`.
+  static mlir::MemRefType getBufferType(mlir::Type element);
+  /// An empty `func.func @name` over `args` with its entry block, in which
+  /// the builder is left; the caller ends it with `func.return`.
+  mlir::func::FuncOp createProgram(llvm::StringRef name,
+                                   llvm::ArrayRef<mlir::Type> args);
+  /// The block's id, as an i32.
+  mlir::Value getBlockId();
+
+  mlir::Value index(int64_t value);
+  /// An i32 (unsigned) or index value as an index.
+  mlir::Value toIndex(mlir::Value value);
+  /// `size` elements of the 1-D `buffer` from element `offset`.
+  mlir::Value row(mlir::Value buffer, mlir::Value offset, int64_t size);
+  /// Element `at` (i32 or index) of a 1-D memref, and the same as f32.
+  mlir::Value loadElement(mlir::Value memref, mlir::Value at);
+  mlir::Value loadElementAsF32(mlir::Value memref, mlir::Value at);
+  void storeElement(mlir::Value value, mlir::Value memref, mlir::Value at);
+  /// `count` elements of block-local memory, every thread's view of one
+  /// buffer.
+  mlir::Value allocBlockLocal(mlir::Type element, int64_t count);
+  /// Runs `body(i)`, `i` an index, for every i in [0, count): the block's
+  /// threads share the iterations, and what one writes the next op of the
+  /// block reads.
+  void parallelFor(int64_t count, llvm::function_ref<void(mlir::Value)> body);
+};
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_LIB_KERNELS_PROGRAMBUILDER_H
