@@ -8,6 +8,7 @@
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-assign-target{host-cpu=x86-64-v4 chips=sm_80},kvq-assign-layout,kvq-plan-kernels,kvq-select-forms,kvq-lower-kernels,kvq-instantiate-programs)' | FileCheck %s --check-prefix=ENTRY
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-assign-target{host-cpu=x86-64-v4 chips=sm_80},kvq-assign-layout,kvq-plan-kernels,kvq-select-forms,kvq-lower-kernels,kvq-instantiate-programs,kvq-vectorize-parallel)' | FileCheck %s --check-prefix=CPU
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-assign-target{host-cpu=x86-64-v4 chips=sm_80},kvq-assign-layout,kvq-plan-kernels,kvq-select-forms,kvq-lower-kernels,kvq-instantiate-programs,kvq-distribute-parallel)' | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-assign-target{host-cpu=x86-64-v4 chips=sm_80},kvq-assign-layout,kvq-plan-kernels,kvq-select-forms,kvq-lower-kernels,kvq-instantiate-programs,kvq-vectorize-parallel,kvq-distribute-parallel,kvq-pipeline-loads)' | FileCheck %s --check-prefix=PIPELINED
 
 kvq.cache @kn model <layers = 1, heads = 4, kv_heads = 2, head_dim = 32, dtype = f16> page 16 {
   kvq.keys window <recent = 0, flush = 16> {
@@ -95,3 +96,10 @@ kvq.cache @kn model <layers = 1, heads = 4, kv_heads = 2, head_dim = 32, dtype =
 // GPU: memref.load %{{.*}}[%[[C]]] : memref<64xf16
 // GPU: gpu.barrier
 // GPU: } else {
+
+// Pipelined, each GPU thread keeps the keys of 4 tokens in flight: the
+// token loop carries them; the host's vector loop is as it was.
+// PIPELINED-LABEL: module @kn_host
+// PIPELINED-NOT: iter_args({{.*}}) -> (vector<16xf16>
+// PIPELINED-LABEL: gpu.module @kn_kernels
+// PIPELINED: scf.for {{.*}} iter_args({{.*}}) -> (f16, f16, f16, f16)

@@ -164,14 +164,6 @@ void KeyNormProgram::build(StringRef name) {
   func::ReturnOp::create(b, loc);
 }
 
-std::pair<Value, ValueRange> kvq::getMemRefAccess(Operation *op) {
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    return {load.getMemRef(), load.getIndices()};
-  if (auto store = dyn_cast<memref::StoreOp>(op))
-    return {store.getMemRef(), store.getIndices()};
-  return {};
-}
-
 void kvq::buildKeyNormProgram(OpBuilder &b, Location loc, StringRef name,
                               const CacheLayout &layout) {
   KeyNormProgram(b, loc, layout.model).build(name);

@@ -2,6 +2,8 @@
 
 #include "ProgramBuilder.h"
 
+#include "kvq/Codegen/Kernels.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -75,4 +77,17 @@ void ProgramBuilder::parallelFor(int64_t count,
       builder(), getLoc(), ValueRange{index(0)}, ValueRange{index(count)},
       ValueRange{index(1)},
       [&](OpBuilder &, Location, ValueRange ivs) { body(ivs[0]); });
+}
+
+std::pair<Value, ValueRange> kvq::getMemRefAccess(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return {load.getMemRef(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return {store.getMemRef(), store.getIndices()};
+  return {};
+}
+
+bool kvq::isArithmetic(Operation *op) {
+  return isMemoryEffectFree(op) || isa<LLVM::CallIntrinsicOp>(op) ||
+         op->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
 }

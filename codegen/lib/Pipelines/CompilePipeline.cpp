@@ -43,6 +43,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQInstantiatePrograms());
   pm.addPass(createKVQVectorizeParallel());
   pm.addPass(createKVQDistributeParallel());
+  pm.addPass(createKVQPipelineLoads());
   pm.addPass(createKVQExpandDequantize());
   pm.addPass(createKVQExpandUnpack());
 }

@@ -184,7 +184,6 @@ public:
                             {acc, asHalves(x), asHalves(y)});
   }
   bool prefersWideLoads() const override { return false; }
-  unsigned getLoadsInFlight() const override { return 1; }
   unsigned getSplitTokens(const CacheLayout &layout) const override {
     return layout.hostSplitTokens;
   }

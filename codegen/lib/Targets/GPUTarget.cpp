@@ -258,7 +258,6 @@ public:
   /// fp16 attention's row loops, 4 iterations at a time, run 15-20% faster
   /// than one at a time (2: 10-12%). The matrix forms' loops are left one
   /// at a time: unrolled, KIVI-2 gained nothing and InnerQ-base lost 6%.
-  unsigned getLoadsInFlight() const override { return 4; }
   unsigned getSplitTokens(const CacheLayout &layout) const override {
     return layout.splitTokens;
   }
@@ -343,6 +342,7 @@ TargetInfo kvq::getGPUTargetInfo(TargetAttr target) {
   // codes, weights and addresses, with no spills.
   info.vectorLanes = 8;
   info.vectorRegisters = 8;
+  info.loadsInFlight = 4;
   info.matrix = target.getGpuMatrix();
   return info;
 }

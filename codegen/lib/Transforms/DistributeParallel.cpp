@@ -30,15 +30,6 @@ namespace kvq {
 using namespace mlir;
 using namespace kvq;
 
-/// Whether `op` computes without touching memory: pure ops, loops and
-/// branches (whose ops are checked one by one), and the LLVM intrinsics
-/// kvq's arithmetic builder calls (fabs, sqrt, ...), which declare no
-/// effects.
-static bool isArithmetic(Operation *op) {
-  return isMemoryEffectFree(op) || isa<LLVM::CallIntrinsicOp>(op) ||
-         op->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
-}
-
 /// Whether iteration `iv` of `loop`'s body touches, of every memref it
 /// stores to, only the element at `iv` (its last index, the other indices
 /// and the memref defined outside `outer`): then iterations with different

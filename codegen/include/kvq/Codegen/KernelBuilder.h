@@ -89,6 +89,12 @@ struct TargetInfo {
   unsigned vectorLanes = 1;
   /// Vector registers of that width.
   unsigned vectorRegisters = 1;
+  /// Iterations of a streaming loop whose loads a thread keeps in flight
+  /// at once: 1 where the core runs ahead by itself (the CPU's out-of-order
+  /// window), more where a thread issues in order and waits at the first
+  /// use of a load (the GPU's warps, too few of which fit on an SM to hide
+  /// DRAM latency alone).
+  unsigned loadsInFlight = 1;
   /// The units a thread (dot) or a warp (matrix) computes on; null: none.
   DotUnitAttr dot;
   MatrixUnitAttr matrix;
@@ -203,11 +209,8 @@ public:
   /// leave vectorization to LLVM's loop vectorizer (CPU).
   virtual bool prefersWideLoads() const = 0;
   /// Iterations of a streaming loop (tokens, chunks of a row) emitted
-  /// together so that their loads are in flight at once: 1 where the core
-  /// runs ahead by itself (the CPU's out-of-order window), more where a
-  /// thread issues in order and waits at the first use of a load (the
-  /// GPU's warps, too few of which fit on an SM to hide DRAM latency alone).
-  virtual unsigned getLoadsInFlight() const = 0;
+  /// together so that their loads are in flight at once.
+  unsigned getLoadsInFlight() const { return info.loadsInFlight; }
 
   /// The most tokens one attention block covers on this target (the
   /// capacity of its score buffer; the runtime plans splits up to it):

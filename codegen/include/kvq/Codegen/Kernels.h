@@ -111,6 +111,11 @@ unsigned emitKernel(const KernelSpec &spec, const CacheLayout &layout,
 /// The memref and indices of a kernel program's `memref.load` or
 /// `memref.store`; a null memref for any other op.
 std::pair<mlir::Value, mlir::ValueRange> getMemRefAccess(mlir::Operation *op);
+/// Whether `op` of a kernel program computes without touching memory: pure
+/// ops, loops and branches (whose ops are checked one by one), and the LLVM
+/// intrinsics kvq's arithmetic builder calls (fabs, sqrt, ...), which
+/// declare no effects.
+bool isArithmetic(mlir::Operation *op);
 
 /// Builds key-norm kernel `name` of `layout` as a program for both targets
 /// (a `func.func` over memrefs) at `b`'s insertion point.

@@ -149,6 +149,21 @@ def KVQDistributeParallel
   ];
 }
 
+def KVQPipelineLoads : Pass<"kvq-pipeline-loads", "::mlir::ModuleOp"> {
+  let summary = "Issue kernel programs' streaming loads iterations ahead";
+  let description = [{
+    In each host and GPU module (naming its `kvq.cache`): software-pipelines
+    every innermost `scf.for` that loads from buffers it does not write,
+    with upstream's scf loop pipeliner, so that those loads (and their
+    addresses) run the target's `loadsInFlight` iterations ahead of the
+    rest of the loop. The GPU keeps that many loads in flight per thread;
+    the CPU (1) is left as it is. Dynamic trip counts are predicated.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
 def KVQExpandDequantize : Pass<"kvq-expand-dequantize", "::mlir::ModuleOp"> {
   let summary = "Expand kvq.dequantize into arith operations";
   let description = [{

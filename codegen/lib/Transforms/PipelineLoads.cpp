@@ -1,0 +1,198 @@
+//===- PipelineLoads.cpp - streaming loads issued iterations ahead --------===//
+//
+// Software pipelining of a kernel program's streaming loops, with upstream's
+// scf loop pipeliner: in an innermost `scf.for`, each load from memory the
+// loop does not write (a stream: keys, pool rows, a block's scratch read
+// back) is issued, with the addresses it needs, `loadsInFlight` iterations
+// before the rest of its iteration uses it. A GPU thread issues in order
+// and stalls at the first use of a load, so without this it keeps one load
+// in flight; the CPU's out-of-order core runs ahead by itself (its
+// loadsInFlight is 1: nothing to do). The number of stages is the target's
+// (TargetInfo::loadsInFlight), read here and nowhere else for these loops.
+//
+// The loops' trip counts are dynamic (a chunk's tokens), possibly shorter
+// than the distance: the pipeliner predicates the prologue's and epilogue's
+// copies, a load by a branch that yields zero where its iteration does not
+// exist, a store by a branch around it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace kvq {
+#define GEN_PASS_DEF_KVQPIPELINELOADS
+#include "kvq/Codegen/Passes.h.inc"
+} // namespace kvq
+
+using namespace mlir;
+using namespace kvq;
+
+/// The buffer a memref views: through subviews and casts to the value that
+/// defines the memory (a kernel argument's or a scratch buffer's view).
+static Value getRootBuffer(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+/// The ops of `loop`'s body that issue its stream loads, with the address
+/// arithmetic they need, in body order; empty where the loop is no
+/// streaming loop: its body holds a region, a write the stage split cannot
+/// move around, or no load from a buffer the loop does not write.
+static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
+  Block *body = loop.getBody();
+  llvm::SmallPtrSet<Value, 4> written;
+  for (Operation &op : body->without_terminator()) {
+    if (op.getNumRegions())
+      return {};
+    if (isa<memref::StoreOp>(op))
+      written.insert(getRootBuffer(getMemRefAccess(&op).first));
+    else if (!isArithmetic(&op) && !isa<memref::LoadOp>(op))
+      return {};
+  }
+  // An op issues a stream load where it is one, or computes an operand of
+  // one from the induction variable and values from outside the loop.
+  llvm::SmallPtrSet<Operation *, 16> issue;
+  std::function<bool(Operation *)> canIssue = [&](Operation *op) {
+    if (issue.contains(op))
+      return true;
+    if (!isArithmetic(op) && !isa<memref::LoadOp>(op))
+      return false;
+    for (Value operand : op->getOperands()) {
+      if (operand == loop.getInductionVar() ||
+          !loop->isAncestor(operand.getParentBlock()->getParentOp()))
+        continue;
+      Operation *def = operand.getDefiningOp();
+      // A loop-carried value is the previous iteration's.
+      if (!def || !canIssue(def))
+        return false;
+    }
+    return true;
+  };
+  for (auto load : body->getOps<memref::LoadOp>()) {
+    if (written.contains(getRootBuffer(load.getMemRef())))
+      continue;
+    SmallVector<Operation *> slice;
+    if (!canIssue(load))
+      continue;
+    // Commit the load and everything it reads inside the body.
+    std::function<void(Operation *)> add = [&](Operation *op) {
+      if (!issue.insert(op).second)
+        return;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && def->getBlock() == body)
+          add(def);
+    };
+    add(load);
+  }
+  SmallVector<Operation *> ordered;
+  for (Operation &op : body->without_terminator())
+    if (issue.contains(&op))
+      ordered.push_back(&op);
+  return ordered;
+}
+
+/// `op` (a copy of the prologue or epilogue) run only where `pred` holds;
+/// null where it cannot be.
+static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
+  if (isArithmetic(op))
+    return op;
+  Location loc = op->getLoc();
+  rewriter.setInsertionPoint(op);
+  if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    Type type = load.getType();
+    auto branch = scf::IfOp::create(
+        rewriter, loc, pred,
+        [&](OpBuilder &b, Location) {
+          scf::YieldOp::create(b, loc, b.clone(*op)->getResults());
+        },
+        [&](OpBuilder &b, Location) {
+          Value zero = arith::ConstantOp::create(
+              b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
+          scf::YieldOp::create(b, loc, zero);
+        });
+    rewriter.replaceOp(op, branch.getResults());
+    return branch;
+  }
+  if (isa<memref::StoreOp>(op)) {
+    auto branch =
+        scf::IfOp::create(rewriter, loc, pred, [&](OpBuilder &b, Location) {
+          b.clone(*op);
+          scf::YieldOp::create(b, loc);
+        });
+    rewriter.eraseOp(op);
+    return branch;
+  }
+  return nullptr;
+}
+
+/// Pipelines `loop` with its stream loads `distance` iterations ahead;
+/// leaves it as it was where it is no streaming loop.
+static void pipelineLoop(scf::ForOp loop, unsigned distance) {
+  SmallVector<Operation *> issue = getStreamIssue(loop);
+  if (issue.empty() || loop.getUnsignedCmp())
+    return;
+  llvm::SmallPtrSet<Operation *, 16> early(issue.begin(), issue.end());
+  scf::PipeliningOption options;
+  options.getScheduleFn =
+      [&](scf::ForOp, std::vector<std::pair<Operation *, unsigned>> &schedule) {
+        for (Operation *op : issue)
+          schedule.emplace_back(op, 0);
+        for (Operation &op : loop.getBody()->without_terminator())
+          if (!early.contains(&op))
+            schedule.emplace_back(&op, distance);
+      };
+  options.supportDynamicLoops = true;
+  options.predicateFn = predicate;
+  IRRewriter rewriter(loop.getContext());
+  rewriter.setInsertionPoint(loop);
+  bool modified = false;
+  FailureOr<scf::ForOp> pipelined =
+      scf::pipelineForLoop(rewriter, loop, options, &modified);
+  assert((succeeded(pipelined) || !modified) &&
+         "the pipeliner failed after changing the loop");
+  (void)pipelined;
+}
+
+/// Pipelines the streaming loops of every kernel of `module`.
+static void pipelineModule(Operation *module, const TargetInfo &info) {
+  if (info.loadsInFlight <= 1)
+    return;
+  SmallVector<scf::ForOp> loops;
+  module->walk([&](scf::ForOp loop) { loops.push_back(loop); });
+  for (scf::ForOp loop : loops)
+    pipelineLoop(loop, info.loadsInFlight);
+}
+
+namespace {
+
+struct KVQPipelineLoadsPass
+    : kvq::impl::KVQPipelineLoadsBase<KVQPipelineLoadsPass> {
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    for (Operation &op : *top.getBody()) {
+      if (!isa<ModuleOp, gpu::GPUModuleOp>(op))
+        continue;
+      FailureOr<CacheOp> cache = getKernelModuleCache(top, &op);
+      if (failed(cache))
+        return signalPassFailure();
+      if (!*cache)
+        continue;
+      TargetAttr target = getCacheTarget(*cache);
+      pipelineModule(&op, isa<gpu::GPUModuleOp>(op) ? getGPUTargetInfo(target)
+                                                    : getCPUTargetInfo(target));
+    }
+  }
+};
+
+} // namespace

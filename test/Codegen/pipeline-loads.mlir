@@ -1,0 +1,129 @@
+// kvq-pipeline-loads: a streaming loop's loads, with their addresses, run
+// the target's loadsInFlight iterations (4 on the GPU) ahead of their use;
+// the prologue's and epilogue's copies are predicated, since trip counts
+// are dynamic and may be shorter. Loops it cannot reorder, and the host's
+// (the out-of-order core runs ahead by itself), are left alone.
+// RUN: kvq-opt %s --kvq-pipeline-loads | FileCheck %s
+
+module attributes {gpu.container_module} {
+  kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 32, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
+    kvq.keys window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.full_precision
+    }
+    kvq.values window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.full_precision
+    }
+  }
+
+  // CHECK-LABEL: module @c_host
+  // CHECK: func.func @host_stream
+  // CHECK: scf.for
+  // CHECK-NOT: scf.if
+  // CHECK: return
+  module @c_host attributes {kvq.cache = @c} {
+    func.func @host_stream(%src: memref<?xf16>, %dst: memref<64xf32>, %n: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      scf.for %t = %c0 to %n step %c1 {
+        %off = arith.muli %t, %c64 : index
+        %row = memref.subview %src[%off] [64] [1] : memref<?xf16> to memref<64xf16, strided<[1], offset: ?>>
+        %x = memref.load %row[%c0] : memref<64xf16, strided<[1], offset: ?>>
+        %y = arith.extf %x : f16 to f32
+        memref.store %y, %dst[%c0] : memref<64xf32>
+      }
+      return
+    }
+  }
+
+  gpu.module @c_kernels attributes {kvq.cache = @c} {
+    // A row per token, summed into a scratch element: the row's address and
+    // load are issued 4 tokens ahead. The prologue loads tokens 0..3 where
+    // they exist; the loop carries 4 loaded values.
+    // CHECK-LABEL: gpu.func @stream
+    // CHECK-COUNT-4: memref.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>
+    // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f16, f16, f16, f16) {
+    // CHECK: memref.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>
+    // CHECK: memref.load %{{.*}} : memref<64xf32>
+    // CHECK: memref.store %{{.*}} : memref<64xf32>
+    // CHECK: scf.yield
+    // The epilogue: the last 4 iterations' sums, each where it exists.
+    // CHECK-COUNT-4: scf.if %{{.*}} {
+    // CHECK: gpu.return
+    gpu.func @stream(%src: memref<?xf16>, %acc: memref<64xf32>, %first: index, %last: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      scf.for %t = %first to %last step %c1 {
+        %off = arith.muli %t, %c64 : index
+        %row = memref.subview %src[%off] [64] [1] : memref<?xf16> to memref<64xf16, strided<[1], offset: ?>>
+        %x = memref.load %row[%c0] : memref<64xf16, strided<[1], offset: ?>>
+        %y = arith.extf %x : f16 to f32
+        %a = memref.load %acc[%c0] : memref<64xf32>
+        %s = arith.addf %a, %y : f32
+        memref.store %s, %acc[%c0] : memref<64xf32>
+      }
+      gpu.return
+    }
+
+    // The loop writes the buffer it reads (through another view of it):
+    // its loads stay in order with its stores.
+    // CHECK-LABEL: gpu.func @in_place
+    // CHECK: scf.for
+    // CHECK-NOT: iter_args
+    // CHECK-NOT: scf.if
+    // CHECK: gpu.return
+    gpu.func @in_place(%buf: memref<?xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      scf.for %t = %c0 to %n step %c1 {
+        %off = arith.muli %t, %c64 : index
+        %row = memref.subview %buf[%off] [64] [1] : memref<?xf32> to memref<64xf32, strided<[1], offset: ?>>
+        %x = memref.load %row[%c0] : memref<64xf32, strided<[1], offset: ?>>
+        %y = arith.addf %x, %x : f32
+        memref.store %y, %buf[%t] : memref<?xf32>
+      }
+      gpu.return
+    }
+
+    // Each address comes from the previous iteration's load (a chain): no
+    // load can be issued ahead.
+    // CHECK-LABEL: gpu.func @chain
+    // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (i32) {
+    // CHECK-NOT: scf.if
+    // CHECK: gpu.return
+    gpu.func @chain(%next: memref<?xi32>, %out: memref<1xi32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %i0 = arith.constant 0 : i32
+      %end = scf.for %t = %c0 to %n step %c1 iter_args(%at = %i0) -> (i32) {
+        %i = arith.index_castui %at : i32 to index
+        %v = memref.load %next[%i] : memref<?xi32>
+        scf.yield %v : i32
+      }
+      memref.store %end, %out[%c0] : memref<1xi32>
+      gpu.return
+    }
+
+    // A loop holding a branch is no streaming loop; the loop around it
+    // neither.
+    // CHECK-LABEL: gpu.func @branch
+    // CHECK: scf.for
+    // CHECK-NOT: iter_args
+    // CHECK: scf.if
+    // CHECK-NOT: scf.if
+    // CHECK: gpu.return
+    gpu.func @branch(%src: memref<?xf32>, %dst: memref<?xf32>, %n: index, %p: i1) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %t = %c0 to %n step %c1 {
+        scf.if %p {
+          %x = memref.load %src[%t] : memref<?xf32>
+          memref.store %x, %dst[%t] : memref<?xf32>
+        }
+      }
+      gpu.return
+    }
+  }
+}
