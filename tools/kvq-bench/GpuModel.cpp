@@ -1,13 +1,24 @@
 //===- GpuModel.cpp - kvq-bench's GPU model over the PTX interpreter ------===//
 //
-// The model: a kernel's time on an H100 is at least its issue
-// time, warp instructions / (SMs x schedulers x clock), and at least its
-// byte time, DRAM bytes / bandwidth; DRAM bytes are the distinct 32-byte
-// global sectors of the launch (the interpreter's GlobalDistinctSectors:
-// every sector read once from DRAM, re-reads served by L2). A kernel whose
-// issue time exceeds its byte time cannot run at the memory limit whatever the
-// hardware overlaps. Latency, occupancy and caches are not modeled; the warps
-// per scheduler column says whether a grid can hide latency at all.
+// The model: a kernel's time on an H200 is the largest of three bounds,
+// plus the launch's fixed cost:
+// - issue: warp instructions / (SMs x schedulers x clock);
+// - bytes: DRAM bytes / bandwidth, DRAM bytes being the distinct 32-byte
+//   global sectors of the launch (the interpreter's GlobalDistinctSectors:
+//   every sector read once from DRAM, re-reads served by L2);
+// - latency: a warp that uses a load's data waits for it (the interpreter's
+//   LoadWaits: each use of a register a global load has yet to write, all
+//   loads issued before it arriving there), each wait a DRAM latency where
+//   a load in flight reads a sector first in the launch, else an L2
+//   latency (the merge reads the partial rows other blocks wrote). The
+//   warps resident at once (by the registers and shared memory ptxas gives
+//   each kernel) wait side by side: latency time = latency x the most
+//   waits of one warp, or of the waits / resident warps where the grid
+//   runs in waves. This is Little's law: the bandwidth latency allows is
+//   the bytes the resident warps have in flight (the B/wait column, per
+//   warp) over the latency.
+// Caches beyond the L2's re-reads, and contention between the bounds, are
+// not modeled.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +27,16 @@
 #include "kvq/PTXInterp/InterpDriver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <unistd.h>
 
 using namespace kvq;
 using namespace kvq::bench;
@@ -32,6 +51,7 @@ public:
   explicit RecordingDriver(bool CountLines) {
     setCountDistinctSectors(true);
     setCountLines(CountLines);
+    setCountLoadWaits(true);
   }
   Expected<ModuleHandle> loadModule(const std::string &Text) override {
     Ptx = Text;
@@ -64,12 +84,115 @@ private:
 
 double threads(const Dim3 &D) { return double(D.X) * D.Y * D.Z; }
 
-double issueSeconds(const ptx::Counters &C, const GpuMachine &M) {
-  return C.WarpInstructions / (double(M.SMs) * M.IssuePerClock * M.ClockHz);
+/// ptxas, from the build's configuration or the PATH; empty if neither.
+std::string findPtxas() {
+#ifdef KVQ_PTXAS
+  if (access(KVQ_PTXAS, X_OK) == 0)
+    return KVQ_PTXAS;
+#endif
+  for (const char *Dir : {"/usr/local/cuda/bin", "/usr/bin"}) {
+    std::string Path = std::string(Dir) + "/ptxas";
+    if (access(Path.c_str(), X_OK) == 0)
+      return Path;
+  }
+  return "";
 }
 
-double byteSeconds(const ptx::Counters &C, const GpuMachine &M) {
-  return C.GlobalDistinctSectors * 32.0 / M.BytesPerSecond;
+/// Each kernel's registers and shared memory for `Chip`, from `ptxas -v`
+/// on `Ptx`; empty where ptxas is not found or fails.
+std::map<std::string, KernelResources> readResources(const std::string &Ptx,
+                                                     const char *Chip) {
+  std::map<std::string, KernelResources> Kernels;
+  std::string Ptxas = findPtxas();
+  if (Ptxas.empty())
+    return Kernels;
+  char Path[] = "/tmp/kvq-bench-XXXXXX";
+  int Fd = mkstemp(Path);
+  if (Fd < 0)
+    return Kernels;
+  close(Fd);
+  std::ofstream(Path) << Ptx;
+  std::string Command =
+      Ptxas + " -v -arch=" + Chip + " -o /dev/null " + Path + " 2>&1";
+  std::string Report;
+  if (FILE *Pipe = popen(Command.c_str(), "r")) {
+    char Buffer[4096];
+    while (size_t N = std::fread(Buffer, 1, sizeof(Buffer), Pipe))
+      Report.append(Buffer, N);
+    pclose(Pipe);
+  }
+  std::remove(Path);
+  // "Compiling entry function 'NAME' for 'sm_90'" ... "Used R registers,
+  // ... S bytes smem".
+  std::istringstream Lines(Report);
+  std::string Line, Kernel;
+  while (std::getline(Lines, Line)) {
+    size_t At = Line.find("Compiling entry function '");
+    if (At != std::string::npos) {
+      size_t Begin = At + 26;
+      Kernel = Line.substr(Begin, Line.find('\'', Begin) - Begin);
+      continue;
+    }
+    At = Line.find("Used ");
+    if (At == std::string::npos || Kernel.empty())
+      continue;
+    KernelResources &R = Kernels[Kernel];
+    R.Known = true;
+    R.Registers = unsigned(std::strtoul(Line.c_str() + At + 5, nullptr, 10));
+    size_t Smem = Line.find(" bytes smem");
+    if (Smem != std::string::npos) {
+      size_t Begin = Line.rfind(' ', Smem - 1) + 1;
+      R.SharedBytes = unsigned(std::strtoul(Line.c_str() + Begin, nullptr, 10));
+    }
+  }
+  return Kernels;
+}
+
+/// Blocks of `L` resident on one SM at once: by warps, blocks, registers
+/// and shared memory; 0 where its resources are unknown.
+unsigned blocksPerSM(const LaunchModel &L, const GpuMachine &M) {
+  if (!L.Resources.Known)
+    return 0;
+  unsigned Warps = unsigned((threads(L.Block) + 31) / 32);
+  unsigned PerWarp = (L.Resources.Registers * 32 + M.RegisterUnit - 1) /
+                     M.RegisterUnit * M.RegisterUnit;
+  unsigned Blocks = std::min(M.BlocksPerSM, M.WarpsPerSM / Warps);
+  if (PerWarp)
+    Blocks = std::min(Blocks, M.RegistersPerSM / (PerWarp * Warps));
+  unsigned Shared = L.Resources.SharedBytes + M.SharedBytesPerBlockReserved;
+  return std::min(Blocks, M.SharedBytesPerSM / Shared);
+}
+
+/// One launch's bounds, in seconds; `Latency` is 0 where its resident
+/// blocks are unknown.
+struct LaunchTimes {
+  double Issue = 0, Bytes = 0, Latency = 0;
+  unsigned BlocksPerSM = 0;
+  double model(const GpuMachine &M) const {
+    return std::max({Issue, Bytes, Latency}) + M.LaunchSeconds;
+  }
+};
+
+LaunchTimes timeLaunch(const LaunchModel &L, const GpuMachine &M) {
+  const ptx::Counters &C = L.Counters;
+  LaunchTimes T;
+  T.Issue = C.WarpInstructions / (double(M.SMs) * M.IssuePerClock * M.ClockHz);
+  T.Bytes = C.GlobalDistinctSectors * 32.0 / M.BytesPerSecond;
+  T.BlocksPerSM = blocksPerSM(L, M);
+  if (T.BlocksPerSM) {
+    double Warps = threads(L.Grid) * std::ceil(threads(L.Block) / 32);
+    double Resident = std::min(Warps, double(M.SMs) * T.BlocksPerSM *
+                                          std::ceil(threads(L.Block) / 32));
+    auto Wait = [&](const ptx::LoadWaitCounts &W) {
+      return M.DramLatencySeconds * W.Dram + M.L2LatencySeconds * W.L2 +
+             M.L1LatencySeconds * W.L1;
+    };
+    double Longest = 0;
+    for (const ptx::LoadWaitCounts &W : C.WarpLoadWaits)
+      Longest = std::max(Longest, Wait(W));
+    T.Latency = std::max(Longest, Wait(C.LoadWaits) / Resident);
+  }
+  return T;
 }
 
 /// "Memory 31%, Integer 28%, ...": the three largest instruction classes.
@@ -90,15 +213,22 @@ std::string instructionMix(const ptx::Counters &C) {
 }
 
 void printRow(const std::string &Label, const std::string &Kernel,
-              const ptx::Counters &C, double Warps, const GpuModelResult &R,
-              const GpuMachine &M) {
-  double Issue = issueSeconds(C, M) * 1e6, Bytes = byteSeconds(C, M) * 1e6;
-  std::printf("%-22s %-10s %10.3g %8.2f %8.3f %8.1f %8.2f %8.2f %8.2f  %s\n",
+              const ptx::Counters &C, const LaunchTimes &T, double Model,
+              double Warps, const GpuModelResult &R, const GpuMachine &M) {
+  char Blocks[16] = "?";
+  if (T.BlocksPerSM)
+    std::snprintf(Blocks, sizeof(Blocks), "%u", T.BlocksPerSM);
+  double Waits = double(C.LoadWaits.total());
+  std::printf("%-22s %-10s %10.3g %8.2f %8.3f %8.1f %6s %8.1f %8.0f %8.2f "
+              "%8.2f %8.2f %8.2f  %s\n",
               Label.c_str(), Kernel.c_str(), double(C.WarpInstructions),
               C.ThreadInstructions / R.Elements,
               C.GlobalDistinctSectors * 32.0 / R.MinimumBytes,
-              Warps / (double(M.SMs) * M.IssuePerClock), Issue, Bytes,
-              std::max(Issue, Bytes), instructionMix(C).c_str());
+              Warps / (double(M.SMs) * M.IssuePerClock), Blocks,
+              Warps ? Waits / Warps : 0,
+              Waits ? C.SectorBytesAtWaits / Waits : 0, T.Issue * 1e6,
+              T.Bytes * 1e6, T.Latency * 1e6, Model * 1e6,
+              instructionMix(C).c_str());
 }
 
 /// The `Count` basic blocks of `C`'s kernel with the most warp
@@ -186,6 +316,10 @@ kvq::bench::modelAttend(std::shared_ptr<const Artifact> A, Cache &Source,
   Result.SplitTokens = Plan->Splits.Tokens;
   Result.Launches = std::move(Driver->Launches);
   Result.Ptx = std::move(Driver->Ptx);
+  std::map<std::string, KernelResources> Resources =
+      readResources(Result.Ptx, GpuMachine().Chip);
+  for (LaunchModel &L : Result.Launches)
+    L.Resources = Resources[L.Kernel];
   // "kivi_2bit_attend_0" -> "attend_0".
   std::string Prefix = A->manifest().Name + "_";
   for (LaunchModel &L : Result.Launches)
@@ -199,38 +333,59 @@ kvq::bench::modelAttend(std::shared_ptr<const Artifact> A, Cache &Source,
 void kvq::bench::printGpuModelHeader(const GpuMachine &M) {
   std::printf(
       "GPU model (not a measurement): one attention call of layer 0 run on "
-      "the PTX interpreter (sm_80 PTX); issue = warp instructions / (%u SMs x "
-      "%u x %.2f GHz), bytes = distinct 32-byte global sectors of the launch / "
-      "%.2f TB/s, "
-      "model = the larger. inst/el = thread instructions per cached element; "
+      "the PTX interpreter (sm_80 PTX), as an H200 would run it: issue = warp "
+      "instructions / (%u SMs x %u x %.2f GHz); bytes = distinct 32-byte "
+      "global sectors / %.2f TB/s; latency = %.2f us a DRAM wait, %.2f us "
+      "an L2 wait of a warp for its loads (the most of one warp, or all / "
+      "the warps resident at once by %s registers and shared memory); "
+      "model = the largest + %.1f "
+      "us a launch. inst/el = thread instructions per cached element; "
       "sect/min = sector bytes / bytes the call must read; warps/sch = "
-      "launched warps per scheduler.\n",
-      M.SMs, M.IssuePerClock, M.ClockHz / 1e9, M.BytesPerSecond / 1e12);
-  std::printf("%-22s %-10s %10s %8s %8s %8s %8s %8s %8s  %s\n", "spec b/ctx",
-              "kernel", "warp inst", "inst/el", "sect/min", "warps/sch",
-              "issue us", "bytes us", "model us", "instruction mix");
+      "launched warps per scheduler; blk/SM = resident blocks an SM (? "
+      "without ptxas); waits/w = load waits per warp; B/wait = sector bytes "
+      "a warp has in flight at a wait.\n",
+      M.SMs, M.IssuePerClock, M.ClockHz / 1e9, M.BytesPerSecond / 1e12,
+      M.DramLatencySeconds * 1e6, M.L2LatencySeconds * 1e6, M.Chip,
+      M.LaunchSeconds * 1e6);
+  std::printf("%-22s %-10s %10s %8s %8s %8s %6s %8s %8s %8s %8s %8s %8s  %s\n",
+              "spec b/ctx", "kernel", "warp inst", "inst/el", "sect/min",
+              "warps/sch", "blk/SM", "waits/w", "B/wait", "issue us",
+              "bytes us", "lat us", "model us", "instruction mix");
 }
 
 void kvq::bench::printGpuModel(const std::string &Label,
                                const GpuModelResult &R, unsigned ProfileBlocks,
                                const GpuMachine &M) {
   ptx::Counters Total;
+  LaunchTimes Sum;
   double TotalModel = 0, MostWarps = 0;
   for (const LaunchModel &L : R.Launches) {
-    double Warps = threads(L.Grid) * ((threads(L.Block) + 31) / 32);
+    double Warps = threads(L.Grid) * std::ceil(threads(L.Block) / 32);
     MostWarps = std::max(MostWarps, Warps);
-    printRow(Label, L.Kernel, L.Counters, Warps, R, M);
+    LaunchTimes T = timeLaunch(L, M);
+    printRow(Label, L.Kernel, L.Counters, T, T.model(M), Warps, R, M);
     if (ProfileBlocks)
       printHottestBlocks(L.Counters, R.Ptx, ProfileBlocks);
-    Total.WarpInstructions += L.Counters.WarpInstructions;
-    Total.ThreadInstructions += L.Counters.ThreadInstructions;
-    Total.GlobalDistinctSectors += L.Counters.GlobalDistinctSectors;
+    const ptx::Counters &C = L.Counters;
+    Total.WarpInstructions += C.WarpInstructions;
+    Total.ThreadInstructions += C.ThreadInstructions;
+    Total.GlobalDistinctSectors += C.GlobalDistinctSectors;
+    Total.LoadWaits.Dram += C.LoadWaits.Dram;
+    Total.LoadWaits.L2 += C.LoadWaits.L2;
+    Total.LoadWaits.L1 += C.LoadWaits.L1;
+    Total.SectorBytesAtWaits += C.SectorBytesAtWaits;
     for (int I = 0; I < int(ptx::InstClass::Count); ++I)
-      Total.WarpInstructionsByClass[I] += L.Counters.WarpInstructionsByClass[I];
-    TotalModel +=
-        std::max(issueSeconds(L.Counters, M), byteSeconds(L.Counters, M));
+      Total.WarpInstructionsByClass[I] += C.WarpInstructionsByClass[I];
+    Sum.Issue += T.Issue;
+    Sum.Bytes += T.Bytes;
+    Sum.Latency += T.Latency;
+    // The call's: the fewest of its launches'.
+    Sum.BlocksPerSM = Sum.BlocksPerSM && T.BlocksPerSM
+                          ? std::min(Sum.BlocksPerSM, T.BlocksPerSM)
+                          : (&L == &R.Launches.front() ? T.BlocksPerSM : 0);
+    TotalModel += T.model(M);
   }
-  printRow(Label, "call", Total, MostWarps, R, M);
+  printRow(Label, "call", Total, Sum, TotalModel, MostWarps, R, M);
   std::printf("%-22s %-10s model of the call (launches in sequence): %.2f us\n",
               "", "", TotalModel * 1e6);
 }

@@ -2,9 +2,10 @@
 //-*-===//
 //
 // `kvq-bench --gpu-model`: runs one decode-attention call of a cache on the
-// PTX interpreter and turns its counters into a model of an H100 (issue
-// time against byte time). A model, not a measurement: it says whether a
-// kernel is issue-bound or byte-bound, and by how much.
+// PTX interpreter and turns its counters into a model of an H200: issue
+// time, byte time and latency time (the waits of each warp for its loads,
+// over the warps resident at once). A model, not a measurement: it says
+// which of the three bounds a kernel, and by how much.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,13 +20,40 @@
 
 namespace kvq::bench {
 
-/// The machine of the model: an H100 SXM.
+/// The machine of the model: the H200 of docs/Performance.md ("Machines"),
+/// running sm_90 code.
 struct GpuMachine {
   unsigned SMs = ptx::ModeledDevice().Multiprocessors;
   /// Warp instructions each SM issues per clock (one per scheduler).
   unsigned IssuePerClock = 4;
   double ClockHz = 1.98e9;
-  double BytesPerSecond = 3.35e12;
+  /// Its measured copy bandwidth, the yardstick of the measured tables.
+  double BytesPerSecond = 4.2e12;
+  /// From a global load's issue to its data, under load: from HBM3e (an
+  /// L2 miss, about 1000 clocks; docs/Performance.md, "GPU model", says
+  /// how it was chosen), from the L2 (about 260) and from the SM's L1
+  /// (about 40).
+  double DramLatencySeconds = 0.5e-6;
+  double L2LatencySeconds = 0.13e-6;
+  double L1LatencySeconds = 0.02e-6;
+  /// A launch's fixed cost, cold: from the host's issue to its last
+  /// block's end, for a kernel that does nothing.
+  double LaunchSeconds = 3e-6;
+  /// Per SM: resident warps and blocks, registers (a warp's allocated in
+  /// units of 256) and shared memory (1 KiB of it reserved per block).
+  unsigned WarpsPerSM = 64, BlocksPerSM = 32, RegistersPerSM = 65536;
+  unsigned RegisterUnit = 256;
+  unsigned SharedBytesPerSM = 233472, SharedBytesPerBlockReserved = 1024;
+  /// The chip whose registers ptxas counts.
+  const char *Chip = "sm_90";
+};
+
+/// What a kernel holds on an SM while it runs, as ptxas reports it for
+/// GpuMachine::Chip; unknown where ptxas is not found.
+struct KernelResources {
+  bool Known = false;
+  unsigned Registers = 0;
+  unsigned SharedBytes = 0;
 };
 
 /// One kernel launch of the modeled call.
@@ -33,6 +61,7 @@ struct LaunchModel {
   std::string Kernel;
   runtime::Dim3 Grid, Block;
   ptx::Counters Counters;
+  KernelResources Resources;
 };
 
 /// One attention call, every launch of it.

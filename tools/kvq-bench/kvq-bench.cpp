@@ -39,7 +39,7 @@
 // runtime plans it per batch for the backend (docs/KernelABI.md, "Splits").
 //
 // --gpu-model replaces the CPU timings by a model of the attention kernels
-// on an H100, counted on the PTX interpreter (GpuModel.h); --profile N
+// on an H200, counted on the PTX interpreter (GpuModel.h); --profile N
 // lists each kernel's N basic blocks with the most warp instructions.
 //
 //===----------------------------------------------------------------------===//
@@ -148,8 +148,8 @@ void printHelp() {
       "  --device cpu|cuda   the backend timed (default cpu); cuda: device 0,\n"
       "                      calls on a stream timed by CUDA events\n"
       "  --gpu-model         instead of CPU timings, a model of the GPU\n"
-      "                      kernels on an H100, counted on the PTX\n"
-      "                      interpreter\n"
+      "                      kernels on an H200 (issue, bytes, latency),\n"
+      "                      counted on the PTX interpreter\n"
       "  --profile N         with --gpu-model: each kernel's N hottest basic\n"
       "                      blocks (default 0)\n"
       "  -h, --help          this help\n"

@@ -45,7 +45,7 @@ Arguments, in parameter order:
 After the launch:
   --dump NAME=FILE         write buffer NAME to FILE
   --print NAME:T           print buffer NAME as values of type T, one per line
-  --counters               print the launch counters
+  --counters               print the launch counters (load waits included)
 
 Exit status: 0 on success, 1 on any error (the message names the kernel,
 PTX line, instruction and thread where execution stopped).
@@ -219,6 +219,7 @@ int main(int Argc, char **Argv) {
 
   InterpDriver Driver;
   Driver.setInstructionLimit(Limit);
+  Driver.setCountLoadWaits(ShowCounters);
   auto Mod = Driver.loadModule(readFile(File));
   if (!Mod.ok())
     die(Mod.message());

@@ -52,6 +52,26 @@ struct FrameInfo {
   uint32_t ParamBase = 0;
 };
 
+/// What a warp's global loads have in flight (LaunchConfig::CountLoadWaits):
+/// the registers they are still to write, by index into Warp::R / 32 (every
+/// frame's), and their sectors' bytes.
+struct LoadScoreboard {
+  std::vector<uint8_t> Pending;
+  unsigned PendingRegs = 0;
+  uint64_t BytesInFlight = 0;
+  /// The farthest level a load in flight reads from.
+  LoadLevel Farthest = LoadLevel::L1;
+  LoadWaitCounts Waits;
+
+  void reset(size_t Registers) {
+    Pending.assign(Registers, 0);
+    PendingRegs = 0;
+    BytesInFlight = 0;
+    Farthest = LoadLevel::L1;
+    Waits = LoadWaitCounts();
+  }
+};
+
 struct Warp {
   unsigned Index = 0;
   uint32_t ExistMask = 0; ///< Lanes that are threads of the block.
@@ -73,6 +93,7 @@ struct Warp {
   std::vector<uint8_t> ThreadParams;
   /// Each lane's pending cp.async copies.
   AsyncCopyQueue Async[32];
+  LoadScoreboard Loads;
 };
 
 struct Barrier {
@@ -114,6 +135,11 @@ public:
     Word |= Bit;
     return New;
   }
+  void clear() {
+    Chunks.clear();
+    LastChunk = ~uint64_t(0);
+    LastBits = nullptr;
+  }
 
 private:
   // Element references survive rehashing, so LastBits stays valid.
@@ -142,6 +168,10 @@ private:
   const LaunchConfig &C;
   Counters &K;
   SectorSet DistinctSectors;
+  /// Sectors loads and stores (not prefetches) have touched in the launch
+  /// and in the block being run: what a load finds in the L2 and in the
+  /// SM's L1 (CountLoadWaits).
+  SectorSet DemandSectors, BlockSectors;
   uint32_t Threads = 0;
   uint32_t Cta[3] = {0, 0, 0};
   std::vector<Warp> Warps;
@@ -157,6 +187,13 @@ private:
   uint32_t CurFunc = 0;
 
   void layoutFrames();
+  /// Counts a wait where `I` names a register a global load is still to
+  /// write: every load in flight arrives there.
+  void waitForLoads(Warp &W, const Instruction &I);
+  /// Records the registers of `Data` as written by a global load of
+  /// `Sectors` sectors, read from `Level`.
+  void issueLoad(Warp &W, const Operand &Data, unsigned N, unsigned Sectors,
+                 LoadLevel Level);
   const Function &funcOf(uint32_t Pc) const {
     return M.Functions[Pc >> PcShift];
   }
@@ -224,9 +261,15 @@ private:
   uint8_t *resolve(Warp &W, unsigned L, uint32_t Pc, Space Sp, uint64_t Addr,
                    unsigned Size, const char *What, bool Write, Space &Resolved,
                    unsigned Align = 0);
-  /// LaneSizes: per-lane access sizes instead of Size.
-  void countGlobal(const uint64_t *Addrs, uint32_t Mask, unsigned Size,
-                   const unsigned *LaneSizes = nullptr);
+  /// LaneSizes: per-lane access sizes instead of Size. Returns the
+  /// access's distinct sectors and, in `Level` (with CountLoadWaits), the
+  /// farthest level one of them is read from: DRAM where no load or store
+  /// of the launch touched it before, the L2 where none of the block did,
+  /// else the L1. A prefetch (`Demand` false) asks the L2 for lines, but a
+  /// load right after it still waits for DRAM.
+  unsigned countGlobal(const uint64_t *Addrs, uint32_t Mask, unsigned Size,
+                       const unsigned *LaneSizes = nullptr,
+                       LoadLevel *Level = nullptr, bool Demand = true);
   void countShared(const uint64_t *Offsets, uint32_t Mask, unsigned Size);
 };
 
@@ -263,6 +306,8 @@ void BlockRunner::initWarp(Warp &W, unsigned Index) {
   W.ExistMask = 0;
   for (AsyncCopyQueue &Q : W.Async)
     Q.reset();
+  if (C.CountLoadWaits)
+    W.Loads.reset(TotalRegs);
   W.Converged = true;
   W.CommonPc = KernelIndex << PcShift;
   unsigned NumWarps = static_cast<unsigned>(Warps.size());
@@ -320,6 +365,8 @@ Status BlockRunner::run(uint32_t X, uint32_t Y, uint32_t Z) {
     B = Barrier();
   for (unsigned I = 0; I < Warps.size(); ++I)
     initWarp(Warps[I], I);
+  if (C.CountLoadWaits)
+    BlockSectors.clear();
   for (;;) {
     // Round-robin over the warps until none can run.
     for (bool Ran = true; Ran;) {
@@ -336,8 +383,17 @@ Status BlockRunner::run(uint32_t X, uint32_t Y, uint32_t Z) {
     for (const Warp &W : Warps)
       for (unsigned L = 0; L < 32; ++L)
         AllExited &= W.State[L] == LaneState::Exited;
-    if (AllExited)
+    if (AllExited) {
+      if (C.CountLoadWaits)
+        for (const Warp &W : Warps) {
+          const LoadWaitCounts &S = W.Loads.Waits;
+          K.LoadWaits.Dram += S.Dram;
+          K.LoadWaits.L2 += S.L2;
+          K.LoadWaits.L1 += S.L1;
+          K.WarpLoadWaits.push_back(S);
+        }
       return Status::success();
+    }
     bool Released = false;
     if (!releaseBarriers(Released))
       return Status::error(ErrorCode::Backend, Err);
@@ -398,6 +454,8 @@ bool BlockRunner::runWarp(Warp &W) {
     }
     K.ThreadInstructions += popcount(Exec);
     ++K.WarpInstructionsByClass[static_cast<int>(I.Class)];
+    if (W.Loads.PendingRegs && Exec)
+      waitForLoads(W, I);
     if (C.CountLines) {
       if (I.Line >= K.WarpInstructionsByLine.size())
         K.WarpInstructionsByLine.resize(I.Line + 1);
@@ -1049,8 +1107,9 @@ uint8_t *BlockRunner::resolve(Warp &W, unsigned L, uint32_t Pc, Space Sp,
   return A->Data.get() + (Addr - A->Base);
 }
 
-void BlockRunner::countGlobal(const uint64_t *Addrs, uint32_t Mask,
-                              unsigned Size, const unsigned *LaneSizes) {
+unsigned BlockRunner::countGlobal(const uint64_t *Addrs, uint32_t Mask,
+                                  unsigned Size, const unsigned *LaneSizes,
+                                  LoadLevel *Level, bool Demand) {
   uint64_t Sectors[64];
   unsigned N = 0;
   uint64_t Bytes = 0;
@@ -1071,6 +1130,62 @@ void BlockRunner::countGlobal(const uint64_t *Addrs, uint32_t Mask,
   if (C.CountDistinctSectors)
     for (unsigned I = 0; I < Distinct; ++I)
       K.GlobalDistinctSectors += DistinctSectors.insert(Sectors[I]);
+  if (C.CountLoadWaits && Demand) {
+    LoadLevel Farthest = LoadLevel::L1;
+    for (unsigned I = 0; I < Distinct; ++I) {
+      LoadLevel Found = DemandSectors.insert(Sectors[I])  ? LoadLevel::Dram
+                        : BlockSectors.insert(Sectors[I]) ? LoadLevel::L2
+                                                          : LoadLevel::L1;
+      if (Found == LoadLevel::Dram)
+        BlockSectors.insert(Sectors[I]);
+      Farthest = std::max(Farthest, Found);
+    }
+    if (Level)
+      *Level = Farthest;
+  }
+  return Distinct;
+}
+
+void BlockRunner::waitForLoads(Warp &W, const Instruction &I) {
+  LoadScoreboard &S = W.Loads;
+  size_t Base = static_cast<size_t>(W.Frame - W.R.data()) / 32;
+  auto IsPending = [&](int32_t Reg) {
+    return Reg >= 0 && S.Pending[Base + Reg];
+  };
+  bool Waits = IsPending(I.Pred);
+  for (unsigned O = 0; O < I.NumOps && !Waits; ++O) {
+    const Operand &Op = I.Ops[O];
+    if (Op.K == Operand::Reg || Op.K == Operand::Mem)
+      Waits = IsPending(Op.RegIdx);
+    else if (Op.K == Operand::Vec)
+      for (unsigned E = 0; E < Op.VecCount; ++E)
+        Waits |= !((Op.ImmMask >> E) & 1) && IsPending(Op.Elems[E]);
+  }
+  if (!Waits)
+    return;
+  ++(S.Farthest == LoadLevel::Dram ? S.Waits.Dram
+     : S.Farthest == LoadLevel::L2 ? S.Waits.L2
+                                   : S.Waits.L1);
+  K.SectorBytesAtWaits += S.BytesInFlight;
+  std::fill(S.Pending.begin(), S.Pending.end(), 0);
+  S.PendingRegs = 0;
+  S.BytesInFlight = 0;
+  S.Farthest = LoadLevel::L1;
+}
+
+void BlockRunner::issueLoad(Warp &W, const Operand &Data, unsigned N,
+                            unsigned Sectors, LoadLevel Level) {
+  LoadScoreboard &S = W.Loads;
+  size_t Base = static_cast<size_t>(W.Frame - W.R.data()) / 32;
+  for (unsigned E = 0; E < N; ++E) {
+    int32_t Reg = Data.K == Operand::Vec ? Data.Elems[E] : Data.RegIdx;
+    if (Reg >= 0 && !S.Pending[Base + Reg]) {
+      S.Pending[Base + Reg] = 1;
+      ++S.PendingRegs;
+    }
+  }
+  S.BytesInFlight += Sectors * 32ull;
+  S.Farthest = std::max(S.Farthest, Level);
 }
 
 /// Bank conflicts: accesses wider than 4 bytes are served in phases of
@@ -1149,8 +1264,12 @@ Outcome BlockRunner::execMemory(Warp &W, const Instruction &I, uint32_t Pc,
       }
     }
   }
-  if (GlobalMask)
-    countGlobal(Addrs, GlobalMask, Size);
+  if (GlobalMask) {
+    LoadLevel Level = LoadLevel::Dram;
+    unsigned Sectors = countGlobal(Addrs, GlobalMask, Size, nullptr, &Level);
+    if (IsLoad && C.CountLoadWaits)
+      issueLoad(W, Data, N, Sectors, Level);
+  }
   if (SharedMask)
     countShared(Addrs, SharedMask, Size);
   return Outcome::Next;
@@ -1179,7 +1298,7 @@ Outcome BlockRunner::execPrefetch(Warp &W, const Instruction &I, uint32_t Pc,
     GlobalMask |= (Resolved == Space::Global) << L;
   }
   if (GlobalMask)
-    countGlobal(Addrs, GlobalMask, 64);
+    countGlobal(Addrs, GlobalMask, 64, nullptr, nullptr, /*Demand=*/false);
   return Outcome::Next;
 }
 

@@ -112,6 +112,7 @@ Status InterpDriver::launch(KernelHandle Kernel, runtime::Dim3 Grid,
   Config.MaxWarpInstructions = InstructionLimit;
   Config.CountDistinctSectors = CountDistinctSectors;
   Config.CountLines = CountLines;
+  Config.CountLoadWaits = CountLoadWaits;
   if (!K.Fn->Params.empty() && !Args)
     return Status::error(ErrorCode::Backend,
                          "kernel '" + K.Fn->Name + "' needs arguments");

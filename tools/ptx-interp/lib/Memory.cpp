@@ -2,6 +2,7 @@
 
 #include "kvq/PTXInterp/Interpreter.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -89,12 +90,21 @@ std::string Counters::format() const {
      << "global sectors (32B):   " << GlobalSectors << "\n";
   if (GlobalDistinctSectors)
     OS << "distinct sectors:       " << GlobalDistinctSectors << "\n";
-  OS     << "coalescing efficiency:  " << coalescingEfficiency() << "\n"
+  OS << "coalescing efficiency:  " << coalescingEfficiency() << "\n"
      << "shared warp accesses:   " << SharedWarpAccesses << "\n"
      << "shared bank conflicts:  " << SharedBankConflicts << "\n"
      << "atomic warp accesses:   " << AtomicWarpAccesses << "\n"
-     << "barriers completed:     " << Barriers << "\n"
-     << "seconds:                " << Seconds << "\n"
+     << "barriers completed:     " << Barriers << "\n";
+  if (LoadWaits.total()) {
+    uint64_t Most = 0;
+    for (const LoadWaitCounts &W : WarpLoadWaits)
+      Most = std::max(Most, W.total());
+    OS << "load waits:             " << LoadWaits.total() << " (DRAM "
+       << LoadWaits.Dram << ", L2 " << LoadWaits.L2 << ", L1 " << LoadWaits.L1
+       << "; most of one warp " << Most << "; " << SectorBytesAtWaits
+       << " sector bytes in flight at them)\n";
+  }
+  OS << "seconds:                " << Seconds << "\n"
      << "warp instructions/s:    " << warpInstructionsPerSecond() << "\n";
   return OS.str();
 }

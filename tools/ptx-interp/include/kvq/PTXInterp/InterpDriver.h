@@ -60,6 +60,8 @@ public:
   void setCountDistinctSectors(bool On) { CountDistinctSectors = On; }
   /// Count warp instructions per PTX line (Counters::WarpInstructionsByLine).
   void setCountLines(bool On) { CountLines = On; }
+  /// Counts where warps wait for their global loads (Counters::LoadWaits).
+  void setCountLoadWaits(bool On) { CountLoadWaits = On; }
   /// The decoded module behind a handle (for inspection in tests).
   const Module *module(runtime::ModuleHandle Handle) const;
 
@@ -78,6 +80,7 @@ private:
   uint64_t InstructionLimit = 1ull << 31;
   bool CountDistinctSectors = false;
   bool CountLines = false;
+  bool CountLoadWaits = false;
 };
 
 } // namespace kvq::ptx

@@ -51,6 +51,15 @@ private:
 
 /// Per-launch statistics. "Warp-level access": one memory instruction
 /// executed by one warp (its active lanes together).
+/// Where a global load's data comes from, nearest first.
+enum class LoadLevel : uint8_t { L1, L2, Dram };
+
+/// Waits for global loads, by the farthest level they waited for.
+struct LoadWaitCounts {
+  uint64_t Dram = 0, L2 = 0, L1 = 0;
+  uint64_t total() const { return Dram + L2 + L1; }
+};
+
 struct Counters {
   uint64_t WarpInstructions = 0;
   uint64_t ThreadInstructions = 0;
@@ -71,6 +80,19 @@ struct Counters {
   uint64_t SharedBankConflicts = 0;
   uint64_t AtomicWarpAccesses = 0;
   uint64_t Barriers = 0;
+  /// Where warps wait for their global loads, counted only with
+  /// LaunchConfig::CountLoadWaits: a warp waits at an instruction naming a
+  /// register a global load has yet to write, and every load it issued
+  /// before then is taken to arrive there. A wait is for the farthest
+  /// level one of those loads reads from: DRAM where it touches a sector
+  /// no load or store of the launch touched before, the L2 where none of
+  /// its block did, else the L1. LoadWaits sums the waits of every warp;
+  /// WarpLoadWaits holds each warp's, block by block; SectorBytesAtWaits
+  /// sums the 32-byte sectors in flight at each wait (a warp's bytes in
+  /// flight, for Little's law).
+  LoadWaitCounts LoadWaits;
+  std::vector<LoadWaitCounts> WarpLoadWaits;
+  uint64_t SectorBytesAtWaits = 0;
   /// Warp instructions by line of the module's PTX text (index: line, from
   /// 1), counted only with LaunchConfig::CountLines: where a kernel's
   /// instructions go, block by block (`kvq-bench --gpu-model --profile`).
@@ -101,6 +123,8 @@ struct LaunchConfig {
   bool CountDistinctSectors = false;
   /// Fill Counters::WarpInstructionsByLine.
   bool CountLines = false;
+  /// Fill Counters::LoadWaits and the counters beside it.
+  bool CountLoadWaits = false;
 };
 
 /// Packs cuLaunchKernel-style argument pointers into a parameter buffer.
