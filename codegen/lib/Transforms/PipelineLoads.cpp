@@ -137,11 +137,13 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
 }
 
 /// Pipelines `loop` with its stream loads `distance` iterations ahead;
-/// leaves it as it was where it is no streaming loop.
-static void pipelineLoop(scf::ForOp loop, unsigned distance) {
+/// leaves it as it was where it is no streaming loop, or where the
+/// pipeliner declines before changing it. Fails (with a diagnostic) where
+/// the pipeliner failed half-way, leaving a loop that cannot be compiled.
+static LogicalResult pipelineLoop(scf::ForOp loop, unsigned distance) {
   SmallVector<Operation *> issue = getStreamIssue(loop);
   if (issue.empty() || loop.getUnsignedCmp())
-    return;
+    return success();
   llvm::SmallPtrSet<Operation *, 16> early(issue.begin(), issue.end());
   scf::PipeliningOption options;
   options.getScheduleFn =
@@ -156,22 +158,25 @@ static void pipelineLoop(scf::ForOp loop, unsigned distance) {
   options.predicateFn = predicate;
   IRRewriter rewriter(loop.getContext());
   rewriter.setInsertionPoint(loop);
+  Location loc = loop.getLoc();
   bool modified = false;
-  FailureOr<scf::ForOp> pipelined =
-      scf::pipelineForLoop(rewriter, loop, options, &modified);
-  assert((succeeded(pipelined) || !modified) &&
-         "the pipeliner failed after changing the loop");
-  (void)pipelined;
+  if (succeeded(scf::pipelineForLoop(rewriter, loop, options, &modified)) ||
+      !modified)
+    return success();
+  return emitError(loc, "kvq-pipeline-loads: the scf pipeliner failed after "
+                        "changing this loop");
 }
 
 /// Pipelines the streaming loops of every kernel of `module`.
-static void pipelineModule(Operation *module, const TargetInfo &info) {
+static LogicalResult pipelineModule(Operation *module, const TargetInfo &info) {
   if (info.loadsInFlight <= 1)
-    return;
+    return success();
   SmallVector<scf::ForOp> loops;
   module->walk([&](scf::ForOp loop) { loops.push_back(loop); });
   for (scf::ForOp loop : loops)
-    pipelineLoop(loop, info.loadsInFlight);
+    if (failed(pipelineLoop(loop, info.loadsInFlight)))
+      return failure();
+  return success();
 }
 
 namespace {
@@ -189,8 +194,10 @@ struct KVQPipelineLoadsPass
       if (!*cache)
         continue;
       TargetAttr target = getCacheTarget(*cache);
-      pipelineModule(&op, isa<gpu::GPUModuleOp>(op) ? getGPUTargetInfo(target)
-                                                    : getCPUTargetInfo(target));
+      if (failed(pipelineModule(&op, isa<gpu::GPUModuleOp>(op)
+                                         ? getGPUTargetInfo(target)
+                                         : getCPUTargetInfo(target))))
+        return signalPassFailure();
     }
   }
 };
