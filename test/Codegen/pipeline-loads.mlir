@@ -87,6 +87,27 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // The address comes from a buffer the loop writes: the load that reads
+    // it stays behind the previous iteration's store, and so does the
+    // stream load that needs it.
+    // CHECK-LABEL: gpu.func @written_index
+    // CHECK: scf.for
+    // CHECK-NOT: iter_args
+    // CHECK-NOT: scf.if
+    // CHECK: gpu.return
+    gpu.func @written_index(%src: memref<?xf32>, %idx: memref<?xindex>, %out: memref<?xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %t = %c0 to %n step %c1 {
+        %i = memref.load %idx[%t] : memref<?xindex>
+        %x = memref.load %src[%i] : memref<?xf32>
+        memref.store %x, %out[%t] : memref<?xf32>
+        %next = arith.addi %t, %c1 : index
+        memref.store %i, %idx[%next] : memref<?xindex>
+      }
+      gpu.return
+    }
+
     // Each address comes from the previous iteration's load (a chain): no
     // load can be issued ahead.
     // CHECK-LABEL: gpu.func @chain

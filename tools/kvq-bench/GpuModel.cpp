@@ -84,6 +84,11 @@ private:
 
 double threads(const Dim3 &D) { return double(D.X) * D.Y * D.Z; }
 
+/// The warps of one block of `L`.
+unsigned warpsPerBlock(const LaunchModel &L) {
+  return unsigned((threads(L.Block) + 31) / 32);
+}
+
 /// ptxas, from the build's configuration or the PATH; empty if neither.
 std::string findPtxas() {
 #ifdef KVQ_PTXAS
@@ -153,7 +158,7 @@ std::map<std::string, KernelResources> readResources(const std::string &Ptx,
 unsigned blocksPerSM(const LaunchModel &L, const GpuMachine &M) {
   if (!L.Resources.Known)
     return 0;
-  unsigned Warps = unsigned((threads(L.Block) + 31) / 32);
+  unsigned Warps = warpsPerBlock(L);
   unsigned PerWarp = (L.Resources.Registers * 32 + M.RegisterUnit - 1) /
                      M.RegisterUnit * M.RegisterUnit;
   unsigned Blocks = std::min(M.BlocksPerSM, M.WarpsPerSM / Warps);
@@ -180,9 +185,9 @@ LaunchTimes timeLaunch(const LaunchModel &L, const GpuMachine &M) {
   T.Bytes = C.GlobalDistinctSectors * 32.0 / M.BytesPerSecond;
   T.BlocksPerSM = blocksPerSM(L, M);
   if (T.BlocksPerSM) {
-    double Warps = threads(L.Grid) * std::ceil(threads(L.Block) / 32);
-    double Resident = std::min(Warps, double(M.SMs) * T.BlocksPerSM *
-                                          std::ceil(threads(L.Block) / 32));
+    double Warps = threads(L.Grid) * warpsPerBlock(L);
+    double Resident =
+        std::min(Warps, double(M.SMs) * T.BlocksPerSM * warpsPerBlock(L));
     auto Wait = [&](const ptx::LoadWaitCounts &W) {
       return M.DramLatencySeconds * W.Dram + M.L2LatencySeconds * W.L2 +
              M.L1LatencySeconds * W.L1;
@@ -360,7 +365,7 @@ void kvq::bench::printGpuModel(const std::string &Label,
   LaunchTimes Sum;
   double TotalModel = 0, MostWarps = 0;
   for (const LaunchModel &L : R.Launches) {
-    double Warps = threads(L.Grid) * std::ceil(threads(L.Block) / 32);
+    double Warps = threads(L.Grid) * warpsPerBlock(L);
     MostWarps = std::max(MostWarps, Warps);
     LaunchTimes T = timeLaunch(L, M);
     printRow(Label, L.Kernel, L.Counters, T, T.model(M), Warps, R, M);
@@ -370,19 +375,17 @@ void kvq::bench::printGpuModel(const std::string &Label,
     Total.WarpInstructions += C.WarpInstructions;
     Total.ThreadInstructions += C.ThreadInstructions;
     Total.GlobalDistinctSectors += C.GlobalDistinctSectors;
-    Total.LoadWaits.Dram += C.LoadWaits.Dram;
-    Total.LoadWaits.L2 += C.LoadWaits.L2;
-    Total.LoadWaits.L1 += C.LoadWaits.L1;
+    Total.LoadWaits += C.LoadWaits;
     Total.SectorBytesAtWaits += C.SectorBytesAtWaits;
     for (int I = 0; I < int(ptx::InstClass::Count); ++I)
       Total.WarpInstructionsByClass[I] += C.WarpInstructionsByClass[I];
     Sum.Issue += T.Issue;
     Sum.Bytes += T.Bytes;
     Sum.Latency += T.Latency;
-    // The call's: the fewest of its launches'.
-    Sum.BlocksPerSM = Sum.BlocksPerSM && T.BlocksPerSM
-                          ? std::min(Sum.BlocksPerSM, T.BlocksPerSM)
-                          : (&L == &R.Launches.front() ? T.BlocksPerSM : 0);
+    // The call's: the fewest of its launches' (0, unknown, stays).
+    Sum.BlocksPerSM = &L == &R.Launches.front()
+                          ? T.BlocksPerSM
+                          : std::min(Sum.BlocksPerSM, T.BlocksPerSM);
     TotalModel += T.model(M);
   }
   printRow(Label, "call", Total, Sum, TotalModel, MostWarps, R, M);

@@ -60,12 +60,18 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
       return {};
   }
   // An op issues a stream load where it is one, or computes an operand of
-  // one from the induction variable and values from outside the loop.
+  // one from the induction variable, values from outside the loop and
+  // other stream loads. (Distinct buffers, the ABI's arguments and the
+  // block's scratch, do not alias.)
   llvm::SmallPtrSet<Operation *, 16> issue;
+  auto isStreamLoad = [&](Operation *op) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    return load && !written.contains(getRootBuffer(load.getMemRef()));
+  };
   std::function<bool(Operation *)> canIssue = [&](Operation *op) {
     if (issue.contains(op))
       return true;
-    if (!isArithmetic(op) && !isa<memref::LoadOp>(op))
+    if (!isArithmetic(op) && !isStreamLoad(op))
       return false;
     for (Value operand : op->getOperands()) {
       if (operand == loop.getInductionVar() ||
@@ -79,10 +85,7 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
     return true;
   };
   for (auto load : body->getOps<memref::LoadOp>()) {
-    if (written.contains(getRootBuffer(load.getMemRef())))
-      continue;
-    SmallVector<Operation *> slice;
-    if (!canIssue(load))
+    if (!isStreamLoad(load) || !canIssue(load))
       continue;
     // Commit the load and everything it reads inside the body.
     std::function<void(Operation *)> add = [&](Operation *op) {

@@ -386,11 +386,8 @@ Status BlockRunner::run(uint32_t X, uint32_t Y, uint32_t Z) {
     if (AllExited) {
       if (C.CountLoadWaits)
         for (const Warp &W : Warps) {
-          const LoadWaitCounts &S = W.Loads.Waits;
-          K.LoadWaits.Dram += S.Dram;
-          K.LoadWaits.L2 += S.L2;
-          K.LoadWaits.L1 += S.L1;
-          K.WarpLoadWaits.push_back(S);
+          K.LoadWaits += W.Loads.Waits;
+          K.WarpLoadWaits.push_back(W.Loads.Waits);
         }
       return Status::success();
     }

@@ -58,6 +58,12 @@ enum class LoadLevel : uint8_t { L1, L2, Dram };
 struct LoadWaitCounts {
   uint64_t Dram = 0, L2 = 0, L1 = 0;
   uint64_t total() const { return Dram + L2 + L1; }
+  LoadWaitCounts &operator+=(const LoadWaitCounts &O) {
+    Dram += O.Dram;
+    L2 += O.L2;
+    L1 += O.L1;
+    return *this;
+  }
 };
 
 struct Counters {
