@@ -178,6 +178,16 @@ def _array(x, what: str) -> tuple[object, bool]:
                 f"such as a torch tensor), got {type(x).__name__}")
 
 
+def _count(n, what: str) -> int:
+    """`n` checked as a count: the extension takes unsigned ints, and would
+    answer a negative one with "incompatible function arguments"."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise Error(f"{what} must hold ints, got {type(n).__name__}")
+    if not 0 <= n < 2 ** 32:
+        raise Error(f"{what} holds {n}: counts are 0 to 2^32 - 1")
+    return int(n)
+
+
 class Cache:
     """A KV cache on a compiled artifact (the runtime's kvq::runtime::Cache).
 
@@ -254,19 +264,31 @@ class Cache:
         self._cache.append(self._layer(layer), arrays, bf16)
 
     def attend(self, layer: int, seqs: Sequence[int], q,
-               unrotated: bool = False) -> np.ndarray:
+               unrotated: bool = False,
+               queries: Sequence[int] | None = None) -> np.ndarray:
         """Decode attention of one query per sequence (q: [len(seqs), heads,
         head_dim]) over its cached past; returns float32 [len(seqs), heads,
         head_dim]. q is rotated at the new token's position, as the model
         computes it; `unrotated=True` passes it before RoPE instead, and the
         kernel rotates it (layers with pre-RoPE keys only).
 
+        `queries` attends several queries per sequence in one launch
+        (chunked prefill, speculative verification): sequence i, holding T
+        tokens of `layer`, has queries[i] (1 to T) consecutive rows of q,
+        those of its last queries[i] tokens, and its j-th attends its first
+        T - queries[i] + 1 + j tokens as the cache holds them now. q and the
+        result have sum(queries) rows.
+
         A sequence with no cached token in `layer` attends to zeros (the
         empty weighted sum), as FlashAttention does for an empty key range,
         so a batch may hold a sequence not yet appended; an engine appends
         the new token before it attends, so a decode step never sees one."""
         q, bf16 = _array(q, "q")
-        return self._cache.attend(self._layer(layer), list(seqs), q, unrotated, bf16)
+        counts = None
+        if queries is not None:
+            counts = [_count(n, "queries") for n in queries]
+        return self._cache.attend(self._layer(layer), list(seqs), q, unrotated, bf16,
+                                  counts)
 
     def _layer(self, layer: int) -> int:
         """`layer` checked: the extension takes an unsigned int, and would

@@ -21,12 +21,15 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <mutex>
+#include <numeric>
+#include <optional>
 
 namespace nb = nanobind;
 using namespace kvq;
@@ -231,15 +234,24 @@ public:
     }));
   }
 
-  /// q: [len(seqs), heads, head_dim]; returns the f32 attention output.
-  nb::ndarray<nb::numpy, float> attend(unsigned layer,
-                                       const python::SequenceIdsArg &seqs,
-                                       const Array &q, bool unrotated,
-                                       bool bf16Bits) {
+  /// q: [rows, heads, head_dim], a row a query: one per sequence, or
+  /// `queries[i]` of sequence i; returns the f32 attention output.
+  nb::ndarray<nb::numpy, float>
+  attend(unsigned layer, const python::SequenceIdsArg &seqs, const Array &q,
+         bool unrotated, bool bf16Bits,
+         const std::optional<std::vector<unsigned>> &queries) {
     const runtime::ModelShape &m = model();
+    std::vector<unsigned> counts = queries.value_or(std::vector<unsigned>());
+    if (queries && counts.size() != seqs.size())
+      throw Failure("queries has " + std::to_string(counts.size()) +
+                    " counts for " + std::to_string(seqs.size()) +
+                    " sequences");
+    size_t rows = queries
+                      ? std::accumulate(counts.begin(), counts.end(), size_t(0))
+                      : seqs.size();
     Elements e =
-        checkArray(q, "q", {seqs.size(), m.Heads, m.HeadDim}, m.Type, bf16Bits);
-    size_t count = seqs.size() * m.Heads * m.HeadDim;
+        checkArray(q, "q", {rows, m.Heads, m.HeadDim}, m.Type, bf16Bits);
+    size_t count = rows * m.Heads * m.HeadDim;
     auto *out = new float[count];
     nb::capsule owner(out, [](void *p) noexcept { delete[](float *) p; });
     runtime::QueryRope rope =
@@ -247,11 +259,11 @@ public:
     const void *data = q.data();
     check(locked([&] {
       return e == Elements::F32
-                 ? cache->attendF32(layer, seqs,
+                 ? cache->attendF32(layer, seqs, counts,
                                     static_cast<const float *>(data), out, rope)
-                 : cache->attend(layer, seqs, data, out, rope);
+                 : cache->attend(layer, seqs, counts, data, out, rope);
     }));
-    return nb::ndarray<nb::numpy, float>(out, {seqs.size(), m.Heads, m.HeadDim},
+    return nb::ndarray<nb::numpy, float>(out, {rows, m.Heads, m.HeadDim},
                                          owner);
   }
 
@@ -401,7 +413,7 @@ NB_MODULE(_kvq, m) {
            nb::arg("bf16_bits") = false)
       .def("attend", &PyCache::attend, nb::arg("layer"), nb::arg("seqs"),
            nb::arg("q"), nb::arg("unrotated") = false,
-           nb::arg("bf16_bits") = false)
+           nb::arg("bf16_bits") = false, nb::arg("queries") = nb::none())
       .def("memory_stats", &PyCache::memoryStats)
       .def("counts", &PyCache::counts)
       .def("read_slice_page", &PyCache::readSlicePage)

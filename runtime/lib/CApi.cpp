@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <new>
+#include <numeric>
 #include <type_traits>
 
 using namespace kvq::runtime;
@@ -122,13 +124,13 @@ kvq_status convertItems(const Manifest &M, const kvq_append_item *Items,
   return KVQ_OK;
 }
 
-/// Checks the query and output sizes of an attend of N sequences.
+/// Checks the query and output sizes of an attend of N queries.
 kvq_status checkAttendSizes(const Manifest &M, size_t N, size_t QBytes,
                             size_t QElementBytes, size_t OutBytes) {
   size_t Elements = N * queryElements(M);
   if (QBytes != Elements * QElementBytes || OutBytes != Elements * 4)
     return fail(KVQ_ERROR_INVALID_ARGUMENT,
-                "attend of " + std::to_string(N) + " sequences needs " +
+                "attend of " + std::to_string(N) + " queries needs " +
                     std::to_string(Elements * QElementBytes) +
                     " bytes of query and " + std::to_string(Elements * 4) +
                     " of output, got " + std::to_string(QBytes) + " and " +
@@ -450,6 +452,63 @@ kvq_status kvq_cache_attend_f32_rope(kvq_cache *C, uint32_t Layer,
     return result(C->C->attendF32(
         Layer, std::vector<SequenceId>(Seqs, Seqs + N), Q, Out, *Rope));
   });
+}
+
+/// The common part of kvq_cache_attend_queries and its f32 form:
+/// `QElementBytes` bytes a query element, `Attend` the Cache call.
+static kvq_status attendQueries(
+    const char *Entry, kvq_cache *C, const kvq_sequence *Seqs, size_t N,
+    const uint32_t *Queries, size_t QBytes, size_t QElementBytes,
+    size_t OutBytes, kvq_query_rope Query,
+    const std::function<Status(const std::vector<SequenceId> &,
+                               const std::vector<unsigned> &, QueryRope)>
+        &Attend) {
+  return guarded(Entry, [&] {
+    if (!C || (N && (!Seqs || !Queries)))
+      return fail(KVQ_ERROR_INVALID_ARGUMENT,
+                  std::string(Entry) + ": null argument");
+    std::vector<unsigned> Counts(Queries, Queries + N);
+    size_t Rows = std::accumulate(Counts.begin(), Counts.end(), size_t(0));
+    size_t ElementBytes =
+        QElementBytes ? QElementBytes : byteSize(C->C->manifest().Model.Type);
+    if (kvq_status S = checkAttendSizes(C->C->manifest(), Rows, QBytes,
+                                        ElementBytes, OutBytes))
+      return S;
+    Expected<QueryRope> Rope = toQueryRope(Query);
+    if (!Rope.ok())
+      return result(Rope.status());
+    return result(
+        Attend(std::vector<SequenceId>(Seqs, Seqs + N), Counts, *Rope));
+  });
+}
+
+kvq_status kvq_cache_attend_queries(kvq_cache *C, uint32_t Layer,
+                                    const kvq_sequence *Seqs, size_t N,
+                                    const uint32_t *Queries, const void *Q,
+                                    size_t QBytes, float *Out, size_t OutBytes,
+                                    kvq_query_rope Query) {
+  // 0: the model dtype's bytes, read once the cache is known not null.
+  return attendQueries("kvq_cache_attend_queries", C, Seqs, N, Queries, QBytes,
+                       /*QElementBytes=*/0, OutBytes, Query,
+                       [&](const std::vector<SequenceId> &Ids,
+                           const std::vector<unsigned> &Counts,
+                           QueryRope Rope) {
+                         return C->C->attend(Layer, Ids, Counts, Q, Out, Rope);
+                       });
+}
+
+kvq_status kvq_cache_attend_queries_f32(kvq_cache *C, uint32_t Layer,
+                                        const kvq_sequence *Seqs, size_t N,
+                                        const uint32_t *Queries, const float *Q,
+                                        size_t QBytes, float *Out,
+                                        size_t OutBytes, kvq_query_rope Query) {
+  return attendQueries(
+      "kvq_cache_attend_queries_f32", C, Seqs, N, Queries, QBytes,
+      sizeof(float), OutBytes, Query,
+      [&](const std::vector<SequenceId> &Ids,
+          const std::vector<unsigned> &Counts, QueryRope Rope) {
+        return C->C->attendF32(Layer, Ids, Counts, Q, Out, Rope);
+      });
 }
 
 kvq_status kvq_cache_append_device(kvq_cache *C, uint32_t Layer,

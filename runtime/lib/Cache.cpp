@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <new>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -541,13 +542,35 @@ Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
 
 Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
                         const float *Q, float *Out, QueryRope Query) {
+  return attendF32(Layer, Seqs, {}, Q, Out, Query);
+}
+
+Status Cache::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                     const std::vector<unsigned> &Queries, const void *Q,
+                     float *Out, QueryRope Query) {
+  return withoutExceptions([&] {
+    return P->attend(Layer, Seqs, Q, Out, Impl::Memory::Host, {}, Query,
+                     Queries);
+  });
+}
+
+Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                        const std::vector<unsigned> &Queries, const float *Q,
+                        float *Out, QueryRope Query) {
   const ModelShape &M = manifest().Model;
-  size_t N = Seqs.size() * M.Heads * M.HeadDim;
+  // Counts that do not match the sequences leave Q unread: attend says so.
+  bool Sized = Queries.empty() || Queries.size() == Seqs.size();
+  size_t Rows = Queries.empty() ? Seqs.size()
+                                : std::accumulate(Queries.begin(),
+                                                  Queries.end(), size_t(0));
+  size_t N = Sized ? Rows * M.Heads * M.HeadDim : 0;
   std::vector<uint8_t> Raw(N * byteSize(M.Type));
   if (Q)
     convertFromF32(M.Type, Q, N, Raw.data());
-  return P->attend(Layer, Seqs, Q ? Raw.data() : nullptr, Out,
-                   Impl::Memory::Host, {}, Query);
+  return withoutExceptions([&] {
+    return P->attend(Layer, Seqs, Q && Sized ? Raw.data() : nullptr, Out,
+                     Impl::Memory::Host, {}, Query, Queries);
+  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -4,16 +4,19 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// One query per sequence of the batch. The runtime builds the `seqs`
-// descriptor ([B][abi::SeqsFields::NumFields] u32: slot, tokens, the
+// One query per sequence of the batch, or several (chunked prefill,
+// speculative verification): each query is a row of the `seqs` descriptor
+// ([B][abi::SeqsFields::NumFields] u32: slot, tokens, the
 // sink/quantized/window counts of keys and values, and their window rings'
-// heads), splits the longest context into pieces (flash-decoding; their
-// size planned per batch, see planSplits), launches the layer's `attend` kernel
-// over (numSplits, Hkv, B), whose last block of each (b, kv-head) merges the
-// splits (one launch per call), and copies the fp32 outputs back (host outputs
-// only: device queries and outputs are read and written where they are, and
-// nothing waits). In layers with OTT pools, a sequence's pool entries follow
-// its tokens, so the splits cover tokens + entries.
+// heads), and a query that sees a causal prefix of its sequence has its
+// counts cut to that prefix (causalRow). The runtime splits the longest context
+// into pieces (flash-decoding; their size planned per batch, see planSplits),
+// launches the layer's `attend` kernel over (numSplits, Hkv, B), whose last
+// block of each (b, kv-head) merges the splits (one launch per call), and
+// copies the fp32 outputs back (host outputs only: device queries and outputs
+// are read and written where they are, and nothing waits). In layers with OTT
+// pools, a sequence's pool entries follow its tokens, so the splits cover
+// tokens + entries.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +37,10 @@ namespace {
 /// tokens 128-token splits beat 256-token ones by 10-22% (fp16, KIVI-2,
 /// InnerQ-base), 64-token ones gain nothing more, and 32-token ones lose.
 constexpr uint64_t kMinSplitTokens = 128;
+
+/// The most queries one call attends: the launch's grid has one z index a
+/// query, and CUDA's grids have at most 65535.
+constexpr unsigned kMaxAttendRows = 65535;
 
 uint64_t ceilDiv(uint64_t A, uint64_t B) { return (A + B - 1) / B; }
 uint64_t roundUp(uint64_t A, uint64_t B) { return ceilDiv(A, B) * B; }
@@ -58,11 +65,30 @@ SeqsRow descriptor(const SequenceState &S, unsigned Layer) {
   return Row;
 }
 
+/// `Row` with each tensor's counts cut to its first `Visible` tokens: the
+/// sink first, then the quantized tokens, then the window (its ring's head,
+/// the oldest token, stays where it is).
+SeqsRow causalRow(SeqsRow Row, uint32_t Visible) {
+  using F = abi::SeqsFields;
+  auto cut = [&](unsigned Sink, unsigned Quantized, unsigned Window) {
+    uint32_t Left = Visible;
+    for (unsigned Field : {Sink, Quantized, Window}) {
+      Row[Field] = std::min(Row[Field], Left);
+      Left -= Row[Field];
+    }
+  };
+  cut(F::KSink, F::KQuantized, F::KWindow);
+  cut(F::VSink, F::VQuantized, F::VWindow);
+  Row[F::Tokens] = Visible;
+  return Row;
+}
+
 } // namespace
 
 Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                            const void *Q, float *Out, Memory Where,
-                           SplitPlan Planned, QueryRope Query) {
+                           SplitPlan Planned, QueryRope Query,
+                           const std::vector<unsigned> &Queries) {
   if (Status S = checkLayer(Layer); !S.ok())
     return S;
   bool Rotate = Query == QueryRope::Unrotated;
@@ -71,8 +97,59 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                          "attend: an unrotated query needs pre-RoPE keys; "
                          "layer " +
                              std::to_string(Layer) + "'s keys are not");
+  if (!Queries.empty() && Queries.size() != Seqs.size())
+    return Status::error(ErrorCode::InvalidArgument,
+                         "attend: " + std::to_string(Queries.size()) +
+                             " query counts for " +
+                             std::to_string(Seqs.size()) + " sequences");
   if (Seqs.empty())
     return Status::success();
+  // Each query is a row of the descriptor.
+  std::vector<uint32_t> Desc;
+  uint32_t MaxTokens = 0;
+  const PoolLayout &Pool = manifest().Pool;
+  for (size_t I = 0; I < Seqs.size(); ++I) {
+    Expected<SequenceState *> S = find(Seqs[I]);
+    if (!S.ok())
+      return S.status();
+    SeqsRow Row = descriptor(**S, Layer);
+    uint32_t Tokens = Row[abi::SeqsFields::Tokens];
+    uint32_t Count = Queries.empty() ? 1 : Queries[I];
+    if (!Queries.empty() && (Count == 0 || Count > Tokens))
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "attend: sequence " + std::to_string(Seqs[I]) + " has " +
+              std::to_string(Count) + " queries and " + std::to_string(Tokens) +
+              " tokens in layer " + std::to_string(Layer) +
+              "; each query attends up to its own token, the last " +
+              std::to_string(Count) + " appended (1 to " +
+              std::to_string(Tokens) + " queries)");
+    for (uint32_t J = 0; J < Count; ++J) {
+      SeqsRow Cut =
+          Queries.empty() ? Row : causalRow(Row, Tokens - Count + 1 + J);
+      // A pooled token's entry follows the tokens whatever its position:
+      // the kernel cannot leave out the entries a query does not see.
+      using F = abi::SeqsFields;
+      if (Pool.isTracked(Layer) && (Cut[F::KQuantized] != Row[F::KQuantized] ||
+                                    Cut[F::VQuantized] != Row[F::VQuantized]))
+        return Status::error(
+            ErrorCode::InvalidArgument,
+            "attend: layer " + std::to_string(Layer) +
+                " keeps OTT outlier pools, so each query must see every "
+                "quantized token; query " +
+                std::to_string(J) + " of sequence " + std::to_string(Seqs[I]) +
+                " sees " + std::to_string(Cut[F::Tokens]) + " of its " +
+                std::to_string(Tokens) + " tokens");
+      Desc.insert(Desc.end(), Cut.begin(), Cut.end());
+      MaxTokens = std::max(MaxTokens, Cut[F::Tokens]);
+    }
+  }
+  unsigned Batch = unsigned(Desc.size() / abi::SeqsFields::NumFields);
+  if (Batch > kMaxAttendRows)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "attend: " + std::to_string(Batch) +
+                             " queries in one call; at most " +
+                             std::to_string(kMaxAttendRows));
   if (!Q || !Out)
     return Status::error(ErrorCode::InvalidArgument,
                          "attend: null query or output");
@@ -81,32 +158,20 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
     return Status::error(ErrorCode::InvalidArgument,
                          "attend: a device query must be 16-byte aligned");
   const ModelShape &M = manifest().Model;
-  size_t QElems = Seqs.size() * M.Heads * M.HeadDim;
+  size_t QElems = size_t(Batch) * M.Heads * M.HeadDim;
   // A device query is not read back to be scanned (see validateItem).
   if (size_t Bad =
           Where == Memory::Host ? findNonFinite(M.Type, Q, QElems) : QElems;
       Bad != QElems)
     return Status::error(
         ErrorCode::InvalidArgument,
-        "non-finite query value at sequence index " +
+        "non-finite query value at query row " +
             std::to_string(Bad / (size_t(M.Heads) * M.HeadDim)) + ", head " +
             std::to_string(Bad / M.HeadDim % M.Heads) + ", channel " +
             std::to_string(Bad % M.HeadDim));
-  std::vector<uint32_t> Desc;
-  uint32_t MaxTokens = 0;
-  for (SequenceId Id : Seqs) {
-    Expected<SequenceState *> S = find(Id);
-    if (!S.ok())
-      return S.status();
-    SeqsRow Row = descriptor(**S, Layer);
-    Desc.insert(Desc.end(), Row.begin(), Row.end());
-    MaxTokens = std::max(MaxTokens, Row[abi::SeqsFields::Tokens]);
-  }
   // OTT pool entries follow a sequence's tokens (at most Entries of them).
-  const PoolLayout &Pool = manifest().Pool;
   if (Pool.isTracked(Layer))
     MaxTokens += Pool.Entries;
-  unsigned Batch = unsigned(Seqs.size());
   SplitPlan Splits = Planned;
   if (!Splits.Count) {
     Expected<SplitPlan> P = planSplits(MaxTokens, Batch);

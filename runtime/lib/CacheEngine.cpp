@@ -57,11 +57,18 @@ Status Cache::appendDevice(unsigned Layer,
 Status Cache::attendDevice(unsigned Layer, const std::vector<SequenceId> &Seqs,
                            DevicePtr Q, DevicePtr Out, StreamHandle Stream,
                            QueryRope Query) {
+  return attendDevice(Layer, Seqs, {}, Q, Out, Stream, Query);
+}
+
+Status Cache::attendDevice(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                           const std::vector<unsigned> &Queries, DevicePtr Q,
+                           DevicePtr Out, StreamHandle Stream,
+                           QueryRope Query) {
   return withoutExceptions([&] {
     StreamScope Scope(backend(), Stream);
     return P->attend(Layer, Seqs, asPointer(Q),
                      reinterpret_cast<float *>(uintptr_t(Out)),
-                     Impl::Memory::Device, {}, Query);
+                     Impl::Memory::Device, {}, Query, Queries);
   });
 }
 

@@ -245,9 +245,12 @@ public:
   Status markBroken(const std::vector<AppendWork> &Works, size_t Started,
                     const Status &Failure);
   /// Planned: the splits of an AttendPlan (none: planned for this batch).
+  /// Queries: the queries of each sequence, over causal prefixes (empty:
+  /// one each, over all its tokens).
   Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                 const void *Q, float *Out, Memory Where, SplitPlan Planned = {},
-                QueryRope Query = QueryRope::Rotated);
+                QueryRope Query = QueryRope::Rotated,
+                const std::vector<unsigned> &Queries = {});
   /// The splits of Batch sequences of up to Longest tokens (OTT pool
   /// entries included): Pinned tokens each where non-zero (a multiple of
   /// the manifest's split_granule, at most the backend's split_tokens), else as

@@ -40,6 +40,31 @@ def test_fp16_attention_matches_numpy(fp16_artifact, rng):
         assert error < 1e-3
 
 
+def test_several_queries_attend_causal_prefixes(fp16_artifact, rng):
+    cache = kvq.Cache(fp16_artifact, max_sequences=2, pages=32)
+    seqs = [cache.add_sequence(), cache.add_sequence()]
+    ks = [tokens(rng, 300), tokens(rng, 40)]
+    vs = [tokens(rng, 300), tokens(rng, 40)]
+    cache.append(0, [(s, k, v) for s, k, v in zip(seqs, ks, vs)])
+    counts = [5, 40]
+    q = rng.standard_normal((sum(counts), 9, 64)).astype(np.float16)
+    out = cache.attend(0, seqs, q, queries=counts)
+    assert out.shape == (45, 9, 64)
+    rows = [(0, 296 + j) for j in range(5)] + [(1, 1 + j) for j in range(40)]
+    for row, (i, visible) in enumerate(rows):
+        expected = attention(q[row], ks[i][:visible], vs[i][:visible], 1 / 8)
+        error = np.linalg.norm(out[row] - expected) / np.linalg.norm(expected)
+        assert error < 1e-3, (row, visible, error)
+    with pytest.raises(kvq.Error, match="queries has 1 counts for 2 sequences"):
+        cache.attend(0, seqs, q[:5], queries=[5])
+    with pytest.raises(kvq.Error, match="has 41 queries and 40 tokens"):
+        cache.attend(0, seqs, np.concatenate([q, q[:1]]), queries=[5, 41])
+    with pytest.raises(kvq.Error, match="queries holds -1"):
+        cache.attend(0, seqs, q, queries=[-1, 46])
+    with pytest.raises(kvq.Error, match=r"q must have shape \[44, 9, 64\]"):
+        cache.attend(0, seqs, q, queries=[5, 39])
+
+
 def test_f32_input_is_rounded_to_the_cache_dtype(fp16_artifact, rng):
     cache = kvq.Cache(fp16_artifact, max_sequences=2, pages=8)
     a, b = cache.add_sequence(), cache.add_sequence()

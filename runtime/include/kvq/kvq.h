@@ -246,6 +246,24 @@ kvq_status kvq_cache_attend_f32_rope(kvq_cache *cache, uint32_t layer,
                                      size_t q_bytes, float *out,
                                      size_t out_bytes, kvq_query_rope query);
 
+/** Several queries per sequence in one launch (chunked prefill,
+ *  speculative verification): sequence i, of T_i tokens in the layer, has
+ *  queries[i] queries (1 to T_i), consecutive rows of q and out
+ *  ([sum of queries][Hq][D]); its j-th attends its first
+ *  T_i - queries[i] + 1 + j tokens, as the cache holds them now. */
+kvq_status kvq_cache_attend_queries(kvq_cache *cache, uint32_t layer,
+                                    const kvq_sequence *sequences,
+                                    size_t num_sequences,
+                                    const uint32_t *queries, const void *q,
+                                    size_t q_bytes, float *out,
+                                    size_t out_bytes, kvq_query_rope query);
+kvq_status kvq_cache_attend_queries_f32(kvq_cache *cache, uint32_t layer,
+                                        const kvq_sequence *sequences,
+                                        size_t num_sequences,
+                                        const uint32_t *queries, const float *q,
+                                        size_t q_bytes, float *out,
+                                        size_t out_bytes, kvq_query_rope query);
+
 /* Engine-facing calls: device memory, streams, plans, engine pages. They
  * issue their work on `stream` and do not wait for it; K, V and Q in device
  * memory are not scanned for non-finite values. Their queries are rotated

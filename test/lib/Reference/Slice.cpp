@@ -396,7 +396,7 @@ void Slice::appendTracked(const float *k, const float *v, int n) {
 //   m      = max_t s_t;  e_t = exp(s_t - m);  Z = sum_t e_t (token order)
 //   out[c] = sum_t (e_t / Z) * double(v^[t][c])       (token order)
 void Slice::attend(const float *q, int queryHeads, double scale, double *out,
-                   bool rotateQuery) const {
+                   bool rotateQuery, int visible) const {
   const int d = config_.headDim;
   std::fill(out, out + size_t(queryHeads) * d, 0.0);
   // The attended tokens in order: sink, quantized (not masked), window, then
@@ -406,7 +406,8 @@ void Slice::attend(const float *q, int queryHeads, double scale, double *out,
   std::vector<float> vHat = dequantizedValues();
   std::vector<const float *> keys, values;
   std::vector<bool> quantized;
-  for (int t = 0; t < numTokens(); ++t) {
+  const int end = visible < 0 ? numTokens() : std::min(visible, numTokens());
+  for (int t = 0; t < end; ++t) {
     bool isQuantized = keys_.regionOf(t) == Region::Quantized;
     if (isQuantized && pool_.isMasked(t))
       continue;
@@ -415,6 +416,8 @@ void Slice::attend(const float *q, int queryHeads, double scale, double *out,
     quantized.push_back(isQuantized);
   }
   for (const PoolEntry *entry : pool_.entries()) {
+    if (entry->position >= end)
+      continue;
     keys.push_back(entry->key.data());
     values.push_back(entry->value.data());
     quantized.push_back(false);

@@ -570,7 +570,6 @@ public:
     }
   }
 
-  /// Attends Layer for the sequences Index and compares with the reference.
   /// Attends Layer for the sequences Index with queries `Queries`
   /// ([Index.size()][Hq][D]; random when empty) and checks the outputs
   /// against the reference.
@@ -600,14 +599,60 @@ public:
       St = C->attend(Layer, Ids, QBits.data(), Out.data(), Rope);
     }
     ASSERT_TRUE(St.ok()) << St.message();
+    std::vector<QueryRow> Rows;
+    for (unsigned I : Index)
+      Rows.push_back({I, -1});
+    expectRowsMatch(Layer, Rows, Q, Out, Rope, Context);
+  }
+
+  /// Attends Layer with Counts[i] queries of sequence Index[i] in one call,
+  /// each over its causal prefix (Cache::attend with query counts), and
+  /// checks every row against the reference.
+  void checkCausalAttention(unsigned Layer, const std::vector<unsigned> &Index,
+                            const std::vector<unsigned> &Counts,
+                            const std::string &Context,
+                            QueryRope Rope = QueryRope::Rotated) {
+    std::vector<QueryRow> Rows;
+    std::vector<SequenceId> Ids;
+    for (size_t I = 0; I < Index.size(); ++I) {
+      int Tokens = Seqs[Index[I]].Slices[Layer * P.KvHeads].numTokens();
+      for (unsigned J = 0; J < Counts[I]; ++J)
+        Rows.push_back({Index[I], Tokens - int(Counts[I]) + 1 + int(J)});
+      Ids.push_back(Seqs[Index[I]].Id);
+    }
+    std::vector<float> Q =
+        tokens(unsigned(Rows.size() * P.Heads / P.KvHeads), false);
+    std::vector<uint16_t> QBits = toBits(Q);
+    std::vector<float> Out(Q.size(), NAN);
+    Status St = C->attend(Layer, Ids, Counts, QBits.data(), Out.data(), Rope);
+    ASSERT_TRUE(St.ok()) << St.message();
+    expectRowsMatch(Layer, Rows, Q, Out, Rope, Context);
+  }
+
+  /// A query's reference: sequence Seq of Seqs over its first Visible tokens
+  /// (-1: all of them).
+  struct QueryRow {
+    unsigned Seq;
+    int Visible;
+  };
+
+  /// Out ([Rows.size()][Hq][D]), the outputs of queries Q, within the
+  /// conformance tolerance of the reference's attention.
+  void expectRowsMatch(unsigned Layer, const std::vector<QueryRow> &Rows,
+                       const std::vector<float> &Q,
+                       const std::vector<float> &Out, QueryRope Rope,
+                       const std::string &Context) {
+    size_t QRow = size_t(P.Heads) * P.HeadDim;
     unsigned R = P.Heads / P.KvHeads;
     double Scale = 1.0 / std::sqrt(double(P.HeadDim));
-    for (size_t B = 0; B < Index.size(); ++B) {
+    for (size_t B = 0; B < Rows.size(); ++B) {
+      const Sequence &S = Seqs[Rows[B].Seq];
       std::vector<double> Want(QRow);
       for (unsigned H = 0; H < P.KvHeads; ++H)
-        Seqs[Index[B]].Slices[Layer * P.KvHeads + H].attend(
+        S.Slices[Layer * P.KvHeads + H].attend(
             &Q[B * QRow + H * R * P.HeadDim], int(R), Scale,
-            &Want[H * R * P.HeadDim], Rope == QueryRope::Unrotated);
+            &Want[H * R * P.HeadDim], Rope == QueryRope::Unrotated,
+            Rows[B].Visible);
       double MaxRef = 0, MaxErr = 0;
       size_t Worst = 0;
       for (size_t I = 0; I < QRow; ++I) {
@@ -620,8 +665,8 @@ public:
       }
       EXPECT_LE(MaxErr, 2e-3 * MaxRef + 1e-4)
           << P.Name << ", " << Context << ", layer " << Layer
-          << ": attention of the sequence of "
-          << Seqs[Index[B]].Slices[0].numTokens() << " tokens, worst at head "
+          << ": attention of the sequence of " << S.Slices[0].numTokens()
+          << " tokens over " << Rows[B].Visible << ", worst at head "
           << Worst / P.HeadDim << " channel " << Worst % P.HeadDim << ": "
           << Out[B * QRow + Worst] << " vs " << Want[Worst];
     }
@@ -1202,6 +1247,87 @@ TEST_P(EndToEndTest, UnrotatedQuery) {
     for (unsigned S : All)
       H.checkState(S, Context + ", after a rejected unrotated query");
   }
+}
+
+/// Several queries per sequence in one call (chunked prefill, speculative
+/// verification): each row attends a causal prefix, cut in the sink, the
+/// quantized tokens or the window, on the CPU and through the PTX
+/// interpreter. In a layer with OTT pools a query must see every quantized
+/// token: one that would not is refused, and the cache is unchanged.
+TEST_P(EndToEndTest, SeveralQueriesAttendTheirCausalPrefixes) {
+  const SpecParam &P = GetParam();
+  for (bool Interpreter : {false, true}) {
+    std::string Error;
+    std::unique_ptr<Cache> C =
+        Interpreter ? interpreterCache(P, 2, 16, Error) : cpuCache(P, 2, 16);
+    ASSERT_TRUE(C) << Error;
+    Harness H(P, std::move(C), 700);
+    std::vector<unsigned> All = {H.addSequence(), H.addSequence()};
+    // The interpreter is slow: fewer rows, still across a region's end.
+    std::vector<unsigned> Prompts = {300, 37};
+    std::vector<unsigned> Counts =
+        Interpreter ? std::vector<unsigned>{40, 3} : Prompts;
+    for (unsigned L = 0; L < kLayers; ++L)
+      H.append(L, All, Prompts);
+    std::string Context = Interpreter ? "interpreter" : "cpu";
+    QueryRope Rope =
+        H.Config.rope.enabled() ? QueryRope::Unrotated : QueryRope::Rotated;
+    for (unsigned L = 0; L < kLayers; ++L) {
+      if (!H.tracked(L)) {
+        H.checkCausalAttention(L, All, Counts, Context + ", causal rows", Rope);
+        continue;
+      }
+      // The most queries that see every quantized token: the window's, and
+      // the query of the token before it.
+      std::vector<unsigned> Most;
+      for (unsigned I : All) {
+        Expected<SliceCounts> N = H.C->counts(H.Seqs[I].Id, L);
+        ASSERT_TRUE(N.ok()) << N.message();
+        Most.push_back(std::min(N->Keys.Window, N->Values.Window) + 1);
+      }
+      H.checkCausalAttention(L, All, Most, Context + ", causal rows", Rope);
+      std::vector<unsigned> TooMany = {Most[0] + 1, 1};
+      std::vector<uint16_t> Q((TooMany[0] + 1) * P.Heads * P.HeadDim, 0);
+      std::vector<float> Out(Q.size(), 0.0f);
+      Status St = H.C->attend(L, {H.Seqs[All[0]].Id, H.Seqs[All[1]].Id},
+                              TooMany, Q.data(), Out.data(), Rope);
+      ASSERT_FALSE(St.ok());
+      EXPECT_EQ(St.code(), ErrorCode::InvalidArgument);
+      EXPECT_NE(St.message().find("keeps OTT outlier pools, so each query "
+                                  "must see every quantized token"),
+                std::string::npos)
+          << St.message();
+      for (unsigned S : All)
+        H.checkState(S, Context + ", after a refused causal attend");
+    }
+  }
+}
+
+/// Query counts a sequence cannot have are refused before anything runs.
+TEST_P(EndToEndTest, QueryCountsAreChecked) {
+  const SpecParam &P = GetParam();
+  Harness H(P, cpuCache(P, 2, 16), 800);
+  ASSERT_TRUE(H.C);
+  std::vector<unsigned> All = {H.addSequence(), H.addSequence()};
+  H.append(0, All, {5, 3});
+  std::vector<SequenceId> Ids = {H.Seqs[All[0]].Id, H.Seqs[All[1]].Id};
+  std::vector<uint16_t> Q(8 * P.Heads * P.HeadDim, 0);
+  std::vector<float> Out(Q.size(), 0.0f);
+  auto expectRefused = [&](const std::vector<unsigned> &Counts,
+                           const std::string &Message) {
+    Status St = H.C->attend(0, Ids, Counts, Q.data(), Out.data());
+    ASSERT_FALSE(St.ok());
+    EXPECT_EQ(St.code(), ErrorCode::InvalidArgument);
+    EXPECT_NE(St.message().find(Message), std::string::npos) << St.message();
+  };
+  expectRefused({1}, "attend: 1 query counts for 2 sequences");
+  expectRefused({0, 1}, "has 0 queries and 5 tokens in layer 0");
+  expectRefused({5, 4}, "has 4 queries and 3 tokens in layer 0");
+  // Layer 1 holds nothing yet: no query has its token there.
+  Status St = H.C->attend(1, Ids, {1, 1}, Q.data(), Out.data());
+  EXPECT_FALSE(St.ok());
+  for (unsigned S : All)
+    H.checkState(S, "after refused query counts");
 }
 
 /// Pre-RoPE keys deep into a long context: angles up to 7e4 radians for the

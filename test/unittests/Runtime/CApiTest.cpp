@@ -170,6 +170,51 @@ TEST(CApiTest, BufferSizesAreChecked) {
       << kvq_last_error();
 }
 
+/// Several queries of one sequence in one call, each over its causal
+/// prefix: with equal keys, query j's output is the mean of the first
+/// tokens' values. Sizes count every query's row.
+TEST(CApiTest, AttendQueries) {
+  MockCache M;
+  size_t Row = size_t(M.KvHeads) * M.HeadDim;
+  std::vector<float> K(3 * Row, 0.5f), V(3 * Row);
+  for (size_t I = 0; I < V.size(); ++I)
+    V[I] = float(2 * (I / Row + 1)); // tokens' values 2, 4, 6
+  kvq_append_item Item = {M.S, 3, K.data(), V.data(), bytes(K), bytes(V)};
+  ASSERT_EQ(kvq_cache_append_f32(M.C, 0, &Item, 1), KVQ_OK) << kvq_last_error();
+  uint32_t Queries = 3;
+  std::vector<float> Q(3 * M.Heads * M.HeadDim, 1.0f), Out(Q.size());
+  ASSERT_EQ(kvq_cache_attend_queries_f32(M.C, 0, &M.S, 1, &Queries, Q.data(),
+                                         bytes(Q), Out.data(), bytes(Out),
+                                         KVQ_QUERY_ROTATED),
+            KVQ_OK)
+      << kvq_last_error();
+  size_t QRow = size_t(M.Heads) * M.HeadDim;
+  for (size_t I = 0; I < Out.size(); ++I)
+    ASSERT_FLOAT_EQ(Out[I], float(I / QRow + 2)) << I; // 2, 3, 4
+  // Two rows' worth of query for three queries.
+  EXPECT_EQ(kvq_cache_attend_queries_f32(M.C, 0, &M.S, 1, &Queries, Q.data(),
+                                         bytes(Q) / 3 * 2, Out.data(),
+                                         bytes(Out), KVQ_QUERY_ROTATED),
+            KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvq_last_error()).find("attend of 3 queries needs"),
+            std::string::npos)
+      << kvq_last_error();
+  Queries = 4;
+  std::vector<uint16_t> QHalf(4 * QRow, 0x3c00);
+  std::vector<float> Out4(QHalf.size());
+  EXPECT_EQ(kvq_cache_attend_queries(M.C, 0, &M.S, 1, &Queries, QHalf.data(),
+                                     bytes(QHalf), Out4.data(), bytes(Out4),
+                                     KVQ_QUERY_ROTATED),
+            KVQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvq_last_error()).find("has 4 queries and 3 tokens"),
+            std::string::npos)
+      << kvq_last_error();
+  EXPECT_EQ(kvq_cache_attend_queries(M.C, 0, &M.S, 1, nullptr, QHalf.data(),
+                                     bytes(QHalf), Out4.data(), bytes(Out4),
+                                     KVQ_QUERY_ROTATED),
+            KVQ_ERROR_INVALID_ARGUMENT);
+}
+
 /// The query's rotation: rotated (the default) works on every layer, an
 /// unrotated query needs pre-RoPE keys (the mock has none) and an unknown
 /// kvq_query_rope is an error; a rejected attend changes nothing.

@@ -408,7 +408,7 @@ TEST_F(CacheErrorTest, AttendErrors) {
   expectRejected(C->attend(0, {A}, nullptr, Out.data()), "null query");
   Q[kHq * kD + 9] = 0x7c00;
   expectRejected(C->attend(0, {A, B}, Q.data(), Out.data()),
-                 "non-finite query value at sequence index 1, head 1, "
+                 "non-finite query value at query row 1, head 1, "
                  "channel 1");
 }
 

@@ -297,6 +297,22 @@ public:
                    const std::vector<float> &Q, std::vector<float> &Out,
                    QueryRope Query = QueryRope::Rotated);
 
+  /// Attention of several queries per sequence in one launch (chunked
+  /// prefill, speculative verification): sequence Seqs[i], holding T_i
+  /// tokens of Layer, has Queries[i] queries (1 to T_i), consecutive rows of
+  /// Q and Out ([sum of Queries][Hq][D]), those of its last Queries[i]
+  /// tokens: its j-th query attends its first T_i - Queries[i] + 1 + j
+  /// tokens, each as the cache holds it now (docs/KernelABI.md, "Several
+  /// queries per sequence"). In a layer with OTT pools every query must see
+  /// all the quantized tokens. attend(Layer, Seqs, Q, Out) is Queries of
+  /// all ones.
+  Status attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                const std::vector<unsigned> &Queries, const void *Q, float *Out,
+                QueryRope Query = QueryRope::Rotated);
+  Status attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                   const std::vector<unsigned> &Queries, const float *Q,
+                   float *Out, QueryRope Query = QueryRope::Rotated);
+
   //===--------------------------------------------------------------------===//
   // Engine-facing: device memory and streams (docs/KernelABI.md, "Engine
   // integration")
@@ -315,6 +331,12 @@ public:
   /// waiting. Q is not scanned for non-finite values.
   Status attendDevice(unsigned Layer, const std::vector<SequenceId> &Seqs,
                       DevicePtr Q, DevicePtr Out, StreamHandle Stream = nullptr,
+                      QueryRope Query = QueryRope::Rotated);
+  /// As attend with several queries per sequence, Q and Out in device
+  /// memory.
+  Status attendDevice(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                      const std::vector<unsigned> &Queries, DevicePtr Q,
+                      DevicePtr Out, StreamHandle Stream = nullptr,
                       QueryRope Query = QueryRope::Rotated);
   /// Waits for the work issued on Stream. The host-pointer calls and the
   /// reads below run on the default stream: after work on a non-blocking

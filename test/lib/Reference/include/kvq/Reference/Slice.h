@@ -204,9 +204,11 @@ public:
   /// output is zero. Quantized tokens in an OTT pool are attended from the
   /// pool, at full precision, instead of their masked quantized slots. With
   /// pre-RoPE keys, \p rotateQuery rotates q to the last token's position
-  /// first (q is otherwise already rotated).
+  /// first (q is otherwise already rotated). A \p visible of 0 or more
+  /// attends only the tokens at positions below it (a causal prefix), each
+  /// as the slice holds it now.
   void attend(const float *q, int queryHeads, double scale, double *out,
-              bool rotateQuery = false) const;
+              bool rotateQuery = false, int visible = -1) const;
 
 private:
   void appendTracked(const float *k, const float *v, int n);
