@@ -12,7 +12,10 @@ KIVI's protocol, as kvq.model's Decoder does: the first forward (the prompt)
 attends exactly over its own keys and values, which are then appended to
 the kvq cache; every later token is appended and attends, through the
 cache, the (quantized) past including itself. Several new tokens in one
-forward (chunked prefill, speculative verification) go one by one.
+forward (chunked prefill, speculative verification) are appended in
+segments that end before the next flush but one, and each segment's
+queries attend in one call, each over its causal prefix
+(`kvq.Cache.attend(..., queries=)`): what feeding them one at a time gives.
 
 Channel order: transformers un-permutes a GGUF's q/k rows to rotate-half
 order, while kvq.model, kvq-eval and kvq-calibrate keep the GGUF's
@@ -179,6 +182,8 @@ class KvqCache(Cache):
         with open(self.artifact.manifest_path) as f:
             manifest = json.load(f)
         self.page_tokens = manifest["page_tokens"]
+        # Each tensor's sink, window capacity and flush unit (_segment).
+        self.windows = {tensor: manifest["tensors"][tensor] for tensor in ("keys", "values")}
         self.dtype_bytes = manifest["model"]["dtype_bytes"]
         self.threads = threads
         self.rotary = None
@@ -373,6 +378,24 @@ class KvqCache(Cache):
         """Appends k, v [batch, tokens, kv_heads, d] to every sequence."""
         self._cache.append(layer, [(seq, k[i], v[i]) for i, seq in enumerate(self.seqs)])
 
+    def _segment(self, layer_idx: int, tokens: int) -> int:
+        """How many of the next `tokens` tokens of a chunk one append and one
+        attend take. A flush moves a window's oldest tokens into quantized
+        pages, and the tokens appended before it attended them in the
+        window: a segment may flush only with its first token. Its queries
+        then each attend their causal prefix of the cache as one-at-a-time
+        decoding leaves it."""
+        n = tokens
+        for seq in self.seqs:
+            counts = self._cache.counts(seq, layer_idx)
+            for tensor, window in self.windows.items():
+                held = counts[tensor]
+                free = (window["sink"] - held["sink"]
+                        + window["window_capacity"] - held["window"])
+                # Full: the next token flushes a unit, and flush - 1 follow.
+                n = min(n, free if free > 0 else window["flush"])
+        return n
+
     def _attend(self, module, layer_idx, query, key, value, attention_mask, scaling, **kwargs):
         layer = self.layers[layer_idx]
         key, value = layer.pending
@@ -405,13 +428,20 @@ class KvqCache(Cache):
                                             scaling=scaling, **kwargs)
             self._append(layer_idx, keys, values)
         else:
-            queries = self._ordered(query.detach()).contiguous()
+            queries = self._ordered(query.detach())
             out = torch.empty(batch, tokens, self.heads, self.head_dim, dtype=torch.float32)
-            for t in range(tokens):
-                self._append(layer_idx, keys[:, t:t + 1], values[:, t:t + 1])
-                q = queries[:, :, t].contiguous()
-                out[:, t] = torch.from_numpy(
-                    np.asarray(self._cache.attend(layer_idx, self.seqs, q)))
+            t = 0
+            while t < tokens:
+                n = self._segment(layer_idx, tokens - t)
+                self._append(layer_idx, keys[:, t:t + n], values[:, t:t + n])
+                # Rows sequence by sequence: [batch * n, heads, head_dim].
+                q = queries[:, :, t:t + n].transpose(1, 2).reshape(
+                    batch * n, self.heads, self.head_dim).contiguous()
+                rows = self._cache.attend(layer_idx, self.seqs, q,
+                                          queries=[n] * batch)
+                out[:, t:t + n] = torch.from_numpy(np.asarray(rows)).view(
+                    batch, n, self.heads, self.head_dim)
+                t += n
             out = out.to(query.dtype)
         layer.length = past + tokens
         return out, None

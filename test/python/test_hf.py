@@ -93,20 +93,26 @@ def test_greedy_generation_answers_paris(hf):
     assert "Paris" in answer
 
 
-def test_several_tokens_in_one_forward_attend_one_by_one(hf):
+@pytest.mark.parametrize("prompt, total", [(12, 20), (120, 140)])
+def test_several_tokens_in_one_forward_equal_one_at_a_time(hf, prompt, total):
     """A chunk after the prompt (chunked prefill, speculative verification)
-    is appended and attended token by token, as feeding it one at a time."""
+    gives what feeding it one token at a time gives: within KIVI's window
+    (12 + 8), and across its 128-token key flush (120 + 20: segments of 8
+    and 12, the second flushing with its first token)."""
     model, tokenizer = hf
-    ids = torch.tensor([tokenizer(TEXT).input_ids[:20]])
-    one_by_one = run(model, kvq_hf.KvqCache(model, "kivi-2bit"), ids, 12)[:, -8:]
+    ids = torch.tensor([tokenizer(TEXT).input_ids * 8])[:, :total]
+    chunk_tokens = total - prompt
+    one_by_one = run(model, kvq_hf.KvqCache(model, "kivi-2bit"), ids,
+                     prompt)[:, -chunk_tokens:]
     cache = kvq_hf.KvqCache(model, "kivi-2bit")
     with torch.no_grad():
-        model(ids[:, :12], past_key_values=cache)
-        chunk = model(ids[:, 12:], past_key_values=cache).logits
-    # Same kvq calls; only torch's dense products see 8 rows instead of 1,
-    # which changes float32 summation order (measured 0.0075 at most).
-    assert (chunk[:, -8:] - one_by_one).abs().max() <= 0.05
-    assert (chunk[:, -8:] - one_by_one).norm() / one_by_one.norm() <= 1e-3
+        model(ids[:, :prompt], past_key_values=cache)
+        chunk = model(ids[:, prompt:], past_key_values=cache).logits
+    # kvq's rows are those of the one-token calls; torch's dense products
+    # see several rows instead of 1, which changes float32 summation order
+    # (measured 0.0075 at most).
+    assert (chunk - one_by_one).abs().max() <= 0.05
+    assert (chunk - one_by_one).norm() / one_by_one.norm() <= 1e-3
 
 
 def test_padded_batch_is_refused(hf):
