@@ -2,8 +2,10 @@
 // the target's loadsInFlight iterations (4 on the GPU) ahead of their use;
 // the prologue's and epilogue's copies are predicated, since trip counts
 // are dynamic and may be shorter. Loops it cannot reorder, and the host's
-// (the out-of-order core runs ahead by itself), are left alone.
+// (the out-of-order core runs ahead by itself), are left alone; so are
+// loops of more than max-ops-per-load ops per stream load.
 // RUN: kvq-opt %s --kvq-pipeline-loads | FileCheck %s
+// RUN: kvq-opt %s --kvq-pipeline-loads=max-ops-per-load=4 | FileCheck %s --check-prefix=FEW
 
 module attributes {gpu.container_module} {
   kvq.cache @c model <layers = 1, heads = 1, kv_heads = 1, head_dim = 32, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
@@ -124,6 +126,57 @@ module attributes {gpu.container_module} {
         scf.yield %v : i32
       }
       memref.store %end, %out[%c0] : memref<1xi32>
+      gpu.return
+    }
+
+    // An emitted kernel's loop: its pointer load marked invariant (nothing
+    // writes that memory during the launch) streams, 4 tokens ahead, with
+    // its address; the load of the memory the loop stores to stays. Its 7
+    // ops (with the yield) for one stream load are over a limit of 4.
+    // CHECK-LABEL: gpu.func @pointers
+    // CHECK-COUNT-4: llvm.load %{{.*}} invariant : !llvm.ptr -> vector<8xf16>
+    // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>)  : i32 {
+    // CHECK: llvm.load %{{.*}} invariant : !llvm.ptr -> vector<8xf16>
+    // CHECK: llvm.load %{{.*}} : !llvm.ptr -> vector<8xf16>
+    // CHECK: llvm.store
+    // CHECK: scf.yield
+    // CHECK-COUNT-4: scf.if %{{.*}} {
+    // CHECK: gpu.return
+    // FEW-LABEL: gpu.func @pointers
+    // FEW: scf.for
+    // FEW-NOT: iter_args
+    // FEW-NOT: scf.if
+    // FEW: gpu.return
+    gpu.func @pointers(%src: !llvm.ptr, %acc: !llvm.ptr, %first: i32, %last: i32) kernel {
+      %c1 = arith.constant 1 : i32
+      %row = arith.constant 256 : i32
+      scf.for %t = %first to %last step %c1 : i32 {
+        %off = arith.muli %t, %row : i32
+        %p = llvm.getelementptr %src[%off] : (!llvm.ptr, i32) -> !llvm.ptr, i8
+        %x = llvm.load %p invariant : !llvm.ptr -> vector<8xf16>
+        %a = llvm.load %acc : !llvm.ptr -> vector<8xf16>
+        %s = arith.addf %a, %x : vector<8xf16>
+        llvm.store %s, %acc : vector<8xf16>, !llvm.ptr
+      }
+      gpu.return
+    }
+
+    // A pointer load not marked invariant may read what the loop, or
+    // another thread, writes: it stays in its iteration.
+    // CHECK-LABEL: gpu.func @plain_pointer
+    // CHECK: scf.for
+    // CHECK-NOT: iter_args
+    // CHECK-NOT: scf.if
+    // CHECK: gpu.return
+    gpu.func @plain_pointer(%src: !llvm.ptr, %dst: !llvm.ptr, %n: i32) kernel {
+      %c0 = arith.constant 0 : i32
+      %c1 = arith.constant 1 : i32
+      scf.for %t = %c0 to %n step %c1 : i32 {
+        %p = llvm.getelementptr %src[%t] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+        %x = llvm.load %p : !llvm.ptr -> f32
+        %q = llvm.getelementptr %dst[%t] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+        llvm.store %x, %q : f32, !llvm.ptr
+      }
       gpu.return
     }
 

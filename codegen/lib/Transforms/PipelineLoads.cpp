@@ -1,14 +1,17 @@
 //===- PipelineLoads.cpp - streaming loads issued iterations ahead --------===//
 //
-// Software pipelining of a kernel program's streaming loops, with upstream's
-// scf loop pipeliner: in an innermost `scf.for`, each load from memory the
-// loop does not write (a stream: keys, pool rows, a block's scratch read
-// back) is issued, with the addresses it needs, `loadsInFlight` iterations
-// before the rest of its iteration uses it. A GPU thread issues in order
-// and stalls at the first use of a load, so without this it keeps one load
-// in flight; the CPU's out-of-order core runs ahead by itself (its
-// loadsInFlight is 1: nothing to do). The number of stages is the target's
-// (TargetInfo::loadsInFlight), read here and nowhere else for these loops.
+// Software pipelining of the kernels' streaming loops, with upstream's scf
+// loop pipeliner: in an innermost `scf.for`, each load from memory the loop
+// does not write (a stream: keys, pool rows, a block's scratch read back)
+// is issued, with the addresses it needs, `loadsInFlight` iterations
+// before the rest of its iteration uses it. The loads are the kernel
+// programs' memref loads and the emitted kernels' pointer loads marked
+// invariant (pages, windows, sinks: nothing writes them during a launch).
+// A GPU thread issues in order and stalls at the first use of a load, so
+// without this it keeps one load in flight; the CPU's out-of-order core
+// runs ahead by itself (its loadsInFlight is 1: nothing to do). The number
+// of stages is the target's (TargetInfo::loadsInFlight), read here and
+// nowhere else for these loops.
 //
 // The loops' trip counts are dynamic (a chunk's tokens), possibly shorter
 // than the distance: the pipeliner predicates the prologue's and epilogue's
@@ -22,6 +25,7 @@
 #include "kvq/Codegen/Targets.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -36,12 +40,29 @@ namespace kvq {
 using namespace mlir;
 using namespace kvq;
 
-/// The buffer a memref views: through subviews and casts to the value that
-/// defines the memory (a kernel argument's or a scratch buffer's view).
-static Value getRootBuffer(Value memref) {
-  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
-    memref = view.getViewSource();
-  return memref;
+/// The buffer a memref views or a pointer points into: through subviews,
+/// casts and address arithmetic (GEPs) to the value that defines the memory
+/// (a kernel argument, a scratch buffer).
+static Value getRootBuffer(Value address) {
+  while (true) {
+    if (auto view = address.getDefiningOp<ViewLikeOpInterface>())
+      address = view.getViewSource();
+    else if (auto gep = address.getDefiningOp<LLVM::GEPOp>())
+      address = gep.getBase();
+    else
+      return address;
+  }
+}
+
+/// The buffer a load or store reads or writes; null for other ops.
+static Value getAccessedBuffer(Operation *op) {
+  if (Value memref = getMemRefAccess(op).first)
+    return getRootBuffer(memref);
+  if (auto load = dyn_cast<LLVM::LoadOp>(op))
+    return getRootBuffer(load.getAddr());
+  if (auto store = dyn_cast<LLVM::StoreOp>(op))
+    return getRootBuffer(store.getAddr());
+  return {};
 }
 
 /// The ops of `loop`'s body that issue its stream loads, with the address
@@ -54,19 +75,24 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
   for (Operation &op : body->without_terminator()) {
     if (op.getNumRegions())
       return {};
-    if (isa<memref::StoreOp>(op))
-      written.insert(getRootBuffer(getMemRefAccess(&op).first));
-    else if (!isArithmetic(&op) && !isa<memref::LoadOp>(op))
+    if (isa<memref::StoreOp, LLVM::StoreOp>(op))
+      written.insert(getAccessedBuffer(&op));
+    else if (!isArithmetic(&op) && !isa<memref::LoadOp, LLVM::LoadOp>(op))
       return {};
   }
   // An op issues a stream load where it is one, or computes an operand of
   // one from the induction variable, values from outside the loop and
   // other stream loads. (Distinct buffers, the ABI's arguments and the
-  // block's scratch, do not alias.)
+  // block's scratch, do not alias.) A load through a pointer streams only
+  // where it is marked invariant: its emitter's word that nothing writes
+  // the memory during the launch.
   llvm::SmallPtrSet<Operation *, 16> issue;
   auto isStreamLoad = [&](Operation *op) {
-    auto load = dyn_cast<memref::LoadOp>(op);
-    return load && !written.contains(getRootBuffer(load.getMemRef()));
+    auto pointerLoad = dyn_cast<LLVM::LoadOp>(op);
+    if (!isa<memref::LoadOp>(op) &&
+        !(pointerLoad && pointerLoad.getInvariant()))
+      return false;
+    return !written.contains(getAccessedBuffer(op));
   };
   std::function<bool(Operation *)> canIssue = [&](Operation *op) {
     if (issue.contains(op))
@@ -84,8 +110,8 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
     }
     return true;
   };
-  for (auto load : body->getOps<memref::LoadOp>()) {
-    if (!isStreamLoad(load) || !canIssue(load))
+  for (Operation &load : body->without_terminator()) {
+    if (!isStreamLoad(&load) || !canIssue(&load))
       continue;
     // Commit the load and everything it reads inside the body.
     std::function<void(Operation *)> add = [&](Operation *op) {
@@ -96,7 +122,7 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
             def && def->getBlock() == body)
           add(def);
     };
-    add(load);
+    add(&load);
   }
   SmallVector<Operation *> ordered;
   for (Operation &op : body->without_terminator())
@@ -112,8 +138,8 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
     return op;
   Location loc = op->getLoc();
   rewriter.setInsertionPoint(op);
-  if (auto load = dyn_cast<memref::LoadOp>(op)) {
-    Type type = load.getType();
+  if (isa<memref::LoadOp, LLVM::LoadOp>(op)) {
+    Type type = op->getResult(0).getType();
     auto branch = scf::IfOp::create(
         rewriter, loc, pred,
         [&](OpBuilder &b, Location) {
@@ -127,7 +153,7 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
     rewriter.replaceOp(op, branch.getResults());
     return branch;
   }
-  if (isa<memref::StoreOp>(op)) {
+  if (isa<memref::StoreOp, LLVM::StoreOp>(op)) {
     auto branch =
         scf::IfOp::create(rewriter, loc, pred, [&](OpBuilder &b, Location) {
           b.clone(*op);
@@ -140,12 +166,22 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
 }
 
 /// Pipelines `loop` with its stream loads `distance` iterations ahead;
-/// leaves it as it was where it is no streaming loop, or where the
-/// pipeliner declines before changing it. Fails (with a diagnostic) where
-/// the pipeliner failed half-way, leaving a loop that cannot be compiled.
-static LogicalResult pipelineLoop(scf::ForOp loop, unsigned distance) {
+/// leaves it as it was where it is no streaming loop, where its body has
+/// more than `maxOpsPerLoad` ops per stream load, or where the pipeliner
+/// declines before changing it. Fails (with a diagnostic) where the
+/// pipeliner failed half-way, leaving a loop that cannot be compiled.
+static LogicalResult pipelineLoop(scf::ForOp loop, unsigned distance,
+                                  unsigned maxOpsPerLoad) {
   SmallVector<Operation *> issue = getStreamIssue(loop);
   if (issue.empty() || loop.getUnsignedCmp())
+    return success();
+  // A loop of many ops per stream load waits little for its loads, and its
+  // prologue's and epilogue's copies cost more registers than the loads in
+  // flight gain.
+  unsigned loads = llvm::count_if(issue, [](Operation *op) {
+    return isa<memref::LoadOp, LLVM::LoadOp>(op);
+  });
+  if (loop.getBody()->getOperations().size() > uint64_t(loads) * maxOpsPerLoad)
     return success();
   llvm::SmallPtrSet<Operation *, 16> early(issue.begin(), issue.end());
   scf::PipeliningOption options;
@@ -171,13 +207,14 @@ static LogicalResult pipelineLoop(scf::ForOp loop, unsigned distance) {
 }
 
 /// Pipelines the streaming loops of every kernel of `module`.
-static LogicalResult pipelineModule(Operation *module, const TargetInfo &info) {
+static LogicalResult pipelineModule(Operation *module, const TargetInfo &info,
+                                    unsigned maxOpsPerLoad) {
   if (info.loadsInFlight <= 1)
     return success();
   SmallVector<scf::ForOp> loops;
   module->walk([&](scf::ForOp loop) { loops.push_back(loop); });
   for (scf::ForOp loop : loops)
-    if (failed(pipelineLoop(loop, info.loadsInFlight)))
+    if (failed(pipelineLoop(loop, info.loadsInFlight, maxOpsPerLoad)))
       return failure();
   return success();
 }
@@ -186,6 +223,8 @@ namespace {
 
 struct KVQPipelineLoadsPass
     : kvq::impl::KVQPipelineLoadsBase<KVQPipelineLoadsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp top = getOperation();
     for (Operation &op : *top.getBody()) {
@@ -197,9 +236,11 @@ struct KVQPipelineLoadsPass
       if (!*cache)
         continue;
       TargetAttr target = getCacheTarget(*cache);
-      if (failed(pipelineModule(&op, isa<gpu::GPUModuleOp>(op)
-                                         ? getGPUTargetInfo(target)
-                                         : getCPUTargetInfo(target))))
+      if (failed(pipelineModule(&op,
+                                isa<gpu::GPUModuleOp>(op)
+                                    ? getGPUTargetInfo(target)
+                                    : getCPUTargetInfo(target),
+                                maxOpsPerLoad)))
         return signalPassFailure();
     }
   }
