@@ -1215,6 +1215,21 @@ TEST_P(EndToEndTest, EmptySequenceAttendsToZero) {
   H.checkAttention(0, All, "empty and one-token sequences");
 }
 
+/// A cache of two sequences and 16 pages for spec P, on the CPU or the PTX
+/// interpreter.
+std::unique_ptr<Cache> smallCache(const SpecParam &P, bool Interpreter,
+                                  std::string &Error) {
+  return Interpreter ? interpreterCache(P, 2, 16, Error) : cpuCache(P, 2, 16);
+}
+
+/// Two sequences of 300 and 37 tokens in every layer.
+std::vector<unsigned> appendTwoSequences(Harness &H) {
+  std::vector<unsigned> All = {H.addSequence(), H.addSequence()};
+  for (unsigned L = 0; L < kLayers; ++L)
+    H.append(L, All, {300, 37});
+  return All;
+}
+
 /// With pre-RoPE keys the query may come unrotated: the kernels rotate it to
 /// the last token's position of each sequence, on the CPU and in the PTX.
 /// Every other spec rejects such a query and leaves the cache as it was.
@@ -1222,13 +1237,10 @@ TEST_P(EndToEndTest, UnrotatedQuery) {
   const SpecParam &P = GetParam();
   for (bool Interpreter : {false, true}) {
     std::string Error;
-    std::unique_ptr<Cache> C =
-        Interpreter ? interpreterCache(P, 2, 16, Error) : cpuCache(P, 2, 16);
+    std::unique_ptr<Cache> C = smallCache(P, Interpreter, Error);
     ASSERT_TRUE(C) << Error;
     Harness H(P, std::move(C), 600);
-    std::vector<unsigned> All = {H.addSequence(), H.addSequence()};
-    for (unsigned L = 0; L < kLayers; ++L)
-      H.append(L, All, {300, 37});
+    std::vector<unsigned> All = appendTwoSequences(H);
     std::string Context = Interpreter ? "interpreter" : "cpu";
     if (H.Config.rope.enabled()) {
       for (unsigned L = 0; L < kLayers; ++L)
@@ -1258,17 +1270,14 @@ TEST_P(EndToEndTest, SeveralQueriesAttendTheirCausalPrefixes) {
   const SpecParam &P = GetParam();
   for (bool Interpreter : {false, true}) {
     std::string Error;
-    std::unique_ptr<Cache> C =
-        Interpreter ? interpreterCache(P, 2, 16, Error) : cpuCache(P, 2, 16);
+    std::unique_ptr<Cache> C = smallCache(P, Interpreter, Error);
     ASSERT_TRUE(C) << Error;
     Harness H(P, std::move(C), 700);
-    std::vector<unsigned> All = {H.addSequence(), H.addSequence()};
-    // The interpreter is slow: fewer rows, still across a region's end.
-    std::vector<unsigned> Prompts = {300, 37};
-    std::vector<unsigned> Counts =
-        Interpreter ? std::vector<unsigned>{40, 3} : Prompts;
-    for (unsigned L = 0; L < kLayers; ++L)
-      H.append(L, All, Prompts);
+    std::vector<unsigned> All = appendTwoSequences(H);
+    // A query per token on the CPU; the interpreter is slow: fewer rows,
+    // still across a region's end.
+    std::vector<unsigned> Counts = Interpreter ? std::vector<unsigned>{40, 3}
+                                               : std::vector<unsigned>{300, 37};
     std::string Context = Interpreter ? "interpreter" : "cpu";
     QueryRope Rope =
         H.Config.rope.enabled() ? QueryRope::Unrotated : QueryRope::Rotated;
