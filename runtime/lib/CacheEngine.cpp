@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <new>
+#include <numeric>
 
 using namespace kvq::runtime;
 
@@ -78,9 +79,20 @@ Status Cache::synchronize(StreamHandle Stream) {
 }
 
 Expected<AttendPlan> Cache::planAttend(const std::vector<SequenceId> &Seqs,
-                                       unsigned MaxTokens,
-                                       unsigned SplitTokens) {
+                                       unsigned MaxTokens, unsigned SplitTokens,
+                                       const std::vector<unsigned> &Queries) {
   try {
+    if (!Queries.empty() && Queries.size() != Seqs.size())
+      return Status::error(ErrorCode::InvalidArgument,
+                           "attend plan: " + std::to_string(Queries.size()) +
+                               " query counts for " +
+                               std::to_string(Seqs.size()) + " sequences");
+    if (std::find(Queries.begin(), Queries.end(), 0u) != Queries.end())
+      return Status::error(ErrorCode::InvalidArgument,
+                           "attend plan: a sequence with 0 queries");
+    size_t Rows = Queries.empty() ? Seqs.size()
+                                  : std::accumulate(Queries.begin(),
+                                                    Queries.end(), size_t(0));
     uint64_t Longest = MaxTokens;
     for (SequenceId Id : Seqs) {
       Expected<SequenceState *> S = P->find(Id);
@@ -92,14 +104,14 @@ Expected<AttendPlan> Cache::planAttend(const std::vector<SequenceId> &Seqs,
     // OTT pool entries follow a sequence's tokens in the layers with pools.
     uint64_t Entries = manifest().Pool.Entries;
     Expected<SplitPlan> Splits =
-        P->planSplits(Longest + Entries, Seqs.size(), SplitTokens);
+        P->planSplits(Longest + Entries, Rows, SplitTokens);
     if (!Splits.ok())
       return Splits.status();
-    if (Status St = P->reserveAttend(Seqs.size(), Splits->Count); !St.ok())
+    if (Status St = P->reserveAttend(Rows, Splits->Count); !St.ok())
       return St;
     return AttendPlan{
-        Seqs, unsigned(uint64_t(Splits->Count) * Splits->Tokens - Entries),
-        *Splits};
+        Seqs, Queries,
+        unsigned(uint64_t(Splits->Count) * Splits->Tokens - Entries), *Splits};
   } catch (const std::bad_alloc &) {
     return Status::error(ErrorCode::OutOfMemory, "out of host memory");
   }
@@ -109,7 +121,7 @@ Status Cache::attend(unsigned Layer, const AttendPlan &Plan, const void *Q,
                      float *Out, QueryRope Query) {
   return withoutExceptions([&] {
     return P->attend(Layer, Plan.Seqs, Q, Out, Impl::Memory::Host, Plan.Splits,
-                     Query);
+                     Query, Plan.Queries);
   });
 }
 
@@ -120,6 +132,6 @@ Status Cache::attendDevice(unsigned Layer, const AttendPlan &Plan, DevicePtr Q,
     StreamScope Scope(backend(), Stream);
     return P->attend(Layer, Plan.Seqs, asPointer(Q),
                      reinterpret_cast<float *>(uintptr_t(Out)),
-                     Impl::Memory::Device, Plan.Splits, Query);
+                     Impl::Memory::Device, Plan.Splits, Query, Plan.Queries);
   });
 }

@@ -1312,6 +1312,79 @@ TEST_P(EndToEndTest, SeveralQueriesAttendTheirCausalPrefixes) {
   }
 }
 
+/// A segment appended at once (a flush only with its first token) and its
+/// queries attended in one call give, bit for bit, what appending and
+/// attending one token at a time gives (splits pinned to the granule by a
+/// plan): each query's descriptor row is the one-token call's. After a
+/// short prompt (sink and window rows) and a long one (quantized tokens
+/// too; a full window of flush unit 1 allows segments of one token).
+void checkSegment(const SpecParam &P, bool Interpreter, unsigned Prompt) {
+  std::string Error;
+  std::unique_ptr<Cache> CA = smallCache(P, Interpreter, Error);
+  std::unique_ptr<Cache> CB = smallCache(P, Interpreter, Error);
+  ASSERT_TRUE(CA && CB) << Error;
+  Harness A(P, std::move(CA), 900), B(P, std::move(CB), 900);
+  A.addSequence();
+  B.addSequence();
+  std::vector<std::vector<float>> Data = {A.tokens(Prompt, true),
+                                          A.tokens(Prompt, false)};
+  for (unsigned L = 0; L < kLayers; ++L) {
+    A.appendData(L, {0}, {Prompt}, Data);
+    B.appendData(L, {0}, {Prompt}, Data);
+  }
+  // As kvq.hf's segments: up to the next flush but one.
+  unsigned N = 6;
+  for (unsigned L = 0; L < kLayers; ++L)
+    for (Tensor T : {Tensor::Keys, Tensor::Values}) {
+      const TensorLayout &Window = B.C->manifest().tensor(T);
+      Expected<SliceCounts> Held = B.C->counts(B.Seqs[0].Id, L);
+      ASSERT_TRUE(Held.ok()) << Held.message();
+      unsigned Free = Window.Sink - (*Held)[T].Sink + Window.WindowCapacity -
+                      (*Held)[T].Window;
+      N = std::min(N, Free ? Free : Window.Flush);
+    }
+  size_t Row = A.rowElems(), QRow = size_t(P.Heads) * P.HeadDim;
+  std::vector<float> K = A.tokens(N, true), V = A.tokens(N, false);
+  std::vector<uint16_t> Q =
+      Harness::toBits(A.tokens(N * P.Heads / P.KvHeads, false));
+  unsigned Granule = B.C->manifest().SplitGranule;
+  // One token at a time: every layer appends it, then attends its query.
+  std::vector<float> OneByOne(kLayers * N * QRow), Segment(OneByOne.size());
+  for (unsigned J = 0; J < N; ++J) {
+    std::vector<std::vector<float>> Token = {
+        std::vector<float>(K.begin() + J * Row, K.begin() + (J + 1) * Row),
+        std::vector<float>(V.begin() + J * Row, V.begin() + (J + 1) * Row)};
+    for (unsigned L = 0; L < kLayers; ++L)
+      A.appendData(L, {0}, {1}, Token);
+    Expected<AttendPlan> Plan = A.C->planAttend({A.Seqs[0].Id}, 0, Granule);
+    ASSERT_TRUE(Plan.ok()) << Plan.message();
+    for (unsigned L = 0; L < kLayers; ++L)
+      ASSERT_TRUE(
+          A.C->attend(L, *Plan, &Q[J * QRow], &OneByOne[(L * N + J) * QRow])
+              .ok());
+  }
+  // The segment: one append, one call of N queries.
+  for (unsigned L = 0; L < kLayers; ++L)
+    B.appendData(L, {0}, {N}, {K, V});
+  Expected<AttendPlan> Plan = B.C->planAttend({B.Seqs[0].Id}, 0, Granule, {N});
+  ASSERT_TRUE(Plan.ok()) << Plan.message();
+  for (unsigned L = 0; L < kLayers; ++L) {
+    Status St = B.C->attend(L, *Plan, Q.data(), &Segment[L * N * QRow]);
+    ASSERT_TRUE(St.ok()) << St.message();
+  }
+  EXPECT_EQ(std::memcmp(OneByOne.data(), Segment.data(),
+                        OneByOne.size() * sizeof(float)),
+            0)
+      << (Interpreter ? "interpreter" : "cpu") << ": a segment of " << N
+      << " tokens after " << Prompt;
+}
+
+TEST_P(EndToEndTest, ASegmentAttendsAsOneTokenAtATime) {
+  for (bool Interpreter : {false, true})
+    for (unsigned Prompt : {12u, 300u})
+      checkSegment(GetParam(), Interpreter, Prompt);
+}
+
 /// Query counts a sequence cannot have are refused before anything runs.
 TEST_P(EndToEndTest, QueryCountsAreChecked) {
   const SpecParam &P = GetParam();
@@ -1332,6 +1405,14 @@ TEST_P(EndToEndTest, QueryCountsAreChecked) {
   expectRefused({1}, "attend: 1 query counts for 2 sequences");
   expectRefused({0, 1}, "has 0 queries and 5 tokens in layer 0");
   expectRefused({5, 4}, "has 4 queries and 3 tokens in layer 0");
+  for (auto [Counts, Message] :
+       {std::pair(std::vector<unsigned>{1}, "1 query counts for 2 sequences"),
+        std::pair(std::vector<unsigned>{0, 1}, "a sequence with 0 queries")}) {
+    Expected<AttendPlan> Plan = H.C->planAttend(Ids, 0, 0, Counts);
+    ASSERT_FALSE(Plan.ok());
+    EXPECT_NE(Plan.message().find(Message), std::string::npos)
+        << Plan.message();
+  }
   // Layer 1 holds nothing yet: no query has its token there.
   Status St = H.C->attend(1, Ids, {1, 1}, Q.data(), Out.data());
   EXPECT_FALSE(St.ok());

@@ -148,6 +148,9 @@ struct SplitPlan {
 
 struct AttendPlan {
   std::vector<SequenceId> Seqs;
+  /// The queries of each sequence (Cache::attend with query counts); empty:
+  /// one each.
+  std::vector<unsigned> Queries;
   /// The longest context the plan covers (Splits.Count x Splits.Tokens,
   /// less the OTT pool entries of the layers with pools).
   unsigned MaxTokens = 0;
@@ -364,9 +367,12 @@ public:
   /// multiple of the manifest's split_granule, at most the backend's
   /// split_tokens: Manifest::splitTokens):
   /// a pinned size makes a sequence's result independent of its batch.
+  /// Queries plans several queries per sequence (as attend with query
+  /// counts).
   Expected<AttendPlan> planAttend(const std::vector<SequenceId> &Seqs,
                                   unsigned MaxTokens = 0,
-                                  unsigned SplitTokens = 0);
+                                  unsigned SplitTokens = 0,
+                                  const std::vector<unsigned> &Queries = {});
   /// attend / attendDevice over Plan's batch. A sequence longer than the
   /// plan covers, or one removed since, is an error; nothing runs.
   Status attend(unsigned Layer, const AttendPlan &Plan, const void *Q,
