@@ -150,26 +150,20 @@ def KVQDistributeParallel
 }
 
 def KVQPipelineLoads : Pass<"kvq-pipeline-loads", "::mlir::ModuleOp"> {
-  let summary = "Issue kernel programs' streaming loads iterations ahead";
+  let summary = "Issue the kernels' streaming loads iterations ahead";
   let description = [{
     In each host and GPU module (naming its `kvq.cache`): software-pipelines
     every innermost `scf.for` that loads from buffers it does not write,
     with upstream's scf loop pipeliner, so that those loads (and their
     addresses) run the target's `loadsInFlight` iterations ahead of the
     rest of the loop. The GPU keeps that many loads in flight per thread;
-    the CPU (1) is left as it is. Dynamic trip counts are predicated. The
-    loads are the kernel programs' memref loads and the emitted kernels'
-    pointer loads marked invariant. A loop whose body has more than
-    `max-ops-per-load` ops per stream load is left alone: it waits little
-    for its loads, and its copies in the prologue and epilogue cost more
-    registers than they gain (KIVI-2's window loops, 335 ops a 16-byte
-    load, took its attend kernel on sm_90 from 127 to 251 registers).
+    the CPU (1) is left as it is. The loads are the kernel programs' memref
+    loads and the emitted kernels' pointer loads marked invariant. Dynamic
+    trip counts are predicated; the epilogue is not peeled (the loop runs
+    its original iterations, its loads of iterations past the end
+    predicated), so that the body is not copied again: a peeled epilogue
+    took fp16's attend kernel on sm_90 from 168 to 255 registers.
   }];
-  let options = [
-    Option<"maxOpsPerLoad", "max-ops-per-load", "unsigned", "64",
-           "Most ops of a loop's body per stream load for it to be "
-           "pipelined">
-  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
   ];
