@@ -28,7 +28,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <mutex>
-#include <numeric>
 #include <optional>
 
 namespace nb = nanobind;
@@ -246,9 +245,7 @@ public:
       throw Failure("queries has " + std::to_string(counts.size()) +
                     " counts for " + std::to_string(seqs.size()) +
                     " sequences");
-    size_t rows = queries
-                      ? std::accumulate(counts.begin(), counts.end(), size_t(0))
-                      : seqs.size();
+    size_t rows = runtime::countQueryRows(seqs, counts);
     Elements e =
         checkArray(q, "q", {rows, m.Heads, m.HeadDim}, m.Type, bf16Bits);
     size_t count = rows * m.Heads * m.HeadDim;

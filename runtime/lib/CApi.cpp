@@ -18,7 +18,6 @@
 #include <functional>
 #include <iterator>
 #include <new>
-#include <numeric>
 #include <type_traits>
 
 using namespace kvq::runtime;
@@ -467,8 +466,9 @@ static kvq_status attendQueries(
     if (!C || (N && (!Seqs || !Queries)))
       return fail(KVQ_ERROR_INVALID_ARGUMENT,
                   std::string(Entry) + ": null argument");
+    std::vector<SequenceId> Ids(Seqs, Seqs + N);
     std::vector<unsigned> Counts(Queries, Queries + N);
-    size_t Rows = std::accumulate(Counts.begin(), Counts.end(), size_t(0));
+    size_t Rows = countQueryRows(Ids, Counts);
     size_t ElementBytes =
         QElementBytes ? QElementBytes : byteSize(C->C->manifest().Model.Type);
     if (kvq_status S = checkAttendSizes(C->C->manifest(), Rows, QBytes,
@@ -477,8 +477,7 @@ static kvq_status attendQueries(
     Expected<QueryRope> Rope = toQueryRope(Query);
     if (!Rope.ok())
       return result(Rope.status());
-    return result(
-        Attend(std::vector<SequenceId>(Seqs, Seqs + N), Counts, *Rope));
+    return result(Attend(Ids, Counts, *Rope));
   });
 }
 

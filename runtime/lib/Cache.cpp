@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdio>
 #include <new>
-#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -560,9 +559,7 @@ Status Cache::attendF32(unsigned Layer, const std::vector<SequenceId> &Seqs,
   const ModelShape &M = manifest().Model;
   // Counts that do not match the sequences leave Q unread: attend says so.
   bool Sized = Queries.empty() || Queries.size() == Seqs.size();
-  size_t Rows = Queries.empty() ? Seqs.size()
-                                : std::accumulate(Queries.begin(),
-                                                  Queries.end(), size_t(0));
+  size_t Rows = countQueryRows(Seqs, Queries);
   size_t N = Sized ? Rows * M.Heads * M.HeadDim : 0;
   std::vector<uint8_t> Raw(N * byteSize(M.Type));
   if (Q)

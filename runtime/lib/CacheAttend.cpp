@@ -104,46 +104,10 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
                              std::to_string(Seqs.size()) + " sequences");
   if (Seqs.empty())
     return Status::success();
-  // Each query is a row of the descriptor.
   std::vector<uint32_t> Desc;
   uint32_t MaxTokens = 0;
-  const PoolLayout &Pool = manifest().Pool;
-  for (size_t I = 0; I < Seqs.size(); ++I) {
-    Expected<SequenceState *> S = find(Seqs[I]);
-    if (!S.ok())
-      return S.status();
-    SeqsRow Row = descriptor(**S, Layer);
-    uint32_t Tokens = Row[abi::SeqsFields::Tokens];
-    uint32_t Count = Queries.empty() ? 1 : Queries[I];
-    if (!Queries.empty() && (Count == 0 || Count > Tokens))
-      return Status::error(
-          ErrorCode::InvalidArgument,
-          "attend: sequence " + std::to_string(Seqs[I]) + " has " +
-              std::to_string(Count) + " queries and " + std::to_string(Tokens) +
-              " tokens in layer " + std::to_string(Layer) +
-              "; each query attends up to its own token, the last " +
-              std::to_string(Count) + " appended (1 to " +
-              std::to_string(Tokens) + " queries)");
-    for (uint32_t J = 0; J < Count; ++J) {
-      SeqsRow Cut =
-          Queries.empty() ? Row : causalRow(Row, Tokens - Count + 1 + J);
-      // A pooled token's entry follows the tokens whatever its position:
-      // the kernel cannot leave out the entries a query does not see.
-      using F = abi::SeqsFields;
-      if (Pool.isTracked(Layer) && (Cut[F::KQuantized] != Row[F::KQuantized] ||
-                                    Cut[F::VQuantized] != Row[F::VQuantized]))
-        return Status::error(
-            ErrorCode::InvalidArgument,
-            "attend: layer " + std::to_string(Layer) +
-                " keeps OTT outlier pools, so each query must see every "
-                "quantized token; query " +
-                std::to_string(J) + " of sequence " + std::to_string(Seqs[I]) +
-                " sees " + std::to_string(Cut[F::Tokens]) + " of its " +
-                std::to_string(Tokens) + " tokens");
-      Desc.insert(Desc.end(), Cut.begin(), Cut.end());
-      MaxTokens = std::max(MaxTokens, Cut[F::Tokens]);
-    }
-  }
+  if (Status S = queryRows(Layer, Seqs, Queries, Desc, MaxTokens); !S.ok())
+    return S;
   unsigned Batch = unsigned(Desc.size() / abi::SeqsFields::NumFields);
   if (Batch > kMaxAttendRows)
     return Status::error(ErrorCode::InvalidArgument,
@@ -170,6 +134,7 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
             std::to_string(Bad / M.HeadDim % M.Heads) + ", channel " +
             std::to_string(Bad % M.HeadDim));
   // OTT pool entries follow a sequence's tokens (at most Entries of them).
+  const PoolLayout &Pool = manifest().Pool;
   if (Pool.isTracked(Layer))
     MaxTokens += Pool.Entries;
   SplitPlan Splits = Planned;
@@ -271,6 +236,51 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   // copyToHost waits for the kernels (stream order); a device output is
   // left to the caller's stream.
   return OnHost ? B->copyToHost(Out, *OutDev, OutBytes) : Status::success();
+}
+
+Status Cache::Impl::queryRows(unsigned Layer,
+                              const std::vector<SequenceId> &Seqs,
+                              const std::vector<unsigned> &Queries,
+                              std::vector<uint32_t> &Desc,
+                              uint32_t &MaxTokens) {
+  const PoolLayout &Pool = manifest().Pool;
+  for (size_t I = 0; I < Seqs.size(); ++I) {
+    Expected<SequenceState *> S = find(Seqs[I]);
+    if (!S.ok())
+      return S.status();
+    SeqsRow Row = descriptor(**S, Layer);
+    uint32_t Tokens = Row[abi::SeqsFields::Tokens];
+    uint32_t Count = Queries.empty() ? 1 : Queries[I];
+    if (!Queries.empty() && (Count == 0 || Count > Tokens))
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          "attend: sequence " + std::to_string(Seqs[I]) + " has " +
+              std::to_string(Count) + " queries and " + std::to_string(Tokens) +
+              " tokens in layer " + std::to_string(Layer) +
+              "; each query attends up to its own token, the last " +
+              std::to_string(Count) + " appended (1 to " +
+              std::to_string(Tokens) + " queries)");
+    for (uint32_t J = 0; J < Count; ++J) {
+      SeqsRow Cut =
+          Queries.empty() ? Row : causalRow(Row, Tokens - Count + 1 + J);
+      // A pooled token's entry follows the tokens whatever its position:
+      // the kernel cannot leave out the entries a query does not see.
+      using F = abi::SeqsFields;
+      if (Pool.isTracked(Layer) && (Cut[F::KQuantized] != Row[F::KQuantized] ||
+                                    Cut[F::VQuantized] != Row[F::VQuantized]))
+        return Status::error(
+            ErrorCode::InvalidArgument,
+            "attend: layer " + std::to_string(Layer) +
+                " keeps OTT outlier pools, so each query must see every "
+                "quantized token; query " +
+                std::to_string(J) + " of sequence " + std::to_string(Seqs[I]) +
+                " sees " + std::to_string(Cut[F::Tokens]) + " of its " +
+                std::to_string(Tokens) + " tokens");
+      Desc.insert(Desc.end(), Cut.begin(), Cut.end());
+      MaxTokens = std::max(MaxTokens, Cut[F::Tokens]);
+    }
+  }
+  return Status::success();
 }
 
 Expected<unsigned> Cache::Impl::residentAttendBlocks() {

@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <new>
-#include <numeric>
 
 using namespace kvq::runtime;
 
@@ -90,9 +89,7 @@ Expected<AttendPlan> Cache::planAttend(const std::vector<SequenceId> &Seqs,
     if (std::find(Queries.begin(), Queries.end(), 0u) != Queries.end())
       return Status::error(ErrorCode::InvalidArgument,
                            "attend plan: a sequence with 0 queries");
-    size_t Rows = Queries.empty() ? Seqs.size()
-                                  : std::accumulate(Queries.begin(),
-                                                    Queries.end(), size_t(0));
+    size_t Rows = countQueryRows(Seqs, Queries);
     uint64_t Longest = MaxTokens;
     for (SequenceId Id : Seqs) {
       Expected<SequenceState *> S = P->find(Id);

@@ -251,6 +251,12 @@ public:
                 const void *Q, float *Out, Memory Where, SplitPlan Planned = {},
                 QueryRope Query = QueryRope::Rotated,
                 const std::vector<unsigned> &Queries = {});
+  /// Appends to Desc the `seqs` rows of attend's queries (one per sequence,
+  /// or Queries[i] over causal prefixes) and raises MaxTokens to the
+  /// longest row; an error for counts a sequence cannot have.
+  Status queryRows(unsigned Layer, const std::vector<SequenceId> &Seqs,
+                   const std::vector<unsigned> &Queries,
+                   std::vector<uint32_t> &Desc, uint32_t &MaxTokens);
   /// The splits of Batch sequences of up to Longest tokens (OTT pool
   /// entries included): Pinned tokens each where non-zero (a multiple of
   /// the manifest's split_granule, at most the backend's split_tokens), else as

@@ -146,6 +146,16 @@ struct SplitPlan {
   uint32_t Count = 0;
 };
 
+/// The query rows of an attend of Seqs with query counts Queries (empty:
+/// one each): [rows][Hq][D] is the shape of its Q and Out.
+inline size_t countQueryRows(const std::vector<SequenceId> &Seqs,
+                             const std::vector<unsigned> &Queries) {
+  size_t Rows = 0;
+  for (unsigned Count : Queries)
+    Rows += Count;
+  return Queries.empty() ? Seqs.size() : Rows;
+}
+
 struct AttendPlan {
   std::vector<SequenceId> Seqs;
   /// The queries of each sequence (Cache::attend with query counts); empty:
