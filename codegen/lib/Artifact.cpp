@@ -38,7 +38,7 @@ static SmallVector<LayerKernels>
 mapLayerKernels(ArrayRef<LoweredKernel> kernels, unsigned numLayers) {
   SmallVector<LayerKernels> layers(numLayers);
   for (const LoweredKernel &kernel : kernels) {
-    for (int64_t l : kernel.layers) {
+    for (int64_t l : kernel.spec.layers) {
       LayerKernels &layer = layers[l];
       const KernelSpec &spec = kernel.spec;
       if (spec.kind == KernelKind::Flush)

@@ -387,6 +387,7 @@ Status flushInPlace(Cache::Impl &C, unsigned Layer, Tensor T,
   Args.set(A::WindowTokens, int32_t(Plan.Flushed - inputTokens(Plan)));
   Args.set(A::DestPos, int32_t(Destination));
   Args.set(A::NumTokens, int32_t(Plan.Flushed));
+  Args.set(A::TableRow, int32_t(LL.FlushTableRow));
   // A block of the GPU kernel moves FlushDeviceUnits flush units; a block
   // of the host code moves one.
   unsigned Units = Plan.Flushed / TL.Flush;

@@ -226,6 +226,7 @@ Status Cache::Impl::attend(unsigned Layer, const std::vector<SequenceId> &Seqs,
   Attend.set(A::PoolIndex, Tracked ? poolIndexAddr(Layer, 0) : Norms);
   Attend.set(A::RotateQuery, int32_t(Rotate));
   Attend.set(A::PrefetchSplit, int32_t(Waves));
+  Attend.set(A::TableRow, int32_t(manifest().Layers[Layer].AttendTableRow));
   if (Status S = launch(manifest().Layers[Layer].Attend,
                         Dim3{NumSplits, M.KvHeads, Batch}, Attend);
       !S.ok()) {

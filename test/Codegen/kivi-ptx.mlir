@@ -41,7 +41,7 @@
 // CHECK: ex2.approx
 // CHECK-NOT: .entry
 
-// MANIFEST-DAG: "version": 14
+// MANIFEST-DAG: "version": 15
 // MANIFEST-DAG: "channel_order": "any"
 // MANIFEST-DAG: "pre_rope": false
 // MANIFEST-DAG: "name": "kivi_2bit"

@@ -82,7 +82,7 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtyp
 // CPU: return
 
 // GPU-LABEL: gpu.func @kivi_attend_0(
-// GPU-SAME: %[[PREFETCH:arg[0-9]+]]: i32) kernel
+// GPU-SAME: %[[PREFETCH:arg[0-9]+]]: i32, %{{arg[0-9]+}}: i32) kernel
 // GPU: %[[KEYS:.*]] = arith.muli %{{.*}}, %c96_i32 : i32
 // GPU: %[[VALUES:.*]] = arith.muli %{{.*}}, %c96_i32{{.*}} : i32
 // GPU: %[[BOTH:.*]] = arith.addi %[[KEYS]], %[[VALUES]] : i32

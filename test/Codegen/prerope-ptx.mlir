@@ -19,7 +19,7 @@
 // CHECK-NEXT: add.rn.f32 {{%r[0-9]+}}, {{%r[0-9]+}}, [[P1]];
 // CHECK-NEXT: mul.rn.f32 {{%r[0-9]+}}, [[K]], 0fBC060000;
 
-// MANIFEST-DAG: "version": 14
+// MANIFEST-DAG: "version": 15
 // MANIFEST-DAG: "channel_order": "interleaved"
 // MANIFEST-DAG: "pre_rope": true
 // MANIFEST-DAG: "pre_rope": false

@@ -6,10 +6,13 @@
 // RUN: kvq-opt %t.1.mlir > %t.2.mlir
 // RUN: diff %t.1.mlir %t.2.mlir
 // RUN: kvq-opt %specs/skvq-smollm2-k2v2-g32.mlir --kvq-report-bits -o /dev/null | FileCheck %s
-// It compiles: one attend and two flush kernels per layer (per-layer tables).
+// It compiles to one attend and two flush kernels for all 30 layers: their
+// per-layer tables are rows of the kernels' tables, picked by tableRow.
 // RUN: rm -rf %t.art && kvq-opt %specs/skvq-smollm2-k2v2-g32.mlir --kvq-compile=%t.art -o /dev/null
 // RUN: grep -c '"kind": "attend"' %t.art/manifest.json | FileCheck %s --check-prefix=ATTEND
-// ATTEND: 30
+// RUN: grep -c '"kind": "flush"' %t.art/manifest.json | FileCheck %s --check-prefix=FLUSH
+// ATTEND: 1
+// FLUSH: 2
 
 // CHECK:      kvq.cache @skvq_smollm2_k2v2_g32
 // CHECK-NEXT:   code-bits = 2{{$}}

@@ -32,7 +32,7 @@ struct AttendArgs {
   Value q, partial, out, arrivals, seqs, pages[2], tables[2], sink[2],
       window[2], norms;
   Value maxPages, numSplits, splitTokens, pool[2], poolIndex, rotateQuery,
-      prefetchSplit;
+      prefetchSplit, tableRow;
   explicit AttendArgs(const KernelEntry &e)
       : q(e.args[A::Q]), partial(e.args[A::Partial]), out(e.args[A::Out]),
         arrivals(e.args[A::Arrivals]),
@@ -44,7 +44,8 @@ struct AttendArgs {
         splitTokens(e.args[A::SplitTokens]), pool{e.args[A::KPool],
                                                   e.args[A::VPool]},
         poolIndex(e.args[A::PoolIndex]), rotateQuery(e.args[A::RotateQuery]),
-        prefetchSplit(e.args[A::PrefetchSplit]) {}
+        prefetchSplit(e.args[A::PrefetchSplit]), tableRow(e.args[A::TableRow]) {
+  }
 };
 
 /// Token counts of one tensor of the sequence: [0, sink) are sink tokens,
@@ -167,12 +168,14 @@ struct FragmentThread {
 class AttendEmitter {
 public:
   AttendEmitter(KernelBuilder &kb, const KernelEntry &entry,
-                const CacheLayout &layout, unsigned layer,
+                const CacheLayout &layout, llvm::ArrayRef<int64_t> layers,
                 AttendFormsAttr forms)
-      : kb(kb), args(entry), layout(layout), forms(forms), model(layout.model),
-        layer(layer), split(entry.blockId[0]), head(entry.blockId[1]),
-        batch(entry.blockId[2]), ratio(model.getGroupRatio()),
-        heads(getTileHeads(ratio)), dim(model.getHeadDim()),
+      : kb(kb), args(entry), layout(layout), forms(forms),
+        model(layout.model), layers{layers, args.tableRow},
+        layer(this->layers.first()), split(entry.blockId[0]),
+        head(entry.blockId[1]), batch(entry.blockId[2]),
+        ratio(model.getGroupRatio()), heads(getTileHeads(ratio)),
+        dim(model.getHeadDim()),
         splitTokens(kb.getTarget().getSplitTokens(layout)) {}
 
   void emit();
@@ -509,6 +512,8 @@ private:
   /// The forms of kvq-select-forms for this target.
   AttendFormsAttr forms;
   ModelAttr model;
+  /// The kernel's layers; the first one's schemes are all of theirs.
+  KernelLayers layers;
   unsigned layer;
   Value split, head, batch;
   /// R, and the query heads of one tile (a divisor of R).

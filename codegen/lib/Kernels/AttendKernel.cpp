@@ -41,7 +41,7 @@ using namespace kvq::attend;
 void AttendEmitter::loadQueries() {
   KernelTarget &target = kb.getTarget();
   bool keyNorm = layout.hasKeyNorm(layer);
-  ChannelTables keyTables(kb, layout, layer, /*isKeys=*/true, head);
+  ChannelTables keyTables(kb, layout, layers, /*isKeys=*/true, head);
   double scale = model.getSoftmaxScale() * M_LOG2E;
   // Queries in channel order (no RoPE or reorder) are copied 4 channels at a
   // time, and times their key norms: the tile's rows are consecutive, and
@@ -120,7 +120,7 @@ void AttendEmitter::sumQueryGroups() {
   if (!keys.isQuantized() || keys.quant.getSpan() != Span::Channels)
     return;
   unsigned groups = keys.GroupsPerToken, group = keys.quant.getGroup();
-  ChannelTables tables(kb, layout, layer, /*isKeys=*/true, head);
+  ChannelTables tables(kb, layout, layers, /*isKeys=*/true, head);
   kb.getTarget().parallelFor(kb, kb.i32(heads * groups), [&](Value i) {
     Value first = kb.mul(i, kb.i32(group)), size = kb.i32(group);
     if (tables.hasReorder()) {
@@ -520,9 +520,9 @@ void AttendEmitter::attendTile() {
 }
 
 void kvq::emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
-                           const CacheLayout &layout, unsigned layer,
+                           const CacheLayout &layout, ArrayRef<int64_t> layers,
                            AttendFormsAttr forms) {
   assert(forms && "the attend kernel's forms come from kvq-select-forms");
   kb.setReassociate(true);
-  AttendEmitter(kb, entry, layout, layer, forms).emit();
+  AttendEmitter(kb, entry, layout, layers, forms).emit();
 }

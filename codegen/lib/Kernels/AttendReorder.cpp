@@ -21,7 +21,7 @@ SmallVector<Value> AttendEmitter::reorderedKeyDots(SliceAccess &access,
                                                    Value pageToken) {
   const SliceLayout &keys = slice(true);
   Quantizer quantizer(kb, keys.quant);
-  ChannelTables tables(kb, layout, layer, /*isKeys=*/true, head);
+  ChannelTables tables(kb, layout, layers, /*isKeys=*/true, head);
   Value tokenWord = kb.mul(pageToken, kb.i32(keys.WordsPerToken));
   SmallVector<Value> dots(heads, kb.f32(0));
   return kb.forLoop(
@@ -57,7 +57,7 @@ Value AttendEmitter::reorderedAt(SliceAccess &access, bool isKeys,
                                  Value pageToken, Value c) {
   const SliceLayout &scheme = slice(isKeys);
   Quantizer quantizer(kb, scheme.quant);
-  ChannelTables tables(kb, layout, layer, isKeys, head);
+  ChannelTables tables(kb, layout, layers, isKeys, head);
   Value position = tables.positionOf(c);
   Value g = tables.groupOf(position);
   Value word = kb.add(kb.mul(pageToken, kb.i32(scheme.WordsPerToken)),

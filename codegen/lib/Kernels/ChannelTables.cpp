@@ -11,14 +11,25 @@ bool kvq::hasChannelTables(const SliceLayout &slice) {
 }
 
 ChannelTables::ChannelTables(KernelBuilder &kb, const CacheLayout &layout,
-                             unsigned layer, bool isKeys, Value head)
-    : kb(kb), slice(layout.get(isKeys).layers[layer]),
-      tables(getSliceTables(slice, layout.model, layer)),
-      dim(layout.model.getHeadDim()),
+                             const KernelLayers &layers, bool isKeys,
+                             Value head)
+    : kb(kb), slice(layout.get(isKeys).layers[layers.first()]), layers(layers),
+      kvHeads(layout.model.getKvHeads()), dim(layout.model.getHeadDim()),
       groups(slice.quant && slice.quant.getSpan() == Span::Channels
                  ? slice.GroupsPerToken
                  : dim),
-      prefix(isKeys ? "keys" : "values"), head(head) {}
+      prefix(isKeys ? "keys" : "values"), head(head) {
+  // Layers share a kernel only where their schemes, and so the tables'
+  // shapes, are equal (planKernels).
+  for (int64_t layer : layers.layers) {
+    const SliceLayout &own = layout.get(isKeys).layers[layer];
+    SliceTables rows = getSliceTables(own, layout.model, unsigned(layer));
+    tables.perm.append(rows.perm);
+    tables.sizes.append(rows.sizes);
+    tables.clips.append(rows.clips);
+    groupWords.append(own.GroupWords.begin(), own.GroupWords.end());
+  }
+}
 
 bool ChannelTables::hasClipTable() const { return !tables.clips.empty(); }
 
@@ -26,7 +37,11 @@ Value ChannelTables::lookup(StringRef name, unsigned rowLength, Value index,
                             function_ref<SmallVector<int32_t>()> build) {
   Value table =
       kb.getTarget().getConstantTable(kb, (prefix + "_" + name).str(), build());
-  return kb.loadU32(table, kb.add(kb.mul(head, kb.i32(rowLength)), index),
+  // A kernel of one layer has one row a kv-head.
+  Value row = head;
+  if (layers.layers.size() > 1)
+    row = kb.add(kb.mul(layers.row, kb.i32(kvHeads)), head);
+  return kb.loadU32(table, kb.add(kb.mul(row, kb.i32(rowLength)), index),
                     /*invariant=*/true);
 }
 
@@ -68,10 +83,7 @@ Value ChannelTables::groupSize(Value g) {
 }
 
 Value ChannelTables::groupWord(Value g) {
-  return lookup("group_word", groups, g, [&] {
-    return SmallVector<int32_t>(slice.GroupWords.begin(),
-                                slice.GroupWords.end());
-  });
+  return lookup("group_word", groups, g, [&] { return groupWords; });
 }
 
 Value ChannelTables::clipFactor(Value g) {

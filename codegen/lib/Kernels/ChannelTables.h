@@ -2,16 +2,16 @@
 //
 // Private to lib/Kernels. SKVQ's channel reorder (`#kvq.reorder`) and
 // per-group clip factors (`clip = dense<...>`) differ per (layer, kv-head):
-// a layer's kernels carry them as constant tables in their module (so the
-// runtime stays scheme-agnostic) and look them up by the block's kv-head.
+// a kernel carries the rows of every layer it serves as constant tables in
+// its module (so the runtime stays scheme-agnostic) and looks one up by the
+// launch's layer (its `tableRow` argument) and the block's kv-head.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KVQ_CODEGEN_LIB_KERNELS_CHANNELTABLES_H
 #define KVQ_CODEGEN_LIB_KERNELS_CHANNELTABLES_H
 
-#include "kvq/Codegen/KernelBuilder.h"
-#include "kvq/Codegen/Layout.h"
+#include "kvq/Codegen/Kernels.h"
 
 namespace kvq {
 
@@ -19,13 +19,13 @@ namespace kvq {
 /// reorder or a per-group clip table.
 bool hasChannelTables(const SliceLayout &slice);
 
-/// The tables of one (layer, tensor) for kv-head `head`; each table is
-/// emitted on its first lookup. Positions and groups are those after the
-/// reorder (docs/KernelABI.md, "Channel reorder").
+/// The tables of one tensor of a kernel's layers for kv-head `head`; each
+/// table is emitted on its first lookup. Positions and groups are those
+/// after the reorder (docs/KernelABI.md, "Channel reorder").
 class ChannelTables {
 public:
-  ChannelTables(KernelBuilder &kb, const CacheLayout &layout, unsigned layer,
-                bool isKeys, mlir::Value head);
+  ChannelTables(KernelBuilder &kb, const CacheLayout &layout,
+                const KernelLayers &layers, bool isKeys, mlir::Value head);
 
   bool hasReorder() const { return slice.hasReorder(); }
   bool hasClipTable() const;
@@ -46,14 +46,18 @@ public:
   mlir::Value clipFactor(mlir::Value g);
 
 private:
-  /// Entry `index` of the kv-head's row of `rowLength` entries of table
-  /// `name`, built by `build` on first use.
+  /// Entry `index` of the (layer, kv-head) row of `rowLength` entries of
+  /// table `name`, built by `build` on first use.
   mlir::Value lookup(llvm::StringRef name, unsigned rowLength,
                      mlir::Value index,
                      llvm::function_ref<llvm::SmallVector<int32_t>()> build);
   KernelBuilder &kb;
   const SliceLayout &slice;
+  /// The kernel's layers' tables, their rows one after another.
   SliceTables tables;
+  llvm::SmallVector<int32_t> groupWords;
+  KernelLayers layers;
+  unsigned kvHeads;
   unsigned dim, groups;
   llvm::StringRef prefix;
   mlir::Value head;

@@ -31,17 +31,17 @@ namespace {
 /// The arguments of kvq/ABI/KernelABI.h.
 struct FlushArgs {
   using A = abi::FlushArgs;
-  Value pages, table, norms, saturated, nonFinite, destPos, numTokens;
+  Value pages, table, norms, saturated, nonFinite, destPos, numTokens, tableRow;
   FlushSource source;
   FlushArgs(const KernelEntry &e, unsigned capacity)
       : pages(e.args[A::Pages]), table(e.args[A::Table]),
         norms(e.args[A::Norms]), saturated(e.args[A::Saturated]),
         nonFinite(e.args[A::NonFinite]), destPos(e.args[A::DestPos]),
-        numTokens(e.args[A::NumTokens]), source{e.args[A::Window],
-                                                e.args[A::Input],
-                                                e.args[A::WindowHead],
-                                                e.args[A::WindowTokens],
-                                                capacity} {}
+        numTokens(e.args[A::NumTokens]),
+        tableRow(e.args[A::TableRow]), source{
+                                           e.args[A::Window], e.args[A::Input],
+                                           e.args[A::WindowHead],
+                                           e.args[A::WindowTokens], capacity} {}
 };
 
 /// Where one group of the flush unit lives: in the flushed tokens (element
@@ -79,12 +79,13 @@ struct LaneGroup {
 class FlushEmitter {
 public:
   FlushEmitter(KernelBuilder &kb, const KernelEntry &entry,
-               const CacheLayout &layout, unsigned layer, bool isKeys)
+               const CacheLayout &layout, ArrayRef<int64_t> layers, bool isKeys)
       : kb(kb), layout(layout), tensor(layout.get(isKeys)),
-        slice(tensor.layers[layer]), args(entry, tensor.windowCapacity),
-        blockUnit(entry.blockId[0]), unit(entry.blockId[0]),
-        head(entry.blockId[1]),
-        tables(kb, layout, layer, isKeys, entry.blockId[1]) {}
+        slice(tensor.layers[layers.front()]),
+        args(entry, tensor.windowCapacity), blockUnit(entry.blockId[0]),
+        unit(entry.blockId[0]), head(entry.blockId[1]),
+        tables(kb, layout, KernelLayers{layers, args.tableRow}, isKeys,
+               entry.blockId[1]) {}
 
   void emit();
   /// The flush units a block moves (getFlushUnits), once emitted.
@@ -965,9 +966,9 @@ void FlushEmitter::emit() {
 }
 
 unsigned kvq::emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
-                              const CacheLayout &layout, unsigned layer,
-                              bool isKeys) {
-  FlushEmitter emitter(kb, entry, layout, layer, isKeys);
+                              const CacheLayout &layout,
+                              ArrayRef<int64_t> layers, bool isKeys) {
+  FlushEmitter emitter(kb, entry, layout, layers, isKeys);
   emitter.emit();
   return emitter.getUnitsPerBlock();
 }

@@ -22,14 +22,17 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
   // caches links into one program. Layers with the same schemes share kernels:
   // keyed by the (uniqued) scheme attributes, in first-use order.
   // A kernel also specializes on cross-layer sharing: how far back the
-  // layer whose codes it reads is; and on the layer itself where its scheme
-  // has per-layer tables (channel reorder, clip tables).
+  // layer whose codes it reads is. Per-layer tables (channel reorder, clip
+  // tables) are rows of its constant tables, picked by the launch's
+  // tableRow; of the layout they give, only the words a token's codes take
+  // can differ between layers of one scheme, and the kernel's addressing
+  // bakes that in.
   using Key = std::tuple<Attribute, int64_t, int64_t>;
   auto keyOf = [&](const TensorLayout &tensor, unsigned l) -> Key {
     const SliceLayout &slice = tensor.layers[l];
     return {slice.scheme,
             slice.sharesCodes() ? int64_t(l) - slice.CodesFrom : 0,
-            hasChannelTables(slice) ? int64_t(l) : -1};
+            hasChannelTables(slice) ? int64_t(slice.WordsPerToken) : -1};
   };
   // Attention also specializes on whether the layer has OTT pools.
   llvm::MapVector<std::tuple<Key, Key, int64_t>, SmallVector<int64_t>> attend;
@@ -72,23 +75,24 @@ void kvq::planKernels(CacheOp cache, const CacheLayout &layout, OpBuilder &b) {
 }
 
 KernelSpec kvq::getKernelSpec(Operation *kernelOp) {
-  auto name = [&] {
-    return kernelOp->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName())
-        .str();
-  };
-  auto firstLayer = [&] {
-    return static_cast<unsigned>(
-        kernelOp->getAttrOfType<DenseI64ArrayAttr>("layers")[0]);
-  };
-  if (auto flush = dyn_cast<FlushKernelOp>(kernelOp))
-    return {name(), KernelKind::Flush, firstLayer(),
-            flush.getTensor() == TensorKind::Keys};
-  if (isa<KeyNormKernelOp>(kernelOp))
-    return {name(), KernelKind::KeyNorm, firstLayer(), true};
-  if (isa<TrackKernelOp>(kernelOp))
-    return {name(), KernelKind::Track, firstLayer(), true};
-  assert(isa<AttendKernelOp>(kernelOp) && "not a kernel op");
-  return {name(), KernelKind::Attend, firstLayer(), true};
+  KernelSpec spec;
+  spec.name =
+      kernelOp->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName())
+          .str();
+  spec.layers = llvm::to_vector(
+      kernelOp->getAttrOfType<DenseI64ArrayAttr>("layers").asArrayRef());
+  if (auto flush = dyn_cast<FlushKernelOp>(kernelOp)) {
+    spec.kind = KernelKind::Flush;
+    spec.isKeys = flush.getTensor() == TensorKind::Keys;
+  } else if (isa<KeyNormKernelOp>(kernelOp)) {
+    spec.kind = KernelKind::KeyNorm;
+  } else if (isa<TrackKernelOp>(kernelOp)) {
+    spec.kind = KernelKind::Track;
+  } else {
+    assert(isa<AttendKernelOp>(kernelOp) && "not a kernel op");
+    spec.kind = KernelKind::Attend;
+  }
+  return spec;
 }
 
 static constexpr StringLiteral kLoweredKernelAttrName = "kvq.kernel";
@@ -119,13 +123,15 @@ std::optional<LoweredKernel> kvq::getLoweredKernel(Operation *func) {
   const abi::KernelDesc *kind = abi::findKernel(kindName.str().c_str());
   if (!kind)
     return std::nullopt;
-  bool isKeys =
+  KernelSpec spec;
+  spec.name = SymbolTable::getSymbolName(func).str();
+  spec.kind = kind->Kind;
+  spec.layers = llvm::to_vector(layers.asArrayRef());
+  spec.isKeys =
       !tensor || symbolizeTensorKind(tensor.getValue()) == TensorKind::Keys;
-  return LoweredKernel{
-      {SymbolTable::getSymbolName(func).str(), kind->Kind,
-       static_cast<unsigned>(layers[0]), isKeys},
-      llvm::to_vector(layers.asArrayRef()),
-      deviceUnits ? static_cast<unsigned>(deviceUnits.getInt()) : 1u};
+  return LoweredKernel{std::move(spec),
+                       deviceUnits ? static_cast<unsigned>(deviceUnits.getInt())
+                                   : 1u};
 }
 
 std::string kvq::getHostModuleName(CacheOp cache) {
@@ -161,10 +167,10 @@ unsigned kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
   case KernelKind::Track:
     llvm_unreachable("built as a program (buildKeyNormProgram, ...)");
   case KernelKind::Flush:
-    units = emitFlushKernel(kb, entry, layout, spec.layer, spec.isKeys);
+    units = emitFlushKernel(kb, entry, layout, spec.layers, spec.isKeys);
     break;
   case KernelKind::Attend:
-    emitAttendKernel(kb, entry, layout, spec.layer, spec.forms);
+    emitAttendKernel(kb, entry, layout, spec.layers, spec.forms);
     break;
   }
   target.finishKernel(b, loc);

@@ -5,11 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // test/unittests/Runtime/Specs/skvq-reorder-d64.mlir (SKVQ channel reorder
-// with variable group sizes, per-group clip tables) on the CPU backend and
-// on the PTX interpreter, against kvq::ref slices configured from the same
-// table formulas: every code, scale and zero-point bit-exact (decoded from
-// the page bytes with the layout of docs/KernelABI.md, "Channel reorder"),
-// and decode attention within max |out - ref| <= 2e-3 * max |ref| + 1e-4.
+// with variable group sizes, per-group clip tables; two layers per scheme,
+// sharing kernels) on the CPU backend and on the PTX interpreter, against
+// kvq::ref slices configured from the same table formulas: every code, scale
+// and zero-point bit-exact (decoded from the page bytes with the layout of
+// docs/KernelABI.md, "Channel reorder"), and decode attention within
+// max |out - ref| <= 2e-3 * max |ref| + 1e-4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,15 +31,17 @@ using namespace kvq::runtime;
 
 namespace {
 
-constexpr int kLayers = 2, kHeads = 4, kKvHeads = 2, kDim = 64, kGroup = 16;
+constexpr int kLayers = 4, kHeads = 4, kKvHeads = 2, kDim = 64, kGroup = 16;
 constexpr unsigned kPageTokens = 32;
 
 // The spec's tables (see its header).
 int permAt(int l, int h, int i) {
   return (i * (5 + 2 * (2 * l + h)) + 7 * l + 3 * h) % kDim;
 }
+// Layers 0 and 1 share their kernels: their sizes take as many words a
+// token (keys 5, values 8).
 const int kKeySizes[2][2][4] = {{{10, 22, 16, 16}, {16, 16, 4, 28}},
-                                {{8, 24, 20, 12}, {16, 16, 16, 16}}};
+                                {{16, 16, 20, 12}, {16, 16, 16, 16}}};
 const int kValueSizes[2][2][4] = {{{13, 19, 16, 16}, {5, 27, 16, 16}},
                                   {{16, 16, 16, 16}, {30, 2, 16, 16}}};
 
@@ -67,8 +70,8 @@ ref::SliceConfig referenceConfig(int l, int h) {
   c.key = {scheme(2, ref::Span::Channels, ref::ParamType::F8E4M3, 1.0f), 3, 8,
            1};
   for (int g = 0; g < 4; ++g)
-    c.key.groupClips.push_back(0.5f + float(g + 4 * h + 8 * l) / 32);
-  if (l == 0) {
+    c.key.groupClips.push_back(0.5f + float((g + 4 * h + 8 * l) % 16) / 32);
+  if (l < 2) {
     c.keyNorm = true;
     setReorder(c.key, l, h, kKeySizes[l][h]);
     c.value = {scheme(3, ref::Span::Channels, ref::ParamType::F16, 0.875f), 3,
@@ -185,15 +188,19 @@ protected:
       for (Tensor t : {Tensor::Keys, Tensor::Values})
         for (int h = 0; h < kKvHeads; ++h)
           checkSlice(l, h, t);
-    // Layer 0's key norms, which its reordered groups are quantized after.
-    Expected<std::vector<float>> norms = cache->readKeyNorms(seq, 0);
-    ASSERT_TRUE(norms.ok()) << norms.message();
-    for (int h = 0; h < kKvHeads; ++h) {
-      const std::vector<float> &want = slices[h].keyNorms();
-      ASSERT_EQ(want.size(), size_t(kDim));
-      EXPECT_TRUE(std::equal(want.begin(), want.end(),
-                             norms->begin() + size_t(h) * kDim))
-          << "key norms of kv-head " << h;
+    // Layers 0 and 1's key norms, which their reordered groups are
+    // quantized after.
+    for (int l = 0; l < 2; ++l) {
+      Expected<std::vector<float>> norms =
+          cache->readKeyNorms(seq, unsigned(l));
+      ASSERT_TRUE(norms.ok()) << norms.message();
+      for (int h = 0; h < kKvHeads; ++h) {
+        const std::vector<float> &want = slices[l * kKvHeads + h].keyNorms();
+        ASSERT_EQ(want.size(), size_t(kDim));
+        EXPECT_TRUE(std::equal(want.begin(), want.end(),
+                               norms->begin() + size_t(h) * kDim))
+            << "key norms of layer " << l << " kv-head " << h;
+      }
     }
   }
 
@@ -279,10 +286,26 @@ TEST_P(ReorderTest, ManifestRecordsTheLayoutAndTables) {
   // the 4 of fixed groups); values: 3-bit 13, 19, 16, 16 take 2 each.
   EXPECT_EQ(m.tensor(Tensor::Keys).Layers[0].Slice.CodesBytes,
             kPageTokens * 5 * 4);
-  EXPECT_EQ(m.tensor(Tensor::Keys).Layers[1].Slice.CodesBytes,
+  EXPECT_EQ(m.tensor(Tensor::Keys).Layers[2].Slice.CodesBytes,
             kPageTokens * 4 * 4);
   EXPECT_EQ(m.tensor(Tensor::Values).Layers[0].Slice.CodesBytes,
             kPageTokens * 8 * 4);
+  // Each pair of layers shares its kernels, and a launch picks its layer's
+  // table rows.
+  for (int l = 0; l < kLayers; ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    int first = l / 2 * 2;
+    unsigned row = unsigned(l % 2);
+    EXPECT_EQ(m.Layers[l].Attend, m.Layers[first].Attend);
+    EXPECT_EQ(m.Layers[l].AttendTableRow, row);
+    for (Tensor t : {Tensor::Keys, Tensor::Values}) {
+      const std::vector<LayerLayout> &layers = m.tensor(t).Layers;
+      EXPECT_EQ(layers[l].FlushKernel, layers[first].FlushKernel);
+      EXPECT_EQ(layers[l].FlushTableRow, row);
+    }
+  }
+  EXPECT_NE(m.Layers[0].Attend, m.Layers[2].Attend);
+  EXPECT_EQ(m.Kernels.size(), 7u); // 2 x (2 flushes + attend) + key norms
   // The manifest's tables are the spec's, and its group words the ones the
   // codes are decoded with here.
   for (int l = 0; l < kLayers; ++l)

@@ -234,6 +234,7 @@ TEST_P(ShippedSpecTest, FlushKernelsFlagNonFiniteTokens) {
       Args.set(F::WindowTokens, int32_t(0));
       Args.set(F::DestPos, int32_t(0));
       Args.set(F::NumTokens, int32_t(Tokens));
+      Args.set(F::TableRow, int32_t(0));
       ASSERT_TRUE(Args.complete());
       for (uint16_t Bad : {uint16_t(0), uint16_t(0x7e00), uint16_t(0xfc00)}) {
         std::vector<uint16_t> X(Tokens * Row);

@@ -112,7 +112,7 @@ TEST(CApiTest, ArtifactErrors) {
   EXPECT_EQ(kvq_artifact_open((kInputs + "/wrong-version").c_str(), &A),
             KVQ_ERROR_ARTIFACT);
   EXPECT_NE(std::string(kvq_last_error())
-                .find("artifact version 12, runtime expects 14"),
+                .find("artifact version 12, runtime expects 15"),
             std::string::npos);
   EXPECT_EQ(A, nullptr);
   EXPECT_EQ(kvq_artifact_open(nullptr, &A), KVQ_ERROR_INVALID_ARGUMENT);

@@ -53,7 +53,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
       Artifact::open(kInputs + "/mock");
   ASSERT_TRUE(A.ok()) << A.message();
   const Manifest &M = (*A)->manifest();
-  EXPECT_EQ(M.Version, 14);
+  EXPECT_EQ(M.Version, 15);
   // The template's zeros; the build fills in the mock kernels.so's.
   EXPECT_EQ(M.HostSharedChecksum, 0u);
   EXPECT_EQ(M.Name, "mock_fp16");
@@ -80,7 +80,7 @@ TEST(ManifestTest, ParsesTheMockFixture) {
   EXPECT_EQ(M.Values.Layers[0].FlushKernel, "kvq_mock_flush_values_0");
   EXPECT_EQ(M.Layers[1].Attend, "kvq_mock_attend_1");
   ASSERT_NE(M.kernel("kvq_mock_attend_0"), nullptr);
-  EXPECT_EQ(M.kernel("kvq_mock_attend_0")->Args.size(), 22u);
+  EXPECT_EQ(M.kernel("kvq_mock_attend_0")->Args.size(), 23u);
   EXPECT_EQ(M.Pool.Capacity, 0u);
   EXPECT_FALSE(M.Pool.isTracked(1));
   EXPECT_EQ(M.kernel("nope"), nullptr);
@@ -293,7 +293,7 @@ TEST(ManifestTest, RejectsAnotherVersion) {
   Expected<std::shared_ptr<const Artifact>> A =
       Artifact::open(kInputs + "/wrong-version");
   ASSERT_FALSE(A.ok());
-  EXPECT_NE(A.message().find("artifact version 12, runtime expects 14"),
+  EXPECT_NE(A.message().find("artifact version 12, runtime expects 15"),
             std::string::npos)
       << A.message();
 }
@@ -635,7 +635,7 @@ TEST(ManifestTest, ManifestHashSkipsTheChecksumDigits) {
 
 TEST(ManifestTest, RejectsIntegersThatWouldWrap) {
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 4294967297ull; }),
-            "artifact version 4294967297, runtime expects 14");
+            "artifact version 4294967297, runtime expects 15");
   EXPECT_EQ(errorAfter([](Json &J) { J["version"] = 18446744073709551615ull; }),
             "manifest: 'version' is out of range");
   EXPECT_EQ(errorAfter([](Json &J) {

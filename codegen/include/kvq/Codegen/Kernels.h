@@ -18,13 +18,14 @@ namespace kvq {
 /// The kernel kinds of kvq/ABI/KernelABI.h.
 using KernelKind = abi::KernelKind;
 
-/// One kernel to emit: what it computes and for which layer's schemes.
+/// One kernel to emit: what it computes and for which layers' schemes.
 struct KernelSpec {
   std::string name;
   KernelKind kind;
-  /// A layer whose schemes the kernel implements (layers with identical
-  /// schemes share one kernel).
-  unsigned layer = 0;
+  /// The layers the kernel serves, in increasing order (layers with
+  /// identical schemes share one kernel); the first one's schemes are all
+  /// of theirs.
+  llvm::SmallVector<int64_t> layers;
   /// Flush kernels: keys or values.
   bool isKeys = true;
   /// Attend kernels: the forms of the target being emitted for
@@ -33,6 +34,17 @@ struct KernelSpec {
 
   llvm::SmallVector<ArgKind> getArgs() const;
   llvm::StringRef getKindName() const;
+};
+
+/// The layers of a kernel being emitted and, at run time, which of them a
+/// launch serves: `row` (i32, the `tableRow` argument) is its index in
+/// `layers`. What differs between the layers (their channel tables) is
+/// looked up by it.
+struct KernelLayers {
+  llvm::ArrayRef<int64_t> layers;
+  mlir::Value row;
+
+  unsigned first() const { return unsigned(layers.front()); }
 };
 
 /// Declares the kernels of `cache` (kvq.*_kernel ops after it): one per
@@ -46,7 +58,6 @@ KernelSpec getKernelSpec(mlir::Operation *kernelOp);
 /// `kvq.kernel` attribute: the artifact writer reads it once the op is gone.
 struct LoweredKernel {
   KernelSpec spec;
-  llvm::SmallVector<int64_t> layers;
   /// Flush kernels: the flush units a block of the GPU kernel moves
   /// (getFlushUnits; the CPU's move one).
   unsigned deviceUnits = 1;
@@ -127,10 +138,10 @@ void buildTrackProgram(mlir::OpBuilder &b, mlir::Location loc,
 
 // One emitter per kernel kind (one file each under lib/Kernels).
 unsigned emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
-                         const CacheLayout &layout, unsigned layer,
-                         bool isKeys);
+                         const CacheLayout &layout,
+                         llvm::ArrayRef<int64_t> layers, bool isKeys);
 void emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
-                      const CacheLayout &layout, unsigned layer,
+                      const CacheLayout &layout, llvm::ArrayRef<int64_t> layers,
                       AttendFormsAttr forms);
 
 } // namespace kvq

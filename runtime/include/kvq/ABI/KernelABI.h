@@ -43,7 +43,8 @@
   X(WindowHead, I32, "ring row of the window's oldest token")                  \
   X(WindowTokens, I32, "tokens read from the ring, before those of input")     \
   X(DestPos, I32, "first quantized position written")                          \
-  X(NumTokens, I32, "tokens to quantize, a multiple of the flush unit")
+  X(NumTokens, I32, "tokens to quantize, a multiple of the flush unit")        \
+  X(TableRow, I32, "the layer's row of the kernel's channel tables")
 
 #define KVQ_TRACK_ARGS(X)                                                      \
   X(KWindow, Ptr, "[C][Hkv][D] of T: the sequence's key window ring")          \
@@ -80,7 +81,8 @@
   X(VPool, InPtr, "the layer's value pool entries (OTT layers only)")          \
   X(PoolIndex, InPtr, "the layer's pool indexes (OTT layers only)")            \
   X(RotateQuery, I32, "1: rotate q to position tokens - 1 (pre_rope), else 0") \
-  X(PrefetchSplit, I32, "1: blocks prefetch their split (several waves)")
+  X(PrefetchSplit, I32, "1: blocks prefetch their split (several waves)")      \
+  X(TableRow, I32, "the layer's row of the kernel's channel tables")
 
 // The fields of one row of the attend kernel's `seqs`
 // descriptor, in order: X(Id, Meaning). Counts are this layer's.

@@ -39,6 +39,9 @@
 //       from the layer, the code and parameter fields from the scheme, and
 //       group_words from the reorder tables, as one [kv-head][group] list),
 //       which the reader requires to equal the layout of the schemes.
+//   15  the flush and attend kernels' tableRow argument: layers with
+//       per-layer channel tables share a kernel, which holds each layer's
+//       rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,7 +134,7 @@ namespace kvq::manifest {
 
 /// The version the writer emits and the only one the reader accepts; bump it
 /// with any change of the schema.
-inline constexpr int kVersion = 14;
+inline constexpr int kVersion = 15;
 
 /// The manifest's file name in an artifact directory.
 inline constexpr char kFileName[] = "manifest.json";

@@ -89,6 +89,8 @@ struct LayerLayout {
   /// The flush units a block of FlushKernel moves on a GPU (its kernel
   /// entry's device_units, resolved once when the manifest is parsed).
   unsigned FlushDeviceUnits = 1;
+  /// FlushKernel's `tableRow` for this layer (getTableRows).
+  unsigned FlushTableRow = 0;
   SchemeLayout Scheme;
 };
 
@@ -144,6 +146,8 @@ struct LayerKernels {
   std::string KeyNorm;
   /// OTT tracking; empty when the layer has no outlier pools.
   std::string Track;
+  /// Attend's `tableRow` for this layer (getTableRows).
+  unsigned AttendTableRow = 0;
 };
 
 /// OTT outlier pools (kvq/ABI/CacheLayout.h, the compiler's definition).
