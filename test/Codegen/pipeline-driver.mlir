@@ -25,7 +25,7 @@ kvq.cache @kivi model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // PRINT: IR Dump After ConvertToLLVMPass (convert-to-llvm)
 // PRINT: IR Dump After KVQAttachNVVMTargets (kvq-attach-nvvm-targets)
 // PRINT: IR Dump After ConvertGpuOpsToNVVMOps (convert-gpu-to-nvvm)
-// PRINT: IR Dump After GpuModuleToBinaryPass (gpu-module-to-binary)
+// PRINT: IR Dump After KVQGpuModuleToBinary (kvq-gpu-module-to-binary)
 
 // MANIFEST-DAG: "name": "kivi"
 // MANIFEST-DAG: "attend_kernel": "kivi_attend_0"
@@ -34,7 +34,7 @@ kvq.cache @kivi model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // TIMING: KVQPlanKernels
 // TIMING: KVQLowerKernels
 // TIMING: ConvertToLLVMPass
-// TIMING: GpuModuleToBinaryPass
+// TIMING: KVQGpuModuleToBinary
 // TIMING: Total
 
 // FAIL: error: 'kvq.cache' op kvq-compile supports outlier pools only when keys and values have the same window

@@ -12,7 +12,7 @@
 //                       metadata, convert-scf-to-cf, convert-gpu-to-nvvm),
 //                       finalize-memref-to-llvm, gpu.module(canonicalize,
 //                       cse, reconcile-unrealized-casts),
-//                       gpu-module-to-binary
+//                       kvq-gpu-module-to-binary
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq.cache(kvq-expand-schedule),kvq-assign-layout,kvq-plan-kernels)' | FileCheck %s --check-prefix=PLAN
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels)' | FileCheck %s --check-prefix=KERNELS
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' | FileCheck %s --check-prefix=LLVM

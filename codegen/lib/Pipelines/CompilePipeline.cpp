@@ -62,8 +62,8 @@ void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
 }
 
 void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {
-  // One NVVM target per chip of each cache's kvq.target:
-  // gpu-module-to-binary emits one object each.
+  // Each cache's GPU module gets the NVVM target of its kvq.target's PTX
+  // chip; kvq-gpu-module-to-binary compiles its kernels to one PTX.
   pm.addPass(createKVQAttachNVVMTargets());
   OpPassManager &toNVVM = pm.nest<gpu::GPUModuleOp>();
   toNVVM.addPass(memref::createExpandStridedMetadataPass());
@@ -77,9 +77,7 @@ void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {
   cleanup.addPass(createCanonicalizerPass());
   cleanup.addPass(createCSEPass());
   cleanup.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = "isa";
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createKVQGpuModuleToBinary());
 }
 
 void kvq::buildKVQCompilePipeline(OpPassManager &pm,

@@ -2,10 +2,10 @@
 //
 // The chip PTX is emitted for is a fact of the cache's #kvq.target, like its
 // block size; this pass turns it into the gpu.module target that
-// gpu-module-to-binary compiles for. One PTX serves every chip of the target
-// (TargetAttr::getPtxChip): the kernels are one program for all of them, so
-// a PTX per chip would differ in its header only and double the time of the
-// slowest stage.
+// kvq-gpu-module-to-binary compiles for. One PTX serves every chip of the
+// target (TargetAttr::getPtxChip): the kernels are one program for all of
+// them, so a PTX per chip would differ in its header only and double the
+// time of the slowest stage.
 //
 //===----------------------------------------------------------------------===//
 

@@ -29,10 +29,27 @@ def KVQAttachNVVMTargets : Pass<"kvq-attach-nvvm-targets", "::mlir::ModuleOp"> {
     Sets the target of every `gpu.module` that kvq-lower-kernels made for a
     cache (`kvq.cache = @name`) to `#nvvm.target<O = 3, chip = ...>` for the
     oldest chip of the cache's `kvq.target` (`TargetAttr::getPtxChip`), so
-    that gpu-module-to-binary emits one PTX, which every chip of the target
-    loads: the kernels are one program for all of them.
+    that kvq-gpu-module-to-binary emits one PTX, which every chip of the
+    target loads: the kernels are one program for all of them.
   }];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
+def KVQGpuModuleToBinary
+    : Pass<"kvq-gpu-module-to-binary", "::mlir::ModuleOp"> {
+  let summary = "Compile each GPU module to one gpu.binary, a kernel per "
+                "thread";
+  let description = [{
+    What upstream `gpu-module-to-binary{format=isa}` does, with the kernels
+    of a `gpu.module` compiled on the context's threads: each kernel with
+    the symbols it uses is serialized by the module's targets alone, and
+    its PTX joins the others' under one header, in module order, so the
+    text does not depend on the number of threads. A module whose kernels
+    share a symbol, or that holds anything but kernels and what they use,
+    is compiled whole. The result is the same `gpu.binary @<module>` with
+    one object per target.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 def KVQAssignLayout : Pass<"kvq-assign-layout", "::mlir::ModuleOp"> {
