@@ -21,7 +21,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -528,19 +527,6 @@ void checkOptionalKernelRef(const Manifest &M, const std::string &Name,
     checkKernelRef(M, Name, kindName(Kind), Where);
 }
 
-/// Each layer's `tableRow` for its kernel `KernelOf(layer)`: its index
-/// among the layers that share that kernel, in layer order
-/// (docs/KernelABI.md, "Channel reorder and clip tables").
-std::vector<unsigned>
-getTableRows(size_t Layers,
-             const std::function<const std::string &(size_t)> &KernelOf) {
-  std::map<std::string, unsigned> Seen;
-  std::vector<unsigned> Rows;
-  for (size_t L = 0; L < Layers; ++L)
-    Rows.push_back(Seen[KernelOf(L)]++);
-  return Rows;
-}
-
 void checkConsistency(const Manifest &M) {
   for (const KernelInfo &K : M.Kernels)
     check(K.Args == expectedArgs(K.Kind),
@@ -642,24 +628,17 @@ Manifest parseTopLevel(const Json &J) {
   check(M.HostSplitTokens > 0 && M.HostSplitTokens % M.SplitGranule == 0,
         "split_granule must divide a positive host.split_tokens");
   checkConsistency(M);
-  for (Tensor T : {Tensor::Keys, Tensor::Values}) {
-    std::vector<LayerLayout> &Layers =
-        (T == Tensor::Keys ? M.Keys : M.Values).Layers;
-    std::vector<unsigned> Rows =
-        getTableRows(Layers.size(), [&](size_t L) -> const std::string & {
-          return Layers[L].FlushKernel;
-        });
-    for (size_t L = 0; L < Layers.size(); ++L) {
-      Layers[L].FlushDeviceUnits = M.kernel(Layers[L].FlushKernel)->DeviceUnits;
-      Layers[L].FlushTableRow = Rows[L];
+  // A layer's tableRow for a kernel: how many earlier layers name it
+  // (docs/KernelABI.md, "Channel reorder and clip tables"). Kernel names
+  // are unique, so one count serves every kind.
+  std::map<std::string, unsigned> Earlier;
+  for (Tensor T : {Tensor::Keys, Tensor::Values})
+    for (LayerLayout &L : (T == Tensor::Keys ? M.Keys : M.Values).Layers) {
+      L.FlushDeviceUnits = M.kernel(L.FlushKernel)->DeviceUnits;
+      L.FlushTableRow = Earlier[L.FlushKernel]++;
     }
-  }
-  std::vector<unsigned> Rows =
-      getTableRows(M.Layers.size(), [&](size_t L) -> const std::string & {
-        return M.Layers[L].Attend;
-      });
-  for (size_t L = 0; L < M.Layers.size(); ++L)
-    M.Layers[L].AttendTableRow = Rows[L];
+  for (LayerKernels &L : M.Layers)
+    L.AttendTableRow = Earlier[L.Attend]++;
   return M;
 }
 

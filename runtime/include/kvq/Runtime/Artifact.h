@@ -89,7 +89,8 @@ struct LayerLayout {
   /// The flush units a block of FlushKernel moves on a GPU (its kernel
   /// entry's device_units, resolved once when the manifest is parsed).
   unsigned FlushDeviceUnits = 1;
-  /// FlushKernel's `tableRow` for this layer (getTableRows).
+  /// FlushKernel's `tableRow` for this layer: the layers before it that
+  /// name the same kernel (docs/KernelABI.md).
   unsigned FlushTableRow = 0;
   SchemeLayout Scheme;
 };
@@ -146,7 +147,7 @@ struct LayerKernels {
   std::string KeyNorm;
   /// OTT tracking; empty when the layer has no outlier pools.
   std::string Track;
-  /// Attend's `tableRow` for this layer (getTableRows).
+  /// Attend's `tableRow` for this layer, counted as FlushTableRow.
   unsigned AttendTableRow = 0;
 };
 
