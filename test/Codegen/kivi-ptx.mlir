@@ -1,6 +1,8 @@
 // The PTX of KIVI-2 has the structure docs/KernelABI.md promises.
 // RUN: rm -rf %t && kvq-opt %specs/kivi-2bit.mlir --kvq-compile=%t -o /dev/null
 // RUN: FileCheck %s --input-file=%t/kernels.sm_80.ptx --implicit-check-not=.local
+// Kernels built as programs follow the emitted ones: each is checked alone.
+// RUN: FileCheck %s --check-prefix=KEYS --input-file=%t/kernels.sm_80.ptx
 // One PTX, for the oldest chip (sm_80), serves both default chips.
 // RUN: not ls %t/kernels.sm_90.ptx
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/manifest.json
@@ -10,13 +12,13 @@
 
 // Quantization: IEEE division, round-to-nearest-even, f16 parameters, and no
 // contraction into FMAs (codes are bit-exact with the reference).
-// CHECK-LABEL: .entry kivi_2bit_flush_keys_0(
-// CHECK-NOT: fma
-// CHECK: ld.global.nc.b16
-// CHECK: div.rn.f32
-// CHECK: cvt.rn.f16.f32
-// CHECK: cvt.rni.f32.f32
-// CHECK: bar.sync
+// KEYS-LABEL: .entry kivi_2bit_flush_keys_0(
+// KEYS-NOT: fma
+// KEYS: ld.global.nc.b16
+// KEYS: div.rn.f32
+// KEYS: cvt.rn.f16.f32
+// KEYS: cvt.rni.f32.f32
+// KEYS: bar.sync
 // CHECK-LABEL: .entry kivi_2bit_flush_values_0(
 // CHECK-NOT: fma
 // CHECK: div.rn.f32
@@ -39,6 +41,9 @@
 // CHECK-NOT: ld.global.nc
 // CHECK: ld.global.b32
 // CHECK: ex2.approx
+// The flush of the keys, a program, comes last.
+// CHECK-NOT: .entry
+// CHECK: .entry kivi_2bit_flush_keys_0(
 // CHECK-NOT: .entry
 
 // MANIFEST-DAG: "version": 15

@@ -18,8 +18,6 @@ kvq.cache @fp model <layers = 1, heads = 4, kv_heads = 1, head_dim = 128, dtype 
   }
 }
 
-// CPU-LABEL: func.func @fp_flush_values_0(
-// CPU-NOT: llvm.intr.prefetch
 // CPU-LABEL: func.func @fp_attend_0(
 // CPU: %[[LAST:.*]] = arith.subi %{{.*}}, %c1_i32{{.*}} : i32
 // CPU: %[[NEXTPAGE:.*]] = arith.minui %{{.*}}, %[[LAST]] : i32

@@ -1,5 +1,5 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-instantiate-programs --kvq-vectorize-parallel | FileCheck %s --check-prefix=CPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-instantiate-programs --kvq-distribute-parallel | FileCheck %s --check-prefix=GPU
 // RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-expand-dequantize | FileCheck %s --check-prefix=EXPANDED
 
 kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
@@ -14,22 +14,6 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // The host entry points take the launch's argument array and a block id;
 // the block's threads are plain loops.
 // CPU-NOT: kvq.flush_kernel
-// The key flush (span=tokens) quantizes the groups of 16 consecutive
-// channels as the lanes of vectors, with the quantizer's own arithmetic
-// (true division, round to nearest even) lane by lane. A group's range is
-// a running min and max by compare and select (one vminps / vmaxps each),
-// not llvm.minnum / llvm.maxnum (x86 adds a NaN test and a blend to each).
-// CPU-LABEL: func.func @kivi_flush_keys_0(%arg0: !llvm.ptr, %arg1: i32, %arg2: i32, %arg3: i32)
-// CPU-NOT: llvm.minnum
-// CPU: scf.for
-// CPU: arith.cmpf olt, {{.*}} : vector<16xf32>
-// CPU-NEXT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
-// CPU-NEXT: arith.cmpf ogt, {{.*}} : vector<16xf32>
-// CPU-NEXT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
-// CPU-NOT: llvm.minnum
-// CPU: arith.divf {{.*}} : vector<16xf32>
-// CPU: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
-// CPU: arith.truncf {{.*}} : vector<16xf32> to vector<16xf16>
 // The value flush (span=channels) packs a token's codes at once: each
 // chunk of 16 codes shifted to its bits of a word, the chunks ORed across
 // their lanes together, the token's 4 words one store, the scales and the
@@ -74,6 +58,28 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU: arith.divf %{{.*}}, %{{.*}} : vector<16xf32>
 // CPU: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CPU: return
+// The key flush (span=tokens) is a program, after the emitted kernels: its
+// loop over a block's 64 channels becomes vectors of 16 lanes, a group a
+// lane, with the quantizer's own arithmetic (true division, round to
+// nearest even) lane by lane. A group's range is a running min and max by
+// compare and select (one vminps / vmaxps each), not llvm.minnum /
+// llvm.maxnum (x86 adds a NaN test and a blend to each). The lanes' two
+// words each are interleaved into one store of 32 words.
+// CPU-LABEL: func.func @kivi_flush_keys_0(%arg0: !llvm.ptr, %arg1: i32, %arg2: i32, %arg3: i32)
+// CPU: scf.for %{{.*}} = %{{.*}} to %c64 step %c16 {
+// CPU-NOT: llvm.minnum
+// CPU: arith.cmpf olt, {{.*}} : vector<16xf32>
+// CPU-NEXT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
+// CPU-NEXT: arith.cmpf ogt, {{.*}} : vector<16xf32>
+// CPU-NEXT: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
+// CPU-NOT: llvm.minnum
+// CPU: arith.divf {{.*}} : vector<16xf32>
+// CPU: arith.truncf {{.*}} : vector<16xf32> to vector<16xf16>
+// CPU: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<16xf32>) -> vector<16xf32>
+// CPU: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, {{.*}}, 15, 31] : vector<32xi32>, vector<32xi32>
+// CPU-NEXT: arith.constant 2 : index
+// CPU-NEXT: %[[AT:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CPU-NEXT: vector.store %{{.*}}, %{{.*}}[%[[AT]]] : memref<128xi32, strided<[1], offset: ?>>, vector<32xi32>
 
 // On the GPU the same programs spread over 128 threads with barriers,
 // shared memory and warp-shuffle reductions. Every chip is sm_80+, so the
@@ -82,13 +88,6 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // rounding and residual), the warp reconverged after the keys' stores.
 // GPU: gpu.module @kivi_kernels
 // GPU-DAG: llvm.mlir.global internal @kivi_attend_0_shared0() {addr_space = 3 : i32, alignment = 16 : i64}
-// GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg2: !llvm.ptr<1>,
-// GPU-SAME: kernel
-// GPU: gpu.thread_id x
-// The GPU's running range is min.f32 / max.f32 (llvm.minnum / maxnum).
-// GPU: llvm.call_intrinsic "llvm.minnum"
-// GPU-NEXT: llvm.call_intrinsic "llvm.maxnum"
-// GPU: gpu.barrier
 // GPU-LABEL: gpu.func @kivi_attend_0(
 // GPU: nvvm.prmt <default>
 // GPU: llvm.inline_asm {{.*}}"lop3.b32 $0, $1, $2, $3, 0xEA;"
@@ -101,5 +100,15 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // GPU: nvvm.mma.sync
 // GPU-NOT: kvq.unpack
 // GPU: gpu.return
+// The key flush: a group a thread, its range by compare and select.
+// GPU-LABEL: gpu.func @kivi_flush_keys_0(%arg0: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg1: !llvm.ptr<1> {llvm.noalias, llvm.readonly}, %arg2: !llvm.ptr<1>,
+// GPU-SAME: kernel
+// GPU: gpu.thread_id x
+// GPU: arith.cmpf olt, {{.*}} : f32
+// GPU-NEXT: arith.select {{.*}} : f32
+// GPU: arith.divf {{.*}} : f32
+// GPU: vector.store {{.*}} : memref<128xi32, strided<[1], offset: ?>>, vector<2xi32>
+// GPU: gpu.barrier
+// GPU-NEXT: gpu.return
 
 // EXPANDED-NOT: kvq.dequantize

@@ -79,6 +79,90 @@ module attributes {gpu.container_module} {
       }
       return
     }
+
+    // A flag set where any lane's element is not finite, and a counter
+    // counting the lanes: one reduction and one branch for all the lanes,
+    // the counter added once by the lanes that count.
+    // HOST-LABEL: func.func @any_lane
+    // HOST: scf.for
+    // HOST: %[[BAD:.*]] = arith.cmpf uge, %{{.*}}, %{{.*}} : vector<16xf32>
+    // HOST-NEXT: %[[ANY:.*]] = vector.reduction <or>, %[[BAD]] : vector<16xi1> into i1
+    // HOST-NEXT: scf.if %[[ANY]] {
+    // HOST-NEXT: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<1xi32>
+    // HOST: %[[ONES:.*]] = arith.extui %{{.*}} : vector<16xi1> to vector<16xi32>
+    // HOST-NEXT: %[[COUNT:.*]] = vector.reduction <add>, %[[ONES]] : vector<16xi32> into i32
+    // HOST: %[[SOME:.*]] = arith.cmpi ne, %[[COUNT]], %{{.*}} : i32
+    // HOST-NEXT: scf.if %[[SOME]] {
+    // HOST-NEXT: %[[ADD:.*]] = arith.muli %{{.*}}, %[[COUNT]] : i32
+    // HOST-NEXT: memref.atomic_rmw addi %[[ADD]], %{{.*}}[%{{.*}}] : (i32, memref<1xi32>) -> i32
+    // HOST-NOT: scf.parallel
+    func.func @any_lane(%m: memref<64xf32>, %flag: memref<1xi32>, %count: memref<1xi32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %inf = arith.constant 0x7F800000 : f32
+      %zero = arith.constant 0.0 : f32
+      %one = arith.constant 1 : i32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %x = memref.load %m[%c] : memref<64xf32>
+        %bad = arith.cmpf uge, %x, %inf : f32
+        scf.if %bad {
+          memref.store %one, %flag[%c0] : memref<1xi32>
+        }
+        %negative = arith.cmpf olt, %x, %zero : f32
+        scf.if %negative {
+          %old = memref.atomic_rmw addi %one, %count[%c0] : (i32, memref<1xi32>) -> i32
+        }
+        scf.reduce
+      }
+      return
+    }
+
+    // A branch storing where the lane says is not a flag: left alone.
+    // HOST-LABEL: func.func @lane_store
+    // HOST: scf.parallel
+    func.func @lane_store(%m: memref<64xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %x = memref.load %m[%c] : memref<64xf32>
+        %negative = arith.cmpf olt, %x, %zero : f32
+        scf.if %negative {
+          memref.store %zero, %m[%c] : memref<64xf32>
+        }
+        scf.reduce
+      }
+      return
+    }
+
+    // Iteration c stores its row of 2 words at 2c: the lanes' rows are
+    // adjacent, so their words, interleaved, are one store.
+    // HOST-LABEL: func.func @rows
+    // HOST: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+    // HOST: %[[LO:.*]] = vector.load %{{.*}}[%[[C]]] : memref<32xi32>, vector<16xi32>
+    // HOST: %[[HI:.*]] = arith.shrui %[[LO]], %{{.*}} : vector<16xi32>
+    // HOST: %[[BOTH:.*]] = vector.shuffle %[[LO]], %[[HI]] [0, 1, {{.*}}, 31] : vector<16xi32>, vector<16xi32>
+    // HOST-NEXT: %[[ROWS:.*]] = vector.shuffle %[[BOTH]], %[[BOTH]] [0, 16, 1, 17, {{.*}}, 15, 31] : vector<32xi32>, vector<32xi32>
+    // HOST: %[[AT:.*]] = arith.muli %[[C]], %{{.*}} : index
+    // HOST-NEXT: vector.store %[[ROWS]], %{{.*}}[%[[AT]]] : memref<64xi32>, vector<32xi32>
+    func.func @rows(%m: memref<32xi32>, %out: memref<64xi32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %c16_i32 = arith.constant 16 : i32
+      scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+        %lo = memref.load %m[%c] : memref<32xi32>
+        %hi = arith.shrui %lo, %c16_i32 : i32
+        %row = vector.from_elements %lo, %hi : vector<2xi32>
+        %at = arith.muli %c, %c2 : index
+        vector.store %row, %out[%at] : memref<64xi32>, vector<2xi32>
+        scf.reduce
+      }
+      return
+    }
   }
 
   gpu.module @c_kernels attributes {kvq.cache = @c} {
@@ -130,6 +214,37 @@ module attributes {gpu.container_module} {
           memref.store %x, %m[%c0] : memref<64xf32>
           scf.reduce
         }
+      }
+      gpu.return
+    }
+
+    // A parallel loop over the rows of another, with only the row's
+    // addresses between them: one loop over both, one barrier.
+    // DEVICE-LABEL: gpu.func @nested
+    // DEVICE: %[[T:.*]] = gpu.thread_id x
+    // DEVICE: scf.for %[[I:.*]] = %{{.*}} to %c128{{.*}} step %{{.*}} {
+    // DEVICE-NEXT: %[[ROW:.*]] = arith.divui %[[I]], %c32{{.*}} : index
+    // DEVICE-NEXT: %[[COL:.*]] = arith.remui %[[I]], %c32{{.*}} : index
+    // DEVICE-NEXT: %[[AT:.*]] = arith.muli %[[ROW]], %{{.*}} : index
+    // DEVICE-NEXT: %[[VIEW:.*]] = memref.subview %{{.*}}[%[[AT]]] [32] [1]
+    // DEVICE-NEXT: memref.store %{{.*}}, %[[VIEW]][%[[COL]]]
+    // DEVICE-NEXT: }
+    // DEVICE-NEXT: gpu.barrier
+    // DEVICE-NEXT: gpu.return
+    gpu.func @nested(%m: memref<128xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c32 = arith.constant 32 : index
+      %one = arith.constant 1.0 : f32
+      scf.parallel (%t) = (%c0) to (%c4) step (%c1) {
+        %at = arith.muli %t, %c32 : index
+        %row = memref.subview %m[%at] [32] [1] : memref<128xf32> to memref<32xf32, strided<[1], offset: ?>>
+        scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+          memref.store %one, %row[%c] : memref<32xf32, strided<[1], offset: ?>>
+          scf.reduce
+        }
+        scf.reduce
       }
       gpu.return
     }

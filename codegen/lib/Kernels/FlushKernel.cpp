@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChannelTables.h"
+#include "CodePacking.h"
 #include "Rotation.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
@@ -402,37 +403,6 @@ Type FlushEmitter::rowType() {
 
 unsigned FlushEmitter::rowStride() const {
   return (rotated ? 1 : layout.model.getKvHeads()) * layout.model.getHeadDim();
-}
-
-/// How the code at bit `bit` of a group's stream moves into word `w`:
-/// shifted left by `left` (its high bits past bit 31 belong to the next
-/// word) or right by `right`; nullopt where no bit of it is in the word.
-struct WordShift {
-  int32_t left, right;
-};
-static std::optional<WordShift> shiftIntoWord(int64_t bit, unsigned bits,
-                                              unsigned w) {
-  int64_t first = 32 * int64_t(w);
-  if (bit >= first + 32 || bit + bits <= first)
-    return std::nullopt;
-  return WordShift{int32_t(std::max<int64_t>(bit - first, 0)),
-                   int32_t(std::max<int64_t>(first - bit, 0))};
-}
-
-/// Word `w` of the packed codes of a group, from its `codes` (each a scalar
-/// or a vector of groups, lane by lane): code k starts at bit k * bits.
-static Value packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
-                      unsigned w) {
-  Value word;
-  for (auto [k, code] : llvm::enumerate(codes)) {
-    std::optional<WordShift> shift = shiftIntoWord(int64_t(k) * bits, bits, w);
-    if (!shift)
-      continue;
-    Value part = shift->right ? kb.shrU(code, kb.i32Like(code, shift->right))
-                              : kb.shl(code, kb.i32Like(code, shift->left));
-    word = word ? kb.bitOr(word, part) : part;
-  }
-  return word;
 }
 
 /// A run of a group's packed bit stream: `bits` (i64, its `width` low bits

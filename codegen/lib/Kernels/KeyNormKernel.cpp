@@ -164,7 +164,8 @@ void KeyNormProgram::build(StringRef name) {
   func::ReturnOp::create(b, loc);
 }
 
-void kvq::buildKeyNormProgram(OpBuilder &b, Location loc, StringRef name,
+void kvq::buildKeyNormProgram(OpBuilder &b, Location loc,
+                              const KernelSpec &spec,
                               const CacheLayout &layout) {
-  KeyNormProgram(b, loc, layout.model).build(name);
+  KeyNormProgram(b, loc, layout.model).build(spec.name);
 }

@@ -93,11 +93,6 @@ private:
     return pool::entryRow(pb, layout, pb.i32(0), entry, head);
   }
   Value poolOf(unsigned x) { return arg(x == 0 ? A::KPool : A::VPool); }
-  /// An index of the block's threads' loops as an i32.
-  Value toI32(Value index) {
-    return arith::IndexCastUIOp::create(pb.builder(), pb.getLoc(),
-                                        pb.builder().getI32Type(), index);
-  }
   /// Copies element `c` of a row.
   void copyElement(Value src, Value srcRow, Value dst, Value dstRow, Value c) {
     pb.storeElement(pb.loadElement(src, pb.add(srcRow, c)), dst,
@@ -143,7 +138,7 @@ void TrackProgram::scoreCandidates(Value unitStart) {
   float inf = std::numeric_limits<float>::infinity();
   Type f32 = pb.builder().getF32Type(), i32 = pb.builder().getI32Type();
   pb.parallelFor(capacity + flush, [&](Value at) {
-    Value i = toI32(at);
+    Value i = pb.indexToI32(at);
     SmallVector<Value> result = pb.ifThenElse(
         pb.ult(i, pb.i32(capacity)), {f32, i32},
         [&]() -> SmallVector<Value> {
@@ -190,8 +185,8 @@ void TrackProgram::selectCandidates() {
               pb.add(acc[0], pb.select(pb.bitAnd(isCandidate(j), ranksBefore),
                                        pb.i32(1), pb.i32(0)))};
         })[0];
-    Value isKept =
-        pb.bitAnd(isCandidate(toI32(at)), pb.ult(before, pb.i32(capacity)));
+    Value isKept = pb.bitAnd(isCandidate(pb.indexToI32(at)),
+                             pb.ult(before, pb.i32(capacity)));
     pb.storeElement(pb.select(isKept, pb.i32(1), pb.i32(0)), kept, at);
   });
 }
@@ -275,7 +270,7 @@ void TrackProgram::updatePool(Value unitStart) {
 void TrackProgram::copyEntering(Value unitStart) {
   Value tracked = pb.eq(pb.loadElement(control, pb.i32(0)), pb.i32(1));
   pb.parallelFor(flush * dim, [&](Value at) {
-    Value i = toI32(at);
+    Value i = pb.indexToI32(at);
     Value t = pb.divU(i, pb.i32(dim)), c = pb.remU(i, pb.i32(dim));
     Value slot = pb.loadElement(dest, t);
     Value enters = pb.eq(pb.eq(slot, pb.i32(kStays)), pb.i1(false));
@@ -297,7 +292,7 @@ void TrackProgram::replaceEntering(Value unitStart) {
   Type dtype = model.getDtype();
   pb.parallelFor(2 * dim, [&](Value at) {
     pb.ifThen(tracked, [&] {
-      Value i = toI32(at);
+      Value i = pb.indexToI32(at);
       Value c = pb.remU(i, pb.i32(dim));
       Value isKeys = pb.ult(i, pb.i32(dim));
       // Token t's buffer and the element offset of channel c in it.
@@ -367,7 +362,7 @@ void TrackProgram::build(StringRef name) {
   func::ReturnOp::create(b, pb.getLoc());
 }
 
-void kvq::buildTrackProgram(OpBuilder &b, Location loc, StringRef name,
+void kvq::buildTrackProgram(OpBuilder &b, Location loc, const KernelSpec &spec,
                             const CacheLayout &layout) {
-  TrackProgram(b, loc, layout).build(name);
+  TrackProgram(b, loc, layout).build(spec.name);
 }

@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -23,9 +24,9 @@ func::FuncOp ProgramBuilder::createProgram(StringRef name,
   return func;
 }
 
-Value ProgramBuilder::getBlockId() {
+Value ProgramBuilder::getBlockId(gpu::Dimension dim) {
   OpBuilder &b = builder();
-  Value id = gpu::BlockIdOp::create(b, getLoc(), gpu::Dimension::x);
+  Value id = gpu::BlockIdOp::create(b, getLoc(), dim);
   return arith::IndexCastUIOp::create(b, getLoc(), b.getI32Type(), id);
 }
 
@@ -38,6 +39,11 @@ Value ProgramBuilder::toIndex(Value value) {
     return value;
   return arith::IndexCastUIOp::create(builder(), getLoc(),
                                       builder().getIndexType(), value);
+}
+
+Value ProgramBuilder::indexToI32(Value index) {
+  return arith::IndexCastUIOp::create(builder(), getLoc(),
+                                      builder().getI32Type(), index);
 }
 
 Value ProgramBuilder::row(Value buffer, Value offset, int64_t size) {
@@ -53,7 +59,10 @@ Value ProgramBuilder::loadElement(Value memref, Value at) {
 }
 
 Value ProgramBuilder::loadElementAsF32(Value memref, Value at) {
-  Value x = loadElement(memref, at);
+  return asF32(loadElement(memref, at));
+}
+
+Value ProgramBuilder::asF32(Value x) {
   if (x.getType().isF32())
     return x;
   return arith::ExtFOp::create(builder(), getLoc(), builder().getF32Type(), x);
@@ -61,6 +70,24 @@ Value ProgramBuilder::loadElementAsF32(Value memref, Value at) {
 
 void ProgramBuilder::storeElement(Value value, Value memref, Value at) {
   memref::StoreOp::create(builder(), getLoc(), value, memref, toIndex(at));
+}
+
+void ProgramBuilder::storeVector(Value value, Value memref, Value at) {
+  vector::StoreOp::create(builder(), getLoc(), value, memref, toIndex(at));
+}
+
+void ProgramBuilder::atomicAdd(Value value, Value memref, Value at) {
+  memref::AtomicRMWOp::create(builder(), getLoc(), arith::AtomicRMWKind::addi,
+                              value, memref, toIndex(at));
+}
+
+Value ProgramBuilder::view(Value bytes, Value byteOffset, Type element,
+                           int64_t count) {
+  OpBuilder &b = builder();
+  Value shift =
+      arith::IndexCastUIOp::create(b, getLoc(), b.getIndexType(), byteOffset);
+  return memref::ViewOp::create(b, getLoc(), MemRefType::get({count}, element),
+                                bytes, shift, ValueRange{});
 }
 
 Value ProgramBuilder::allocBlockLocal(Type element, int64_t count) {

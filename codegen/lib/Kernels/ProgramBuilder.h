@@ -17,6 +17,7 @@
 #include "kvq/Codegen/KernelBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace kvq {
@@ -33,18 +34,30 @@ public:
   /// the builder is left; the caller ends it with `func.return`.
   mlir::func::FuncOp createProgram(llvm::StringRef name,
                                    llvm::ArrayRef<mlir::Type> args);
-  /// The block's id, as an i32.
-  mlir::Value getBlockId();
+  /// The block's id along `dim`, as an i32.
+  mlir::Value getBlockId(mlir::gpu::Dimension dim = mlir::gpu::Dimension::x);
 
   mlir::Value index(int64_t value);
   /// An i32 (unsigned) or index value as an index.
   mlir::Value toIndex(mlir::Value value);
+  /// An index (a parallel loop's induction variable) as an i32.
+  mlir::Value indexToI32(mlir::Value index);
   /// `size` elements of the 1-D `buffer` from element `offset`.
   mlir::Value row(mlir::Value buffer, mlir::Value offset, int64_t size);
   /// Element `at` (i32 or index) of a 1-D memref, and the same as f32.
   mlir::Value loadElement(mlir::Value memref, mlir::Value at);
   mlir::Value loadElementAsF32(mlir::Value memref, mlir::Value at);
+  /// A float as f32.
+  mlir::Value asF32(mlir::Value x);
   void storeElement(mlir::Value value, mlir::Value memref, mlir::Value at);
+  /// Stores the 1-D vector `value` at elements [at, at + its length).
+  void storeVector(mlir::Value value, mlir::Value memref, mlir::Value at);
+  /// Adds the i32 `value` to element `at` of an i32 memref, atomically.
+  void atomicAdd(mlir::Value value, mlir::Value memref, mlir::Value at);
+  /// `count` elements of `element` from byte `byteOffset` (i64) of the byte
+  /// buffer `bytes` (a `memref<?xi8>`): a page region read as its type.
+  mlir::Value view(mlir::Value bytes, mlir::Value byteOffset,
+                   mlir::Type element, int64_t count);
   /// `count` elements of block-local memory, every thread's view of one
   /// buffer.
   mlir::Value allocBlockLocal(mlir::Type element, int64_t count);

@@ -14,14 +14,18 @@ SliceAccess::SliceAccess(KernelBuilder &kb, const TensorLayout &tensor,
     : kb(kb), slice(slice) {
   Value page = kb.loadU32(table, kb.divU(qpos, kb.i32(pageTokens)),
                           /*invariant=*/true);
-  Value offset = kb.add(kb.mul(kb.toI64(page), kb.i64(tensor.pageBytes)),
-                        kb.mul(kb.toI64(head), kb.i64(slice.SliceBytes)));
-  base = kb.gep(pages, offset);
+  base = kb.gep(pages, sliceByteOffset(kb, tensor, slice, page, head));
   codesBase = base;
   if (slice.sharesCodes())
     codesBase = kb.gep(
         base, kb.add(kb.i64(slice.CodesLayerDelta),
                      kb.mul(kb.toI64(head), kb.i64(slice.CodesHeadDelta))));
+}
+
+Value kvq::sliceByteOffset(KernelBuilder &kb, const TensorLayout &tensor,
+                           const SliceLayout &slice, Value page, Value head) {
+  return kb.add(kb.mul(kb.toI64(page), kb.i64(tensor.pageBytes)),
+                kb.mul(kb.toI64(head), kb.i64(slice.SliceBytes)));
 }
 
 Value SliceAccess::loadWord(Value index) {

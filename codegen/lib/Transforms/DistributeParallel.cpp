@@ -3,7 +3,8 @@
 // The GPU's form of a kernel program's `scf.parallel`: the block's threads
 // take its iterations in turn (thread i the iterations i, i + threads, ...)
 // and meet at a barrier after it, so that what one thread wrote is what
-// every thread reads next. First a sequential loop around a parallel loop
+// every thread reads next. First a parallel loop over the rows of another
+// is made one loop over both, and a sequential loop around a parallel loop
 // whose iterations each keep to their own elements is turned inside out:
 // each thread then runs the whole sequence for its elements, with no
 // barrier per step, and LLVM keeps their values in registers.
@@ -125,6 +126,64 @@ struct InterchangeParallelOutward : OpRewritePattern<scf::ForOp> {
   }
 };
 
+/// The constant trip count of 1-D `loop` over [0, N) in steps of 1.
+static std::optional<int64_t> getTripCount(scf::ParallelOp loop) {
+  APInt lower, upper, step;
+  if (loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
+      !matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
+      !matchPattern(loop.getUpperBound()[0], m_ConstantInt(&upper)) ||
+      !matchPattern(loop.getStep()[0], m_ConstantInt(&step)) ||
+      !lower.isZero() || !step.isOne())
+    return std::nullopt;
+  return upper.getSExtValue();
+}
+
+/// parallel t { ops; parallel c { body } } -> parallel i { t = i / C;
+/// c = i mod C; ops; body }, where the ops only compute and read (the
+/// addresses and views of row t): the block's threads then share all of
+/// the iterations, with one barrier.
+struct FlattenNestedParallel : OpRewritePattern<scf::ParallelOp> {
+  using OpRewritePattern<scf::ParallelOp>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(scf::ParallelOp outer,
+                                PatternRewriter &rewriter) const override {
+    Block *body = outer.getBody();
+    auto inner = dyn_cast_if_present<scf::ParallelOp>(
+        body->getTerminator()->getPrevNode());
+    std::optional<int64_t> rows = getTripCount(outer);
+    std::optional<int64_t> columns = inner ? getTripCount(inner) : std::nullopt;
+    if (!rows || !columns ||
+        llvm::any_of(llvm::make_range(body->begin(), inner->getIterator()),
+                     [](Operation &op) {
+                       return op.getNumRegions() ||
+                              !(isArithmetic(&op) || isa<memref::LoadOp>(op));
+                     }))
+      return rewriter.notifyMatchFailure(outer, "not a row of a parallel");
+    Location loc = outer.getLoc();
+    auto constant = [&](int64_t value) {
+      return arith::ConstantIndexOp::create(rewriter, loc, value);
+    };
+    Value count = constant(*columns);
+    scf::ParallelOp::create(
+        rewriter, loc, ValueRange{constant(0)},
+        ValueRange{constant(*rows * *columns)}, ValueRange{constant(1)},
+        [&](OpBuilder &b, Location, ValueRange ivs) {
+          IRMapping mapping;
+          mapping.map(outer.getInductionVars()[0],
+                      arith::DivUIOp::create(b, loc, ivs[0], count));
+          mapping.map(inner.getInductionVars()[0],
+                      arith::RemUIOp::create(b, loc, ivs[0], count));
+          for (Operation &op :
+               llvm::make_range(body->begin(), inner->getIterator()))
+            b.clone(op, mapping);
+          for (Operation &op : inner.getBody()->without_terminator())
+            b.clone(op, mapping);
+        });
+    rewriter.eraseOp(outer);
+    return success();
+  }
+};
+
 /// A 1-D scf.parallel as a loop over the block's threads, then a barrier.
 struct DistributeParallelLoop : OpRewritePattern<scf::ParallelOp> {
   DistributeParallelLoop(MLIRContext *ctx, unsigned blockThreads)
@@ -177,7 +236,7 @@ struct KVQDistributeParallelPass
   void distribute(gpu::GPUModuleOp device, const TargetInfo &info) {
     MLIRContext *ctx = &getContext();
     RewritePatternSet interchange(ctx);
-    interchange.add<InterchangeParallelOutward>(ctx);
+    interchange.add<FlattenNestedParallel, InterchangeParallelOutward>(ctx);
     walkAndApplyPatterns(device, std::move(interchange));
     RewritePatternSet distribute(ctx);
     distribute.add<DistributeParallelLoop>(ctx, info.blockThreads);

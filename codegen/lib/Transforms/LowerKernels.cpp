@@ -35,8 +35,9 @@ using CacheKernelsMap = llvm::DenseMap<Operation *, CacheKernels>;
 /// cache.
 template <typename KernelOpT>
 struct KernelOpPattern : OpRewritePattern<KernelOpT> {
-  KernelOpPattern(MLIRContext *ctx, CacheKernelsMap &caches)
-      : OpRewritePattern<KernelOpT>(ctx), caches(caches) {}
+  KernelOpPattern(MLIRContext *ctx, CacheKernelsMap &caches,
+                  PatternBenefit benefit = 1)
+      : OpRewritePattern<KernelOpT>(ctx, benefit), caches(caches) {}
 
   /// Where the kernels of `op`'s cache go; null where its layout is not
   /// known.
@@ -95,14 +96,24 @@ struct LowerKernelOp : KernelOpPattern<KernelOpT> {
 };
 
 /// Builds a kernel program.
-using ProgramBuilderFn = void (*)(OpBuilder &, Location, StringRef,
+using ProgramBuilderFn = void (*)(OpBuilder &, Location, const KernelSpec &,
                                   const CacheLayout &);
+/// Whether a kernel is built as a program.
+using ProgramFilterFn = bool (*)(const KernelSpec &, const CacheLayout &);
+
+bool isAlwaysProgram(const KernelSpec &, const CacheLayout &) { return true; }
+bool isFlushProgramSpec(const KernelSpec &spec, const CacheLayout &layout) {
+  return isFlushProgram(layout, spec.layers, spec.isKeys);
+}
 
 /// Replace a kernel op by its program, built by `Build` and tagged like the
-/// emitted kernels.
-template <typename KernelOpT, ProgramBuilderFn Build>
+/// emitted kernels, where `Filter` says it is one. It comes before the
+/// emitting pattern of its kind (benefit 2).
+template <typename KernelOpT, ProgramBuilderFn Build,
+          ProgramFilterFn Filter = isAlwaysProgram>
 struct BuildKernelProgram : KernelOpPattern<KernelOpT> {
-  using KernelOpPattern<KernelOpT>::KernelOpPattern;
+  BuildKernelProgram(MLIRContext *ctx, CacheKernelsMap &caches)
+      : KernelOpPattern<KernelOpT>(ctx, caches, /*benefit=*/2) {}
 
   LogicalResult matchAndRewrite(KernelOpT op,
                                 PatternRewriter &rewriter) const override {
@@ -110,10 +121,12 @@ struct BuildKernelProgram : KernelOpPattern<KernelOpT> {
     if (!kernels)
       return rewriter.notifyMatchFailure(op, "no layout for its cache");
     KernelSpec spec = getKernelSpec(op);
+    if (!Filter(spec, kernels->layout))
+      return rewriter.notifyMatchFailure(op, "emitted, not a program");
     {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToEnd(kernels->program.getBody());
-      Build(rewriter, op.getLoc(), spec.name, kernels->layout);
+      Build(rewriter, op.getLoc(), spec, kernels->layout);
     }
     NamedAttribute tag = getLoweredKernelAttr(op);
     SymbolTable::lookupSymbolIn(kernels->program, spec.name)
@@ -209,6 +222,8 @@ struct KVQLowerKernelsPass
                       UnitAttr::get(&getContext()));
     RewritePatternSet patterns(&getContext());
     patterns.add<LowerKernelOp<FlushKernelOp>,
+                 BuildKernelProgram<FlushKernelOp, buildFlushProgram,
+                                    isFlushProgramSpec>,
                  BuildKernelProgram<KeyNormKernelOp, buildKeyNormProgram>,
                  BuildKernelProgram<TrackKernelOp, buildTrackProgram>,
                  LowerKernelOp<AttendKernelOp>>(&getContext(), *caches);

@@ -44,6 +44,17 @@ enum class Widening {
   /// An `scf.for` whose body depends on the lanes: its results carried as
   /// vectors.
   Loop,
+  /// An `scf.if` on a condition that varies whose body only stores or adds
+  /// values that do not to places that do not (a flag, a counter): run
+  /// once if any lane takes it, each addition times the lanes that do.
+  AnyLane,
+  /// A RowStore's row (a `vector.from_elements` of values of one lane) or
+  /// its index (the induction variable scaled): widened with the store.
+  RowPart,
+  /// A `vector.store` of a Row of n elements at n times the induction
+  /// variable: the lanes' rows are adjacent, so their interleaved elements
+  /// are one store.
+  RowStore,
   Unsupported,
 };
 
@@ -71,6 +82,19 @@ Value getUnitStrideIndex(Operation *op) {
   return indices.back();
 }
 
+/// Whether `index` is `iv * n` for the constant n; n is returned.
+static std::optional<int64_t> getScaledIndex(Value index, Value iv) {
+  auto mul = index.getDefiningOp<arith::MulIOp>();
+  if (!mul)
+    return std::nullopt;
+  APInt n;
+  for (auto [x, y] : {std::pair(mul.getLhs(), mul.getRhs()),
+                      std::pair(mul.getRhs(), mul.getLhs())})
+    if (x == iv && matchPattern(y, m_ConstantInt(&n)))
+      return n.getSExtValue();
+  return std::nullopt;
+}
+
 /// Classifies the ops of a loop body for vectorization over `lanes` of
 /// induction variable `iv`: `varying` holds the values that differ between
 /// lanes.
@@ -90,6 +114,13 @@ public:
 private:
   Widening classify(Operation *op) const;
   bool usesVarying(Operation *op) const;
+  /// Whether `op`, an scf.if on a varying condition, is AnyLane.
+  bool isAnyLane(scf::IfOp op) const;
+  /// Whether `op`, a vector.store, is a RowStore.
+  bool isRowStore(vector::StoreOp op) const;
+  void widenAnyLane(scf::IfOp op, OpBuilder &b, IRMapping &mapping);
+  void widenRowStore(vector::StoreOp op, OpBuilder &b, IRMapping &mapping,
+                     Value first);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
   Value asVector(OpBuilder &b, Location loc, Value value) const;
   Type vectorOf(Type type) const { return VectorType::get({lanes}, type); }
@@ -110,9 +141,57 @@ bool Vectorizer::usesVarying(Operation *op) const {
   return uses;
 }
 
+bool Vectorizer::isAnyLane(scf::IfOp op) const {
+  if (op.getNumResults() != 0 || !op.getElseRegion().empty())
+    return false;
+  WalkResult result = op.getThenRegion().walk([&](Operation *nested) {
+    bool uniform = llvm::none_of(nested->getOperands(), [&](Value operand) {
+      return varying.contains(operand);
+    });
+    bool adds = isa<memref::AtomicRMWOp>(nested) &&
+                cast<memref::AtomicRMWOp>(nested).getKind() ==
+                    arith::AtomicRMWKind::addi;
+    if (!uniform || nested->getNumRegions() ||
+        !(isMemoryEffectFree(nested) || isa<memref::StoreOp>(nested) || adds))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !result.wasInterrupted();
+}
+
+bool Vectorizer::isRowStore(vector::StoreOp op) const {
+  auto row = op.getValueToStore().getDefiningOp<vector::FromElementsOp>();
+  ValueRange indices = op.getIndices();
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!row || !row->hasOneUse() || indices.empty() ||
+      failed(op.getMemRefType().getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1 || varying.contains(op.getBase()) ||
+      llvm::any_of(indices.drop_back(),
+                   [&](Value index) { return varying.contains(index); }))
+    return false;
+  return getScaledIndex(indices.back(), iv) ==
+         int64_t(row.getType().getNumElements());
+}
+
 Widening Vectorizer::classify(Operation *op) const {
   if (!usesVarying(op))
     return Widening::Scalar;
+  if (auto branch = dyn_cast<scf::IfOp>(op))
+    return isAnyLane(branch) ? Widening::AnyLane : Widening::Unsupported;
+  if (auto row = dyn_cast<vector::FromElementsOp>(op)) {
+    auto store = dyn_cast<vector::StoreOp>(*row->user_begin());
+    return row->hasOneUse() && store && row.getType().getRank() == 1 &&
+                   row.getType().getElementType().isIntOrFloat()
+               ? Widening::RowPart
+               : Widening::Unsupported;
+  }
+  if (auto store = dyn_cast<vector::StoreOp>(op))
+    return isRowStore(store) ? Widening::RowStore : Widening::Unsupported;
+  if (auto mul = dyn_cast<arith::MulIOp>(op))
+    if (mul->hasOneUse() && isa<vector::StoreOp>(*mul->user_begin()) &&
+        getScaledIndex(mul, iv))
+      return Widening::RowPart;
   if (isa<memref::LoadOp, memref::StoreOp>(op)) {
     // The induction variable as the unit-stride index and nowhere else;
     // the memref and the other indices the same in every lane (a stored
@@ -155,8 +234,12 @@ bool Vectorizer::analyze(Block &block) {
       return false;
     case Widening::Vector:
     case Widening::Elementwise:
+    case Widening::RowPart:
       for (Value result : op.getResults())
         varying.insert(result);
+      continue;
+    case Widening::AnyLane:
+    case Widening::RowStore:
       continue;
     case Widening::Loop: {
       // Its iteration arguments and results vary: they are carried as
@@ -190,6 +273,14 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
       llvm_unreachable("analyze() accepted the body");
     case Widening::Scalar:
       b.clone(op, mapping);
+      continue;
+    case Widening::AnyLane:
+      widenAnyLane(cast<scf::IfOp>(op), b, mapping);
+      continue;
+    case Widening::RowPart:
+      continue;
+    case Widening::RowStore:
+      widenRowStore(cast<vector::StoreOp>(op), b, mapping, first);
       continue;
     case Widening::Vector: {
       auto indicesOf = [&](ValueRange indices) {
@@ -258,6 +349,78 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
     }
     }
   }
+}
+
+void Vectorizer::widenAnyLane(scf::IfOp op, OpBuilder &b, IRMapping &mapping) {
+  Location loc = op.getLoc();
+  Value lanesTaken = mapping.lookupOrDefault(op.getCondition());
+  bool adds = false;
+  op.getThenRegion().walk([&](memref::AtomicRMWOp) { adds = true; });
+  // Each addition is made once for all the lanes taking the branch.
+  Value count, taken;
+  if (adds) {
+    Value ones =
+        arith::ExtUIOp::create(b, loc, vectorOf(b.getI32Type()), lanesTaken);
+    count =
+        vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, ones);
+    taken = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, count,
+        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+  } else {
+    taken = vector::ReductionOp::create(b, loc, vector::CombiningKind::OR,
+                                        lanesTaken);
+  }
+  auto widened = scf::IfOp::create(b, loc, taken, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(widened.thenBlock()->getTerminator());
+  for (Operation &nested : op.thenBlock()->without_terminator()) {
+    Operation *clone = b.clone(nested, mapping);
+    if (auto add = dyn_cast<memref::AtomicRMWOp>(clone)) {
+      b.setInsertionPoint(add);
+      Value times = count;
+      if (add.getValue().getType() != times.getType())
+        times = arith::IndexCastUIOp::create(b, loc, add.getValue().getType(),
+                                             count);
+      add.getValueMutable().assign(
+          arith::MulIOp::create(b, loc, add.getValue(), times));
+      b.setInsertionPoint(widened.thenBlock()->getTerminator());
+    }
+  }
+}
+
+void Vectorizer::widenRowStore(vector::StoreOp op, OpBuilder &b,
+                               IRMapping &mapping, Value first) {
+  Location loc = op.getLoc();
+  auto row = op.getValueToStore().getDefiningOp<vector::FromElementsOp>();
+  int64_t n = row.getType().getNumElements();
+  // The row's elements, a vector of lanes each, concatenated...
+  Value all;
+  for (Value element : row.getElements()) {
+    Value lanesOf = asVector(b, loc, mapping.lookupOrDefault(element));
+    if (!all) {
+      all = lanesOf;
+      continue;
+    }
+    int64_t size = cast<VectorType>(all.getType()).getNumElements();
+    all = vector::ShuffleOp::create(
+        b, loc, all, lanesOf,
+        llvm::to_vector(llvm::seq<int64_t>(0, size + lanes)));
+  }
+  // ... then interleaved: lane j's row goes to elements [j n, j n + n).
+  if (n > 1) {
+    SmallVector<int64_t> interleave;
+    for (unsigned j = 0; j < lanes; ++j)
+      for (int64_t w = 0; w < n; ++w)
+        interleave.push_back(w * lanes + j);
+    all = vector::ShuffleOp::create(b, loc, all, all, interleave);
+  }
+  SmallVector<Value> indices;
+  for (Value index : op.getIndices().drop_back())
+    indices.push_back(mapping.lookupOrDefault(index));
+  indices.push_back(arith::MulIOp::create(
+      b, loc, first, arith::ConstantIndexOp::create(b, loc, n)));
+  vector::StoreOp::create(b, loc, all, mapping.lookupOrDefault(op.getBase()),
+                          indices);
 }
 
 namespace {

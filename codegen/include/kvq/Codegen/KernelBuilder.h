@@ -323,6 +323,7 @@ public:
   mlir::Value selectMin(mlir::Value x, mlir::Value y);
   /// A running extremum: `acc`, never NaN, updated with `x`, a NaN `x`
   /// skipped. fmin/fmax where the target has them as one instruction, else
+  /// (and in a kernel program, which knows no target)
   /// selectMin/selectMax(x, acc): the same result either way.
   mlir::Value runningMin(mlir::Value acc, mlir::Value x);
   mlir::Value runningMax(mlir::Value acc, mlir::Value x);

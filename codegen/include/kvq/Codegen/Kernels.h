@@ -128,13 +128,20 @@ std::pair<mlir::Value, mlir::ValueRange> getMemRefAccess(mlir::Operation *op);
 /// declare no effects.
 bool isArithmetic(mlir::Operation *op);
 
-/// Builds key-norm kernel `name` of `layout` as a program for both targets
+/// Builds key-norm kernel `spec` of `layout` as a program for both targets
 /// (a `func.func` over memrefs) at `b`'s insertion point.
 void buildKeyNormProgram(mlir::OpBuilder &b, mlir::Location loc,
-                         llvm::StringRef name, const CacheLayout &layout);
+                         const KernelSpec &spec, const CacheLayout &layout);
 /// The same for the outlier-tracking kernel.
 void buildTrackProgram(mlir::OpBuilder &b, mlir::Location loc,
-                       llvm::StringRef name, const CacheLayout &layout);
+                       const KernelSpec &spec, const CacheLayout &layout);
+/// The same for a flush kernel the program serves (isFlushProgram): a
+/// full-precision slice, or a span = tokens slice without rotation or
+/// channel tables. The other flush kernels are emitted (emitFlushKernel).
+bool isFlushProgram(const CacheLayout &layout, llvm::ArrayRef<int64_t> layers,
+                    bool isKeys);
+void buildFlushProgram(mlir::OpBuilder &b, mlir::Location loc,
+                       const KernelSpec &spec, const CacheLayout &layout);
 
 // One emitter per kernel kind (one file each under lib/Kernels).
 unsigned emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,

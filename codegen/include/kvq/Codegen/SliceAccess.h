@@ -79,6 +79,12 @@ private:
   mlir::Value codesBase;
 };
 
+/// Byte offset, from the start of its layer's pages, of kv-head `head`'s
+/// slice of page `page` (the block-table entry, i32): i64.
+mlir::Value sliceByteOffset(KernelBuilder &kb, const TensorLayout &tensor,
+                            const SliceLayout &slice, mlir::Value page,
+                            mlir::Value head);
+
 /// Code `k` (b bits) of the group whose packed words start at
 /// `words[firstWord]`, extracted from words already in registers: positions
 /// are compile-time constants.

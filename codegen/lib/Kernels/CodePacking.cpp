@@ -1,0 +1,29 @@
+//===- CodePacking.cpp - codes into 32-bit words --------------------------===//
+
+#include "CodePacking.h"
+
+using namespace mlir;
+using namespace kvq;
+
+std::optional<WordShift> kvq::shiftIntoWord(int64_t bit, unsigned bits,
+                                            unsigned w) {
+  int64_t first = 32 * int64_t(w);
+  if (bit >= first + 32 || bit + bits <= first)
+    return std::nullopt;
+  return WordShift{int32_t(std::max<int64_t>(bit - first, 0)),
+                   int32_t(std::max<int64_t>(first - bit, 0))};
+}
+
+Value kvq::packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
+                    unsigned w) {
+  Value word;
+  for (auto [k, code] : llvm::enumerate(codes)) {
+    std::optional<WordShift> shift = shiftIntoWord(int64_t(k) * bits, bits, w);
+    if (!shift)
+      continue;
+    Value part = shift->right ? kb.shrU(code, kb.i32Like(code, shift->right))
+                              : kb.shl(code, kb.i32Like(code, shift->left));
+    word = word ? kb.bitOr(word, part) : part;
+  }
+  return word;
+}

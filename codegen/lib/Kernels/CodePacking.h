@@ -1,0 +1,35 @@
+//===- CodePacking.h - codes into 32-bit words ------------------*- C++ -*-===//
+//
+// Private to lib/Kernels: how a group's codes, lowest first, fill its words
+// (docs/KernelABI.md: code k at bit k * bits of the group's stream), shared
+// by the flush kernel's forms and the flush program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_LIB_KERNELS_CODEPACKING_H
+#define KVQ_CODEGEN_LIB_KERNELS_CODEPACKING_H
+
+#include "kvq/Codegen/KernelBuilder.h"
+
+#include <optional>
+
+namespace kvq {
+
+/// How the code at bit `bit` of a group's stream moves into word `w`:
+/// shifted left by `left` (its high bits past bit 31 belong to the next
+/// word) or right by `right`.
+struct WordShift {
+  int32_t left, right;
+};
+/// The shift of a `bits`-bit code at bit `bit` into word `w`; nullopt where
+/// no bit of it is in the word.
+std::optional<WordShift> shiftIntoWord(int64_t bit, unsigned bits, unsigned w);
+
+/// Word `w` of the packed codes of a group, from its `codes` (each a scalar
+/// or a vector of groups, lane by lane): code k starts at bit k * bits.
+mlir::Value packWord(KernelBuilder &kb, llvm::ArrayRef<mlir::Value> codes,
+                     unsigned bits, unsigned w);
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_LIB_KERNELS_CODEPACKING_H
