@@ -29,7 +29,7 @@ kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // PROGRAM: memref.view %[[PAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi16>
 // PROGRAM: memref.view %[[PAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi16>
 // PROGRAM: memref.view %[[PAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi32>
-// PROGRAM: scf.parallel (%[[C:.*]]) = (%{{.*}}) to (%c32) step
+// PROGRAM: scf.parallel (%[[C:.*]]) = (%{{.*}}) to (%c32{{.*}}) step
 // PROGRAM: scf.for %{{.*}} = %{{.*}} to %c8_i32{{.*}} iter_args
 // PROGRAM: memref.load %{{.*}}[%[[C]]] : memref<32xf16, strided<[1], offset: ?>>
 // PROGRAM: arith.cmpf uge
@@ -42,9 +42,9 @@ kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // PROGRAM: memref.atomic_rmw addi %{{.*}}, %[[SAT]]
 // Values: a token a row, copied as it is into the page's row.
 // PROGRAM: func.func @fl_flush_values_0(
-// PROGRAM: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c8) step
+// PROGRAM: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c8{{.*}}) step
 // PROGRAM: memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<512xf16>
-// PROGRAM: scf.parallel (%[[VC:.*]]) = (%{{.*}}) to (%c32) step
+// PROGRAM: scf.parallel (%[[VC:.*]]) = (%{{.*}}) to (%c32{{.*}}) step
 // PROGRAM: %[[X:.*]] = memref.load %{{.*}}[%[[VC]]] : memref<32xf16, strided<[1], offset: ?>>
 // PROGRAM: memref.store %[[X]], %{{.*}}[%[[VC]]] : memref<32xf16, strided<[1], offset: ?>>
 
@@ -60,14 +60,14 @@ kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // reduction and one branch for all of them; the values' rows one load and
 // one store of 16 halves.
 // CPU-LABEL: func.func @fl_flush_keys_0(
-// CPU: scf.for %{{.*}} = %{{.*}} to %c32 step %c16 {
+// CPU: scf.for %{{.*}} = %{{.*}} to %c32{{.*}} step %c16{{.*}} {
 // CPU: vector.reduction <or>
 // CPU: vector.store %{{.*}} : memref<32xi32, strided<[1], offset: ?>>, vector<16xi32>
 // CPU: vector.reduction <add>
 // CPU: memref.atomic_rmw addi
 // CPU-LABEL: func.func @fl_flush_values_0(
 // CPU: scf.parallel
-// CPU: scf.for %{{.*}} = %{{.*}} to %c32 step %c16 {
+// CPU: scf.for %{{.*}} = %{{.*}} to %c32{{.*}} step %c16{{.*}} {
 // CPU: vector.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
 // CPU: vector.reduction <or>
 // CPU: vector.store %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>

@@ -248,5 +248,48 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
+
+    // A row that picks one of two loops over its columns keeps its choice
+    // around the two bodies.
+    // DEVICE-LABEL: gpu.func @nested_choice
+    // DEVICE: scf.for %[[I:.*]] = %{{.*}} to %c128{{.*}} step %{{.*}} {
+    // DEVICE-NEXT: %[[ROW:.*]] = arith.divui %[[I]], %c32{{.*}} : index
+    // DEVICE-NEXT: %[[COL:.*]] = arith.remui %[[I]], %c32{{.*}} : index
+    // DEVICE-NEXT: %[[EVEN:.*]] = arith.remui %[[ROW]], %{{.*}} : index
+    // DEVICE-NEXT: %[[PICK:.*]] = arith.cmpi eq, %[[EVEN]], %{{.*}} : index
+    // DEVICE-NEXT: scf.if %[[PICK]] {
+    // DEVICE: memref.store %{{.*}}, %{{.*}}[%[[COL]]]
+    // DEVICE-NEXT: } else {
+    // DEVICE: memref.store %{{.*}}, %{{.*}}[%[[COL]]]
+    // DEVICE-NEXT: }
+    // DEVICE-NEXT: }
+    // DEVICE-NEXT: gpu.barrier
+    gpu.func @nested_choice(%m: memref<128xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c32 = arith.constant 32 : index
+      %one = arith.constant 1.0 : f32
+      %two = arith.constant 2.0 : f32
+      scf.parallel (%t) = (%c0) to (%c4) step (%c1) {
+        %even = arith.remui %t, %c2 : index
+        %pick = arith.cmpi eq, %even, %c0 : index
+        scf.if %pick {
+          scf.parallel (%c) = (%c0) to (%c32) step (%c1) {
+            memref.store %one, %m[%c] : memref<128xf32>
+            scf.reduce
+          }
+        } else {
+          %c32b = arith.constant 32 : index
+          scf.parallel (%c) = (%c0) to (%c32b) step (%c1) {
+            memref.store %two, %m[%c] : memref<128xf32>
+            scf.reduce
+          }
+        }
+        scf.reduce
+      }
+      gpu.return
+    }
   }
 }

@@ -67,6 +67,44 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // Loads a thread keeps in flight are capped at 64 registers a loop: a
+    // row of 32 floats (32 registers) an iteration is issued 2 iterations
+    // ahead, a row of 64 floats none.
+    // CHECK-LABEL: gpu.func @wide_rows
+    // CHECK-COUNT-2: llvm.load %{{.*}} invariant : !llvm.ptr -> vector<32xf32>
+    // CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<32xf32>, vector<32xf32>)  : i32 {
+    // CHECK: gpu.return
+    gpu.func @wide_rows(%src: !llvm.ptr, %acc: !llvm.ptr, %first: i32, %last: i32) kernel {
+      %c1 = arith.constant 1 : i32
+      %row = arith.constant 128 : i32
+      scf.for %t = %first to %last step %c1 : i32 {
+        %off = arith.muli %t, %row : i32
+        %p = llvm.getelementptr %src[%off] : (!llvm.ptr, i32) -> !llvm.ptr, i8
+        %x = llvm.load %p invariant : !llvm.ptr -> vector<32xf32>
+        llvm.store %x, %acc : vector<32xf32>, !llvm.ptr
+      }
+      gpu.return
+    }
+
+    // CHECK-LABEL: gpu.func @widest_rows
+    // CHECK-NOT: scf.if
+    // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}}  : i32 {
+    // CHECK-NEXT: arith.muli
+    // CHECK-NEXT: llvm.getelementptr
+    // CHECK-NEXT: llvm.load %{{.*}} invariant : !llvm.ptr -> vector<64xf32>
+    // CHECK: gpu.return
+    gpu.func @widest_rows(%src: !llvm.ptr, %acc: !llvm.ptr, %first: i32, %last: i32) kernel {
+      %c1 = arith.constant 1 : i32
+      %row = arith.constant 256 : i32
+      scf.for %t = %first to %last step %c1 : i32 {
+        %off = arith.muli %t, %row : i32
+        %p = llvm.getelementptr %src[%off] : (!llvm.ptr, i32) -> !llvm.ptr, i8
+        %x = llvm.load %p invariant : !llvm.ptr -> vector<64xf32>
+        llvm.store %x, %acc : vector<64xf32>, !llvm.ptr
+      }
+      gpu.return
+    }
+
     // The loop writes the buffer it reads (through another view of it):
     // its loads stay in order with its stores.
     // CHECK-LABEL: gpu.func @in_place

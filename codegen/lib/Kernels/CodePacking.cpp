@@ -27,3 +27,22 @@ Value kvq::packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
   }
   return word;
 }
+
+SmallVector<Value> kvq::packWords(KernelBuilder &kb, unsigned count,
+                                  unsigned bits,
+                                  function_ref<Value(unsigned k)> code) {
+  SmallVector<Value> words(llvm::divideCeil(uint64_t(count) * bits, 32));
+  for (unsigned k = 0; k < count; ++k) {
+    Value c = code(k);
+    for (unsigned w = k * bits / 32; w < words.size(); ++w) {
+      std::optional<WordShift> shift =
+          shiftIntoWord(int64_t(k) * bits, bits, w);
+      if (!shift)
+        break;
+      Value part = shift->right ? kb.shrU(c, kb.i32Like(c, shift->right))
+                                : kb.shl(c, kb.i32Like(c, shift->left));
+      words[w] = words[w] ? kb.bitOr(words[w], part) : part;
+    }
+  }
+  return words;
+}

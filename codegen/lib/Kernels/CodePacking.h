@@ -30,6 +30,13 @@ std::optional<WordShift> shiftIntoWord(int64_t bit, unsigned bits, unsigned w);
 mlir::Value packWord(KernelBuilder &kb, llvm::ArrayRef<mlir::Value> codes,
                      unsigned bits, unsigned w);
 
+/// The words of a group of `count` codes, code k `code(k)` (a scalar or a
+/// vector of groups): each code ORed into its word(s) as it is computed,
+/// so that only the words stay live, not the codes.
+llvm::SmallVector<mlir::Value>
+packWords(KernelBuilder &kb, unsigned count, unsigned bits,
+          llvm::function_ref<mlir::Value(unsigned k)> code);
+
 } // namespace kvq
 
 #endif // KVQ_CODEGEN_LIB_KERNELS_CODEPACKING_H

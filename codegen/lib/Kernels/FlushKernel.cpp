@@ -9,7 +9,8 @@
 // (one unit a block), and read there. Each thread quantizes whole
 // groups, so a group's parameters and codes are computed by one thread in index
 // order: the arithmetic, and the bits, are those of the reference on every
-// target.
+// target. Full-precision slices and span=tokens slices without rotation or
+// channel tables are flushed by the flush program instead (FlushProgram.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,7 +157,6 @@ private:
   /// Quantizes groups [first, first + count), their parameters computed as
   /// the lanes of one vector.
   void quantizeLaneGroups(Value first, unsigned count, unsigned lanes);
-  void emitFullPrecision(unsigned lanes);
 
   KernelBuilder &kb;
   const CacheLayout &layout;
@@ -875,55 +875,16 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
   });
 }
 
-/// `bits` (the bits of model-dtype elements, an integer or a vector of
-/// them) as f32 values.
-static Value asF32(KernelBuilder &kb, Type dtype, Value bits) {
-  Value x = kb.bitcast(dtype, bits);
-  if (dtype.isF32())
-    return x;
-  Type f32 = kb.builder().getF32Type();
-  if (auto vector = dyn_cast<VectorType>(x.getType()))
-    f32 = vector.clone(f32);
-  return arith::ExtFOp::create(kb.builder(), kb.getLoc(), f32, x);
-}
-
-/// A full-precision tensor copies its tokens into the pages, setting the
-/// NonFinite flag as the quantizing forms do: `lanes`
-/// elements per load and store (a token's row is contiguous on both sides).
-void FlushEmitter::emitFullPrecision(unsigned lanes) {
-  unsigned dim = layout.model.getHeadDim(), flush = tensor.window.getFlush();
-  unsigned chunks = dim / lanes;
-  Type bitsType = kb.builder().getIntegerType(layout.dtypeBytes * 8);
-  if (lanes > 1)
-    bitsType = VectorType::get({lanes}, bitsType);
-  unsigned align = layout.dtypeBytes;
-  forEachUnitTask(flush * chunks, [&](Value e) {
-    Value token =
-        kb.add(kb.mul(unit, kb.i32(flush)), kb.divU(e, kb.i32(chunks)));
-    Value channel = kb.mul(kb.remU(e, kb.i32(chunks)), kb.i32(lanes));
-    auto [buffer, row] = args.source.row(kb, layout.model, token, head);
-    Value src = kb.add(row, channel);
-    Value qpos = kb.add(args.destPos, token);
-    SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
-                       args.table, qpos, head);
-    Value dst = kb.add(
-        kb.mul(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(dim)), channel);
-    Value bytes = kb.i64(layout.dtypeBytes);
-    Value value =
-        kb.load(bitsType, buffer, kb.mul(kb.toI64(src), bytes), align);
-    flagNonFinite(kb.isNonFinite(asF32(kb, layout.model.getDtype(), value)));
-    kb.store(value, access.getBase(), kb.mul(kb.toI64(dst), bytes), align);
-  });
-}
-
 void FlushEmitter::emit() {
+  // Full-precision and plain span=tokens slices are flushed by the flush
+  // program (FlushProgram.cpp).
+  assert(slice.isQuantized() && "a full-precision flush is a program");
   unsigned lanes = getAppendLanes(kb.getTarget(), layout.model.getHeadDim());
-  if (!slice.isQuantized())
-    return emitFullPrecision(lanes);
   QuantAttr quant = slice.quant;
   // The vector forms assume groups of one size and one clip factor.
   if (hasChannelTables(slice))
     return emitQuantized();
+  // Rotated span=tokens slices (the others are the program's).
   if (quant.getSpan() == Span::Tokens)
     return lanes > 1 ? emitTokenBlockLanes(lanes) : emitQuantized();
   // Hybrid compares squared errors summed in index order, which a

@@ -24,6 +24,8 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace kvq;
 
@@ -66,6 +68,14 @@ private:
 
   void buildFullPrecision();
   void buildTokenGroups();
+  /// Quantizes channel `c`'s group of a block of tokens, token k's row
+  /// `rowOf(k)`, into the block's rows of `codes` (null: the layer shares
+  /// another's), `scales` and `zeros` (null: sym). `unrolled`: the codes
+  /// are computed and packed all at once (one store of the group's words),
+  /// else a chunk that fills whole words at a time (fewer rows live: a
+  /// GPU thread that looks each row up keeps only a chunk's addresses).
+  void quantizeChannel(Value c, function_ref<Value(Value)> rowOf, bool unrolled,
+                       Value norms, Value codes, Value scales, Value zeros);
 
   ProgramBuilder pb;
   const CacheLayout &layout;
@@ -128,10 +138,9 @@ void FlushProgram::buildFullPrecision() {
 /// iteration c: its parameters from one pass over the tokens (which checks
 /// them), its codes from a second, packed into its words.
 void FlushProgram::buildTokenGroups() {
-  QuantAttr quant = slice.quant;
-  unsigned group = quant.getGroup(), words = slice.WordsPerGroup;
-  Quantizer quantizer(pb, quant);
-  Type bitsType = quantizer.getParamBitsType(), i32 = pb.builder().getI32Type();
+  unsigned group = slice.quant.getGroup(), words = slice.WordsPerGroup;
+  Type bitsType = Quantizer(pb, slice.quant).getParamBitsType();
+  Type i32 = pb.builder().getI32Type();
   forEachToken(flush / group, [&](Value block) {
     Value token =
         pb.add(pb.mul(unit, pb.i32(flush)), pb.mul(block, pb.i32(group)));
@@ -153,39 +162,95 @@ void FlushProgram::buildTokenGroups() {
       codes = pb.row(pb.view(arg(A::Pages), base, i32, slice.CodesBytes / 4),
                      pb.mul(n0, pb.i32(words)), int64_t(dim) * words);
     Value norms;
-    if (quant.getKeyNorm())
+    if (slice.quant.getKeyNorm())
       norms = pb.row(arg(A::Norms), pb.mul(head, pb.i32(dim)), dim);
-    pb.parallelFor(dim, [&](Value c) {
-      auto load = [&](Value k, bool check) {
-        Value x = pb.loadElementAsF32(tokenRow(pb.add(token, k)), c);
-        if (check)
-          flagNonFinite(x);
-        return norms ? pb.fdiv(x, pb.loadElement(norms, c)) : x;
-      };
-      GroupParams params = quantizer.computeParams(
-          group, [&](Value k) { return load(k, /*check=*/true); });
-      if (codes) {
-        SmallVector<Value> groupCodes;
-        for (unsigned k = 0; k < group; ++k)
-          groupCodes.push_back(
-              quantizer.computeCode(params, load(pb.i32(k), /*check=*/false)));
-        SmallVector<Value> packed;
-        for (unsigned w = 0; w < words; ++w)
-          packed.push_back(packWord(pb, groupCodes, quant.getBits(), w));
-        Value wordVector = vector::FromElementsOp::create(
-            pb.builder(), pb.getLoc(), VectorType::get({words}, i32), packed);
-        pb.storeVector(wordVector, codes,
-                       arith::MulIOp::create(pb.builder(), pb.getLoc(), c,
-                                             pb.index(words)));
-      }
-      pb.storeElement(quantizer.paramBits(params.scale), scales, c);
-      if (zeros)
-        pb.storeElement(quantizer.paramBits(params.zero), zeros, c);
-      // Saturated parameters are finite but not accurate: count the group.
-      pb.ifThen(params.saturated,
-                [&] { pb.atomicAdd(pb.i32(1), arg(A::Saturated), pb.i32(0)); });
-    });
+    // The channels' groups, token k's row of the block given by `rowOf`.
+    auto quantizeChannels = [&](function_ref<Value(Value)> rowOf,
+                                bool unrolled) {
+      pb.parallelFor(dim, [&](Value c) {
+        quantizeChannel(c, rowOf, unrolled, norms, codes, scales, zeros);
+      });
+      return SmallVector<Value>();
+    };
+    // The block's tokens are consecutive rows of one buffer unless they
+    // cross the ring's end or its boundary with the input: then each
+    // token's row is looked up, else one address serves the block.
+    // (Offsets from row0 in index arithmetic, which LLVM folds into the
+    // addresses' constant offsets where k is a constant; i32 arithmetic
+    // extended after would take a register per row.)
+    auto [buffer0, row0] = source.row(pb, model, token, head);
+    Value first = pb.toIndex(row0);
+    Value stride = pb.index(model.getKvHeads() * dim);
+    pb.ifThenElse(
+        source.isContiguous(pb, token, group), {},
+        [&] {
+          return quantizeChannels(
+              [&](Value k) {
+                return pb.row(
+                    buffer0, pb.add(first, pb.mul(pb.toIndex(k), stride)), dim);
+              },
+              /*unrolled=*/true);
+        },
+        [&] {
+          return quantizeChannels(
+              [&](Value k) { return tokenRow(pb.add(token, k)); },
+              /*unrolled=*/false);
+        });
   });
+}
+
+void FlushProgram::quantizeChannel(Value c, function_ref<Value(Value)> rowOf,
+                                   bool unrolled, Value norms, Value codes,
+                                   Value scales, Value zeros) {
+  QuantAttr quant = slice.quant;
+  unsigned group = quant.getGroup(), words = slice.WordsPerGroup;
+  Quantizer quantizer(pb, quant);
+  auto load = [&](Value k, bool check) {
+    Value x = pb.loadElementAsF32(rowOf(k), c);
+    if (check)
+      flagNonFinite(x);
+    return norms ? pb.fdiv(x, pb.loadElement(norms, c)) : x;
+  };
+  // The input is checked by the parameters' pass over it, not the codes'.
+  GroupParams params = quantizer.computeParams(
+      group, [&](Value k) { return load(k, /*check=*/true); });
+  // Codes [first, first + count) packed into their words, stored from word
+  // `at` of the group's.
+  auto packCodes = [&](Value first, unsigned count, Value at) {
+    unsigned bits = quant.getBits();
+    SmallVector<Value> packed = packWords(pb, count, bits, [&](unsigned k) {
+      Value x = load(pb.add(first, pb.i32(k)), /*check=*/false);
+      return quantizer.computeCode(params, x);
+    });
+    OpBuilder &b = pb.builder();
+    Value row = vector::FromElementsOp::create(
+        b, pb.getLoc(),
+        VectorType::get({int64_t(packed.size())}, b.getI32Type()), packed);
+    Value groupWord = arith::MulIOp::create(b, pb.getLoc(), c, pb.index(words));
+    pb.storeVector(row, codes, at ? pb.add(groupWord, at) : groupWord);
+  };
+  if (codes && unrolled) {
+    packCodes(pb.i32(0), group, Value());
+  } else if (codes) {
+    // Chunks of codes that fill whole words, one at a time, then the rest.
+    unsigned bits = quant.getBits();
+    unsigned chunk = std::lcm(bits, 32u) / bits, chunkWords = chunk * bits / 32;
+    unsigned chunks = group / chunk;
+    if (chunks)
+      pb.forEach(pb.i32(0), pb.i32(chunks), [&](Value j) {
+        packCodes(pb.mul(j, pb.i32(chunk)), chunk,
+                  pb.toIndex(pb.mul(j, pb.i32(chunkWords))));
+      });
+    if (group % chunk)
+      packCodes(pb.i32(chunks * chunk), group % chunk,
+                pb.index(chunks * chunkWords));
+  }
+  pb.storeElement(quantizer.paramBits(params.scale), scales, c);
+  if (zeros)
+    pb.storeElement(quantizer.paramBits(params.zero), zeros, c);
+  // Saturated parameters are finite but not accurate: count the group.
+  pb.ifThen(params.saturated,
+            [&] { pb.atomicAdd(pb.i32(1), arg(A::Saturated), pb.i32(0)); });
 }
 
 void FlushProgram::build(StringRef name) {

@@ -138,46 +138,101 @@ static std::optional<int64_t> getTripCount(scf::ParallelOp loop) {
   return upper.getSExtValue();
 }
 
+/// Whether the ops of `block` before `end` only compute and read (a row's
+/// addresses and views, its loops' bounds).
+static bool isRowPrefix(Block *block, Operation *end) {
+  return llvm::all_of(llvm::make_range(block->begin(), end->getIterator()),
+                      [](Operation &op) {
+                        return !op.getNumRegions() &&
+                               (isArithmetic(&op) || isa<memref::LoadOp>(op));
+                      });
+}
+
+/// The parallel loops over a row that end `body` (before its terminator):
+/// one parallel loop, or both branches of an `scf.if` each one parallel
+/// loop of the same constant trip count (a choice made once per row);
+/// empty otherwise.
+static SmallVector<scf::ParallelOp> getRowLoops(Block *body) {
+  Operation *last = body->getTerminator()->getPrevNode();
+  if (auto loop = dyn_cast_if_present<scf::ParallelOp>(last))
+    return getTripCount(loop) ? SmallVector<scf::ParallelOp>{loop}
+                              : SmallVector<scf::ParallelOp>();
+  auto branch = dyn_cast_if_present<scf::IfOp>(last);
+  if (!branch || branch.getNumResults() || branch.getElseRegion().empty())
+    return {};
+  SmallVector<scf::ParallelOp> loops;
+  for (Block *block : {branch.thenBlock(), branch.elseBlock()}) {
+    auto loop = dyn_cast_if_present<scf::ParallelOp>(
+        block->getTerminator()->getPrevNode());
+    if (!loop || !isRowPrefix(block, loop))
+      return {};
+    loops.push_back(loop);
+  }
+  std::optional<int64_t> count = getTripCount(loops[0]);
+  if (!count || getTripCount(loops[1]) != count)
+    return {};
+  return loops;
+}
+
 /// parallel t { ops; parallel c { body } } -> parallel i { t = i / C;
 /// c = i mod C; ops; body }, where the ops only compute and read (the
 /// addresses and views of row t): the block's threads then share all of
-/// the iterations, with one barrier.
+/// the iterations, with one barrier. A row that picks one of two loops
+/// (`scf.if` { parallel c } else { parallel c }) keeps its choice around
+/// the two bodies.
 struct FlattenNestedParallel : OpRewritePattern<scf::ParallelOp> {
   using OpRewritePattern<scf::ParallelOp>::OpRewritePattern;
 
   LogicalResult matchAndRewrite(scf::ParallelOp outer,
                                 PatternRewriter &rewriter) const override {
     Block *body = outer.getBody();
-    auto inner = dyn_cast_if_present<scf::ParallelOp>(
-        body->getTerminator()->getPrevNode());
     std::optional<int64_t> rows = getTripCount(outer);
-    std::optional<int64_t> columns = inner ? getTripCount(inner) : std::nullopt;
-    if (!rows || !columns ||
-        llvm::any_of(llvm::make_range(body->begin(), inner->getIterator()),
-                     [](Operation &op) {
-                       return op.getNumRegions() ||
-                              !(isArithmetic(&op) || isa<memref::LoadOp>(op));
-                     }))
+    SmallVector<scf::ParallelOp> inner = getRowLoops(body);
+    Operation *last = body->getTerminator()->getPrevNode();
+    if (!rows || inner.empty() || !isRowPrefix(body, last))
       return rewriter.notifyMatchFailure(outer, "not a row of a parallel");
+    int64_t columns = *getTripCount(inner[0]);
     Location loc = outer.getLoc();
     auto constant = [&](int64_t value) {
       return arith::ConstantIndexOp::create(rewriter, loc, value);
     };
-    Value count = constant(*columns);
+    Value count = constant(columns);
     scf::ParallelOp::create(
         rewriter, loc, ValueRange{constant(0)},
-        ValueRange{constant(*rows * *columns)}, ValueRange{constant(1)},
+        ValueRange{constant(*rows * columns)}, ValueRange{constant(1)},
         [&](OpBuilder &b, Location, ValueRange ivs) {
           IRMapping mapping;
           mapping.map(outer.getInductionVars()[0],
                       arith::DivUIOp::create(b, loc, ivs[0], count));
-          mapping.map(inner.getInductionVars()[0],
-                      arith::RemUIOp::create(b, loc, ivs[0], count));
+          Value column = arith::RemUIOp::create(b, loc, ivs[0], count);
+          for (scf::ParallelOp loop : inner)
+            mapping.map(loop.getInductionVars()[0], column);
           for (Operation &op :
-               llvm::make_range(body->begin(), inner->getIterator()))
+               llvm::make_range(body->begin(), last->getIterator()))
             b.clone(op, mapping);
-          for (Operation &op : inner.getBody()->without_terminator())
-            b.clone(op, mapping);
+          // A loop's body, after what its block computes before it.
+          auto cloneBody = [&](OpBuilder &to, scf::ParallelOp loop) {
+            Block *block = loop->getBlock();
+            for (Operation &op :
+                 llvm::make_range(block->begin(), loop->getIterator()))
+              if (block != body)
+                to.clone(op, mapping);
+            for (Operation &op : loop.getBody()->without_terminator())
+              to.clone(op, mapping);
+          };
+          if (inner.size() == 1)
+            return cloneBody(b, inner[0]);
+          scf::IfOp::create(
+              b, loc,
+              mapping.lookupOrDefault(cast<scf::IfOp>(last).getCondition()),
+              [&](OpBuilder &to, Location) {
+                cloneBody(to, inner[0]);
+                scf::YieldOp::create(to, loc);
+              },
+              [&](OpBuilder &to, Location) {
+                cloneBody(to, inner[1]);
+                scf::YieldOp::create(to, loc);
+              });
         });
     rewriter.eraseOp(outer);
     return success();

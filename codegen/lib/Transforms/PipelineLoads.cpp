@@ -10,16 +10,19 @@
 // A GPU thread issues in order and stalls at the first use of a load, so
 // without this it keeps one load in flight; the CPU's out-of-order core
 // runs ahead by itself (its loadsInFlight is 1: nothing to do). The number
-// of stages is the target's (TargetInfo::loadsInFlight), read here and
-// nowhere else for these loops.
+// of stages is the target's (TargetInfo::loadsInFlight), fewer where an
+// iteration's loads would hold more than TargetInfo::loadRegisters; both
+// are read here and nowhere else for these loops.
 //
 // The loops' trip counts are dynamic (a chunk's tokens), possibly shorter
 // than the distance: the prologue's loads, and the loop's loads of the
 // iterations past its end, are predicated (a branch that yields zero where
 // the iteration does not exist). The epilogue is not peeled: the loop runs
 // the original iterations, so its body is not copied again. A peeled
-// epilogue took fp16's attend kernel on sm_90 to 255 registers (168 now)
-// and KIVI-2's, through its long window loops, from 127 to 251 (128 now).
+// epilogue took fp16's attend kernel on sm_90 to 255 registers and KIVI-2's,
+// through its long window loops, from 127 to 251 (127 now); fp16's then
+// reached 255 and spilled again through one loop of 256 bytes an iteration
+// kept four deep, which the register cap leaves unpipelined (159 now).
 //
 //===----------------------------------------------------------------------===//
 
@@ -168,13 +171,35 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
   return nullptr;
 }
 
-/// Pipelines `loop` with its stream loads `distance` iterations ahead;
-/// leaves it as it was where it is no streaming loop, or where the
-/// pipeliner declines before changing it. Fails (with a diagnostic) where
-/// the pipeliner failed half-way, leaving a loop that cannot be compiled.
-static LogicalResult pipelineLoop(scf::ForOp loop, unsigned distance) {
+/// The 32-bit registers the loads among `issue` fill in one iteration.
+static unsigned getLoadRegisters(ArrayRef<Operation *> issue) {
+  uint64_t bits = 0;
+  for (Operation *op : issue) {
+    if (!isa<memref::LoadOp, LLVM::LoadOp>(op))
+      continue;
+    Type type = op->getResult(0).getType();
+    if (auto vector = dyn_cast<VectorType>(type))
+      bits += vector.getNumElements() * vector.getElementTypeBitWidth();
+    else
+      bits += std::max(32u, type.getIntOrFloatBitWidth());
+  }
+  return unsigned(llvm::divideCeil(bits, 32));
+}
+
+/// Pipelines `loop` with its stream loads up to `info.loadsInFlight`
+/// iterations ahead, as many as fit `info.loadRegisters`; leaves it as it
+/// was where it is no streaming loop, where fewer than two iterations fit,
+/// or where the pipeliner declines before changing it. Fails (with a
+/// diagnostic) where the pipeliner failed half-way, leaving a loop that
+/// cannot be compiled.
+static LogicalResult pipelineLoop(scf::ForOp loop, const TargetInfo &info) {
   SmallVector<Operation *> issue = getStreamIssue(loop);
   if (issue.empty() || loop.getUnsignedCmp())
+    return success();
+  unsigned distance =
+      std::min(info.loadsInFlight,
+               info.loadRegisters / std::max(1u, getLoadRegisters(issue)));
+  if (distance < 2)
     return success();
   llvm::SmallPtrSet<Operation *, 16> early(issue.begin(), issue.end());
   scf::PipeliningOption options;
@@ -207,7 +232,7 @@ static LogicalResult pipelineModule(Operation *module, const TargetInfo &info) {
   SmallVector<scf::ForOp> loops;
   module->walk([&](scf::ForOp loop) { loops.push_back(loop); });
   for (scf::ForOp loop : loops)
-    if (failed(pipelineLoop(loop, info.loadsInFlight)))
+    if (failed(pipelineLoop(loop, info)))
       return failure();
   return success();
 }

@@ -95,6 +95,11 @@ struct TargetInfo {
   /// use of a load (the GPU's warps, too few of which fit on an SM to hide
   /// DRAM latency alone).
   unsigned loadsInFlight = 1;
+  /// The most 32-bit registers a thread's loads issued ahead of their use
+  /// may hold in one loop: a loop whose iteration loads more keeps fewer
+  /// iterations in flight (none ahead where it loads this many alone), so
+  /// that the rest of the kernel keeps its values in registers.
+  unsigned loadRegisters = 0;
   /// The units a thread (dot) or a warp (matrix) computes on; null: none.
   DotUnitAttr dot;
   MatrixUnitAttr matrix;
