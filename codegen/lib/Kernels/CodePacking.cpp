@@ -14,20 +14,6 @@ std::optional<WordShift> kvq::shiftIntoWord(int64_t bit, unsigned bits,
                    int32_t(std::max<int64_t>(first - bit, 0))};
 }
 
-Value kvq::packWord(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits,
-                    unsigned w) {
-  Value word;
-  for (auto [k, code] : llvm::enumerate(codes)) {
-    std::optional<WordShift> shift = shiftIntoWord(int64_t(k) * bits, bits, w);
-    if (!shift)
-      continue;
-    Value part = shift->right ? kb.shrU(code, kb.i32Like(code, shift->right))
-                              : kb.shl(code, kb.i32Like(code, shift->left));
-    word = word ? kb.bitOr(word, part) : part;
-  }
-  return word;
-}
-
 SmallVector<Value> kvq::packWords(KernelBuilder &kb, unsigned count,
                                   unsigned bits,
                                   function_ref<Value(unsigned k)> code) {

@@ -25,11 +25,6 @@ struct WordShift {
 /// no bit of it is in the word.
 std::optional<WordShift> shiftIntoWord(int64_t bit, unsigned bits, unsigned w);
 
-/// Word `w` of the packed codes of a group, from its `codes` (each a scalar
-/// or a vector of groups, lane by lane): code k starts at bit k * bits.
-mlir::Value packWord(KernelBuilder &kb, llvm::ArrayRef<mlir::Value> codes,
-                     unsigned bits, unsigned w);
-
 /// The words of a group of `count` codes, code k `code(k)` (a scalar or a
 /// vector of groups): each code ORed into its word(s) as it is computed,
 /// so that only the words stay live, not the codes.

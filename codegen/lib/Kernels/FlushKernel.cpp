@@ -595,14 +595,15 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
           kb.divU(kb.remU(qpos, kb.i32(layout.pageTokens)), kb.i32(group));
       Value n0 = kb.add(kb.mul(pageBlock, kb.i32(dim)), c0);
       if (!slice.sharesCodes()) {
-        SmallVector<Value> codes;
-        for (unsigned k = 0; k < group; ++k)
-          codes.push_back(quantizer.computeCode(params, element(kb.i32(k))));
+        SmallVector<Value> packed =
+            packWords(kb, group, quant.getBits(), [&](unsigned k) {
+              return quantizer.computeCode(params, element(kb.i32(k)));
+            });
         // The word vectors concatenated, then interleaved: lane j's words go
         // to group n0 + j.
         Value all;
         for (unsigned w = 0; w < words; ++w) {
-          Value word = packWord(kb, codes, quant.getBits(), w);
+          Value word = packed[w];
           all =
               w == 0
                   ? word
