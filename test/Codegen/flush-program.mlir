@@ -6,6 +6,7 @@
 // RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=PROGRAM
 // RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=PURE
 // RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-instantiate-programs --kvq-vectorize-parallel | FileCheck %s --check-prefix=CPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-instantiate-programs | FileCheck %s --check-prefix=ENTRY
 
 kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
   kvq.keys window <recent = 0, flush = 8> {
@@ -71,3 +72,23 @@ kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // CPU: vector.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
 // CPU: vector.reduction <or>
 // CPU: vector.store %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
+
+// A GPU block of 128 threads x 4 loads in flight runs as many units of
+// the flush, one after another, as give each thread 4 tasks: 16 of the
+// keys' (a unit is one block of 8 tokens, 32 groups), 2 of the values' (8
+// tokens x 32 channels); program block x * 2 + u, and the host function
+// says so for the manifest. A block past the flush's units moves nothing.
+// ENTRY-LABEL: func.func @fl_flush_keys_0(
+// ENTRY-SAME: device_units = 16
+// ENTRY-LABEL: func.func @fl_flush_values_0(
+// ENTRY-SAME: device_units = 2
+// ENTRY-LABEL: gpu.func @fl_flush_values_0(
+// ENTRY: %[[BX:.*]] = arith.index_castui %{{.*}} : i32 to index
+// ENTRY: scf.for %[[U:.*]] = %c0 to %c2 step %c1 {
+// ENTRY-NEXT: %[[C2:.*]] = arith.constant 2 : index
+// ENTRY-NEXT: %[[TIMES:.*]] = arith.muli %[[BX]], %[[C2]] : index
+// ENTRY-NEXT: %[[X:.*]] = arith.addi %[[TIMES]], %[[U]] : index
+// ENTRY-NEXT: %[[UNIT:.*]] = arith.index_castui %[[X]] : index to i32
+// ENTRY: %[[UNITS:.*]] = arith.divui %{{.*}}, %c8_i32{{.*}} : i32
+// ENTRY-NEXT: %[[LIVE:.*]] = arith.cmpi ult, %[[UNIT]], %[[UNITS]] : i32
+// ENTRY-NEXT: scf.if %[[LIVE]] {

@@ -39,14 +39,15 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // function keeping what the manifest needs of its kernel op; the host
 // function also the flush units a block of its GPU kernel moves (a value
 // flush unit is a token, 2 groups of 32 channels, each a thread's task; 128
-// threads x 4 loads in flight / 2 = 256). The keys' flush, a program, moves
-// a unit a block on both targets; the programs follow the emitted kernels.
+// threads x 4 loads in flight / 2 = 256; a key flush unit is 128 tokens: 4
+// blocks of 32 tokens x 64 channels, 256 groups: 2). The keys' flush is a
+// program, instantiated after the emitted kernels.
 // KERNELS-LABEL: module attributes {gpu.container_module}
 // KERNELS: kvq.cache @kivi
 // KERNELS: module @kivi_host attributes {kvq.cache = @kivi, kvq.host_cpu = "native"}
 // KERNELS: func.func @kivi_flush_values_0({{.*}}) attributes {kvq.kernel = {device_units = 256 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "values"}}
 // KERNELS: func.func @kivi_attend_0({{.*}}) attributes {kvq.kernel = {kind = "attend", layers = array<i64: 0, 1>}}
-// KERNELS: func.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel = {kind = "flush", layers = array<i64: 0, 1>, tensor = "keys"}}
+// KERNELS: func.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel = {device_units = 2 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "keys"}}
 // KERNELS: gpu.module @kivi_kernels
 // KERNELS: gpu.func @kivi_flush_keys_0({{.*}}) kernel attributes {{{.*}}kvq.kernel = {kind = "flush"
 // KERNELS-NOT: kvq.dequantize

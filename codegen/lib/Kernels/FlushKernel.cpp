@@ -1,7 +1,7 @@
 //===- FlushKernel.cpp - quantize and pack flushed tokens -----------------===//
 //
 // Block (b, h) moves flush units b x U .. b x U + U - 1 of kv-head h into
-// the pages (U = getFlushUnits: 1 on the CPU, more on the GPU where a unit
+// the pages (U = getBlockUnits: 1 on the CPU, more on the GPU where a unit
 // has fewer tasks than the block has threads). The tokens
 // are read where they are: the oldest from the sequence's window ring, the
 // rest from a linear input buffer (FlushSource); a rotated slice's tokens
@@ -90,7 +90,7 @@ public:
                entry.blockId[1]) {}
 
   void emit();
-  /// The flush units a block moves (getFlushUnits), once emitted.
+  /// The flush units a block moves (getBlockUnits), once emitted.
   unsigned getUnitsPerBlock() const { return unitsPerBlock; }
 
 private:
@@ -173,15 +173,6 @@ private:
 };
 } // namespace
 
-/// The flush units a block of `target` moves when a unit has `tasks` tasks.
-static unsigned getFlushUnits(const KernelTarget &target, unsigned tasks) {
-  // As many units as give each thread getLoadsInFlight() tasks: on the
-  // GPU a unit of a span=channels value flush is a token's few groups,
-  // and a block of one unit left most of its threads idle.
-  return std::max(1u,
-                  target.getBlockThreads() * target.getLoadsInFlight() / tasks);
-}
-
 void FlushEmitter::forEachUnitTask(unsigned tasks,
                                    function_ref<void(Value)> body) {
   KernelTarget &target = kb.getTarget();
@@ -201,7 +192,7 @@ void FlushEmitter::forEachUnitTask(unsigned tasks,
       });
     });
   }
-  unitsPerBlock = getFlushUnits(target, tasks);
+  unitsPerBlock = getBlockUnits(target.getInfo(), tasks);
   if (unitsPerBlock == 1)
     return target.parallelFor(kb, kb.i32(tasks), body);
   Value first = kb.mul(blockUnit, kb.i32(unitsPerBlock));

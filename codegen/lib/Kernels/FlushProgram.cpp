@@ -270,10 +270,18 @@ void FlushProgram::build(StringRef name) {
   head = pb.getBlockId(gpu::Dimension::y);
   source = {arg(A::Window), arg(A::Input), arg(A::WindowHead),
             arg(A::WindowTokens), tensor.windowCapacity};
-  if (slice.isQuantized())
-    buildTokenGroups();
-  else
-    buildFullPrecision();
+  // A block past the flush's units (the GPU entry runs several a block:
+  // kvq.unit_tasks) moves nothing.
+  Value units = pb.divU(arg(A::NumTokens), pb.i32(flush));
+  pb.ifThen(pb.ult(unit, units), [&] {
+    if (slice.isQuantized())
+      buildTokenGroups();
+    else
+      buildFullPrecision();
+  });
+  unsigned tasks =
+      slice.isQuantized() ? flush / slice.quant.getGroup() * dim : flush * dim;
+  func->setAttr("kvq.unit_tasks", b.getI64IntegerAttr(tasks));
   func::ReturnOp::create(b, pb.getLoc());
 }
 

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <limits>
@@ -99,8 +100,17 @@ static Value allocBlockLocal(OpBuilder &b, memref::AllocaOp alloca,
                 MemRefType::get(type.getShape(), type.getElementType()));
 }
 
-/// Emits `program` through `target` into its module.
-static void instantiate(func::FuncOp program, KernelTarget &target) {
+/// The program's blocks (along x) an entry's block of `target` runs: a
+/// program with `kvq.unit_tasks` (the tasks its block's threads share, a
+/// flush unit's) takes getBlockUnits of them, one after another.
+static unsigned getEntryUnits(func::FuncOp program, KernelTarget &target) {
+  auto tasks = program->getAttrOfType<IntegerAttr>("kvq.unit_tasks");
+  return tasks ? getBlockUnits(target.getInfo(), unsigned(tasks.getInt())) : 1;
+}
+
+/// Emits `program` through `target` into its module; returns the program's
+/// blocks one of the entry's runs (getEntryUnits).
+static unsigned instantiate(func::FuncOp program, KernelTarget &target) {
   OpBuilder b(program.getContext());
   Location loc = program.getLoc();
   std::optional<LoweredKernel> kernel = getLoweredKernel(program);
@@ -118,14 +128,31 @@ static void instantiate(func::FuncOp program, KernelTarget &target) {
   for (int d = 0; d < 3; ++d)
     blockIds[d] = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
                                                entry.blockId[d]);
-  SmallVector<Operation *> body;
-  for (Operation &op : program.getBody().front().without_terminator()) {
+  Block &programBlock = program.getBody().front();
+  for (Operation &op : programBlock.without_terminator())
     if (isBlockLocal(&op))
       mapping.map(op.getResult(0),
                   allocBlockLocal(b, cast<memref::AllocaOp>(op), target));
-    else
-      body.push_back(b.clone(op, mapping));
+  // Several of the program's blocks an entry block: program block x is
+  // x * units + u for u in turn.
+  unsigned units = getEntryUnits(program, target);
+  Block *entryBlock = b.getInsertionBlock();
+  if (units > 1) {
+    auto constant = [&](int64_t value) {
+      return arith::ConstantIndexOp::create(b, loc, value);
+    };
+    auto loop =
+        scf::ForOp::create(b, loc, constant(0), constant(units), constant(1));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    blockIds[0] = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, blockIds[0], constant(units)),
+        loop.getInductionVar());
   }
+  SmallVector<Operation *> body;
+  for (Operation &op : programBlock.without_terminator())
+    if (!isBlockLocal(&op))
+      body.push_back(b.clone(op, mapping));
+  b.setInsertionPointToEnd(entryBlock);
   target.finishKernel(b, loc);
   // The program's block is the entry's.
   for (Operation *op : body)
@@ -133,6 +160,18 @@ static void instantiate(func::FuncOp program, KernelTarget &target) {
       id.replaceAllUsesWith(blockIds[static_cast<int>(id.getDimension())]);
       id.erase();
     });
+  return units;
+}
+
+/// Records on host function `name` of `host` that a block of its GPU
+/// kernel runs `units` program blocks (`device_units` in its kvq.kernel).
+static void setDeviceUnits(ModuleOp host, StringRef name, unsigned units) {
+  Operation *func = SymbolTable::lookupSymbolIn(host, name);
+  MLIRContext *ctx = host.getContext();
+  NamedAttrList fields(func->getAttrOfType<DictionaryAttr>("kvq.kernel"));
+  fields.set("device_units",
+             IntegerAttr::get(IntegerType::get(ctx, 64), units));
+  func->setAttr("kvq.kernel", fields.getDictionary(ctx));
 }
 
 namespace {
@@ -175,7 +214,10 @@ struct KVQInstantiateProgramsPass
       if (failed(checkBlockLocal(func)))
         return failure();
       instantiate(func, *cpu);
-      instantiate(func, *gpu);
+      // The host code runs one program block a block; the manifest takes
+      // the GPU's from the host function (as for the emitted kernels).
+      if (unsigned units = instantiate(func, *gpu); units > 1)
+        setDeviceUnits(host, func.getName(), units);
     }
     return success();
   }

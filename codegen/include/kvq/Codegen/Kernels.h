@@ -96,6 +96,13 @@ inline unsigned getLanes(const KernelTarget &target, unsigned count) {
 /// reduce across lanes, which NVPTX would lower to libdevice calls.
 unsigned getAppendLanes(const KernelTarget &target, unsigned count);
 
+/// The units of work (flush units) a block of a target with `info` takes
+/// when a unit has `tasks` tasks its threads share: as many as give each
+/// thread loadsInFlight tasks (on the GPU a unit of a span=channels value
+/// flush is a token's few groups, and a block of one unit left most of its
+/// threads idle); 1 on the CPU.
+unsigned getBlockUnits(const TargetInfo &info, unsigned tasks);
+
 /// A split's row of the attend kernel's `partial` output ([D + 2] f32
 /// slots): m and l as f32, then the D outputs normalised by l, from byte 8,
 /// in `getPartialOutputType`: f16 for f16 models (a convex combination of
