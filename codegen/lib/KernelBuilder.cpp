@@ -136,10 +136,12 @@ Value KernelBuilder::selectMin(Value x, Value y) {
                 x, y);
 }
 Value KernelBuilder::runningMin(Value acc, Value x) {
-  return target && target->hasMinMaxNum() ? fmin(acc, x) : selectMin(x, acc);
+  return target && target->getInfo().minMaxNum ? fmin(acc, x)
+                                               : selectMin(x, acc);
 }
 Value KernelBuilder::runningMax(Value acc, Value x) {
-  return target && target->hasMinMaxNum() ? fmax(acc, x) : selectMax(x, acc);
+  return target && target->getInfo().minMaxNum ? fmax(acc, x)
+                                               : selectMax(x, acc);
 }
 // Generic LLVM intrinsic calls rather than `math` ops: they lower to the
 // exact PTX instructions (sqrt.rn.f32, cvt.rni.f32.f32, ex2.approx.f32) with

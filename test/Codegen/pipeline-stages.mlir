@@ -2,8 +2,9 @@
 //   kvq-build-kernels = kvq-assign-target, kvq.cache(kvq-expand-schedule),
 //                       kvq-assign-layout, kvq-plan-kernels,
 //                       kvq-select-forms, kvq-lower-kernels,
-//                       kvq-instantiate-programs, kvq-vectorize-parallel,
-//                       kvq-distribute-parallel, kvq-expand-dequantize,
+//                       kvq-instantiate-programs, kvq-running-extrema,
+//                       kvq-vectorize-parallel, kvq-distribute-parallel,
+//                       kvq-pipeline-loads, kvq-expand-dequantize,
 //                       kvq-expand-unpack
 //   kvq-host-to-llvm  = builtin.module(expand-strided-metadata,
 //                       convert-scf-to-cf, arith-expand, convert-to-llvm,

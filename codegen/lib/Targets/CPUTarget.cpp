@@ -170,7 +170,6 @@ public:
         module, (currentKernel.getSymName() + "_" + name).str(), values, 0);
   }
 
-  bool hasMinMaxNum() const override { return false; }
   /// One `vpdpwssd` (the target's cpu_dot: 16 lanes).
   Value dotI16Pairs(KernelBuilder &kb, Value acc, Value x, Value y) override {
     assert(getInfo().dot == getI16PairDotUnit(kb.builder().getContext(), 16) &&

@@ -252,7 +252,6 @@ public:
         ArrayAttr());
   }
 
-  bool hasMinMaxNum() const override { return true; }
   bool prefersWideLoads() const override { return true; }
   /// Timed on an H200 (docs/Performance.md, "GPU: measured on an H200"): the
   /// fp16 attention's row loops, 4 iterations at a time, run 15-20% faster
@@ -347,6 +346,7 @@ TargetInfo kvq::getGPUTargetInfo(TargetAttr target) {
   // kept a loop of 256 bytes an iteration four deep: 255 registers and 944
   // bytes of spills on sm_90 (159 registers and none with the cap).
   info.loadRegisters = 64;
+  info.minMaxNum = true;
   info.matrix = target.getGpuMatrix();
   return info;
 }

@@ -100,6 +100,10 @@ struct TargetInfo {
   /// iterations in flight (none ahead where it loads this many alone), so
   /// that the rest of the kernel keeps its values in registers.
   unsigned loadRegisters = 0;
+  /// Whether min/max skipping a NaN operand (llvm.minnum/maxnum) are one
+  /// instruction (PTX min.f32/max.f32); x86's vminps/vmaxps are x < y ? x :
+  /// y instead, and LLVM adds a NaN test and a blend to each minnum.
+  bool minMaxNum = false;
   /// The units a thread (dot) or a warp (matrix) computes on; null: none.
   DotUnitAttr dot;
   MatrixUnitAttr matrix;
@@ -195,11 +199,6 @@ public:
   /// Asks for the line that holds `address`: a hint, which faults on no
   /// address.
   virtual void prefetchLine(KernelBuilder &kb, mlir::Value address) {}
-
-  /// Whether min/max skipping a NaN operand (llvm.minnum/maxnum) are one
-  /// instruction (PTX min.f32/max.f32); x86's vminps/vmaxps are x < y ? x :
-  /// y instead, and LLVM adds a NaN test and a blend to each minnum.
-  virtual bool hasMinMaxNum() const = 0;
 
   /// `acc` + a.lo * b.lo + a.hi * b.hi in every i32 lane, the halves of a
   /// lane of `a` and `b` signed 16-bit integers (callers bound the sums):
@@ -328,8 +327,9 @@ public:
   mlir::Value selectMin(mlir::Value x, mlir::Value y);
   /// A running extremum: `acc`, never NaN, updated with `x`, a NaN `x`
   /// skipped. fmin/fmax where the target has them as one instruction, else
-  /// (and in a kernel program, which knows no target)
-  /// selectMin/selectMax(x, acc): the same result either way.
+  /// (and in a kernel program, which knows no target: kvq-running-extrema
+  /// picks the form there) selectMin/selectMax(x, acc): the same result
+  /// either way.
   mlir::Value runningMin(mlir::Value acc, mlir::Value x);
   mlir::Value runningMax(mlir::Value acc, mlir::Value x);
   mlir::Value fabs(mlir::Value x);

@@ -173,8 +173,10 @@ def KVQPipelineLoads : Pass<"kvq-pipeline-loads", "::mlir::ModuleOp"> {
     every innermost `scf.for` that loads from buffers it does not write,
     with upstream's scf loop pipeliner, so that those loads (and their
     addresses) run the target's `loadsInFlight` iterations ahead of the
-    rest of the loop. The GPU keeps that many loads in flight per thread;
-    the CPU (1) is left as it is. The loads are the kernel programs' memref
+    rest of the loop, fewer where the loaded values would take more than
+    the target's `loadRegisters` registers (none ahead below two). The GPU
+    keeps that many loads in flight per thread; the CPU (1) is left as it
+    is. The loads are the kernel programs' memref
     loads and the emitted kernels' pointer loads marked invariant. Dynamic
     trip counts are predicated; the epilogue is not peeled (the loop runs
     its original iterations, its loads of iterations past the end
@@ -184,6 +186,22 @@ def KVQPipelineLoads : Pass<"kvq-pipeline-loads", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
   ];
+}
+
+def KVQRunningExtrema : Pass<"kvq-running-extrema", "::mlir::ModuleOp"> {
+  let summary = "Running minima and maxima as the target's min/max";
+  let description = [{
+    In each host and GPU module (naming its `kvq.cache`) of a target whose
+    min/max skipping a NaN are one instruction (`TargetInfo::minMaxNum`:
+    the GPU's `min.f32`/`max.f32`): a running extremum carried by an
+    `scf.for` (an iteration argument starting at a constant that is no NaN,
+    yielded as `select(cmpf olt(x, acc), x, acc)`, or `ogt` for a maximum)
+    becomes `llvm.minnum(acc, x)` (`maxnum`). The accumulator is never NaN
+    (the select keeps it where x is NaN, and it starts as none), and there
+    minnum gives the select's result. Kernel programs write the select,
+    which is one instruction on the host (vminps) and valid on every target.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def KVQExpandDequantize : Pass<"kvq-expand-dequantize", "::mlir::ModuleOp"> {
