@@ -2,6 +2,9 @@
 
 #include "ChannelTables.h"
 #include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/Targets.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -146,6 +149,25 @@ FailureOr<CacheOp> kvq::getKernelModuleCache(ModuleOp top, Operation *module) {
   if (!cache)
     return module->emitError("names no kvq.cache ") << name;
   return cache;
+}
+
+LogicalResult kvq::forEachKernelModule(
+    ModuleOp top,
+    function_ref<LogicalResult(Operation *, const TargetInfo &)> fn) {
+  for (Operation &op : *top.getBody()) {
+    if (!isa<ModuleOp, gpu::GPUModuleOp>(op))
+      continue;
+    FailureOr<CacheOp> cache = getKernelModuleCache(top, &op);
+    if (failed(cache))
+      return failure();
+    if (!*cache)
+      continue;
+    TargetAttr target = getCacheTarget(*cache);
+    if (failed(fn(&op, isa<gpu::GPUModuleOp>(op) ? getGPUTargetInfo(target)
+                                                 : getCPUTargetInfo(target))))
+      return failure();
+  }
+  return success();
 }
 
 std::string kvq::getProgramModuleName(CacheOp cache) {

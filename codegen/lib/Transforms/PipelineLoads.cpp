@@ -242,21 +242,8 @@ namespace {
 struct KVQPipelineLoadsPass
     : kvq::impl::KVQPipelineLoadsBase<KVQPipelineLoadsPass> {
   void runOnOperation() override {
-    ModuleOp top = getOperation();
-    for (Operation &op : *top.getBody()) {
-      if (!isa<ModuleOp, gpu::GPUModuleOp>(op))
-        continue;
-      FailureOr<CacheOp> cache = getKernelModuleCache(top, &op);
-      if (failed(cache))
-        return signalPassFailure();
-      if (!*cache)
-        continue;
-      TargetAttr target = getCacheTarget(*cache);
-      if (failed(pipelineModule(&op, isa<gpu::GPUModuleOp>(op)
-                                         ? getGPUTargetInfo(target)
-                                         : getCPUTargetInfo(target))))
-        return signalPassFailure();
-    }
+    if (failed(forEachKernelModule(getOperation(), pipelineModule)))
+      signalPassFailure();
   }
 };
 

@@ -79,24 +79,17 @@ struct RunningExtremumAsMinMax : OpRewritePattern<scf::ForOp> {
 struct KVQRunningExtremaPass
     : kvq::impl::KVQRunningExtremaBase<KVQRunningExtremaPass> {
   void runOnOperation() override {
-    ModuleOp top = getOperation();
-    for (Operation &op : *top.getBody()) {
-      if (!isa<ModuleOp, gpu::GPUModuleOp>(op))
-        continue;
-      FailureOr<CacheOp> cache = getKernelModuleCache(top, &op);
-      if (failed(cache))
-        return signalPassFailure();
-      if (!*cache)
-        continue;
-      TargetAttr target = getCacheTarget(*cache);
-      TargetInfo info = isa<gpu::GPUModuleOp>(op) ? getGPUTargetInfo(target)
-                                                  : getCPUTargetInfo(target);
+    MLIRContext *ctx = &getContext();
+    auto rewrite = [&](Operation *module, const TargetInfo &info) {
       if (!info.minMaxNum)
-        continue;
-      RewritePatternSet patterns(&getContext());
-      patterns.add<RunningExtremumAsMinMax>(&getContext());
-      walkAndApplyPatterns(&op, std::move(patterns));
-    }
+        return success();
+      RewritePatternSet patterns(ctx);
+      patterns.add<RunningExtremumAsMinMax>(ctx);
+      walkAndApplyPatterns(module, std::move(patterns));
+      return success();
+    };
+    if (failed(forEachKernelModule(getOperation(), rewrite)))
+      signalPassFailure();
   }
 };
 

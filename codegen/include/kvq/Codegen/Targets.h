@@ -21,6 +21,16 @@ TargetInfo getCPUTargetInfo(TargetAttr target);
 /// of warp_size, 8-lane runs of registers, its matrix unit.
 TargetInfo getGPUTargetInfo(TargetAttr target);
 
+/// Runs `fn(module, info)` on each host and GPU module directly in `top`
+/// that names a kvq.cache, `info` its target's (getCPUTargetInfo or
+/// getGPUTargetInfo); stops at the first failure (with a diagnostic, from
+/// `fn` or for a module naming no cache).
+mlir::LogicalResult forEachKernelModule(
+    mlir::ModuleOp top,
+    llvm::function_ref<mlir::LogicalResult(mlir::Operation *module,
+                                           const TargetInfo &info)>
+        fn);
+
 /// Kernels as host functions `void NAME(void **args, i32 bx, i32 by, i32 bz)`
 /// in `module`; a block runs on one thread, its "threads" are a loop, its
 /// vectors have the vector lanes of `target`.
