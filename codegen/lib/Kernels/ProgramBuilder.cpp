@@ -7,6 +7,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -112,6 +113,18 @@ std::pair<Value, ValueRange> kvq::getMemRefAccess(Operation *op) {
   if (auto store = dyn_cast<memref::StoreOp>(op))
     return {store.getMemRef(), store.getIndices()};
   return {};
+}
+
+std::optional<int64_t> kvq::getParallelTripCount(Operation *op) {
+  auto loop = dyn_cast<scf::ParallelOp>(op);
+  APInt lower, upper, step;
+  if (!loop || loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
+      !matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
+      !matchPattern(loop.getUpperBound()[0], m_ConstantInt(&upper)) ||
+      !matchPattern(loop.getStep()[0], m_ConstantInt(&step)) ||
+      !lower.isZero() || !step.isOne())
+    return std::nullopt;
+  return upper.getSExtValue();
 }
 
 bool kvq::isArithmetic(Operation *op) {

@@ -126,18 +126,6 @@ struct InterchangeParallelOutward : OpRewritePattern<scf::ForOp> {
   }
 };
 
-/// The constant trip count of 1-D `loop` over [0, N) in steps of 1.
-static std::optional<int64_t> getTripCount(scf::ParallelOp loop) {
-  APInt lower, upper, step;
-  if (loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
-      !matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
-      !matchPattern(loop.getUpperBound()[0], m_ConstantInt(&upper)) ||
-      !matchPattern(loop.getStep()[0], m_ConstantInt(&step)) ||
-      !lower.isZero() || !step.isOne())
-    return std::nullopt;
-  return upper.getSExtValue();
-}
-
 /// Whether the ops of `block` before `end` only compute and read (a row's
 /// addresses and views, its loops' bounds).
 static bool isRowPrefix(Block *block, Operation *end) {
@@ -155,8 +143,8 @@ static bool isRowPrefix(Block *block, Operation *end) {
 static SmallVector<scf::ParallelOp> getRowLoops(Block *body) {
   Operation *last = body->getTerminator()->getPrevNode();
   if (auto loop = dyn_cast_if_present<scf::ParallelOp>(last))
-    return getTripCount(loop) ? SmallVector<scf::ParallelOp>{loop}
-                              : SmallVector<scf::ParallelOp>();
+    return getParallelTripCount(loop) ? SmallVector<scf::ParallelOp>{loop}
+                                      : SmallVector<scf::ParallelOp>();
   auto branch = dyn_cast_if_present<scf::IfOp>(last);
   if (!branch || branch.getNumResults() || branch.getElseRegion().empty())
     return {};
@@ -168,8 +156,8 @@ static SmallVector<scf::ParallelOp> getRowLoops(Block *body) {
       return {};
     loops.push_back(loop);
   }
-  std::optional<int64_t> count = getTripCount(loops[0]);
-  if (!count || getTripCount(loops[1]) != count)
+  std::optional<int64_t> count = getParallelTripCount(loops[0]);
+  if (!count || getParallelTripCount(loops[1]) != count)
     return {};
   return loops;
 }
@@ -186,12 +174,12 @@ struct FlattenNestedParallel : OpRewritePattern<scf::ParallelOp> {
   LogicalResult matchAndRewrite(scf::ParallelOp outer,
                                 PatternRewriter &rewriter) const override {
     Block *body = outer.getBody();
-    std::optional<int64_t> rows = getTripCount(outer);
+    std::optional<int64_t> rows = getParallelTripCount(outer);
     SmallVector<scf::ParallelOp> inner = getRowLoops(body);
     Operation *last = body->getTerminator()->getPrevNode();
     if (!rows || inner.empty() || !isRowPrefix(body, last))
       return rewriter.notifyMatchFailure(outer, "not a row of a parallel");
-    int64_t columns = *getTripCount(inner[0]);
+    int64_t columns = *getParallelTripCount(inner[0]);
     Location loc = outer.getLoc();
     auto constant = [&](int64_t value) {
       return arith::ConstantIndexOp::create(rewriter, loc, value);
@@ -213,9 +201,9 @@ struct FlattenNestedParallel : OpRewritePattern<scf::ParallelOp> {
           // A loop's body, after what its block computes before it.
           auto cloneBody = [&](OpBuilder &to, scf::ParallelOp loop) {
             Block *block = loop->getBlock();
-            for (Operation &op :
-                 llvm::make_range(block->begin(), loop->getIterator()))
-              if (block != body)
+            if (block != body)
+              for (Operation &op :
+                   llvm::make_range(block->begin(), loop->getIterator()))
                 to.clone(op, mapping);
             for (Operation &op : loop.getBody()->without_terminator())
               to.clone(op, mapping);

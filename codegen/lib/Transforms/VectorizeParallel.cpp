@@ -44,9 +44,10 @@ enum class Widening {
   /// An `scf.for` whose body depends on the lanes: its results carried as
   /// vectors.
   Loop,
-  /// An `scf.if` on a condition that varies whose body only stores or adds
-  /// values that do not to places that do not (a flag, a counter): run
-  /// once if any lane takes it, each addition times the lanes that do.
+  /// An `scf.if` on a condition that varies whose body only stores, or adds
+  /// as i32, lane-independent values at lane-independent places (a flag, a
+  /// counter): run once if any lane takes it, each addition times the
+  /// lanes that do.
   AnyLane,
   /// A RowStore's row (a `vector.from_elements` of values of one lane) or
   /// its index (the induction variable scaled): widened with the store.
@@ -148,9 +149,9 @@ bool Vectorizer::isAnyLane(scf::IfOp op) const {
     bool uniform = llvm::none_of(nested->getOperands(), [&](Value operand) {
       return varying.contains(operand);
     });
-    bool adds = isa<memref::AtomicRMWOp>(nested) &&
-                cast<memref::AtomicRMWOp>(nested).getKind() ==
-                    arith::AtomicRMWKind::addi;
+    auto add = dyn_cast<memref::AtomicRMWOp>(nested);
+    bool adds = add && add.getKind() == arith::AtomicRMWKind::addi &&
+                add.getValue().getType().isInteger(32);
     if (!uniform || nested->getNumRegions() ||
         !(isMemoryEffectFree(nested) || isa<memref::StoreOp>(nested) || adds))
       return WalkResult::interrupt();
@@ -180,8 +181,8 @@ Widening Vectorizer::classify(Operation *op) const {
   if (auto branch = dyn_cast<scf::IfOp>(op))
     return isAnyLane(branch) ? Widening::AnyLane : Widening::Unsupported;
   if (auto row = dyn_cast<vector::FromElementsOp>(op)) {
-    auto store = dyn_cast<vector::StoreOp>(*row->user_begin());
-    return row->hasOneUse() && store && row.getType().getRank() == 1 &&
+    return row->hasOneUse() && isa<vector::StoreOp>(*row->user_begin()) &&
+                   row.getType().getRank() == 1 &&
                    row.getType().getElementType().isIntOrFloat()
                ? Widening::RowPart
                : Widening::Unsupported;
@@ -377,12 +378,8 @@ void Vectorizer::widenAnyLane(scf::IfOp op, OpBuilder &b, IRMapping &mapping) {
     Operation *clone = b.clone(nested, mapping);
     if (auto add = dyn_cast<memref::AtomicRMWOp>(clone)) {
       b.setInsertionPoint(add);
-      Value times = count;
-      if (add.getValue().getType() != times.getType())
-        times = arith::IndexCastUIOp::create(b, loc, add.getValue().getType(),
-                                             count);
       add.getValueMutable().assign(
-          arith::MulIOp::create(b, loc, add.getValue(), times));
+          arith::MulIOp::create(b, loc, add.getValue(), count));
       b.setInsertionPoint(widened.thenBlock()->getTerminator());
     }
   }
@@ -433,15 +430,11 @@ struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
 
   LogicalResult matchAndRewrite(scf::ParallelOp loop,
                                 PatternRewriter &rewriter) const override {
-    if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
-      return rewriter.notifyMatchFailure(loop, "not one loop without results");
-    APInt lower, upper, step;
-    if (!matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
-        !matchPattern(loop.getUpperBound()[0], m_ConstantInt(&upper)) ||
-        !matchPattern(loop.getStep()[0], m_ConstantInt(&step)) ||
-        !lower.isZero() || !step.isOne())
-      return rewriter.notifyMatchFailure(loop, "not [0, N) in steps of 1");
-    unsigned lanes = getLanes(info, unsigned(upper.getZExtValue()));
+    std::optional<int64_t> count = getParallelTripCount(loop);
+    if (!count)
+      return rewriter.notifyMatchFailure(
+          loop, "not one loop over [0, N) in steps of 1 without results");
+    unsigned lanes = getLanes(info, unsigned(*count));
     if (lanes == 1)
       return rewriter.notifyMatchFailure(loop, "one lane");
     Value iv = loop.getInductionVars()[0];

@@ -129,6 +129,9 @@ unsigned emitKernel(const KernelSpec &spec, const CacheLayout &layout,
 /// The memref and indices of a kernel program's `memref.load` or
 /// `memref.store`; a null memref for any other op.
 std::pair<mlir::Value, mlir::ValueRange> getMemRefAccess(mlir::Operation *op);
+/// N for a kernel program's 1-D `scf.parallel` over [0, N) in steps of 1,
+/// with no results and N a constant; nullopt for any other.
+std::optional<int64_t> getParallelTripCount(mlir::Operation *parallel);
 /// Whether `op` of a kernel program computes without touching memory: pure
 /// ops, loops and branches (whose ops are checked one by one), and the LLVM
 /// intrinsics kvq's arithmetic builder calls (fabs, sqrt, ...), which
