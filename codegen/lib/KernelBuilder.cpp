@@ -223,12 +223,34 @@ Value KernelBuilder::vectorI32(ArrayRef<int32_t> values) {
 Value KernelBuilder::shuffle(Value vector, ArrayRef<int64_t> mask) {
   return vector::ShuffleOp::create(b, loc, vector, vector, mask);
 }
+Value KernelBuilder::concat(ArrayRef<Value> vectors) {
+  // Pairwise, so that each shuffle's operands are alike.
+  SmallVector<Value> parts(vectors);
+  while (parts.size() > 1) {
+    SmallVector<Value> next;
+    for (unsigned i = 0; i + 1 < parts.size(); i += 2) {
+      int64_t n = cast<VectorType>(parts[i].getType()).getNumElements() +
+                  cast<VectorType>(parts[i + 1].getType()).getNumElements();
+      next.push_back(
+          vector::ShuffleOp::create(b, loc, parts[i], parts[i + 1],
+                                    llvm::to_vector(llvm::seq<int64_t>(0, n))));
+    }
+    if (parts.size() % 2)
+      next.push_back(parts.back());
+    parts = std::move(next);
+  }
+  return parts.front();
+}
 Value KernelBuilder::reduceAdd(Value vector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector,
                                      arith::FastMathFlags::reassoc);
 }
 Value KernelBuilder::reduceMax(Value vector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF,
+                                     vector, arith::FastMathFlags::nnan);
+}
+Value KernelBuilder::reduceMin(Value vector) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MINNUMF,
                                      vector, arith::FastMathFlags::nnan);
 }
 Value KernelBuilder::combineVectors(ArrayRef<Value> vectors,

@@ -576,3 +576,13 @@ LogicalResult UnpackOp::verify() {
            << ") past the " << streamBits << " bits of its words";
   return success();
 }
+
+LogicalResult PackOp::verify() {
+  int64_t streamBits = getCodes().getType().getNumElements() * getBits();
+  int64_t words = getWords().getType().getNumElements();
+  if (words != llvm::divideCeil(streamBits, 32))
+    return emitOpError("packs ")
+           << streamBits << " bits of codes into " << words
+           << " words; they fill " << llvm::divideCeil(streamBits, 32);
+  return success();
+}

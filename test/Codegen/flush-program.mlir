@@ -1,5 +1,5 @@
-// The flush of a span = tokens slice and of a full-precision slice is one
-// program for both targets: after kvq-lower-kernels a func.func over
+// The flush of a span = tokens, a span = channels and a full-precision
+// slice is one program for both targets: after kvq-lower-kernels a func.func over
 // memrefs with no target-specific operation, a page's regions typed views
 // of its bytes; the targets differ by the patterns of kvq-vectorize-parallel
 // and kvq-distribute-parallel (parallel-forms.mlir, lower-kernels.mlir).
@@ -14,6 +14,15 @@ kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
   }
   kvq.values window <recent = 0, flush = 8> {
     kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}
+
+kvq.cache @ch model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
+  kvq.keys window <recent = 0, flush = 2> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, group = 16, span = channels, mode = asym>
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 3, group = 32, span = channels, mode = hybrid>
   }
 }
 
@@ -49,7 +58,54 @@ kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // PROGRAM: %[[X:.*]] = memref.load %{{.*}}[%[[VC]]] : memref<32xf16, strided<[1], offset: ?>>
 // PROGRAM: memref.store %[[X]], %{{.*}}[%[[VC]]] : memref<32xf16, strided<[1], offset: ?>>
 
+// span = channels keys: a token a row (2 a unit), its 2 groups of 16
+// channels the iterations of a parallel loop; a group is a tile of 16
+// channels, checked at once (its non-finite lanes then read as 0), its
+// range reduced across the tile (min / max of lanes never NaN), its codes a
+// vector packed into its one word (kvq.pack) at g * 1, its parameters
+// stored at its place in the token's row of groups.
+// PROGRAM-LABEL: module @ch_program
+// PROGRAM: func.func @ch_flush_keys_0(%{{.*}}: memref<?xf16>, %{{.*}}: memref<?xf16>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xf32>, %[[CSAT:.*]]: memref<?xi32>, %[[CNF:.*]]: memref<?xi32>,
+// PROGRAM: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c2{{.*}}) step
+// PROGRAM: memref.subview %{{.*}}[%{{.*}}] [32] [1] : memref<?xf16> to memref<32xf16, strided<[1], offset: ?>>
+// PROGRAM: scf.parallel (%[[G:.*]]) = (%{{.*}}) to (%c2{{.*}}) step
+// PROGRAM: %[[TILE:.*]] = vector.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
+// PROGRAM: %[[BAD:.*]] = arith.cmpf uge, %{{.*}}, %{{.*}} : vector<16xf32>
+// PROGRAM-NEXT: vector.reduction <or>, %[[BAD]]
+// PROGRAM-NEXT: scf.if
+// PROGRAM: memref.store %{{.*}}, %[[CNF]]
+// PROGRAM: %[[CLEAN:.*]] = arith.select %[[BAD]], %{{.*}}, %{{.*}} : vector<16xi1>, vector<16xf32>
+// PROGRAM: vector.reduction <minnumf>, %[[CLEAN]] fastmath<nnan> : vector<16xf32> into f32
+// PROGRAM: vector.reduction <maxnumf>, %[[CLEAN]] fastmath<nnan> : vector<16xf32> into f32
+// PROGRAM: arith.divf %{{.*}}, %{{.*}} : f32
+// PROGRAM: %[[CODES:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<16xi1>, vector<16xi32>
+// PROGRAM: %[[WORD:.*]] = kvq.pack %[[CODES]] {bits = 2 : i32} : vector<16xi32> -> vector<1xi32>
+// PROGRAM: %[[AT:.*]] = arith.muli %[[G]], %{{.*}} : index
+// PROGRAM-NEXT: vector.store %[[WORD]], %{{.*}}[%[[AT]]] : memref<2xi32, strided<[1], offset: ?>>, vector<1xi32>
+// PROGRAM: memref.store %{{.*}}, %{{.*}}[%[[G]]] : memref<2xi16, strided<[1], offset: ?>>
+// PROGRAM: memref.store %{{.*}}, %{{.*}}[%[[G]]] : memref<2xi16, strided<[1], offset: ?>>
+// PROGRAM: memref.atomic_rmw addi %{{.*}}, %[[CSAT]]
+// Hybrid values: the parameters from element by element passes in index
+// order (squared errors summed in f64), the codes a tile of 32 packed into
+// 3 words.
+// PROGRAM: func.func @ch_flush_values_0(
+// PROGRAM: scf.parallel
+// PROGRAM: scf.for {{.*}} iter_args
+// PROGRAM: memref.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>
+// PROGRAM: scf.for {{.*}} -> (f64, f64)
+// PROGRAM: vector.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<32xf16>
+// PROGRAM: kvq.pack %{{.*}} {bits = 3 : i32} : vector<32xi32> -> vector<3xi32>
+// PROGRAM: vector.store %{{.*}} : memref<3xi32, strided<[1], offset: ?>>, vector<3xi32>
+
 // PURE-LABEL: module @fl_program
+// PURE-NOT: nvvm.
+// PURE-NOT: llvm.inline_asm
+// PURE-NOT: llvm.getelementptr
+// PURE-NOT: llvm.load
+// PURE-NOT: llvm.store
+// PURE-NOT: gpu.thread_id
+// PURE: module @ch_host
+// PURE: module @ch_program
 // PURE-NOT: nvvm.
 // PURE-NOT: llvm.inline_asm
 // PURE-NOT: llvm.getelementptr
@@ -72,6 +128,29 @@ kvq.cache @fl model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // CPU: vector.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
 // CPU: vector.reduction <or>
 // CPU: vector.store %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
+
+// The span = channels keys on the host: a token's 2 groups are copies side
+// by side (kvq-vectorize-parallel's tile copies; the loop over the unit's
+// tokens, which look their rows up, stays): their tiles' ranges
+// folded together into a vector of the 2 groups, whose parameters are
+// computed at once, their codes one stream of 2 words, one store, their
+// scales one store. The hybrid values' loop keeps its iterations one after
+// another: their squared errors are summed element by element.
+// CPU-LABEL: func.func @ch_flush_keys_0(
+// CPU: scf.parallel
+// CPU-NOT: scf.parallel
+// CPU: vector.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
+// CPU: vector.load %{{.*}} : memref<32xf16, strided<[1], offset: ?>>, vector<16xf16>
+// CPU: arith.cmpf olt, %{{.*}}, %{{.*}} : vector<16xf32>
+// CPU: arith.divf %{{.*}}, %{{.*}} : vector<2xf32>
+// CPU: kvq.pack %{{.*}} {bits = 2 : i32} : vector<32xi32> -> vector<2xi32>
+// CPU: vector.store %{{.*}} : memref<2xi32, strided<[1], offset: ?>>, vector<2xi32>
+// CPU: vector.store %{{.*}} : memref<2xi16, strided<[1], offset: ?>>, vector<2xi16>
+// CPU: vector.reduction <add>
+// CPU: memref.atomic_rmw addi
+// CPU-LABEL: func.func @ch_flush_values_0(
+// CPU: scf.parallel
+// CPU: scf.for {{.*}} -> (f64, f64)
 
 // A GPU block of 128 threads x 4 loads in flight runs as many units of
 // the flush, one after another, as give each thread 4 tasks: 16 of the

@@ -69,6 +69,7 @@ kvq.cache @kn model <layers = 1, heads = 4, kv_heads = 2, head_dim = 32, dtype =
 // On the host, 16-lane vectors over a row; phase 1's chunk loop carries
 // them.
 // CPU-LABEL: module @kn_host
+// CPU: func.func @kn_keynorm(
 // CPU-NOT: scf.parallel
 // CPU: vector.store %{{.*}} : memref<64xf32, strided<[1], offset: ?>>, vector<16xf32>
 // CPU: vector.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>, vector<16xf16>
@@ -85,6 +86,7 @@ kvq.cache @kn model <layers = 1, heads = 4, kv_heads = 2, head_dim = 32, dtype =
 // GPU: scf.parallel
 // GPU-LABEL: gpu.module @kn_kernels
 // GPU-NOT: scf.parallel
+// GPU: gpu.func @kn_keynorm(
 // GPU: %[[T0:.*]] = gpu.thread_id x
 // GPU: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // GPU: memref.store
@@ -102,4 +104,5 @@ kvq.cache @kn model <layers = 1, heads = 4, kv_heads = 2, head_dim = 32, dtype =
 // PIPELINED-LABEL: module @kn_host
 // PIPELINED-NOT: iter_args({{.*}}) -> (vector<16xf16>
 // PIPELINED-LABEL: gpu.module @kn_kernels
+// PIPELINED: gpu.func @kn_keynorm(
 // PIPELINED: scf.for {{.*}} iter_args({{.*}}) -> (f16, f16, f16, f16)

@@ -19,9 +19,10 @@
 // KEYS: cvt.rn.f16.f32
 // KEYS: cvt.rni.f32.f32
 // KEYS: bar.sync
-// CHECK-LABEL: .entry kivi_2bit_flush_values_0(
-// CHECK-NOT: fma
-// CHECK: div.rn.f32
+// KEYS-LABEL: .entry kivi_2bit_flush_values_0(
+// KEYS-NOT: fma
+// KEYS: div.rn.f32
+// KEYS: cvt.rni.f32.f32
 
 // Attention: inputs through the non-coherent cache, codes 128 bits at a
 // time, softmax reductions with warp shuffles, exp2 in hardware.
@@ -41,9 +42,11 @@
 // CHECK-NOT: ld.global.nc
 // CHECK: ld.global.b32
 // CHECK: ex2.approx
-// The flush of the keys, a program, comes last.
+// The flushes, programs, come last.
 // CHECK-NOT: .entry
 // CHECK: .entry kivi_2bit_flush_keys_0(
+// CHECK-NOT: .entry
+// CHECK: .entry kivi_2bit_flush_values_0(
 // CHECK-NOT: .entry
 
 // MANIFEST-DAG: "version": 15

@@ -14,16 +14,6 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // The host entry points take the launch's argument array and a block id;
 // the block's threads are plain loops.
 // CPU-NOT: kvq.flush_kernel
-// The value flush (span=channels) packs a token's codes at once: each
-// chunk of 16 codes shifted to its bits of a word, the chunks ORed across
-// their lanes together, the token's 4 words one store, the scales and the
-// zero-points of its 2 groups one store each.
-// CPU-LABEL: func.func @kivi_flush_values_0(
-// CPU-COUNT-4: arith.shli {{.*}} : vector<16xi32>
-// CPU: arith.ori {{.*}} : vector<16xi32>
-// CPU: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr
-// CPU: llvm.store {{.*}} : vector<2xi16>, !llvm.ptr
-// CPU: llvm.store {{.*}} : vector<2xi16>, !llvm.ptr
 // Block-local memory is allocated once, in the entry block. The quantized
 // keys are scored 16 tokens a vector, each chunk's codes unpacked from the
 // channel's two words of 32 codes, stored under a mask where a block
@@ -80,6 +70,30 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // CPU-NEXT: arith.constant 2 : index
 // CPU-NEXT: %[[AT:.*]] = arith.muli %{{.*}}, %{{.*}} : index
 // CPU-NEXT: vector.store %{{.*}}, %{{.*}}[%[[AT]]] : memref<128xi32, strided<[1], offset: ?>>, vector<32xi32>
+// The value flush (span=channels) is a program too, a group a tile of its
+// 32 channels. On the host a token's 2 groups are copies side by side: the
+// tiles checked by one OR and one test, each tile halved into one register,
+// the copies' ranges folded together (compare and select: the tiles'
+// non-finite lanes read as 0) into one vector of the groups, from which the
+// parameters are computed for both groups at once; the codes of both groups
+// packed as one stream into their 4 words, one store, and the scales and
+// zero-points one store each.
+// CPU-LABEL: func.func @kivi_flush_values_0(%arg0: !llvm.ptr, %arg1: i32, %arg2: i32, %arg3: i32)
+// CPU-NOT: scf.parallel
+// CPU: vector.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>, vector<32xf16>
+// CPU: vector.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>, vector<32xf16>
+// CPU: %[[BAD:.*]] = arith.ori %{{.*}}, %{{.*}} : vector<32xi1>
+// CPU-NEXT: %[[ANY:.*]] = vector.reduction <or>, %[[BAD]] : vector<32xi1> into i1
+// CPU-NEXT: scf.if %[[ANY]] {
+// CPU: arith.cmpf olt, %{{.*}}, %{{.*}} : vector<16xf32>
+// CPU: vector.shuffle %{{.*}}, %{{.*}} [0, 8] : vector<16xf32>, vector<16xf32>
+// CPU: arith.divf %{{.*}}, %{{.*}} : vector<2xf32>
+// CPU: llvm.call_intrinsic "llvm.roundeven"({{.*}}) : (vector<32xf32>) -> vector<32xf32>
+// CPU: kvq.pack %{{.*}} {bits = 2 : i32} : vector<64xi32> -> vector<4xi32>
+// CPU: vector.store %{{.*}} : memref<4xi32, strided<[1], offset: ?>>, vector<4xi32>
+// CPU: vector.store %{{.*}} : memref<2xi16, strided<[1], offset: ?>>, vector<2xi16>
+// CPU: vector.store %{{.*}} : memref<2xi16, strided<[1], offset: ?>>, vector<2xi16>
+// CPU: return
 
 // On the GPU the same programs spread over 128 threads with barriers,
 // shared memory and warp-shuffle reductions. Every chip is sm_80+, so the
@@ -109,6 +123,12 @@ kvq.cache @kivi model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype
 // GPU: arith.divf {{.*}} : f32
 // GPU: vector.store {{.*}} : memref<128xi32, strided<[1], offset: ?>>, vector<2xi32>
 // GPU: gpu.barrier
+// GPU: gpu.return
+// The value flush: a group a thread, the same tiles in its registers.
+// GPU-LABEL: gpu.func @kivi_flush_values_0(
+// GPU: gpu.thread_id x
+// GPU: vector.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>, vector<32xf16>
+// GPU: kvq.pack %{{.*}} {bits = 2 : i32} : vector<32xi32> -> vector<2xi32>
 // GPU: gpu.return
 
 // EXPANDED-NOT: kvq.dequantize

@@ -165,6 +165,105 @@ module attributes {gpu.container_module} {
     }
   }
 
+  module @c_tiles attributes {kvq.cache = @c} {
+    // A loop over 4 groups whose iterations compute on tiles of 32: the
+    // copies side by side. Each tile halved into one 16-lane register, the
+    // 4 copies' maxima folded together into one vector of the copies, the
+    // scalar arithmetic on it, the scalar stored at the induction variable
+    // one store; the copies' codes one stream of 8 words, one store.
+    // HOST-LABEL: func.func @tile_copies
+    // HOST-NOT: scf.parallel
+    // HOST-COUNT-4: vector.load %{{.*}} : memref<128xf32>, vector<32xf32>
+    // HOST: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<16xf32>
+    // HOST: %[[MAX:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 4, 8, 12] : vector<16xf32>, vector<16xf32>
+    // HOST: %[[SCALE:.*]] = arith.mulf %[[MAX]], %{{.*}} : vector<4xf32>
+    // HOST: vector.store %[[SCALE]], %{{.*}}[%{{.*}}] : memref<4xf32>, vector<4xf32>
+    // HOST: %[[CODES:.*]] = kvq.pack %{{.*}} {bits = 2 : i32} : vector<128xi32> -> vector<8xi32>
+    // HOST: vector.store %[[CODES]], %{{.*}}[%{{.*}}] : memref<8xi32>, vector<8xi32>
+    // HOST-NOT: scf.parallel
+    func.func @tile_copies(%x: memref<128xf32>, %scales: memref<4xf32>, %codes: memref<8xi32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c32 = arith.constant 32 : index
+      %third = arith.constant 0.333333343 : f32
+      scf.parallel (%g) = (%c0) to (%c4) step (%c1) {
+        %at = arith.muli %g, %c32 : index
+        %tile = vector.load %x[%at] : memref<128xf32>, vector<32xf32>
+        %max = vector.reduction <maxnumf>, %tile fastmath<nnan> : vector<32xf32> into f32
+        %scale = arith.mulf %max, %third : f32
+        memref.store %scale, %scales[%g] : memref<4xf32>
+        %s = vector.broadcast %scale : f32 to vector<32xf32>
+        %q = arith.divf %tile, %s : vector<32xf32>
+        %c = arith.fptosi %q : vector<32xf32> to vector<32xi32>
+        %words = kvq.pack %c {bits = 2 : i32} : vector<32xi32> -> vector<2xi32>
+        %w = arith.muli %g, %c2 : index
+        vector.store %words, %codes[%w] : memref<8xi32>, vector<2xi32>
+        scf.reduce
+      }
+      return
+    }
+
+    // A reduction that may see NaN (no nnan) is each copy's own, its
+    // results gathered into the copies' vector.
+    // HOST-LABEL: func.func @own_reductions
+    // HOST-NOT: scf.parallel
+    // HOST-COUNT-2: vector.reduction <maxnumf>, %{{.*}} : vector<16xf32> into f32
+    // HOST: vector.from_elements %{{.*}}, %{{.*}} : vector<2xf32>
+    // HOST: vector.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<2xf32>, vector<2xf32>
+    func.func @own_reductions(%x: memref<32xf32>, %out: memref<2xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c16 = arith.constant 16 : index
+      scf.parallel (%g) = (%c0) to (%c2) step (%c1) {
+        %at = arith.muli %g, %c16 : index
+        %tile = vector.load %x[%at] : memref<32xf32>, vector<16xf32>
+        %max = vector.reduction <maxnumf>, %tile : vector<16xf32> into f32
+        memref.store %max, %out[%g] : memref<2xf32>
+        scf.reduce
+      }
+      return
+    }
+
+    // An iteration whose scalar is stored elsewhere than at the induction
+    // variable, or more than 8 iterations: left alone.
+    // HOST-LABEL: func.func @scattered
+    // HOST: scf.parallel
+    // HOST-LABEL: func.func @many
+    // HOST: scf.parallel
+    func.func @scattered(%x: memref<32xf32>, %out: memref<4xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c16 = arith.constant 16 : index
+      scf.parallel (%g) = (%c0) to (%c2) step (%c1) {
+        %at = arith.muli %g, %c16 : index
+        %tile = vector.load %x[%at] : memref<32xf32>, vector<16xf32>
+        %max = vector.reduction <maxnumf>, %tile fastmath<nnan> : vector<16xf32> into f32
+        %place = arith.muli %g, %c2 : index
+        memref.store %max, %out[%place] : memref<4xf32>
+        scf.reduce
+      }
+      return
+    }
+    func.func @many(%x: memref<144xf32>, %out: memref<9xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c9 = arith.constant 9 : index
+      %c16 = arith.constant 16 : index
+      scf.parallel (%g) = (%c0) to (%c9) step (%c1) {
+        %at = arith.muli %g, %c16 : index
+        %tile = vector.load %x[%at] : memref<144xf32>, vector<16xf32>
+        %max = vector.reduction <maxnumf>, %tile fastmath<nnan> : vector<16xf32> into f32
+        memref.store %max, %out[%g] : memref<9xf32>
+        scf.reduce
+      }
+      return
+    }
+  }
+
   gpu.module @c_kernels attributes {kvq.cache = @c} {
     // Each iteration keeps to its element: the steps run inside each
     // thread's loop, one barrier at the end.

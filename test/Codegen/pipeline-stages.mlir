@@ -5,7 +5,7 @@
 //                       kvq-instantiate-programs, kvq-running-extrema,
 //                       kvq-vectorize-parallel, kvq-distribute-parallel,
 //                       kvq-pipeline-loads, kvq-expand-dequantize,
-//                       kvq-expand-unpack
+//                       kvq-expand-unpack, kvq-expand-pack
 //   kvq-host-to-llvm  = builtin.module(expand-strided-metadata,
 //                       convert-scf-to-cf, arith-expand, convert-to-llvm,
 //                       reconcile-unrealized-casts)
@@ -41,14 +41,14 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // function also the flush units a block of its GPU kernel moves (a value
 // flush unit is a token, 2 groups of 32 channels, each a thread's task; 128
 // threads x 4 loads in flight / 2 = 256; a key flush unit is 128 tokens: 4
-// blocks of 32 tokens x 64 channels, 256 groups: 2). The keys' flush is a
-// program, instantiated after the emitted kernels.
+// blocks of 32 tokens x 64 channels, 256 groups: 2). The flushes are
+// programs, instantiated after the emitted kernels.
 // KERNELS-LABEL: module attributes {gpu.container_module}
 // KERNELS: kvq.cache @kivi
 // KERNELS: module @kivi_host attributes {kvq.cache = @kivi, kvq.host_cpu = "native"}
-// KERNELS: func.func @kivi_flush_values_0({{.*}}) attributes {kvq.kernel = {device_units = 256 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "values"}}
 // KERNELS: func.func @kivi_attend_0({{.*}}) attributes {kvq.kernel = {kind = "attend", layers = array<i64: 0, 1>}}
 // KERNELS: func.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel = {device_units = 2 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "keys"}}
+// KERNELS: func.func @kivi_flush_values_0({{.*}}) attributes {kvq.kernel = {device_units = 256 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "values"}}
 // KERNELS: gpu.module @kivi_kernels
 // KERNELS: gpu.func @kivi_flush_keys_0({{.*}}) kernel attributes {{{.*}}kvq.kernel = {kind = "flush"
 // KERNELS-NOT: kvq.dequantize

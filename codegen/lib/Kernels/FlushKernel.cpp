@@ -9,16 +9,18 @@
 // (one unit a block), and read there. Each thread quantizes whole
 // groups, so a group's parameters and codes are computed by one thread in index
 // order: the arithmetic, and the bits, are those of the reference on every
-// target. Full-precision slices and span=tokens slices without rotation or
-// channel tables are flushed by the flush program instead (FlushProgram.cpp).
+// target. Only rotated slices and slices with channel tables are flushed
+// here; the flush program (FlushProgram.cpp) moves the others.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ChannelTables.h"
-#include "CodePacking.h"
 #include "Rotation.h"
+
+#include "kvq/Codegen/CodePacking.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -139,11 +141,9 @@ private:
   /// a chunk of `lanes` codes fills one word, and the token's chunks fold
   /// into one vector.
   bool packsTokenWords(unsigned count, unsigned lanes) const;
-  /// Whether `chunks` chunks of consecutive groups pack through bytes
-  /// (packCodeBytes): every 8 codes of a group fill whole bytes and its
-  /// stream fills its words, so the groups' streams are their words back to
-  /// back.
-  bool packsCodeBytes(unsigned chunks, unsigned lanes) const;
+  /// Whether a group's stream fills its words, so that consecutive groups'
+  /// streams are their words back to back.
+  bool groupsFillWords() const;
   /// Whether the `count` groups of a token are stored at once
   /// (storeTokenGroups).
   bool storesTokenGroups(unsigned count, unsigned lanes) const;
@@ -151,7 +151,7 @@ private:
   /// store for the codes and one for each parameter. The codes: each
   /// chunk's shifted to their bits and every chunk ORed across its lanes by
   /// one fold (combineEach) into the token's words where a chunk fills a
-  /// word, else through bytes (packCodeBytes).
+  /// word, else the token's codes packed as one stream (kvq.pack).
   void storeTokenGroups(ArrayRef<LaneGroup> groups, Quantizer &quantizer,
                         const GroupParams &params, unsigned lanes);
   /// Quantizes groups [first, first + count), their parameters computed as
@@ -396,142 +396,13 @@ unsigned FlushEmitter::rowStride() const {
   return (rotated ? 1 : layout.model.getKvHeads()) * layout.model.getHeadDim();
 }
 
-/// A run of a group's packed bit stream: `bits` (i64, its `width` low bits
-/// used) starts at bit `first` of the stream.
-struct StreamPiece {
-  Value bits;
-  int64_t first;
-  unsigned width;
-};
-
-/// A constant of `type` (a vector of integers) in every lane.
-static Value splatConstant(KernelBuilder &kb, VectorType type, int64_t value) {
-  return arith::ConstantOp::create(
-      kb.builder(), kb.getLoc(), type,
-      DenseIntElementsAttr::get(
-          type, APInt(type.getElementTypeBitWidth(), uint64_t(value))));
-}
-
-/// Merges adjacent lanes of `codes` (vector<n x i32>, fields of `width` bits
-/// with nothing above them, 2 * width <= 32): lane i of the result is lane 2i
-/// | lane 2i+1 << width. Viewed as i64 lanes (little-endian hosts: lane 2i
-/// is the low half), x | x >> (32 - width) puts exactly that in each low
-/// half (the low lane's field ends below bit 32 - width), and truncation
-/// keeps the low halves.
-static Value mergeAdjacentLanes(KernelBuilder &kb, Value codes,
-                                unsigned width) {
+/// `codes` (i32 lanes below 2^bits) as the `words` words of their stream.
+static Value packCodes(KernelBuilder &kb, Value codes, unsigned bits,
+                       unsigned words) {
   OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
-  int64_t lanes = cast<VectorType>(codes.getType()).getNumElements();
-  auto wide = VectorType::get({lanes / 2}, b.getI64Type());
-  Value x = vector::BitCastOp::create(b, loc, wide, codes);
-  Value merged = kb.bitOr(x, kb.shrU(x, splatConstant(kb, wide, 32 - width)));
-  return arith::TruncIOp::create(
-      b, loc, VectorType::get({lanes / 2}, b.getI32Type()), merged);
-}
-
-/// The packed stream of one group whose codes are vectors of consecutive
-/// codes (`codes[j]` lane l is code j * lanes + l, code k at bit k * bits),
-/// as pieces: each vector's lanes are merged pairwise while two fields fit
-/// a lane (log2(lanes) steps of a shift, an OR and a truncation, instead of
-/// a cross-lane reduction per word), and the lanes left are the pieces.
-static SmallVector<StreamPiece>
-packLanes(KernelBuilder &kb, ArrayRef<Value> codes, unsigned bits) {
-  unsigned lanes = cast<VectorType>(codes[0].getType()).getNumElements();
-  SmallVector<StreamPiece> pieces;
-  for (auto [j, chunk] : llvm::enumerate(codes)) {
-    Value merged = chunk;
-    unsigned width = bits, left = lanes;
-    for (; left > 1 && 2 * width <= 32; left /= 2, width *= 2)
-      merged = mergeAdjacentLanes(kb, merged, width);
-    for (unsigned i = 0; i < left; ++i) {
-      Value lane = vector::ExtractOp::create(kb.builder(), kb.getLoc(), merged,
-                                             ArrayRef<int64_t>{i});
-      pieces.push_back({kb.toI64(lane),
-                        int64_t(j * lanes + i * (lanes / left)) * bits, width});
-    }
-  }
-  return pieces;
-}
-
-/// Word `w` of a packed stream from its pieces.
-static Value wordOfPieces(KernelBuilder &kb, ArrayRef<StreamPiece> pieces,
-                          unsigned w) {
-  Value word;
-  for (const StreamPiece &piece : pieces) {
-    std::optional<WordShift> shift = shiftIntoWord(piece.first, piece.width, w);
-    if (!shift)
-      continue;
-    Value part = shift->right ? kb.shrU(piece.bits, kb.i64(shift->right))
-                              : kb.shl(piece.bits, kb.i64(shift->left));
-    word = word ? kb.bitOr(word, part) : part;
-  }
-  return kb.toI32(word);
-}
-
-/// `bytes` (vector of i8, fields of `width` bits in the low bits of every
-/// half of a `laneBits` lane, nothing above them) with the two fields of
-/// each lane merged: the high one moves down next to the low one, x & low |
-/// (x >> (laneBits / 2 - width)) & high: a shift and a bit select (one
-/// vpternlog on x86) for the whole vector.
-static Value mergeHalves(KernelBuilder &kb, Value bytes, unsigned laneBits,
-                         unsigned width) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
-  int64_t count = cast<VectorType>(bytes.getType()).getNumElements();
-  auto type =
-      VectorType::get({count * 8 / laneBits}, b.getIntegerType(laneBits));
-  Value x = vector::BitCastOp::create(b, loc, type, bytes);
-  uint64_t low = (uint64_t(1) << width) - 1;
-  uint64_t high =
-      (low << width) &
-      (laneBits == 64 ? ~uint64_t(0) : (uint64_t(1) << laneBits) - 1);
-  Value moved = kb.shrU(x, splatConstant(kb, type, laneBits / 2 - width));
-  Value merged =
-      kb.bitOr(kb.bitAnd(x, splatConstant(kb, type, int64_t(low))),
-               kb.bitAnd(moved, splatConstant(kb, type, int64_t(high))));
-  return vector::BitCastOp::create(b, loc, bytes.getType(), merged);
-}
-
-/// The packed stream of consecutive codes (`codes`: vectors of i32 codes
-/// below 2^bits, code k at bit k * bits), 8 * n codes in all, as n * bits
-/// bytes: every code to a byte, adjacent fields merged in 16-, 32- and
-/// 64-bit lanes (8 codes in the low 8 * bits bits of each i64, little-
-/// endian), then the low `bits` bytes of each i64 are the stream. Three
-/// shifts, three selects and one byte permute per 64 codes, where shifting
-/// each code to its word and ORing them takes a shift and an OR per code.
-static Value packCodeBytes(KernelBuilder &kb, ArrayRef<Value> codes,
-                           unsigned bits) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
-  SmallVector<Value> parts;
-  for (Value chunk : codes) {
-    auto type = cast<VectorType>(chunk.getType());
-    parts.push_back(arith::TruncIOp::create(
-        b, loc, VectorType::get(type.getShape(), b.getI8Type()), chunk));
-  }
-  // Concatenated pairwise (vector.shuffle takes two vectors of one type).
-  while (parts.size() > 1) {
-    assert(parts.size() % 2 == 0 && "a power of two of chunks");
-    SmallVector<Value> next;
-    for (unsigned i = 0; i < parts.size(); i += 2) {
-      int64_t n = cast<VectorType>(parts[i].getType()).getNumElements();
-      next.push_back(vector::ShuffleOp::create(
-          b, loc, parts[i], parts[i + 1],
-          llvm::to_vector(llvm::seq<int64_t>(0, 2 * n))));
-    }
-    parts = std::move(next);
-  }
-  Value bytes = parts[0];
-  for (unsigned laneBits = 16, width = bits; laneBits <= 64;
-       laneBits *= 2, width *= 2)
-    bytes = mergeHalves(kb, bytes, laneBits, width);
-  int64_t count = cast<VectorType>(bytes.getType()).getNumElements();
-  SmallVector<int64_t> stream;
-  for (int64_t q = 0; q < count / 8; ++q)
-    for (unsigned i = 0; i < bits; ++i)
-      stream.push_back(8 * q + i);
-  return kb.shuffle(bytes, stream);
+  return PackOp::create(b, kb.getLoc(),
+                        VectorType::get({int64_t(words)}, b.getI32Type()),
+                        codes, b.getI32IntegerAttr(bits));
 }
 
 /// The CPU's vector form of a span=tokens flush: a vector's lanes are the
@@ -592,17 +463,7 @@ void FlushEmitter::emitTokenBlockLanes(unsigned lanes) {
             });
         // The word vectors concatenated, then interleaved: lane j's words go
         // to group n0 + j.
-        Value all;
-        for (unsigned w = 0; w < words; ++w) {
-          Value word = packed[w];
-          all =
-              w == 0
-                  ? word
-                  : vector::ShuffleOp::create(
-                        kb.builder(), kb.getLoc(), all, word,
-                        llvm::to_vector(llvm::seq<int64_t>(0, (w + 1) * lanes)))
-                        .getResult();
-        }
+        Value all = kb.concat(packed);
         SmallVector<int64_t> interleave;
         for (unsigned j = 0; j < lanes; ++j)
           for (unsigned w = 0; w < words; ++w)
@@ -719,19 +580,12 @@ void FlushEmitter::storeLaneGroup(const LaneGroup &group, Quantizer &quantizer,
                                   const GroupParams &params, unsigned lanes) {
   SliceAccess access(kb, tensor, slice, layout.pageTokens, args.pages,
                      args.table, group.place.qpos, head);
-  if (!slice.sharesCodes()) {
-    unsigned bits = slice.quant.getBits();
-    SmallVector<Value> codes =
-        computeLaneCodes(group, quantizer, params, lanes);
-    if (packsCodeBytes(codes.size(), lanes)) {
-      access.storeWord(group.place.n, kb.i32(0),
-                       packCodeBytes(kb, codes, bits));
-    } else {
-      SmallVector<StreamPiece> pieces = packLanes(kb, codes, bits);
-      for (unsigned w = 0; w < slice.WordsPerGroup; ++w)
-        access.storeWord(group.place.n, kb.i32(w), wordOfPieces(kb, pieces, w));
-    }
-  }
+  if (!slice.sharesCodes())
+    access.storeWord(
+        group.place.n, kb.i32(0),
+        packCodes(kb,
+                  kb.concat(computeLaneCodes(group, quantizer, params, lanes)),
+                  slice.quant.getBits(), slice.WordsPerGroup));
   access.storeScale(group.place.n, quantizer.paramBits(params.scale));
   access.storeZero(group.place.n, quantizer.paramBits(params.zero));
 }
@@ -743,17 +597,14 @@ bool FlushEmitter::packsTokenWords(unsigned count, unsigned lanes) const {
          KernelBuilder::combinesEach(count * chunks, lanes);
 }
 
-bool FlushEmitter::packsCodeBytes(unsigned chunks, unsigned lanes) const {
-  unsigned group = slice.quant.getGroup();
-  return llvm::isPowerOf2_32(chunks) && lanes % 8 == 0 &&
-         group * slice.quant.getBits() == slice.WordsPerGroup * 32;
+bool FlushEmitter::groupsFillWords() const {
+  return slice.quant.getGroup() * slice.quant.getBits() ==
+         slice.WordsPerGroup * 32;
 }
 
 bool FlushEmitter::storesTokenGroups(unsigned count, unsigned lanes) const {
-  unsigned chunks = slice.quant.getGroup() / lanes;
   return packsTokenWords(count, lanes) ||
-         (count > 1 && count == slice.GroupsPerToken &&
-          packsCodeBytes(count * chunks, lanes));
+         (count > 1 && count == slice.GroupsPerToken && groupsFillWords());
 }
 
 void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
@@ -781,7 +632,8 @@ void FlushEmitter::storeTokenGroups(ArrayRef<LaneGroup> groups,
       words = kb.combineEach(codes,
                              [&](Value x, Value y) { return kb.bitOr(x, y); });
     } else {
-      words = packCodeBytes(kb, codes, bits);
+      words = packCodes(kb, kb.concat(codes), bits,
+                        groups.size() * slice.WordsPerGroup);
     }
     access.storeWord(first.n, kb.i32(0), words);
   }
@@ -868,15 +720,14 @@ void FlushEmitter::emitChannelGroupLanes(unsigned lanes) {
 }
 
 void FlushEmitter::emit() {
-  // Full-precision and plain span=tokens slices are flushed by the flush
-  // program (FlushProgram.cpp).
+  // Only rotated slices and slices with channel tables are emitted here;
+  // the flush program (FlushProgram.cpp) moves the others.
   assert(slice.isQuantized() && "a full-precision flush is a program");
   unsigned lanes = getAppendLanes(kb.getTarget(), layout.model.getHeadDim());
   QuantAttr quant = slice.quant;
   // The vector forms assume groups of one size and one clip factor.
   if (hasChannelTables(slice))
     return emitQuantized();
-  // Rotated span=tokens slices (the others are the program's).
   if (quant.getSpan() == Span::Tokens)
     return lanes > 1 ? emitTokenBlockLanes(lanes) : emitQuantized();
   // Hybrid compares squared errors summed in index order, which a

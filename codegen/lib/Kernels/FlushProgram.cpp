@@ -1,13 +1,20 @@
 //===- FlushProgram.cpp - the flush kernel as a program -------------------===//
 //
 // Block (u, h) moves flush unit u of kv-head h into the pages, for a
-// full-precision slice (a copy) or a span = tokens slice (quantized per
-// channel over blocks of `group` tokens). The tokens are read where they
-// are (FlushSource); each channel's group is quantized by one iteration of
-// a parallel loop over the row's channels, in index order, by the same
-// Quantizer arithmetic as the reference: kvq-vectorize-parallel makes the
-// channels the host's lanes (a lane per group), kvq-distribute-parallel a
-// thread per group on the GPU. The other slices' flush is still emitted by
+// full-precision slice (a copy), a span = tokens slice (quantized per
+// channel over blocks of `group` tokens) or a span = channels slice
+// (quantized per token over groups of `group` channels). The tokens are read
+// where they are (FlushSource); each group is quantized by one iteration of
+// a parallel loop, by the same Quantizer arithmetic as the reference:
+// - span = tokens: an iteration per channel, in index order;
+//   kvq-vectorize-parallel makes the channels the host's lanes (a lane per
+//   group), kvq-distribute-parallel a thread per group on the GPU;
+// - span = channels: an iteration per group of a token, on tiles of the
+//   group's channels (vectors: the host's SIMD registers, a GPU thread's
+//   registers), its range reduced across the tile (min and max are exact in
+//   any order; hybrid's squared errors are summed in index order) and its
+//   codes packed by `kvq.pack`.
+// Rotated slices and slices with channel tables are still flushed by
 // FlushKernel.cpp's forms.
 //
 // The kernel is a program for both targets (ProgramBuilder.h); a page's
@@ -16,14 +23,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChannelTables.h"
-#include "CodePacking.h"
 #include "ProgramBuilder.h"
 
+#include "kvq/Codegen/CodePacking.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -34,8 +44,7 @@ bool kvq::isFlushProgram(const CacheLayout &layout, ArrayRef<int64_t> layers,
   const SliceLayout &slice = layout.get(isKeys).layers[layers.front()];
   if (!slice.isQuantized())
     return true;
-  return slice.quant.getSpan() == Span::Tokens && !slice.quant.isRotated() &&
-         !hasChannelTables(slice);
+  return !slice.quant.isRotated() && !hasChannelTables(slice);
 }
 
 namespace {
@@ -62,12 +71,27 @@ private:
   Value tokenRow(Value token);
   /// The byte offset of the slice holding quantized position `qpos`.
   Value sliceAt(Value qpos);
-  /// Sets the NonFinite flag where `x` (f32) is not finite: the runtime
-  /// then rejects the append and undoes the flush (docs/Reliability.md).
+  /// Sets the NonFinite flag where `x` (f32, or a vector of them) is not
+  /// finite: the runtime then rejects the append and undoes the flush
+  /// (docs/Reliability.md).
   void flagNonFinite(Value x);
+  /// The same where `bad` (i1, or a vector of them) is set.
+  void flag(Value bad);
+  /// Where the `count` groups from group `n0` of the slice at byte `base`
+  /// keep their codes (null: the layer shares another's), scales and
+  /// zero-points (null: sym), and the key norms of kv-head `head` (null:
+  /// none).
+  struct GroupRows {
+    Value codes, scales, zeros, norms;
+  };
+  GroupRows groupRows(Value base, Value n0, unsigned count);
 
   void buildFullPrecision();
   void buildTokenGroups();
+  void buildChannelGroups();
+  /// Quantizes group `g` of a token, its row `row`, into element g of
+  /// `rows`, tile by tile (tileSizes).
+  void quantizeChannelGroup(Value g, Value row, const GroupRows &rows);
   /// Quantizes channel `c`'s group of a block of tokens, token k's row
   /// `rowOf(k)`, into the block's rows of `codes` (null: the layer shares
   /// another's), `scales` and `zeros` (null: sym). `unrolled`: the codes
@@ -75,7 +99,11 @@ private:
   /// else a chunk that fills whole words at a time (fewer rows live: a
   /// GPU thread that looks each row up keeps only a chunk's addresses).
   void quantizeChannel(Value c, function_ref<Value(Value)> rowOf, bool unrolled,
-                       Value norms, Value codes, Value scales, Value zeros);
+                       const GroupRows &rows);
+  /// Stores a group's parameters at element `at` of `rows` and counts it
+  /// if they saturated.
+  void storeParams(Quantizer &quantizer, const GroupParams &params,
+                   const GroupRows &rows, Value at);
 
   ProgramBuilder pb;
   const CacheLayout &layout;
@@ -108,8 +136,10 @@ Value FlushProgram::sliceAt(Value qpos) {
   return sliceByteOffset(pb, tensor, slice, page, head);
 }
 
-void FlushProgram::flagNonFinite(Value x) {
-  pb.ifThen(pb.isNonFinite(x),
+void FlushProgram::flagNonFinite(Value x) { flag(pb.isNonFinite(x)); }
+
+void FlushProgram::flag(Value bad) {
+  pb.ifThen(pb.anyLane(bad),
             [&] { pb.storeElement(pb.i32(1), arg(A::NonFinite), pb.i32(0)); });
 }
 
@@ -134,42 +164,47 @@ void FlushProgram::buildFullPrecision() {
   });
 }
 
+FlushProgram::GroupRows FlushProgram::groupRows(Value base, Value n0,
+                                                unsigned count) {
+  Type bitsType = Quantizer(pb, slice.quant).getParamBitsType();
+  auto paramRow = [&](uint64_t offset) {
+    Value params = pb.view(arg(A::Pages), pb.add(base, pb.i64(offset)),
+                           bitsType, slice.GroupsPerPage);
+    return pb.row(params, n0, count);
+  };
+  GroupRows rows;
+  rows.scales = paramRow(slice.ScalesOffset);
+  if (slice.hasZeros())
+    rows.zeros = paramRow(slice.ZerosOffset);
+  unsigned words = slice.WordsPerGroup;
+  if (!slice.sharesCodes())
+    rows.codes = pb.row(pb.view(arg(A::Pages), base, pb.builder().getI32Type(),
+                                slice.CodesBytes / 4),
+                        pb.mul(n0, pb.i32(words)), int64_t(count) * words);
+  if (slice.quant.getKeyNorm())
+    rows.norms = pb.row(arg(A::Norms), pb.mul(head, pb.i32(dim)), dim);
+  return rows;
+}
+
 /// Block by block of `group` tokens, channel c's group is quantized by
 /// iteration c: its parameters from one pass over the tokens (which checks
 /// them), its codes from a second, packed into its words.
 void FlushProgram::buildTokenGroups() {
-  unsigned group = slice.quant.getGroup(), words = slice.WordsPerGroup;
-  Type bitsType = Quantizer(pb, slice.quant).getParamBitsType();
-  Type i32 = pb.builder().getI32Type();
+  unsigned group = slice.quant.getGroup();
   forEachToken(flush / group, [&](Value block) {
     Value token =
         pb.add(pb.mul(unit, pb.i32(flush)), pb.mul(block, pb.i32(group)));
     Value qpos = pb.add(arg(A::DestPos), token);
-    Value base = sliceAt(qpos);
     // The block's groups in the page: a row of `dim` from group n0.
     Value n0 =
         pb.mul(pb.divU(pb.remU(qpos, pb.i32(layout.pageTokens)), pb.i32(group)),
                pb.i32(dim));
-    auto paramRow = [&](uint64_t offset) {
-      Value params = pb.view(arg(A::Pages), pb.add(base, pb.i64(offset)),
-                             bitsType, slice.GroupsPerPage);
-      return pb.row(params, n0, dim);
-    };
-    Value scales = paramRow(slice.ScalesOffset);
-    Value zeros = slice.hasZeros() ? paramRow(slice.ZerosOffset) : Value();
-    Value codes;
-    if (!slice.sharesCodes())
-      codes = pb.row(pb.view(arg(A::Pages), base, i32, slice.CodesBytes / 4),
-                     pb.mul(n0, pb.i32(words)), int64_t(dim) * words);
-    Value norms;
-    if (slice.quant.getKeyNorm())
-      norms = pb.row(arg(A::Norms), pb.mul(head, pb.i32(dim)), dim);
+    GroupRows rows = groupRows(sliceAt(qpos), n0, dim);
     // The channels' groups, token k's row of the block given by `rowOf`.
     auto quantizeChannels = [&](function_ref<Value(Value)> rowOf,
                                 bool unrolled) {
-      pb.parallelFor(dim, [&](Value c) {
-        quantizeChannel(c, rowOf, unrolled, norms, codes, scales, zeros);
-      });
+      pb.parallelFor(
+          dim, [&](Value c) { quantizeChannel(c, rowOf, unrolled, rows); });
       return SmallVector<Value>();
     };
     // The block's tokens are consecutive rows of one buffer unless they
@@ -200,8 +235,8 @@ void FlushProgram::buildTokenGroups() {
 }
 
 void FlushProgram::quantizeChannel(Value c, function_ref<Value(Value)> rowOf,
-                                   bool unrolled, Value norms, Value codes,
-                                   Value scales, Value zeros) {
+                                   bool unrolled, const GroupRows &rows) {
+  Value norms = rows.norms, codes = rows.codes;
   QuantAttr quant = slice.quant;
   unsigned group = quant.getGroup(), words = slice.WordsPerGroup;
   Quantizer quantizer(pb, quant);
@@ -245,12 +280,197 @@ void FlushProgram::quantizeChannel(Value c, function_ref<Value(Value)> rowOf,
       packCodes(pb.i32(chunks * chunk), group % chunk,
                 pb.index(chunks * chunkWords));
   }
-  pb.storeElement(quantizer.paramBits(params.scale), scales, c);
-  if (zeros)
-    pb.storeElement(quantizer.paramBits(params.zero), zeros, c);
+  storeParams(quantizer, params, rows, c);
+}
+
+void FlushProgram::storeParams(Quantizer &quantizer, const GroupParams &params,
+                               const GroupRows &rows, Value at) {
+  pb.storeElement(quantizer.paramBits(params.scale), rows.scales, at);
+  if (rows.zeros)
+    pb.storeElement(quantizer.paramBits(params.zero), rows.zeros, at);
   // Saturated parameters are finite but not accurate: count the group.
   pb.ifThen(params.saturated,
             [&] { pb.atomicAdd(pb.i32(1), arg(A::Saturated), pb.i32(0)); });
+}
+
+/// A span = channels group as tiles: `count` of `size` codes, then `rest`
+/// codes (0: none). A tile is the fewest codes whose stream fills whole
+/// words (lcm(bits, 32) / bits), doubled while the group holds a whole
+/// number of them and they stay at most 32 codes: two AVX-512 registers of
+/// f32, and few enough that a GPU thread keeps a tile's values and codes in
+/// registers.
+struct GroupTiles {
+  unsigned size, count, rest;
+
+  explicit GroupTiles(QuantAttr quant) {
+    unsigned group = quant.getGroup(), bits = quant.getBits();
+    size = std::lcm(bits, 32u) / bits;
+    while (2 * size <= 32 && group % (2 * size) == 0)
+      size *= 2;
+    size = std::min(size, group);
+    count = group / size;
+    rest = group % size;
+  }
+};
+
+/// Token by token, group g of the token is quantized by iteration g: its
+/// parameters from one pass over its tiles (which checks them), its codes
+/// from a second, each tile's packed into its words.
+void FlushProgram::buildChannelGroups() {
+  unsigned groups = slice.GroupsPerToken;
+  forEachToken(flush, [&](Value t) {
+    Value token = pb.add(pb.mul(unit, pb.i32(flush)), t);
+    Value row = tokenRow(token);
+    Value qpos = pb.add(arg(A::DestPos), token);
+    // The token's groups in the page: `groups` from group n0.
+    Value n0 = pb.mul(pb.remU(qpos, pb.i32(layout.pageTokens)), pb.i32(groups));
+    GroupRows rows = groupRows(sliceAt(qpos), n0, groups);
+    pb.parallelFor(groups,
+                   [&](Value g) { quantizeChannelGroup(g, row, rows); });
+  });
+}
+
+void FlushProgram::quantizeChannelGroup(Value g, Value row,
+                                        const GroupRows &rows) {
+  QuantAttr quant = slice.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  GroupTiles tiles(quant);
+  Value first = pb.mul(g, pb.index(group));
+  // The `size` channels from channel `start` (index) of the group, as f32
+  // divided by their key norms. The parameters' pass checks them, and a
+  // lane that is not finite (the flush is then rejected) reads as 0 there:
+  // its extrema are then of lanes never NaN (key norms are positive and
+  // finite), which every target's min and max instructions reduce exactly.
+  auto tileAt = [&](Value start, unsigned size, bool check) {
+    Value at = pb.add(first, start);
+    Value x = size == 1 ? pb.loadElementAsF32(row, at)
+                        : pb.loadVectorAsF32(row, at, size);
+    if (check) {
+      Value bad = pb.isNonFinite(x);
+      flag(bad);
+      x = pb.select(bad, pb.f32Like(x, 0), x);
+    }
+    if (!rows.norms)
+      return x;
+    return pb.fdiv(x, size == 1 ? pb.loadElement(rows.norms, at)
+                                : pb.loadVectorAsF32(rows.norms, at, size));
+  };
+  // Runs `body(start)` for each full tile, `start` its first channel: a
+  // loop where there are several, so that one tile's registers are live at
+  // a time (LLVM would keep an unrolled group's tiles between the passes).
+  auto forEachTile =
+      [&](ValueRange inits,
+          function_ref<SmallVector<Value>(Value, ValueRange)> body)
+      -> SmallVector<Value> {
+    if (tiles.count == 1)
+      return body(pb.index(0), inits);
+    return pb.forLoop(pb.i32(0), pb.i32(tiles.count), pb.i32(1), inits,
+                      [&](Value j, ValueRange acc) {
+                        return body(pb.toIndex(pb.mul(j, pb.i32(tiles.size))),
+                                    acc);
+                      });
+  };
+  Value rest = pb.index(tiles.count * tiles.size);
+  // A group of one tile keeps it between the passes (a GPU thread: `size`
+  // registers); larger groups read each tile again for its codes.
+  Value whole;
+  Quantizer quantizer(pb, quant);
+  GroupParams params;
+  if (quant.getMode() == Mode::Hybrid) {
+    // Squared errors summed in index order: element by element.
+    params = quantizer.computeParams(group, [&](Value k) {
+      return tileAt(pb.toIndex(k), 1, /*check=*/true);
+    });
+  } else {
+    // The range (asym) or the largest magnitude (sym), lane by lane over
+    // the full tiles, then across the lanes, then with the rest.
+    bool asym = quant.getMode() == Mode::Asym;
+    auto min = [&](Value x, Value y) { return pb.selectMin(x, y); };
+    auto max = [&](Value x, Value y) { return pb.selectMax(x, y); };
+    auto fold = [&](Value x, ValueRange acc) -> SmallVector<Value> {
+      if (asym)
+        return {acc.empty() ? x : min(x, acc[0]),
+                acc.empty() ? x : max(x, acc[1])};
+      Value magnitude = pb.fabs(x);
+      return {acc.empty() ? magnitude : max(magnitude, acc[0])};
+    };
+    SmallVector<Value> inits;
+    if (tiles.count > 1) {
+      double limit = std::numeric_limits<float>::infinity();
+      auto splat = [&](double value) {
+        return pb.splat(pb.f32(value), tiles.size);
+      };
+      if (asym)
+        inits = {splat(limit), splat(-limit)};
+      else
+        inits = {splat(0)};
+    }
+    SmallVector<Value> acc =
+        forEachTile(inits, [&](Value start, ValueRange acc) {
+          Value x = tileAt(start, tiles.size, /*check=*/true);
+          if (tiles.count == 1 && !tiles.rest)
+            whole = x;
+          return fold(x, acc);
+        });
+    // acc[i] reduces by reducers[i] across its lanes, combines by
+    // combiners[i] with the rest.
+    using Combine = function_ref<Value(Value, Value)>;
+    auto reduceMin = [&](Value x) { return pb.reduceMin(x); };
+    auto reduceMax = [&](Value x) { return pb.reduceMax(x); };
+    using Reduce = function_ref<Value(Value)>;
+    Combine combiners[] = {asym ? Combine(min) : Combine(max), Combine(max)};
+    Reduce reducers[] = {asym ? Reduce(reduceMin) : Reduce(reduceMax),
+                         Reduce(reduceMax)};
+    SmallVector<Value> stats;
+    for (auto [i, lanes] : llvm::enumerate(acc))
+      stats.push_back(tiles.size == 1 ? lanes : reducers[i](lanes));
+    if (tiles.rest) {
+      SmallVector<Value> restAcc =
+          fold(tileAt(rest, tiles.rest, /*check=*/true), {});
+      for (auto [i, lanes] : llvm::enumerate(restAcc))
+        stats[i] = combiners[i](tiles.rest == 1 ? lanes : reducers[i](lanes),
+                                stats[i]);
+    }
+    params = quantizer.paramsFromStats(
+        asym ? GroupStats{stats[0], stats[1], Value()}
+             : GroupStats{Value(), Value(), stats[0]});
+  }
+  if (rows.codes) {
+    // Each tile's codes packed into its words (kvq.pack), from word
+    // `start * bits / 32` of the group's: tiles fill whole words.
+    auto storeCodes = [&](Value start, unsigned size) {
+      GroupParams lanes = params;
+      if (size > 1)
+        for (Value *v : {&lanes.asymScale, &lanes.asymZero, &lanes.symScale})
+          if (*v)
+            *v = pb.splat(*v, size);
+      Value x = whole ? whole : tileAt(start, size, /*check=*/false);
+      pb.setLanes(size > 1 ? size : 0);
+      Value codes = quantizer.computeCode(lanes, x);
+      pb.setLanes(0);
+      OpBuilder &b = pb.builder();
+      if (size == 1)
+        codes = vector::FromElementsOp::create(
+            b, pb.getLoc(), VectorType::get({1}, b.getI32Type()), codes);
+      auto type = VectorType::get({int64_t(llvm::divideCeil(size * bits, 32))},
+                                  b.getI32Type());
+      Value packed = PackOp::create(b, pb.getLoc(), type, codes,
+                                    b.getI32IntegerAttr(bits));
+      // The group's first tile at g * words exactly: the form that
+      // kvq-vectorize-parallel stores a token's groups' codes at once in.
+      Value at = pb.mul(g, pb.index(slice.WordsPerGroup));
+      if (!matchPattern(start, m_Zero()))
+        at = pb.add(at, pb.divU(pb.mul(start, pb.index(bits)), pb.index(32)));
+      pb.storeVector(packed, rows.codes, at);
+    };
+    forEachTile({}, [&](Value start, ValueRange) {
+      storeCodes(start, tiles.size);
+      return SmallVector<Value>();
+    });
+    if (tiles.rest)
+      storeCodes(rest, tiles.rest);
+  }
+  storeParams(quantizer, params, rows, g);
 }
 
 void FlushProgram::build(StringRef name) {
@@ -273,14 +493,19 @@ void FlushProgram::build(StringRef name) {
   // A block past the flush's units (the GPU entry runs several a block:
   // kvq.unit_tasks) moves nothing.
   Value units = pb.divU(arg(A::NumTokens), pb.i32(flush));
+  bool channels =
+      slice.isQuantized() && slice.quant.getSpan() == Span::Channels;
   pb.ifThen(pb.ult(unit, units), [&] {
-    if (slice.isQuantized())
-      buildTokenGroups();
-    else
+    if (!slice.isQuantized())
       buildFullPrecision();
+    else if (channels)
+      buildChannelGroups();
+    else
+      buildTokenGroups();
   });
-  unsigned tasks =
-      slice.isQuantized() ? flush / slice.quant.getGroup() * dim : flush * dim;
+  unsigned tasks = !slice.isQuantized() ? flush * dim
+                   : channels           ? flush * slice.GroupsPerToken
+                                        : flush / slice.quant.getGroup() * dim;
   func->setAttr("kvq.unit_tasks", b.getI64IntegerAttr(tasks));
   func::ReturnOp::create(b, pb.getLoc());
 }

@@ -63,10 +63,21 @@ Value ProgramBuilder::loadElementAsF32(Value memref, Value at) {
   return asF32(loadElement(memref, at));
 }
 
+Value ProgramBuilder::loadVectorAsF32(Value memref, Value at, int64_t count) {
+  auto type = VectorType::get(
+      {count}, cast<MemRefType>(memref.getType()).getElementType());
+  return asF32(
+      vector::LoadOp::create(builder(), getLoc(), type, memref, toIndex(at)));
+}
+
 Value ProgramBuilder::asF32(Value x) {
-  if (x.getType().isF32())
+  Type f32 = builder().getF32Type();
+  if (getElementTypeOrSelf(x.getType()) == f32)
     return x;
-  return arith::ExtFOp::create(builder(), getLoc(), builder().getF32Type(), x);
+  Type type = f32;
+  if (auto vector = dyn_cast<VectorType>(x.getType()))
+    type = vector.clone(f32);
+  return arith::ExtFOp::create(builder(), getLoc(), type, x);
 }
 
 void ProgramBuilder::storeElement(Value value, Value memref, Value at) {

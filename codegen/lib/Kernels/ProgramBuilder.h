@@ -47,7 +47,11 @@ public:
   /// Element `at` (i32 or index) of a 1-D memref, and the same as f32.
   mlir::Value loadElement(mlir::Value memref, mlir::Value at);
   mlir::Value loadElementAsF32(mlir::Value memref, mlir::Value at);
-  /// A float as f32.
+  /// Elements [at, at + count) of a 1-D memref of floats, as a vector of
+  /// f32.
+  mlir::Value loadVectorAsF32(mlir::Value memref, mlir::Value at,
+                              int64_t count);
+  /// A float, or a vector of them, as f32.
   mlir::Value asF32(mlir::Value x);
   void storeElement(mlir::Value value, mlir::Value memref, mlir::Value at);
   /// Stores the 1-D vector `value` at elements [at, at + its length).

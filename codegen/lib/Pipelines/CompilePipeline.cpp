@@ -47,6 +47,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQPipelineLoads());
   pm.addPass(createKVQExpandDequantize());
   pm.addPass(createKVQExpandUnpack());
+  pm.addPass(createKVQExpandPack());
 }
 
 void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {

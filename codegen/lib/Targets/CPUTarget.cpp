@@ -227,6 +227,7 @@ TargetInfo kvq::getCPUTargetInfo(TargetAttr target) {
   info.vectorLanes = target.getVectorLanes();
   // AVX-512 has 32 vector registers, AVX and SSE 16.
   info.vectorRegisters = info.vectorLanes >= 16 ? 32 : 16;
+  info.lanePermutes = true;
   info.dot = target.getCpuDot();
   return info;
 }

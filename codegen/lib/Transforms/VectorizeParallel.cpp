@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "VectorizePatterns.h"
+
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/Passes.h"
 #include "kvq/Codegen/Targets.h"
@@ -59,43 +61,6 @@ enum class Widening {
   Unsupported,
 };
 
-/// Elementwise operations whose vector form is the same op on vectors.
-bool isElementwise(Operation *op) {
-  if (op->hasTrait<OpTrait::Elementwise>())
-    return true;
-  // LLVM's generic intrinsics kvq's arithmetic builder calls (fabs, sqrt,
-  // roundeven, ...) take vectors lane by lane.
-  return isa<LLVM::CallIntrinsicOp>(op) && op->getNumResults() == 1;
-}
-
-/// The last index of a load or store, where it addresses a unit-stride
-/// dimension; null otherwise.
-Value getUnitStrideIndex(Operation *op) {
-  auto [memref, indices] = getMemRefAccess(op);
-  if (!memref || indices.empty())
-    return {};
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(cast<MemRefType>(memref.getType())
-                 .getStridesAndOffset(strides, offset)) ||
-      strides.back() != 1)
-    return {};
-  return indices.back();
-}
-
-/// Whether `index` is `iv * n` for the constant n; n is returned.
-static std::optional<int64_t> getScaledIndex(Value index, Value iv) {
-  auto mul = index.getDefiningOp<arith::MulIOp>();
-  if (!mul)
-    return std::nullopt;
-  APInt n;
-  for (auto [x, y] : {std::pair(mul.getLhs(), mul.getRhs()),
-                      std::pair(mul.getRhs(), mul.getLhs())})
-    if (x == iv && matchPattern(y, m_ConstantInt(&n)))
-      return n.getSExtValue();
-  return std::nullopt;
-}
-
 /// Classifies the ops of a loop body for vectorization over `lanes` of
 /// induction variable `iv`: `varying` holds the values that differ between
 /// lanes.
@@ -114,12 +79,8 @@ public:
 
 private:
   Widening classify(Operation *op) const;
-  bool usesVarying(Operation *op) const;
-  /// Whether `op`, an scf.if on a varying condition, is AnyLane.
-  bool isAnyLane(scf::IfOp op) const;
   /// Whether `op`, a vector.store, is a RowStore.
   bool isRowStore(vector::StoreOp op) const;
-  void widenAnyLane(scf::IfOp op, OpBuilder &b, IRMapping &mapping);
   void widenRowStore(vector::StoreOp op, OpBuilder &b, IRMapping &mapping,
                      Value first);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
@@ -132,33 +93,6 @@ private:
 };
 
 } // namespace
-
-bool Vectorizer::usesVarying(Operation *op) const {
-  bool uses = false;
-  op->walk([&](Operation *nested) {
-    for (Value operand : nested->getOperands())
-      uses |= varying.contains(operand);
-  });
-  return uses;
-}
-
-bool Vectorizer::isAnyLane(scf::IfOp op) const {
-  if (op.getNumResults() != 0 || !op.getElseRegion().empty())
-    return false;
-  WalkResult result = op.getThenRegion().walk([&](Operation *nested) {
-    bool uniform = llvm::none_of(nested->getOperands(), [&](Value operand) {
-      return varying.contains(operand);
-    });
-    auto add = dyn_cast<memref::AtomicRMWOp>(nested);
-    bool adds = add && add.getKind() == arith::AtomicRMWKind::addi &&
-                add.getValue().getType().isInteger(32);
-    if (!uniform || nested->getNumRegions() ||
-        !(isMemoryEffectFree(nested) || isa<memref::StoreOp>(nested) || adds))
-      return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return !result.wasInterrupted();
-}
 
 bool Vectorizer::isRowStore(vector::StoreOp op) const {
   auto row = op.getValueToStore().getDefiningOp<vector::FromElementsOp>();
@@ -176,10 +110,11 @@ bool Vectorizer::isRowStore(vector::StoreOp op) const {
 }
 
 Widening Vectorizer::classify(Operation *op) const {
-  if (!usesVarying(op))
+  if (!usesAny(op, varying))
     return Widening::Scalar;
   if (auto branch = dyn_cast<scf::IfOp>(op))
-    return isAnyLane(branch) ? Widening::AnyLane : Widening::Unsupported;
+    return isAnyLaneBranch(branch, varying) ? Widening::AnyLane
+                                            : Widening::Unsupported;
   if (auto row = dyn_cast<vector::FromElementsOp>(op)) {
     return row->hasOneUse() && isa<vector::StoreOp>(*row->user_begin()) &&
                    row.getType().getRank() == 1 &&
@@ -194,17 +129,9 @@ Widening Vectorizer::classify(Operation *op) const {
         getScaledIndex(mul, iv))
       return Widening::RowPart;
   if (isa<memref::LoadOp, memref::StoreOp>(op)) {
-    // The induction variable as the unit-stride index and nowhere else;
-    // the memref and the other indices the same in every lane (a stored
-    // value may vary).
-    if (getUnitStrideIndex(op) != iv)
-      return Widening::Unsupported;
-    auto [memref, indices] = getMemRefAccess(op);
-    if (varying.contains(memref) ||
-        llvm::any_of(indices.drop_back(),
-                     [&](Value index) { return varying.contains(index); }))
-      return Widening::Unsupported;
-    return Widening::Vector;
+    // A stored value may vary.
+    return isLaneAccess(op, iv, varying) ? Widening::Vector
+                                         : Widening::Unsupported;
   }
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
     for (Value bound :
@@ -219,7 +146,7 @@ Widening Vectorizer::classify(Operation *op) const {
   // The induction variable is an address, never a value.
   if (llvm::is_contained(op->getOperands(), iv))
     return Widening::Unsupported;
-  if (isElementwise(op) && llvm::all_of(op->getResultTypes(), [](Type type) {
+  if (isElementwiseOp(op) && llvm::all_of(op->getResultTypes(), [](Type type) {
         return type.isIntOrFloat();
       }))
     return Widening::Elementwise;
@@ -276,7 +203,9 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
       b.clone(op, mapping);
       continue;
     case Widening::AnyLane:
-      widenAnyLane(cast<scf::IfOp>(op), b, mapping);
+      widenAnyLaneBranch(
+          b, cast<scf::IfOp>(op),
+          mapping.lookupOrDefault(cast<scf::IfOp>(op).getCondition()), mapping);
       continue;
     case Widening::RowPart:
       continue;
@@ -352,39 +281,6 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
   }
 }
 
-void Vectorizer::widenAnyLane(scf::IfOp op, OpBuilder &b, IRMapping &mapping) {
-  Location loc = op.getLoc();
-  Value lanesTaken = mapping.lookupOrDefault(op.getCondition());
-  bool adds = false;
-  op.getThenRegion().walk([&](memref::AtomicRMWOp) { adds = true; });
-  // Each addition is made once for all the lanes taking the branch.
-  Value count, taken;
-  if (adds) {
-    Value ones =
-        arith::ExtUIOp::create(b, loc, vectorOf(b.getI32Type()), lanesTaken);
-    count =
-        vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, ones);
-    taken = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ne, count,
-        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
-  } else {
-    taken = vector::ReductionOp::create(b, loc, vector::CombiningKind::OR,
-                                        lanesTaken);
-  }
-  auto widened = scf::IfOp::create(b, loc, taken, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(widened.thenBlock()->getTerminator());
-  for (Operation &nested : op.thenBlock()->without_terminator()) {
-    Operation *clone = b.clone(nested, mapping);
-    if (auto add = dyn_cast<memref::AtomicRMWOp>(clone)) {
-      b.setInsertionPoint(add);
-      add.getValueMutable().assign(
-          arith::MulIOp::create(b, loc, add.getValue(), count));
-      b.setInsertionPoint(widened.thenBlock()->getTerminator());
-    }
-  }
-}
-
 void Vectorizer::widenRowStore(vector::StoreOp op, OpBuilder &b,
                                IRMapping &mapping, Value first) {
   Location loc = op.getLoc();
@@ -420,13 +316,113 @@ void Vectorizer::widenRowStore(vector::StoreOp op, OpBuilder &b,
                           indices);
 }
 
+bool kvq::usesAny(Operation *op, const llvm::DenseSet<Value> &values) {
+  WalkResult uses = op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (values.contains(operand))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return uses.wasInterrupted();
+}
+
+bool kvq::isLaneAccess(Operation *op, Value iv,
+                       const llvm::DenseSet<Value> &varying) {
+  auto [memref, indices] = getMemRefAccess(op);
+  if (!memref || indices.empty() || indices.back() != iv ||
+      varying.contains(memref) ||
+      llvm::any_of(indices.drop_back(),
+                   [&](Value index) { return varying.contains(index); }))
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(cast<MemRefType>(memref.getType())
+                       .getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1;
+}
+
+bool kvq::isElementwiseOp(Operation *op) {
+  if (op->hasTrait<OpTrait::Elementwise>())
+    return true;
+  // LLVM's generic intrinsics kvq's arithmetic builder calls (fabs, sqrt,
+  // roundeven, ...) take vectors lane by lane.
+  return isa<LLVM::CallIntrinsicOp>(op) && op->getNumResults() == 1;
+}
+
+std::optional<int64_t> kvq::getScaledIndex(Value index, Value iv) {
+  auto mul = index.getDefiningOp<arith::MulIOp>();
+  if (!mul)
+    return std::nullopt;
+  APInt n;
+  for (auto [x, y] : {std::pair(mul.getLhs(), mul.getRhs()),
+                      std::pair(mul.getRhs(), mul.getLhs())})
+    if (x == iv && matchPattern(y, m_ConstantInt(&n)))
+      return n.getSExtValue();
+  return std::nullopt;
+}
+
+bool kvq::isAnyLaneBranch(scf::IfOp op, const llvm::DenseSet<Value> &varying) {
+  if (op.getNumResults() != 0 || !op.getElseRegion().empty())
+    return false;
+  WalkResult result = op.getThenRegion().walk([&](Operation *nested) {
+    bool uniform = llvm::none_of(nested->getOperands(), [&](Value operand) {
+      return varying.contains(operand);
+    });
+    auto add = dyn_cast<memref::AtomicRMWOp>(nested);
+    bool adds = add && add.getKind() == arith::AtomicRMWKind::addi &&
+                add.getValue().getType().isInteger(32);
+    if (!uniform || nested->getNumRegions() ||
+        !(isMemoryEffectFree(nested) || isa<memref::StoreOp>(nested) || adds))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !result.wasInterrupted();
+}
+
+void kvq::widenAnyLaneBranch(OpBuilder &b, scf::IfOp op, Value lanesTaken,
+                             IRMapping &mapping) {
+  Location loc = op.getLoc();
+  bool adds = false;
+  op.getThenRegion().walk([&](memref::AtomicRMWOp) { adds = true; });
+  // Each addition is made once for all the lanes taking the branch.
+  Value count, taken;
+  if (!isa<VectorType>(lanesTaken.getType())) {
+    assert(!adds && "an addition needs the lanes that take the branch");
+    taken = lanesTaken;
+  } else if (adds) {
+    auto lanesType = cast<VectorType>(lanesTaken.getType());
+    Value ones = arith::ExtUIOp::create(b, loc, lanesType.clone(b.getI32Type()),
+                                        lanesTaken);
+    count =
+        vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, ones);
+    taken = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, count,
+        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+  } else {
+    taken = vector::ReductionOp::create(b, loc, vector::CombiningKind::OR,
+                                        lanesTaken);
+  }
+  auto widened = scf::IfOp::create(b, loc, taken, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(widened.thenBlock()->getTerminator());
+  for (Operation &nested : op.thenBlock()->without_terminator()) {
+    Operation *clone = b.clone(nested, mapping);
+    if (auto add = dyn_cast<memref::AtomicRMWOp>(clone)) {
+      b.setInsertionPoint(add);
+      add.getValueMutable().assign(
+          arith::MulIOp::create(b, loc, add.getValue(), count));
+      b.setInsertionPoint(widened.thenBlock()->getTerminator());
+    }
+  }
+}
+
 namespace {
 
 /// scf.parallel over [0, N) with step 1, one dimension, N a multiple of the
 /// lanes, as an scf.for over vectors of `lanes`.
 struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
   VectorizeParallelLoop(MLIRContext *ctx, const TargetInfo &info)
-      : OpRewritePattern<scf::ParallelOp>(ctx), info(info) {}
+      : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/2), info(info) {}
 
   LogicalResult matchAndRewrite(scf::ParallelOp loop,
                                 PatternRewriter &rewriter) const override {
@@ -469,6 +465,8 @@ struct KVQVectorizeParallelPass
       RewritePatternSet patterns(&getContext());
       patterns.add<VectorizeParallelLoop>(
           &getContext(), getCPUTargetInfo(getCacheTarget(*cache)));
+      populateVectorizeTileCopiesPatterns(
+          patterns, getCPUTargetInfo(getCacheTarget(*cache)));
       walkAndApplyPatterns(host, std::move(patterns));
     }
   }

@@ -89,6 +89,10 @@ struct TargetInfo {
   unsigned vectorLanes = 1;
   /// Vector registers of that width.
   unsigned vectorRegisters = 1;
+  /// Whether a thread's vectors are registers whose lanes one instruction
+  /// shifts or permutes as a whole (the CPU's SIMD registers); on the GPU a
+  /// vector is a run of scalar registers, each lane its own instruction.
+  bool lanePermutes = false;
   /// Iterations of a streaming loop whose loads a thread keeps in flight
   /// at once: 1 where the core runs ahead by itself (the CPU's out-of-order
   /// window), more where a thread issues in order and waits at the first
@@ -366,6 +370,8 @@ public:
   mlir::Value vectorI32(llvm::ArrayRef<int32_t> values);
   /// Lane j of the result is lane mask[j] of `vector`.
   mlir::Value shuffle(mlir::Value vector, llvm::ArrayRef<int64_t> mask);
+  /// The 1-D `vectors` (one element type) one after another, as one vector.
+  mlir::Value concat(llvm::ArrayRef<mlir::Value> vectors);
   /// The sum of the lanes of an f32 vector (reassociated: attention only).
   mlir::Value reduceAdd(mlir::Value vector);
   /// The largest lane of an f32 vector whose lanes are never NaN (the
@@ -373,6 +379,8 @@ public:
   /// reduce by a shuffle tree; maxNum's NaN rule alone is a serial chain of
   /// NaN-checked scalar maxima on x86 (45 instructions for 16 lanes).
   mlir::Value reduceMax(mlir::Value vector);
+  /// The smallest lane of an f32 vector whose lanes are never NaN.
+  mlir::Value reduceMin(mlir::Value vector);
   /// Combines the lanes of each of `vectors` (of one width; a power of two
   /// of them, at most its lanes: combinesEach) with `combine`, associative
   /// and commutative: lane i of the result (a scalar for one vector) is

@@ -227,4 +227,18 @@ def KVQExpandUnpack : Pass<"kvq-expand-unpack", "::mlir::ModuleOp"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def KVQExpandPack : Pass<"kvq-expand-pack", "::mlir::ModuleOp"> {
+  let summary = "Expand kvq.pack into the target's shifts and permutes";
+  let description = [{
+    Rewrites each `kvq.pack` with the forms of its module's kvq.target.
+    Where a thread's vectors are SIMD registers (the host): every code to a
+    byte and adjacent fields merged in 16-, 32- and 64-bit lanes, then a
+    byte permute, where the stream is whole words of whole bytes; else
+    adjacent lanes merged while two fields fit a lane. Elsewhere (the GPU,
+    and modules of no cache): each code shifted into its word and ORed.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // KVQ_CODEGEN_PASSES_TD

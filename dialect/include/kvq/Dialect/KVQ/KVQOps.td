@@ -260,4 +260,24 @@ def KVQ_UnpackOp : KVQ_Op<"unpack", [Pure]> {
   let hasVerifier = 1;
 }
 
+def KVQ_PackOp : KVQ_Op<"pack", [Pure]> {
+  let summary = "Packs a vector of b-bit codes into words";
+  let description = [{
+    The inverse of a `kvq.unpack` of consecutive codes: lane j of `codes`
+    (below 2^bits) goes to bit `j * bits` of a little-endian bit stream (bit
+    i of the stream is bit i % 32 of word i / 32), and the result is the
+    stream's words, the bits after the last code zero. Each target expands
+    it into its own permutes and shifts (kvq-expand-pack).
+
+    ```mlir
+    %words = kvq.pack %codes {bits = 2} : vector<16xi32> -> vector<1xi32>
+    ```
+  }];
+  let arguments = (ins VectorOfRankAndType<[1], [I32]>:$codes,
+                   ConfinedAttr<I32Attr, [IntMinValue<1>, IntMaxValue<8>]>:$bits);
+  let results = (outs VectorOfRankAndType<[1], [I32]>:$words);
+  let assemblyFormat = "$codes attr-dict `:` type($codes) `->` type($words)";
+  let hasVerifier = 1;
+}
+
 #endif // KVQ_DIALECT_KVQ_KVQOPS_TD

@@ -1,13 +1,13 @@
 //===- CodePacking.h - codes into 32-bit words ------------------*- C++ -*-===//
 //
-// Private to lib/Kernels: how a group's codes, lowest first, fill its words
-// (docs/KernelABI.md: code k at bit k * bits of the group's stream), shared
-// by the flush kernel's forms and the flush program.
+// How a group's codes, lowest first, fill its words (docs/KernelABI.md: code
+// k at bit k * bits of the group's stream): the scalar packer shared by the
+// flush kernels and kvq-expand-pack's portable form of `kvq.pack`.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KVQ_CODEGEN_LIB_KERNELS_CODEPACKING_H
-#define KVQ_CODEGEN_LIB_KERNELS_CODEPACKING_H
+#ifndef KVQ_CODEGEN_CODEPACKING_H
+#define KVQ_CODEGEN_CODEPACKING_H
 
 #include "kvq/Codegen/KernelBuilder.h"
 
@@ -34,4 +34,4 @@ packWords(KernelBuilder &kb, unsigned count, unsigned bits,
 
 } // namespace kvq
 
-#endif // KVQ_CODEGEN_LIB_KERNELS_CODEPACKING_H
+#endif // KVQ_CODEGEN_CODEPACKING_H

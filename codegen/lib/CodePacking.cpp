@@ -1,6 +1,6 @@
 //===- CodePacking.cpp - codes into 32-bit words --------------------------===//
 
-#include "CodePacking.h"
+#include "kvq/Codegen/CodePacking.h"
 
 using namespace mlir;
 using namespace kvq;

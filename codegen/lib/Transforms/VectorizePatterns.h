@@ -1,0 +1,59 @@
+//===- VectorizePatterns.h - kvq-vectorize-parallel's pieces ----*- C++ -*-===//
+//
+// Private to lib/Transforms: what the two forms of kvq-vectorize-parallel
+// share, a loop widened over lanes (VectorizeParallel.cpp) and a loop over
+// tiles copied side by side (VectorizeTileCopies.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZEPATTERNS_H
+#define KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZEPATTERNS_H
+
+#include "kvq/Codegen/KernelBuilder.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <optional>
+
+namespace kvq {
+
+/// Whether `op`, or an op nested in it, uses one of `values`.
+bool usesAny(mlir::Operation *op, const llvm::DenseSet<mlir::Value> &values);
+
+/// Whether `op` is a memref load or store of one lane: at `iv` in a
+/// unit-stride last dimension, its memref and other indices outside
+/// `varying` (the same in every lane).
+bool isLaneAccess(mlir::Operation *op, mlir::Value iv,
+                  const llvm::DenseSet<mlir::Value> &varying);
+
+/// Elementwise operations whose vector form is the same op on vectors.
+bool isElementwiseOp(mlir::Operation *op);
+
+/// Whether `index` is `iv * n` for a constant n; n is returned.
+std::optional<int64_t> getScaledIndex(mlir::Value index, mlir::Value iv);
+
+/// Whether `op`, an scf.if on a condition in `varying`, only stores or adds
+/// (atomically, as i32) values outside `varying` at places outside it (a
+/// flag, a counter): it can run once if any lane takes it.
+bool isAnyLaneBranch(mlir::scf::IfOp op,
+                     const llvm::DenseSet<mlir::Value> &varying);
+
+/// Emits such a branch at `b`, `lanesTaken` the lanes' conditions (a vector
+/// of i1, or an i1 already set if any lane takes it, where the branch adds
+/// nothing): once if any lane takes it, each addition times the lanes that
+/// do; `mapping` gives the branch's operands.
+void widenAnyLaneBranch(mlir::OpBuilder &b, mlir::scf::IfOp op,
+                        mlir::Value lanesTaken, mlir::IRMapping &mapping);
+
+/// The host's form of parallel loops over tiles (VectorizeTileCopies.cpp),
+/// for a CPU described by `info`.
+void populateVectorizeTileCopiesPatterns(mlir::RewritePatternSet &patterns,
+                                         const TargetInfo &info);
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZEPATTERNS_H
