@@ -17,7 +17,7 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace kvq {
 #define GEN_PASS_DEF_KVQEXPANDPACK
@@ -181,14 +181,18 @@ void populatePackPatterns(RewritePatternSet &patterns, const TargetInfo &info) {
     patterns.add<PackThroughBytes, PackByMergingLanes>(patterns.getContext());
 }
 
+/// One walk of `root`, each kvq.pack rewritten once (no folding of the
+/// rest, which a greedy driver would revisit in every kernel).
 LogicalResult expandPacks(Operation *root, const TargetInfo &info) {
   RewritePatternSet patterns(root->getContext());
   populatePackPatterns(patterns, info);
-  return applyPatternsGreedily(root, std::move(patterns));
+  walkAndApplyPatterns(root, std::move(patterns));
+  return success();
 }
 
 struct KVQExpandPackPass : kvq::impl::KVQExpandPackBase<KVQExpandPackPass> {
   void runOnOperation() override {
+    // The kernel modules by their targets, then what is left anywhere.
     if (failed(forEachKernelModule(getOperation(), expandPacks)) ||
         failed(expandPacks(getOperation(), TargetInfo())))
       signalPassFailure();
