@@ -11,7 +11,7 @@
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace kvq {
 #define GEN_PASS_DEF_KVQEXPANDUNPACK
@@ -58,10 +58,11 @@ struct ExpandUnpack : OpRewritePattern<UnpackOp> {
 struct KVQExpandUnpackPass
     : kvq::impl::KVQExpandUnpackBase<KVQExpandUnpackPass> {
   void runOnOperation() override {
+    // One walk, each kvq.unpack rewritten once (a greedy driver would fold
+    // every kernel of the module again).
     RewritePatternSet patterns(&getContext());
     patterns.add<ExpandUnpack>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
