@@ -89,9 +89,33 @@ private:
   void buildFullPrecision();
   void buildTokenGroups();
   void buildChannelGroups();
-  /// Quantizes group `g` of a token, its row `row`, into element g of
-  /// `rows`, tile by tile (tileSizes).
-  void quantizeChannelGroup(Value g, Value row, const GroupRows &rows);
+  /// A span = channels group being quantized: group `g` of a token's row
+  /// `row` (first channel `first`), stored at element g of `rows`.
+  struct ChannelGroup {
+    Value g, row, first;
+    const GroupRows &rows;
+  };
+  /// Quantizes `group`, tile by tile (GroupTiles).
+  void quantizeChannelGroup(const ChannelGroup &group);
+  /// The `size` channels from channel `start` (index) of `group` as f32
+  /// divided by their key norms; `check`: the parameters' pass, which flags
+  /// non-finite lanes and reads them as 0.
+  Value loadTile(const ChannelGroup &group, Value start, unsigned size,
+                 bool check);
+  /// The parameters of `group`; `whole` is set to its tile where it has one
+  /// (the codes' pass reuses it).
+  GroupParams channelGroupParams(const ChannelGroup &group,
+                                 Quantizer &quantizer, Value &whole);
+  /// Each tile's codes of `group` packed into its words (kvq.pack).
+  void storeChannelCodes(const ChannelGroup &group, Quantizer &quantizer,
+                         const GroupParams &params, Value whole);
+  /// Runs `body(start, acc)` for each full tile of the slice's groups,
+  /// `start` its first channel (index), carrying `inits`: a loop where
+  /// there are several, so that one tile's registers are live at a time
+  /// (LLVM would keep an unrolled group's tiles between the passes).
+  SmallVector<Value>
+  forEachTile(ValueRange inits,
+              function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// Quantizes channel `c`'s group of a block of tokens, token k's row
   /// `rowOf(k)`, into the block's rows of `codes` (null: the layer shares
   /// another's), `scales` and `zeros` (null: sym). `unrolled`: the codes
@@ -325,152 +349,158 @@ void FlushProgram::buildChannelGroups() {
     // The token's groups in the page: `groups` from group n0.
     Value n0 = pb.mul(pb.remU(qpos, pb.i32(layout.pageTokens)), pb.i32(groups));
     GroupRows rows = groupRows(sliceAt(qpos), n0, groups);
-    pb.parallelFor(groups,
-                   [&](Value g) { quantizeChannelGroup(g, row, rows); });
+    pb.parallelFor(groups, [&](Value g) {
+      quantizeChannelGroup(
+          {g, row, pb.mul(g, pb.index(slice.quant.getGroup())), rows});
+    });
   });
 }
 
-void FlushProgram::quantizeChannelGroup(Value g, Value row,
-                                        const GroupRows &rows) {
+Value FlushProgram::loadTile(const ChannelGroup &group, Value start,
+                             unsigned size, bool check) {
+  Value at = pb.add(group.first, start);
+  Value x = size == 1 ? pb.loadElementAsF32(group.row, at)
+                      : pb.loadVectorAsF32(group.row, at, size);
+  // A lane that is not finite (the flush is then rejected) reads as 0 for
+  // the parameters: the extrema are then of lanes never NaN (key norms are
+  // positive and finite), which every target's min and max reduce exactly.
+  if (check) {
+    Value bad = pb.isNonFinite(x);
+    flag(bad);
+    x = pb.select(bad, pb.f32Like(x, 0), x);
+  }
+  Value norms = group.rows.norms;
+  if (!norms)
+    return x;
+  return pb.fdiv(x, size == 1 ? pb.loadElement(norms, at)
+                              : pb.loadVectorAsF32(norms, at, size));
+}
+
+SmallVector<Value> FlushProgram::forEachTile(
+    ValueRange inits,
+    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  GroupTiles tiles(slice.quant);
+  if (tiles.count == 1)
+    return body(pb.index(0), inits);
+  return pb.forLoop(pb.i32(0), pb.i32(tiles.count), pb.i32(1), inits,
+                    [&](Value j, ValueRange acc) {
+                      return body(pb.toIndex(pb.mul(j, pb.i32(tiles.size))),
+                                  acc);
+                    });
+}
+
+GroupParams FlushProgram::channelGroupParams(const ChannelGroup &group,
+                                             Quantizer &quantizer,
+                                             Value &whole) {
   QuantAttr quant = slice.quant;
-  unsigned group = quant.getGroup(), bits = quant.getBits();
   GroupTiles tiles(quant);
-  Value first = pb.mul(g, pb.index(group));
-  // The `size` channels from channel `start` (index) of the group, as f32
-  // divided by their key norms. The parameters' pass checks them, and a
-  // lane that is not finite (the flush is then rejected) reads as 0 there:
-  // its extrema are then of lanes never NaN (key norms are positive and
-  // finite), which every target's min and max instructions reduce exactly.
-  auto tileAt = [&](Value start, unsigned size, bool check) {
-    Value at = pb.add(first, start);
-    Value x = size == 1 ? pb.loadElementAsF32(row, at)
-                        : pb.loadVectorAsF32(row, at, size);
-    if (check) {
-      Value bad = pb.isNonFinite(x);
-      flag(bad);
-      x = pb.select(bad, pb.f32Like(x, 0), x);
-    }
-    if (!rows.norms)
-      return x;
-    return pb.fdiv(x, size == 1 ? pb.loadElement(rows.norms, at)
-                                : pb.loadVectorAsF32(rows.norms, at, size));
+  // Hybrid's squared errors are summed in index order: element by element.
+  if (quant.getMode() == Mode::Hybrid)
+    return quantizer.computeParams(quant.getGroup(), [&](Value k) {
+      return loadTile(group, pb.toIndex(k), 1, /*check=*/true);
+    });
+  // The range (asym) or the largest magnitude (sym): lane by lane over the
+  // full tiles, then across the lanes, then with the rest. stat i combines
+  // by combiners[i] and reduces across lanes by reducers[i].
+  bool asym = quant.getMode() == Mode::Asym;
+  auto min = [&](Value x, Value y) { return pb.selectMin(x, y); };
+  auto max = [&](Value x, Value y) { return pb.selectMax(x, y); };
+  auto reduceMin = [&](Value x) { return pb.reduceMin(x); };
+  auto reduceMax = [&](Value x) { return pb.reduceMax(x); };
+  using Combine = function_ref<Value(Value, Value)>;
+  using Reduce = function_ref<Value(Value)>;
+  Combine combiners[] = {asym ? Combine(min) : Combine(max), Combine(max)};
+  Reduce reducers[] = {asym ? Reduce(reduceMin) : Reduce(reduceMax),
+                       Reduce(reduceMax)};
+  auto fold = [&](Value x, ValueRange acc) -> SmallVector<Value> {
+    SmallVector<Value> stats =
+        asym ? SmallVector<Value>{x, x} : SmallVector<Value>{pb.fabs(x)};
+    for (auto [i, stat] : llvm::enumerate(stats))
+      if (!acc.empty())
+        stat = combiners[i](stat, acc[i]);
+    return stats;
   };
-  // Runs `body(start)` for each full tile, `start` its first channel: a
-  // loop where there are several, so that one tile's registers are live at
-  // a time (LLVM would keep an unrolled group's tiles between the passes).
-  auto forEachTile =
-      [&](ValueRange inits,
-          function_ref<SmallVector<Value>(Value, ValueRange)> body)
-      -> SmallVector<Value> {
-    if (tiles.count == 1)
-      return body(pb.index(0), inits);
-    return pb.forLoop(pb.i32(0), pb.i32(tiles.count), pb.i32(1), inits,
-                      [&](Value j, ValueRange acc) {
-                        return body(pb.toIndex(pb.mul(j, pb.i32(tiles.size))),
-                                    acc);
-                      });
+  SmallVector<Value> inits;
+  if (tiles.count > 1) {
+    // Starts that every lane replaces.
+    double limit = std::numeric_limits<float>::infinity();
+    auto splat = [&](double value) {
+      return pb.splat(pb.f32(value), tiles.size);
+    };
+    inits = asym ? SmallVector<Value>{splat(limit), splat(-limit)}
+                 : SmallVector<Value>{splat(0)};
+  }
+  SmallVector<Value> lanes =
+      forEachTile(inits, [&](Value start, ValueRange acc) {
+        Value x = loadTile(group, start, tiles.size, /*check=*/true);
+        if (tiles.count == 1 && !tiles.rest)
+          whole = x;
+        return fold(x, acc);
+      });
+  // A tile of one channel is a scalar already.
+  auto reduce = [&](Value x, unsigned i) {
+    return isa<VectorType>(x.getType()) ? reducers[i](x) : x;
   };
-  Value rest = pb.index(tiles.count * tiles.size);
-  // A group of one tile keeps it between the passes (a GPU thread: `size`
-  // registers); larger groups read each tile again for its codes.
+  SmallVector<Value> stats;
+  for (auto [i, x] : llvm::enumerate(lanes))
+    stats.push_back(reduce(x, i));
+  if (tiles.rest) {
+    Value rest = pb.index(tiles.count * tiles.size);
+    for (auto [i, x] : llvm::enumerate(
+             fold(loadTile(group, rest, tiles.rest, /*check=*/true), {})))
+      stats[i] = combiners[i](reduce(x, i), stats[i]);
+  }
+  return quantizer.paramsFromStats(asym ? GroupStats{stats[0], stats[1], {}}
+                                        : GroupStats{{}, {}, stats[0]});
+}
+
+void FlushProgram::storeChannelCodes(const ChannelGroup &group,
+                                     Quantizer &quantizer,
+                                     const GroupParams &params, Value whole) {
+  unsigned bits = slice.quant.getBits();
+  OpBuilder &b = pb.builder();
+  // Tile (start, size)'s codes from word `start * bits / 32` of the
+  // group's: tiles fill whole words. The first tile at g * words exactly:
+  // the form in which kvq-vectorize-parallel stores a token's groups'
+  // codes at once.
+  auto store = [&](Value start, unsigned size) {
+    GroupParams lanes = params;
+    if (size > 1)
+      for (Value *v : {&lanes.asymScale, &lanes.asymZero, &lanes.symScale})
+        if (*v)
+          *v = pb.splat(*v, size);
+    Value x = whole ? whole : loadTile(group, start, size, /*check=*/false);
+    pb.setLanes(size > 1 ? size : 0);
+    Value codes = quantizer.computeCode(lanes, x);
+    pb.setLanes(0);
+    if (size == 1)
+      codes = vector::FromElementsOp::create(
+          b, pb.getLoc(), VectorType::get({1}, b.getI32Type()), codes);
+    auto type = VectorType::get({int64_t(llvm::divideCeil(size * bits, 32))},
+                                b.getI32Type());
+    Value packed =
+        PackOp::create(b, pb.getLoc(), type, codes, b.getI32IntegerAttr(bits));
+    Value at = pb.mul(group.g, pb.index(slice.WordsPerGroup));
+    if (!matchPattern(start, m_Zero()))
+      at = pb.add(at, pb.divU(pb.mul(start, pb.index(bits)), pb.index(32)));
+    pb.storeVector(packed, group.rows.codes, at);
+  };
+  GroupTiles tiles(slice.quant);
+  forEachTile({}, [&](Value start, ValueRange) {
+    store(start, tiles.size);
+    return SmallVector<Value>();
+  });
+  if (tiles.rest)
+    store(pb.index(tiles.count * tiles.size), tiles.rest);
+}
+
+void FlushProgram::quantizeChannelGroup(const ChannelGroup &group) {
+  Quantizer quantizer(pb, slice.quant);
   Value whole;
-  Quantizer quantizer(pb, quant);
-  GroupParams params;
-  if (quant.getMode() == Mode::Hybrid) {
-    // Squared errors summed in index order: element by element.
-    params = quantizer.computeParams(group, [&](Value k) {
-      return tileAt(pb.toIndex(k), 1, /*check=*/true);
-    });
-  } else {
-    // The range (asym) or the largest magnitude (sym), lane by lane over
-    // the full tiles, then across the lanes, then with the rest.
-    bool asym = quant.getMode() == Mode::Asym;
-    auto min = [&](Value x, Value y) { return pb.selectMin(x, y); };
-    auto max = [&](Value x, Value y) { return pb.selectMax(x, y); };
-    auto fold = [&](Value x, ValueRange acc) -> SmallVector<Value> {
-      if (asym)
-        return {acc.empty() ? x : min(x, acc[0]),
-                acc.empty() ? x : max(x, acc[1])};
-      Value magnitude = pb.fabs(x);
-      return {acc.empty() ? magnitude : max(magnitude, acc[0])};
-    };
-    SmallVector<Value> inits;
-    if (tiles.count > 1) {
-      double limit = std::numeric_limits<float>::infinity();
-      auto splat = [&](double value) {
-        return pb.splat(pb.f32(value), tiles.size);
-      };
-      if (asym)
-        inits = {splat(limit), splat(-limit)};
-      else
-        inits = {splat(0)};
-    }
-    SmallVector<Value> acc =
-        forEachTile(inits, [&](Value start, ValueRange acc) {
-          Value x = tileAt(start, tiles.size, /*check=*/true);
-          if (tiles.count == 1 && !tiles.rest)
-            whole = x;
-          return fold(x, acc);
-        });
-    // acc[i] reduces by reducers[i] across its lanes, combines by
-    // combiners[i] with the rest.
-    using Combine = function_ref<Value(Value, Value)>;
-    auto reduceMin = [&](Value x) { return pb.reduceMin(x); };
-    auto reduceMax = [&](Value x) { return pb.reduceMax(x); };
-    using Reduce = function_ref<Value(Value)>;
-    Combine combiners[] = {asym ? Combine(min) : Combine(max), Combine(max)};
-    Reduce reducers[] = {asym ? Reduce(reduceMin) : Reduce(reduceMax),
-                         Reduce(reduceMax)};
-    SmallVector<Value> stats;
-    for (auto [i, lanes] : llvm::enumerate(acc))
-      stats.push_back(tiles.size == 1 ? lanes : reducers[i](lanes));
-    if (tiles.rest) {
-      SmallVector<Value> restAcc =
-          fold(tileAt(rest, tiles.rest, /*check=*/true), {});
-      for (auto [i, lanes] : llvm::enumerate(restAcc))
-        stats[i] = combiners[i](tiles.rest == 1 ? lanes : reducers[i](lanes),
-                                stats[i]);
-    }
-    params = quantizer.paramsFromStats(
-        asym ? GroupStats{stats[0], stats[1], Value()}
-             : GroupStats{Value(), Value(), stats[0]});
-  }
-  if (rows.codes) {
-    // Each tile's codes packed into its words (kvq.pack), from word
-    // `start * bits / 32` of the group's: tiles fill whole words.
-    auto storeCodes = [&](Value start, unsigned size) {
-      GroupParams lanes = params;
-      if (size > 1)
-        for (Value *v : {&lanes.asymScale, &lanes.asymZero, &lanes.symScale})
-          if (*v)
-            *v = pb.splat(*v, size);
-      Value x = whole ? whole : tileAt(start, size, /*check=*/false);
-      pb.setLanes(size > 1 ? size : 0);
-      Value codes = quantizer.computeCode(lanes, x);
-      pb.setLanes(0);
-      OpBuilder &b = pb.builder();
-      if (size == 1)
-        codes = vector::FromElementsOp::create(
-            b, pb.getLoc(), VectorType::get({1}, b.getI32Type()), codes);
-      auto type = VectorType::get({int64_t(llvm::divideCeil(size * bits, 32))},
-                                  b.getI32Type());
-      Value packed = PackOp::create(b, pb.getLoc(), type, codes,
-                                    b.getI32IntegerAttr(bits));
-      // The group's first tile at g * words exactly: the form that
-      // kvq-vectorize-parallel stores a token's groups' codes at once in.
-      Value at = pb.mul(g, pb.index(slice.WordsPerGroup));
-      if (!matchPattern(start, m_Zero()))
-        at = pb.add(at, pb.divU(pb.mul(start, pb.index(bits)), pb.index(32)));
-      pb.storeVector(packed, rows.codes, at);
-    };
-    forEachTile({}, [&](Value start, ValueRange) {
-      storeCodes(start, tiles.size);
-      return SmallVector<Value>();
-    });
-    if (tiles.rest)
-      storeCodes(rest, tiles.rest);
-  }
-  storeParams(quantizer, params, rows, g);
+  GroupParams params = channelGroupParams(group, quantizer, whole);
+  if (group.rows.codes)
+    storeChannelCodes(group, quantizer, params, whole);
+  storeParams(quantizer, params, group.rows, group.g);
 }
 
 void FlushProgram::build(StringRef name) {
