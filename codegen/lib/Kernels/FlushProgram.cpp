@@ -49,6 +49,26 @@ bool kvq::isFlushProgram(const CacheLayout &layout, ArrayRef<int64_t> layers,
 
 namespace {
 
+/// A span = channels group as tiles: `count` of `size` codes, then `rest`
+/// codes (0: none). A tile is the fewest codes whose stream fills whole
+/// words (lcm(bits, 32) / bits), doubled while the group holds a whole
+/// number of them and they stay at most 32 codes: two AVX-512 registers of
+/// f32, and few enough that a GPU thread keeps a tile's values and codes in
+/// registers.
+struct GroupTiles {
+  unsigned size, count, rest;
+
+  explicit GroupTiles(QuantAttr quant) {
+    unsigned group = quant.getGroup(), bits = quant.getBits();
+    size = std::lcm(bits, 32u) / bits;
+    while (2 * size <= 32 && group % (2 * size) == 0)
+      size *= 2;
+    size = std::min(size, group);
+    count = group / size;
+    rest = group % size;
+  }
+};
+
 class FlushProgram {
 public:
   FlushProgram(OpBuilder &b, Location loc, const CacheLayout &layout,
@@ -94,6 +114,7 @@ private:
   struct ChannelGroup {
     Value g, row, first;
     const GroupRows &rows;
+    GroupTiles tiles;
   };
   /// Quantizes `group`, tile by tile (GroupTiles).
   void quantizeChannelGroup(const ChannelGroup &group);
@@ -114,7 +135,7 @@ private:
   /// there are several, so that one tile's registers are live at a time
   /// (LLVM would keep an unrolled group's tiles between the passes).
   SmallVector<Value>
-  forEachTile(ValueRange inits,
+  forEachTile(const GroupTiles &tiles, ValueRange inits,
               function_ref<SmallVector<Value>(Value, ValueRange)> body);
   /// Quantizes channel `c`'s group of a block of tokens, token k's row
   /// `rowOf(k)`, into the block's rows of `codes` (null: the layer shares
@@ -317,26 +338,6 @@ void FlushProgram::storeParams(Quantizer &quantizer, const GroupParams &params,
             [&] { pb.atomicAdd(pb.i32(1), arg(A::Saturated), pb.i32(0)); });
 }
 
-/// A span = channels group as tiles: `count` of `size` codes, then `rest`
-/// codes (0: none). A tile is the fewest codes whose stream fills whole
-/// words (lcm(bits, 32) / bits), doubled while the group holds a whole
-/// number of them and they stay at most 32 codes: two AVX-512 registers of
-/// f32, and few enough that a GPU thread keeps a tile's values and codes in
-/// registers.
-struct GroupTiles {
-  unsigned size, count, rest;
-
-  explicit GroupTiles(QuantAttr quant) {
-    unsigned group = quant.getGroup(), bits = quant.getBits();
-    size = std::lcm(bits, 32u) / bits;
-    while (2 * size <= 32 && group % (2 * size) == 0)
-      size *= 2;
-    size = std::min(size, group);
-    count = group / size;
-    rest = group % size;
-  }
-};
-
 /// Token by token, group g of the token is quantized by iteration g: its
 /// parameters from one pass over its tiles (which checks them), its codes
 /// from a second, each tile's packed into its words.
@@ -350,8 +351,8 @@ void FlushProgram::buildChannelGroups() {
     Value n0 = pb.mul(pb.remU(qpos, pb.i32(layout.pageTokens)), pb.i32(groups));
     GroupRows rows = groupRows(sliceAt(qpos), n0, groups);
     pb.parallelFor(groups, [&](Value g) {
-      quantizeChannelGroup(
-          {g, row, pb.mul(g, pb.index(slice.quant.getGroup())), rows});
+      quantizeChannelGroup({g, row, pb.mul(g, pb.index(slice.quant.getGroup())),
+                            rows, GroupTiles(slice.quant)});
     });
   });
 }
@@ -377,9 +378,8 @@ Value FlushProgram::loadTile(const ChannelGroup &group, Value start,
 }
 
 SmallVector<Value> FlushProgram::forEachTile(
-    ValueRange inits,
+    const GroupTiles &tiles, ValueRange inits,
     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  GroupTiles tiles(slice.quant);
   if (tiles.count == 1)
     return body(pb.index(0), inits);
   return pb.forLoop(pb.i32(0), pb.i32(tiles.count), pb.i32(1), inits,
@@ -393,7 +393,7 @@ GroupParams FlushProgram::channelGroupParams(const ChannelGroup &group,
                                              Quantizer &quantizer,
                                              Value &whole) {
   QuantAttr quant = slice.quant;
-  GroupTiles tiles(quant);
+  const GroupTiles &tiles = group.tiles;
   // Hybrid's squared errors are summed in index order: element by element.
   if (quant.getMode() == Mode::Hybrid)
     return quantizer.computeParams(quant.getGroup(), [&](Value k) {
@@ -431,7 +431,7 @@ GroupParams FlushProgram::channelGroupParams(const ChannelGroup &group,
                  : SmallVector<Value>{splat(0)};
   }
   SmallVector<Value> lanes =
-      forEachTile(inits, [&](Value start, ValueRange acc) {
+      forEachTile(tiles, inits, [&](Value start, ValueRange acc) {
         Value x = loadTile(group, start, tiles.size, /*check=*/true);
         if (tiles.count == 1 && !tiles.rest)
           whole = x;
@@ -485,8 +485,8 @@ void FlushProgram::storeChannelCodes(const ChannelGroup &group,
       at = pb.add(at, pb.divU(pb.mul(start, pb.index(bits)), pb.index(32)));
     pb.storeVector(packed, group.rows.codes, at);
   };
-  GroupTiles tiles(slice.quant);
-  forEachTile({}, [&](Value start, ValueRange) {
+  const GroupTiles &tiles = group.tiles;
+  forEachTile(tiles, {}, [&](Value start, ValueRange) {
     store(start, tiles.size);
     return SmallVector<Value>();
   });
