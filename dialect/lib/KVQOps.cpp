@@ -14,6 +14,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kvq;
 
@@ -584,5 +586,20 @@ LogicalResult PackOp::verify() {
     return emitOpError("packs ")
            << streamBits << " bits of codes into " << words
            << " words; they fill " << llvm::divideCeil(streamBits, 32);
+  return success();
+}
+
+LogicalResult HadamardOp::verify() {
+  uint64_t dim = getDim();
+  if (!llvm::isPowerOf2_64(dim))
+    return emitOpError("rotates rows of ")
+           << dim << " channels; the transform needs a power of two";
+  MemRefType type = getRows().getType();
+  if (!type.hasStaticShape() || type.getNumElements() % dim != 0)
+    return emitOpError("needs a buffer of whole rows of ")
+           << dim << " channels, not " << type;
+  if (std::optional<uint64_t> seed = getSeed();
+      seed && *seed > std::numeric_limits<uint32_t>::max())
+    return emitOpError("seed ") << *seed << " is not a `rotate_seed` (32 bits)";
   return success();
 }

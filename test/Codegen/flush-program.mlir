@@ -1,5 +1,5 @@
-// The flush of a span = tokens, a span = channels and a full-precision
-// slice is one program for both targets: after kvq-lower-kernels a func.func over
+// The flush of a span = tokens, a span = channels, a rotated and a
+// full-precision slice is one program for both targets: after kvq-lower-kernels a func.func over
 // memrefs with no target-specific operation, a page's regions typed views
 // of its bytes; the targets differ by the patterns of kvq-vectorize-parallel
 // and kvq-distribute-parallel (parallel-forms.mlir, lower-kernels.mlir).
@@ -23,6 +23,15 @@ kvq.cache @ch model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
   }
   kvq.values window <recent = 0, flush = 1> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 3, group = 32, span = channels, mode = hybrid>
+  }
+}
+
+kvq.cache @rot model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
+  kvq.keys window <recent = 0, flush = 16> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, group = 8, span = tokens, mode = asym, rotate = hadamard, rotate_seed = 7>
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 1 : #kvq.quant<bits = 2, group = 32, span = channels, mode = asym, rotate = hadamard>
   }
 }
 
@@ -97,6 +106,30 @@ kvq.cache @ch model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // PROGRAM: kvq.pack %{{.*}} {bits = 3 : i32} : vector<32xi32> -> vector<3xi32>
 // PROGRAM: vector.store %{{.*}} : memref<3xi32, strided<[1], offset: ?>>, vector<3xi32>
 
+// Rotated keys: the unit's 16 tokens in 2 chunks of a group (8 tokens x 32
+// channels of f32 in block-local memory), each copied there as f32 (checked
+// as read), rotated in place by kvq.hadamard with the keys' seed, then
+// quantized from there: the span = tokens groups read the chunk's rows.
+// Rotated values: one token a unit, one row, no seed.
+// PROGRAM-LABEL: module @rot_program
+// PROGRAM: func.func @rot_flush_keys_0(
+// PROGRAM: %[[ROWS:.*]] = memref.alloca() : memref<256xf32, #gpu.address_space<workgroup>>
+// PROGRAM: scf.for %{{.*}} = %c0_i32 to %c2_i32 step %c1_i32 : i32 {
+// PROGRAM: memref.subview %[[ROWS]]
+// PROGRAM: scf.parallel
+// PROGRAM: arith.extf %{{.*}} : f16 to f32
+// PROGRAM: arith.cmpf uge
+// PROGRAM: memref.store %{{.*}} : memref<32xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>
+// PROGRAM: kvq.hadamard %[[ROWS]] dim 32 seed 7 : memref<256xf32, #gpu.address_space<workgroup>>
+// PROGRAM: memref.subview %[[ROWS]]
+// PROGRAM: vector.store %{{.*}} : memref<32xi32, strided<[1], offset: ?>>, vector<1xi32>
+// PROGRAM: func.func @rot_flush_values_0(
+// PROGRAM: %[[ROW:.*]] = memref.alloca() : memref<32xf32, #gpu.address_space<workgroup>>
+// PROGRAM-NOT: scf.for
+// PROGRAM: kvq.hadamard %[[ROW]] dim 32 : memref<32xf32, #gpu.address_space<workgroup>>
+// PROGRAM: vector.load %{{.*}} : memref<32xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>, vector<32xf32>
+// PROGRAM: kvq.pack %{{.*}} {bits = 2 : i32} : vector<32xi32> -> vector<2xi32>
+
 // PURE-LABEL: module @fl_program
 // PURE-NOT: nvvm.
 // PURE-NOT: llvm.inline_asm
@@ -106,6 +139,14 @@ kvq.cache @ch model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // PURE-NOT: gpu.thread_id
 // PURE: module @ch_host
 // PURE: module @ch_program
+// PURE-NOT: nvvm.
+// PURE-NOT: llvm.inline_asm
+// PURE-NOT: llvm.getelementptr
+// PURE-NOT: llvm.load
+// PURE-NOT: llvm.store
+// PURE-NOT: gpu.thread_id
+// PURE: module @rot_host
+// PURE: module @rot_program
 // PURE-NOT: nvvm.
 // PURE-NOT: llvm.inline_asm
 // PURE-NOT: llvm.getelementptr
@@ -171,3 +212,12 @@ kvq.cache @ch model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype =
 // ENTRY: %[[UNITS:.*]] = arith.divui %{{.*}}, %c8_i32{{.*}} : i32
 // ENTRY-NEXT: %[[LIVE:.*]] = arith.cmpi ult, %[[UNIT]], %[[UNITS]] : i32
 // ENTRY-NEXT: scf.if %[[LIVE]] {
+
+// A rotated unit's block rotates it in its memory: one unit a block (no
+// device_units), the memory each target's, its views in the default space.
+// ENTRY-LABEL: func.func @rot_flush_keys_0(
+// ENTRY-NOT: device_units
+// ENTRY: kvq.hadamard %{{.*}} dim 32 seed 7 : memref<256xf32>
+// ENTRY-LABEL: gpu.func @rot_flush_keys_0(
+// ENTRY-NOT: workgroup
+// ENTRY: kvq.hadamard %{{.*}} dim 32 seed 7 : memref<256xf32>

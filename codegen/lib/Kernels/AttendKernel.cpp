@@ -27,7 +27,7 @@
 #include "AttendEmitter.h"
 
 #include "ChannelTables.h"
-#include "Rotation.h"
+#include "kvq/Codegen/Rotation.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <algorithm>

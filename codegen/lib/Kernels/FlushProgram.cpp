@@ -14,7 +14,9 @@
 //   registers), its range reduced across the tile (min and max are exact in
 //   any order; hybrid's squared errors are summed in index order) and its
 //   codes packed by `kvq.pack`.
-// Rotated slices and slices with channel tables are still flushed by
+// A rotated slice's tokens are first copied, a chunk of the unit at a time,
+// into block-local memory as f32 and rotated there (`kvq.hadamard`); its
+// groups read them there. Slices with channel tables are still flushed by
 // FlushKernel.cpp's forms.
 //
 // The kernel is a program for both targets (ProgramBuilder.h); a page's
@@ -23,7 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChannelTables.h"
-#include "ProgramBuilder.h"
+#include "kvq/Codegen/ProgramBuilder.h"
 
 #include "kvq/Codegen/CodePacking.h"
 #include "kvq/Codegen/Kernels.h"
@@ -44,7 +46,7 @@ bool kvq::isFlushProgram(const CacheLayout &layout, ArrayRef<int64_t> layers,
   const SliceLayout &slice = layout.get(isKeys).layers[layers.front()];
   if (!slice.isQuantized())
     return true;
-  return !slice.quant.isRotated() && !hasChannelTables(slice);
+  return !hasChannelTables(slice);
 }
 
 namespace {
@@ -87,7 +89,11 @@ private:
   /// Runs `body(t)` for t in [0, count), t an i32, a parallel loop where
   /// there is more than one.
   void forEachToken(unsigned count, function_ref<void(Value)> body);
-  /// Flushed token `token`'s row of `dim` elements (model dtype).
+  /// Flushed token `token`'s row of `dim` elements as appended (model
+  /// dtype).
+  Value sourceRow(Value token);
+  /// The same as quantized: sourceRow, or for a rotated slice the rotated
+  /// row in block-local memory (f32).
   Value tokenRow(Value token);
   /// The byte offset of the slice holding quantized position `qpos`.
   Value sliceAt(Value qpos);
@@ -107,6 +113,13 @@ private:
   GroupRows groupRows(Value base, Value n0, unsigned count);
 
   void buildFullPrecision();
+  /// Quantizes the `tokens` tokens from `firstToken`.
+  void buildQuantized();
+  /// A rotated slice quantizes R x (docs/Numerics.md, "Hadamard
+  /// rotation"): the unit's tokens are copied into `rotated` and rotated
+  /// there, a chunk that fits the GPU's static shared memory at a time
+  /// (getRotatedChunkTokens: whole groups).
+  void buildRotated();
   void buildTokenGroups();
   void buildChannelGroups();
   /// A span = channels group being quantized: group `g` of a token's row
@@ -159,6 +172,13 @@ private:
   func::FuncOp func;
   Value unit, head;
   FlushSource source;
+  /// The tokens being quantized: `tokens` from `firstToken`.
+  Value firstToken;
+  unsigned tokens = 0;
+  /// A rotated slice: the block-local rows of the chunk's rotated tokens,
+  /// and their number.
+  Value rotated;
+  unsigned chunk = 0;
 };
 
 } // namespace
@@ -170,9 +190,15 @@ void FlushProgram::forEachToken(unsigned count,
   pb.parallelFor(count, [&](Value t) { body(pb.indexToI32(t)); });
 }
 
-Value FlushProgram::tokenRow(Value token) {
+Value FlushProgram::sourceRow(Value token) {
   auto [buffer, row] = source.row(pb, model, token, head);
   return pb.row(buffer, row, dim);
+}
+
+Value FlushProgram::tokenRow(Value token) {
+  if (!rotated)
+    return sourceRow(token);
+  return pb.row(rotated, pb.mul(pb.sub(token, firstToken), pb.i32(dim)), dim);
 }
 
 Value FlushProgram::sliceAt(Value qpos) {
@@ -194,7 +220,7 @@ void FlushProgram::buildFullPrecision() {
   Type dtype = model.getDtype();
   forEachToken(flush, [&](Value t) {
     Value token = pb.add(pb.mul(unit, pb.i32(flush)), t);
-    Value src = tokenRow(token);
+    Value src = sourceRow(token);
     Value qpos = pb.add(arg(A::DestPos), token);
     Value data = pb.view(arg(A::Pages), sliceAt(qpos), dtype,
                          int64_t(layout.pageTokens) * dim);
@@ -236,9 +262,8 @@ FlushProgram::GroupRows FlushProgram::groupRows(Value base, Value n0,
 /// them), its codes from a second, packed into its words.
 void FlushProgram::buildTokenGroups() {
   unsigned group = slice.quant.getGroup();
-  forEachToken(flush / group, [&](Value block) {
-    Value token =
-        pb.add(pb.mul(unit, pb.i32(flush)), pb.mul(block, pb.i32(group)));
+  forEachToken(tokens / group, [&](Value block) {
+    Value token = pb.add(firstToken, pb.mul(block, pb.i32(group)));
     Value qpos = pb.add(arg(A::DestPos), token);
     // The block's groups in the page: a row of `dim` from group n0.
     Value n0 =
@@ -252,6 +277,12 @@ void FlushProgram::buildTokenGroups() {
           dim, [&](Value c) { quantizeChannel(c, rowOf, unrolled, rows); });
       return SmallVector<Value>();
     };
+    // Rotated tokens are consecutive rows of block-local memory.
+    if (rotated) {
+      quantizeChannels([&](Value k) { return tokenRow(pb.add(token, k)); },
+                       /*unrolled=*/true);
+      return;
+    }
     // The block's tokens are consecutive rows of one buffer unless they
     // cross the ring's end or its boundary with the input: then each
     // token's row is looked up, else one address serves the block.
@@ -287,7 +318,8 @@ void FlushProgram::quantizeChannel(Value c, function_ref<Value(Value)> rowOf,
   Quantizer quantizer(pb, quant);
   auto load = [&](Value k, bool check) {
     Value x = pb.loadElementAsF32(rowOf(k), c);
-    if (check)
+    // Rotated rows were checked as they were copied (buildRotated).
+    if (check && !rotated)
       flagNonFinite(x);
     return norms ? pb.fdiv(x, pb.loadElement(norms, c)) : x;
   };
@@ -343,8 +375,8 @@ void FlushProgram::storeParams(Quantizer &quantizer, const GroupParams &params,
 /// from a second, each tile's packed into its words.
 void FlushProgram::buildChannelGroups() {
   unsigned groups = slice.GroupsPerToken;
-  forEachToken(flush, [&](Value t) {
-    Value token = pb.add(pb.mul(unit, pb.i32(flush)), t);
+  forEachToken(tokens, [&](Value t) {
+    Value token = pb.add(firstToken, t);
     Value row = tokenRow(token);
     Value qpos = pb.add(arg(A::DestPos), token);
     // The token's groups in the page: `groups` from group n0.
@@ -365,9 +397,11 @@ Value FlushProgram::loadTile(const ChannelGroup &group, Value start,
   // A lane that is not finite (the flush is then rejected) reads as 0 for
   // the parameters: the extrema are then of lanes never NaN (key norms are
   // positive and finite), which every target's min and max reduce exactly.
+  // Rotated rows were checked as they were copied (buildRotated).
   if (check) {
     Value bad = pb.isNonFinite(x);
-    flag(bad);
+    if (!rotated)
+      flag(bad);
     x = pb.select(bad, pb.f32Like(x, 0), x);
   }
   Value norms = group.rows.norms;
@@ -503,6 +537,39 @@ void FlushProgram::quantizeChannelGroup(const ChannelGroup &group) {
   storeParams(quantizer, params, group.rows, group.g);
 }
 
+void FlushProgram::buildQuantized() {
+  if (slice.quant.getSpan() == Span::Channels)
+    buildChannelGroups();
+  else
+    buildTokenGroups();
+}
+
+void FlushProgram::buildRotated() {
+  auto rotateChunk = [&](Value k) {
+    firstToken = pb.add(pb.mul(unit, pb.i32(flush)), pb.mul(k, pb.i32(chunk)));
+    tokens = chunk;
+    // The tokens as f32, checked as they are read.
+    forEachToken(chunk, [&](Value t) {
+      Value src = sourceRow(pb.add(firstToken, t));
+      Value dst = pb.row(rotated, pb.mul(t, pb.i32(dim)), dim);
+      pb.parallelFor(dim, [&](Value c) {
+        Value x = pb.loadElementAsF32(src, c);
+        flagNonFinite(x);
+        pb.storeElement(x, dst, c);
+      });
+    });
+    OpBuilder &b = pb.builder();
+    std::optional<unsigned> seed = slice.quant.getRotateSeed();
+    HadamardOp::create(b, pb.getLoc(), rotated, b.getI64IntegerAttr(dim),
+                       seed ? b.getI64IntegerAttr(*seed) : IntegerAttr(),
+                       UnitAttr());
+    buildQuantized();
+  };
+  if (flush == chunk)
+    return rotateChunk(pb.i32(0));
+  pb.forEach(pb.i32(0), pb.i32(flush / chunk), rotateChunk);
+}
+
 void FlushProgram::build(StringRef name) {
   OpBuilder &b = pb.builder();
   Type i32 = b.getI32Type(), dtype = model.getDtype();
@@ -525,18 +592,26 @@ void FlushProgram::build(StringRef name) {
   Value units = pb.divU(arg(A::NumTokens), pb.i32(flush));
   bool channels =
       slice.isQuantized() && slice.quant.getSpan() == Span::Channels;
+  bool isRotated = slice.isQuantized() && slice.quant.isRotated();
+  if (isRotated) {
+    chunk = getRotatedChunkTokens(slice.quant, dim, flush);
+    rotated = pb.allocBlockLocal(b.getF32Type(), int64_t(chunk) * dim);
+  }
   pb.ifThen(pb.ult(unit, units), [&] {
     if (!slice.isQuantized())
-      buildFullPrecision();
-    else if (channels)
-      buildChannelGroups();
-    else
-      buildTokenGroups();
+      return buildFullPrecision();
+    if (isRotated)
+      return buildRotated();
+    firstToken = pb.mul(unit, pb.i32(flush));
+    tokens = flush;
+    buildQuantized();
   });
+  // A rotated slice's block rotates one unit in its memory: one a block.
   unsigned tasks = !slice.isQuantized() ? flush * dim
                    : channels           ? flush * slice.GroupsPerToken
                                         : flush / slice.quant.getGroup() * dim;
-  func->setAttr("kvq.unit_tasks", b.getI64IntegerAttr(tasks));
+  if (!isRotated)
+    func->setAttr("kvq.unit_tasks", b.getI64IntegerAttr(tasks));
   func::ReturnOp::create(b, pb.getLoc());
 }
 

@@ -209,7 +209,3 @@ unsigned kvq::getLanes(const TargetInfo &info, unsigned count) {
 unsigned kvq::getBlockUnits(const TargetInfo &info, unsigned tasks) {
   return std::max(1u, info.blockThreads * info.loadsInFlight / tasks);
 }
-
-unsigned kvq::getAppendLanes(const KernelTarget &target, unsigned count) {
-  return target.getBlockThreads() > 1 ? 1 : getLanes(target, count);
-}

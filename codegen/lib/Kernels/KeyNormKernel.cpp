@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ProgramBuilder.h"
+#include "kvq/Codegen/ProgramBuilder.h"
 
 #include "kvq/Codegen/Kernels.h"
 

@@ -24,7 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OutlierPool.h"
-#include "ProgramBuilder.h"
+#include "kvq/Codegen/ProgramBuilder.h"
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"

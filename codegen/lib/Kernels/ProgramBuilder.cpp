@@ -1,6 +1,6 @@
 //===- ProgramBuilder.cpp - kernels built as programs over memrefs --------===//
 
-#include "ProgramBuilder.h"
+#include "kvq/Codegen/ProgramBuilder.h"
 
 #include "kvq/Codegen/Kernels.h"
 

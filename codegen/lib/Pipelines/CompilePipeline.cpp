@@ -41,6 +41,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQSelectForms());
   pm.addPass(createKVQLowerKernels());
   pm.addPass(createKVQInstantiatePrograms());
+  pm.addPass(createKVQExpandHadamard());
   pm.addPass(createKVQRunningExtrema());
   pm.addPass(createKVQVectorizeParallel());
   pm.addPass(createKVQDistributeParallel());

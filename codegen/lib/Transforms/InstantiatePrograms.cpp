@@ -154,7 +154,17 @@ static unsigned instantiate(func::FuncOp program, KernelTarget &target) {
       body.push_back(b.clone(op, mapping));
   b.setInsertionPointToEnd(entryBlock);
   target.finishKernel(b, loc);
-  // The program's block is the entry's.
+  // The program's block is the entry's; views of block-local memory are
+  // views of the target's, in the default memory space.
+  for (Operation *op : body)
+    op->walk([&](Operation *nested) {
+      for (Value result : nested->getResults())
+        if (auto type = dyn_cast<MemRefType>(result.getType());
+            type && gpu::GPUDialect::isWorkgroupMemoryAddressSpace(
+                        type.getMemorySpace()))
+          result.setType(MemRefType::get(type.getShape(), type.getElementType(),
+                                         type.getLayout()));
+    });
   for (Operation *op : body)
     op->walk([&](gpu::BlockIdOp id) {
       id.replaceAllUsesWith(blockIds[static_cast<int>(id.getDimension())]);

@@ -91,10 +91,6 @@ unsigned getLanes(const TargetInfo &info, unsigned count);
 inline unsigned getLanes(const KernelTarget &target, unsigned count) {
   return getLanes(target.getInfo(), count);
 }
-/// getLanes for the append-side kernels (flush, key norms): 1 on a GPU
-/// block, whose threads take a group or channel each; their vector forms
-/// reduce across lanes, which NVPTX would lower to libdevice calls.
-unsigned getAppendLanes(const KernelTarget &target, unsigned count);
 
 /// The units of work (flush units) a block of a target with `info` takes
 /// when a unit has `tasks` tasks its threads share: as many as give each

@@ -132,6 +132,23 @@ def KVQInstantiatePrograms
   ];
 }
 
+def KVQExpandHadamard : Pass<"kvq-expand-hadamard", "::mlir::ModuleOp"> {
+  let summary = "Expand kvq.hadamard into the target's form of the rotation";
+  let description = [{
+    Rewrites each `kvq.hadamard` with the form of its module's kvq.target,
+    Rotation.cpp's arithmetic: where a block is one thread with vector
+    registers (the host), a loop over the rows, each rotated in vectors of
+    the target's lanes (a stage below the lane count a shuffle); elsewhere
+    (the GPU, modules of no cache) one `scf.parallel` over every row's
+    butterflies a stage, the signs computed from the seed's bits, which
+    kvq-distribute-parallel then spreads over the block's threads.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def KVQVectorizeParallel : Pass<"kvq-vectorize-parallel", "::mlir::ModuleOp"> {
   let summary = "Run host kernels' parallel channel loops on vectors";
   let description = [{

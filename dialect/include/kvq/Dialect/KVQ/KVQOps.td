@@ -280,4 +280,31 @@ def KVQ_PackOp : KVQ_Op<"pack", [Pure]> {
   let hasVerifier = 1;
 }
 
+def KVQ_HadamardOp : KVQ_Op<"hadamard"> {
+  let summary = "Rotates rows of a buffer in place by a Hadamard rotation";
+  let description = [{
+    The buffer's rows of `dim` (a power of two) f32 channels become R x
+    (R^T x with `inverse`), R = H S / sqrt(dim) as docs/Numerics.md
+    ("Hadamard rotation") specifies: the signs S of `seed` (none: every
+    sign +1), the fast Walsh-Hadamard transform's log2(dim) stages of fp32
+    adds and subtracts in the reference's order, the scale 1/sqrt(dim)
+    rounded once. Every element of the buffer is a row's, and every thread
+    of a block sees the rotated rows after it. Each target expands it into
+    its own form (kvq-expand-hadamard).
+
+    ```mlir
+    kvq.hadamard %rows dim 128 seed 7 : memref<1024xf32, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins
+      Arg<MemRefRankOf<[F32], [1]>, "the rows", [MemRead, MemWrite]>:$rows,
+      ConfinedAttr<I64Attr, [IntPositive]>:$dim,
+      OptionalAttr<I64Attr>:$seed, UnitAttr:$inverse);
+  let assemblyFormat = [{
+    $rows `dim` $dim (`seed` $seed^)? (`inverse` $inverse^)? attr-dict `:`
+    type($rows)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KVQ_DIALECT_KVQ_KVQOPS_TD

@@ -1,18 +1,18 @@
 //===- ProgramBuilder.h - kernels built as programs over memrefs -*- C++
 //-*-===//
 //
-// Private to lib/Kernels: what the kernels built as one program for both
-// targets (docs/Rationale.md, "The kernel program") are made of. Buffers
-// are 1-D memrefs of the ABI's element types, addressed by the i32 element
-// offsets the shared addressing helpers compute; block-local memory is a
-// `memref.alloca` in the GPU's workgroup address space, which
+// What the kernels built as one program for both targets (docs/Rationale.md,
+// "The kernel program"), and the patterns that expand their ops, are made
+// of. Buffers are 1-D memrefs of the ABI's element types, addressed by the
+// i32 element offsets the shared addressing helpers compute; block-local
+// memory is a `memref.alloca` in the GPU's workgroup address space, which
 // kvq-instantiate-programs makes each target's (shared memory, the host
 // function's stack); the work a block's threads share is `scf.parallel`.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KVQ_CODEGEN_LIB_KERNELS_PROGRAMBUILDER_H
-#define KVQ_CODEGEN_LIB_KERNELS_PROGRAMBUILDER_H
+#ifndef KVQ_CODEGEN_PROGRAMBUILDER_H
+#define KVQ_CODEGEN_PROGRAMBUILDER_H
 
 #include "kvq/Codegen/KernelBuilder.h"
 
@@ -73,4 +73,4 @@ public:
 
 } // namespace kvq
 
-#endif // KVQ_CODEGEN_LIB_KERNELS_PROGRAMBUILDER_H
+#endif // KVQ_CODEGEN_PROGRAMBUILDER_H

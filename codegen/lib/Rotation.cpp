@@ -8,27 +8,48 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Rotation.h"
+#include "kvq/Codegen/Rotation.h"
 
 #include "kvq/Support/Hadamard.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/MathExtras.h"
-
-#include <string>
 
 using namespace mlir;
 using namespace kvq;
 
 /// The sign bit (0 or 0x80000000) each channel's f32 is XORed with; empty
 /// without a seed (every sign +1).
-static SmallVector<int32_t> getSignMasks(QuantAttr quant, unsigned dim) {
-  std::optional<unsigned> seed = quant.getRotateSeed();
+static SmallVector<int32_t> getSignMasks(std::optional<unsigned> seed,
+                                         unsigned dim) {
   if (!seed)
     return {};
   SmallVector<int32_t> masks;
   for (bool negated : hadamard::negatedChannels(*seed, dim))
     masks.push_back(negated ? INT32_MIN : 0);
   return masks;
+}
+
+/// The sign mask of channel `c` (i32) computed, not looked up: bit c % 32
+/// of the masks' 32-bit chunk c / 32, the chunk chosen by c's higher bits
+/// (dim is a power of two, so the chunks pair up), moved to the sign bit.
+static Value getSignMask(KernelBuilder &kb, ArrayRef<int32_t> masks, Value c) {
+  SmallVector<Value> chunks;
+  for (size_t first = 0; first < masks.size(); first += 32) {
+    uint32_t chunk = 0;
+    for (size_t k = 0; k < 32 && first + k < masks.size(); ++k)
+      if (masks[first + k])
+        chunk |= 1u << k;
+    chunks.push_back(kb.i32(int32_t(chunk)));
+  }
+  for (unsigned bit = 32; chunks.size() > 1; bit *= 2) {
+    Value high = kb.ult(kb.i32(0), kb.bitAnd(c, kb.i32(bit)));
+    SmallVector<Value> next;
+    for (size_t i = 0; i < chunks.size(); i += 2)
+      next.push_back(kb.select(high, chunks[i + 1], chunks[i]));
+    chunks = std::move(next);
+  }
+  Value shift = kb.sub(kb.i32(31), kb.bitAnd(c, kb.i32(31)));
+  return kb.bitAnd(kb.shl(chunks.front(), shift), kb.i32(INT32_MIN));
 }
 
 /// `x` (f32, or a vector of f32) with its sign bits XORed with `masks` (i32
@@ -47,8 +68,8 @@ static Value flipSigns(KernelBuilder &kb, Value x, Value masks) {
 /// partner - x where it is set: the same a + b and a - b.
 static void rotateRowsInLanes(KernelBuilder &kb, unsigned dim, unsigned rows,
                               unsigned lanes, bool forward,
-                              ArrayRef<int32_t> masks, Value to,
-                              RotationLoad load) {
+                              ArrayRef<int32_t> masks,
+                              const RotationMemory &memory) {
   OpBuilder &b = kb.builder();
   unsigned vectors = dim / lanes;
   auto signs = [&](Value x, unsigned k) {
@@ -56,11 +77,11 @@ static void rotateRowsInLanes(KernelBuilder &kb, unsigned dim, unsigned rows,
       return x;
     return flipSigns(kb, x, kb.vectorI32(masks.slice(k * lanes, lanes)));
   };
-  kb.getTarget().parallelFor(kb, kb.i32(rows), [&](Value row) {
+  memory.parallelFor(rows, [&](Value row) {
     Value first = kb.mul(row, kb.i32(dim));
     SmallVector<Value> v;
     for (unsigned k = 0; k < vectors; ++k) {
-      Value x = load(row, kb.i32(k * lanes), lanes);
+      Value x = memory.load(row, kb.i32(k * lanes), lanes);
       v.push_back(forward ? signs(x, k) : x);
     }
     for (unsigned h = 1; h < dim; h *= 2) {
@@ -88,8 +109,7 @@ static void rotateRowsInLanes(KernelBuilder &kb, unsigned dim, unsigned rows,
       Value x = kb.fmul(v[k], scale);
       if (!forward)
         x = signs(x, k);
-      Value at = kb.add(first, kb.i32(k * lanes));
-      kb.store(x, to, kb.mul(kb.toI64(at), kb.i64(4)), 4);
+      memory.store(x, kb.add(first, kb.i32(k * lanes)));
     }
   });
 }
@@ -97,21 +117,12 @@ static void rotateRowsInLanes(KernelBuilder &kb, unsigned dim, unsigned rows,
 /// The block's form: a stage is a parallelFor over every row's butterflies
 /// (D/2 a row), the signs folded into the first stage and the scale into the
 /// last.
-static void rotateRowsByButterflies(KernelBuilder &kb, QuantAttr quant,
-                                    unsigned dim, unsigned rows, bool forward,
-                                    ArrayRef<int32_t> masks, Value to,
-                                    RotationLoad load) {
-  KernelTarget &target = kb.getTarget();
-  // Keys and values may have different seeds: the seed names the table.
-  Value table;
-  if (!masks.empty())
-    table = target.getConstantTable(kb,
-                                    "hadamard_signs_" +
-                                        std::to_string(*quant.getRotateSeed()) +
-                                        "_" + std::to_string(dim),
-                                    masks);
+static void rotateRowsByButterflies(KernelBuilder &kb, unsigned dim,
+                                    unsigned rows, bool forward,
+                                    ArrayRef<int32_t> masks,
+                                    const RotationMemory &memory) {
   auto sign = [&](Value x, Value c) {
-    return table ? flipSigns(kb, x, kb.loadU32(table, c)) : x;
+    return masks.empty() ? x : flipSigns(kb, x, getSignMask(kb, masks, c));
   };
   auto at = [&](Value row, Value c) {
     return kb.add(kb.mul(row, kb.i32(dim)), c);
@@ -120,8 +131,8 @@ static void rotateRowsByButterflies(KernelBuilder &kb, QuantAttr quant,
   // inverse signs.
   auto read = [&](bool first, Value row, Value c) {
     if (!first)
-      return kb.loadF32(to, at(row, c));
-    Value x = load(row, c, 1);
+      return memory.loadRotated(at(row, c));
+    Value x = memory.load(row, c, 1);
     return forward ? sign(x, c) : x;
   };
   auto write = [&](bool last, Value x, Value row, Value c) {
@@ -130,10 +141,10 @@ static void rotateRowsByButterflies(KernelBuilder &kb, QuantAttr quant,
       if (!forward)
         x = sign(x, c);
     }
-    kb.storeF32(x, to, at(row, c));
+    memory.store(x, at(row, c));
   };
   if (dim == 1) {
-    target.parallelFor(kb, kb.i32(rows), [&](Value row) {
+    memory.parallelFor(rows, [&](Value row) {
       write(true, read(true, row, kb.i32(0)), row, kb.i32(0));
     });
     return;
@@ -141,7 +152,7 @@ static void rotateRowsByButterflies(KernelBuilder &kb, QuantAttr quant,
   unsigned half = dim / 2;
   for (unsigned h = 1; h < dim; h *= 2) {
     bool first = h == 1, last = h == half;
-    target.parallelFor(kb, kb.i32(rows * half), [&](Value i) {
+    memory.parallelFor(rows * half, [&](Value i) {
       // Butterfly b of the row pairs j (bit h clear) with j + h.
       Value row = kb.divU(i, kb.i32(half)), b = kb.remU(i, kb.i32(half));
       Value j = kb.add(kb.mul(kb.divU(b, kb.i32(h)), kb.i32(2 * h)),
@@ -154,19 +165,40 @@ static void rotateRowsByButterflies(KernelBuilder &kb, QuantAttr quant,
   }
 }
 
-void kvq::rotateRows(KernelBuilder &kb, QuantAttr quant, unsigned dim,
-                     unsigned rows, RotationDirection direction, Value to,
-                     RotationLoad load) {
+unsigned kvq::getRotationLanes(const TargetInfo &info, unsigned dim) {
+  return info.blockThreads == 1 ? std::min(info.vectorLanes, dim) : 1;
+}
+
+void kvq::rotateRows(KernelBuilder &kb, std::optional<unsigned> seed,
+                     unsigned dim, unsigned rows, RotationDirection direction,
+                     unsigned lanes, const RotationMemory &memory) {
   assert(llvm::isPowerOf2_32(dim) && "the verifier requires it");
   bool reassociate = kb.getReassociate();
   kb.setReassociate(false);
-  SmallVector<int32_t> masks = getSignMasks(quant, dim);
+  SmallVector<int32_t> masks = getSignMasks(seed, dim);
   bool forward = direction == RotationDirection::Forward;
-  KernelTarget &target = kb.getTarget();
-  unsigned lanes = std::min(target.getVectorLanes(), dim);
-  if (target.getBlockThreads() == 1 && lanes > 1)
-    rotateRowsInLanes(kb, dim, rows, lanes, forward, masks, to, load);
+  if (lanes > 1)
+    rotateRowsInLanes(kb, dim, rows, lanes, forward, masks, memory);
   else
-    rotateRowsByButterflies(kb, quant, dim, rows, forward, masks, to, load);
+    rotateRowsByButterflies(kb, dim, rows, forward, masks, memory);
   kb.setReassociate(reassociate);
+}
+
+void kvq::rotateRows(KernelBuilder &kb, QuantAttr quant, unsigned dim,
+                     unsigned rows, RotationDirection direction, Value to,
+                     RotationLoad load) {
+  KernelTarget &target = kb.getTarget();
+  auto loadRotated = [&](Value at) { return kb.loadF32(to, at); };
+  auto store = [&](Value x, Value at) {
+    if (isa<VectorType>(x.getType()))
+      kb.store(x, to, kb.mul(kb.toI64(at), kb.i64(4)), 4);
+    else
+      kb.storeF32(x, to, at);
+  };
+  auto parallelFor = [&](unsigned count, function_ref<void(Value)> body) {
+    target.parallelFor(kb, kb.i32(count), body);
+  };
+  rotateRows(kb, quant.getRotateSeed(), dim, rows, direction,
+             getRotationLanes(target.getInfo(), dim),
+             {load, loadRotated, store, parallelFor});
 }
