@@ -1,5 +1,5 @@
-// The flush of a span = tokens, a span = channels, a rotated and a
-// full-precision slice is one program for both targets: after kvq-lower-kernels a func.func over
+// The flush of a span = tokens, a span = channels, a rotated, a
+// table-driven and a full-precision slice is one program for both targets: after kvq-lower-kernels a func.func over
 // memrefs with no target-specific operation, a page's regions typed views
 // of its bytes; the targets differ by the patterns of kvq-vectorize-parallel
 // and kvq-distribute-parallel (parallel-forms.mlir, lower-kernels.mlir).
@@ -32,6 +32,19 @@ kvq.cache @rot model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype 
   }
   kvq.values window <recent = 0, flush = 1> {
     kvq.layers 0 to 1 : #kvq.quant<bits = 2, group = 32, span = channels, mode = asym, rotate = hadamard>
+  }
+}
+
+kvq.cache @tab model <layers = 2, heads = 2, kv_heads = 1, head_dim = 32, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
+  kvq.keys window <recent = 0, flush = 1> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 3, group = 16, span = channels, mode = asym, key_norm = true,
+                                   clip = dense<[[[0.5, 0.75]], [[0.625, 0.875]]]> : tensor<2x1x2xf32>,
+                                   reorder = #kvq.reorder<perm = dense<[[[31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]], [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31]]]> : tensor<2x1x32xi32>,
+                                                          sizes = dense<[[[20, 12]], [[16, 16]]]> : tensor<2x1x2xi32>>>
+  }
+  kvq.values window <recent = 0, flush = 1> {
+    kvq.layers 0 to 2 : #kvq.quant<bits = 2, group = 16, span = channels, mode = asym,
+                                   clip = dense<[[[0.5, 0.75]], [[0.625, 0.875]]]> : tensor<2x1x2xf32>>
   }
 }
 
@@ -130,6 +143,32 @@ kvq.cache @rot model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype 
 // PROGRAM: vector.load %{{.*}} : memref<32xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>, vector<32xf32>
 // PROGRAM: kvq.pack %{{.*}} {bits = 2 : i32} : vector<32xi32> -> vector<2xi32>
 
+// Channel tables: each a constant memref.global of the program named after
+// it. The reordered keys' group g: its size, first position and clip factor
+// looked up by (layer row, kv-head, g), its range over its positions'
+// channels (channelAt) in a loop of its size, its codes packed by a loop
+// from its first word (group_word) of the token's 4. The values' groups
+// (no reorder) take only their clip factors from a table.
+// PROGRAM-LABEL: module @tab_program
+// PROGRAM-DAG: memref.global "private" constant @tab_flush_keys_0_keys_group_size : memref<4xi32> = dense<[20, 12, 16, 16]>
+// PROGRAM-DAG: memref.global "private" constant @tab_flush_keys_0_keys_group_start : memref<4xi32> = dense<[0, 20, 0, 16]>
+// PROGRAM-DAG: memref.global "private" constant @tab_flush_keys_0_keys_clip : memref<4xi32> = dense<[1056964608, 1061158912, 1059061760, 1063256064]>
+// PROGRAM-DAG: memref.global "private" constant @tab_flush_keys_0_keys_perm : memref<64xi32>
+// PROGRAM-DAG: memref.global "private" constant @tab_flush_keys_0_keys_group_word : memref<4xi32> = dense<[0, 2, 0, 2]>
+// PROGRAM: func.func @tab_flush_keys_0(
+// PROGRAM: memref.subview %{{.*}}[%{{.*}}] [4] [1] : memref<64xi32> to memref<4xi32, strided<[1], offset: ?>>
+// PROGRAM: scf.parallel
+// PROGRAM: %[[SIZES:.*]] = memref.get_global @tab_flush_keys_0_keys_group_size : memref<4xi32>
+// PROGRAM: %[[SIZE:.*]] = memref.load %[[SIZES]]
+// PROGRAM: memref.get_global @tab_flush_keys_0_keys_clip : memref<4xi32>
+// PROGRAM: scf.for %{{.*}} = %{{.*}} to %[[SIZE]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32)
+// PROGRAM: memref.get_global @tab_flush_keys_0_keys_perm : memref<64xi32>
+// PROGRAM: memref.get_global @tab_flush_keys_0_keys_group_word : memref<4xi32>
+// PROGRAM: scf.for %{{.*}} = %{{.*}} to %[[SIZE]] step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i64, i32, i32)
+// PROGRAM: func.func @tab_flush_values_0(
+// PROGRAM: memref.get_global @tab_flush_values_0_values_clip : memref<4xi32>
+// PROGRAM: kvq.pack %{{.*}} {bits = 2 : i32} : vector<16xi32> -> vector<1xi32>
+
 // PURE-LABEL: module @fl_program
 // PURE-NOT: nvvm.
 // PURE-NOT: llvm.inline_asm
@@ -147,6 +186,14 @@ kvq.cache @rot model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype 
 // PURE-NOT: gpu.thread_id
 // PURE: module @rot_host
 // PURE: module @rot_program
+// PURE-NOT: nvvm.
+// PURE-NOT: llvm.inline_asm
+// PURE-NOT: llvm.getelementptr
+// PURE-NOT: llvm.load
+// PURE-NOT: llvm.store
+// PURE-NOT: gpu.thread_id
+// PURE: module @tab_host
+// PURE: module @tab_program
 // PURE-NOT: nvvm.
 // PURE-NOT: llvm.inline_asm
 // PURE-NOT: llvm.getelementptr
@@ -193,6 +240,16 @@ kvq.cache @rot model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype 
 // CPU: scf.parallel
 // CPU: scf.for {{.*}} -> (f64, f64)
 
+// The values' groups with clip factors on the host: still copies side by
+// side, each copy's factor its own load of the table.
+// CPU-LABEL: func.func @tab_flush_values_0(
+// CPU-NOT: scf.parallel
+// CPU: memref.get_global @tab_flush_values_0_values_clip : memref<4xi32>
+// CPU: memref.load
+// CPU: memref.load
+// CPU: arith.divf %{{.*}}, %{{.*}} : vector<2xf32>
+// CPU: kvq.pack %{{.*}} {bits = 2 : i32} : vector<32xi32> -> vector<2xi32>
+
 // A GPU block of 128 threads x 4 loads in flight runs as many units of
 // the flush, one after another, as give each thread 4 tasks: 16 of the
 // keys' (a unit is one block of 8 tokens, 32 groups), 2 of the values' (8
@@ -221,3 +278,11 @@ kvq.cache @rot model <layers = 1, heads = 2, kv_heads = 1, head_dim = 32, dtype 
 // ENTRY-LABEL: gpu.func @rot_flush_keys_0(
 // ENTRY-NOT: workgroup
 // ENTRY: kvq.hadamard %{{.*}} dim 32 seed 7 : memref<256xf32>
+
+// The tables go with the program to each target's module.
+// ENTRY: module @tab_host
+// ENTRY-DAG: memref.global "private" constant @tab_flush_keys_0_keys_perm
+// ENTRY-DAG: memref.global "private" constant @tab_flush_values_0_values_clip
+// ENTRY: gpu.module @tab_kernels
+// ENTRY-DAG: memref.global "private" constant @tab_flush_keys_0_keys_perm
+// ENTRY-DAG: memref.global "private" constant @tab_flush_values_0_values_clip

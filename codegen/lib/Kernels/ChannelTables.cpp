@@ -10,10 +10,31 @@ bool kvq::hasChannelTables(const SliceLayout &slice) {
          (slice.hasReorder() || slice.quant.getClipTable());
 }
 
+TableStore::~TableStore() = default;
+
+namespace {
+/// An emitted kernel's tables: constants of its module, read invariant.
+class TargetTableStore : public TableStore {
+public:
+  explicit TargetTableStore(KernelBuilder &kb) : kb(kb) {}
+  Value load(StringRef name, Value index,
+             function_ref<SmallVector<int32_t>()> build) override {
+    Value table = kb.getTarget().getConstantTable(kb, name, build());
+    return kb.loadU32(table, index, /*invariant=*/true);
+  }
+
+private:
+  KernelBuilder &kb;
+};
+} // namespace
+
 ChannelTables::ChannelTables(KernelBuilder &kb, const CacheLayout &layout,
                              const KernelLayers &layers, bool isKeys,
-                             Value head)
-    : kb(kb), slice(layout.get(isKeys).layers[layers.first()]), layers(layers),
+                             Value head, TableStore *store)
+    : kb(kb),
+      ownStore(store ? nullptr : std::make_unique<TargetTableStore>(kb)),
+      store(store ? *store : *ownStore),
+      slice(layout.get(isKeys).layers[layers.first()]), layers(layers),
       kvHeads(layout.model.getKvHeads()), dim(layout.model.getHeadDim()),
       groups(slice.quant && slice.quant.getSpan() == Span::Channels
                  ? slice.GroupsPerToken
@@ -35,14 +56,12 @@ bool ChannelTables::hasClipTable() const { return !tables.clips.empty(); }
 
 Value ChannelTables::lookup(StringRef name, unsigned rowLength, Value index,
                             function_ref<SmallVector<int32_t>()> build) {
-  Value table =
-      kb.getTarget().getConstantTable(kb, (prefix + "_" + name).str(), build());
   // A kernel of one layer has one row a kv-head.
   Value row = head;
   if (layers.layers.size() > 1)
     row = kb.add(kb.mul(layers.row, kb.i32(kvHeads)), head);
-  return kb.loadU32(table, kb.add(kb.mul(row, kb.i32(rowLength)), index),
-                    /*invariant=*/true);
+  return store.load((prefix + "_" + name).str(),
+                    kb.add(kb.mul(row, kb.i32(rowLength)), index), build);
 }
 
 Value ChannelTables::channelAt(Value position) {

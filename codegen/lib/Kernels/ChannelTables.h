@@ -4,7 +4,9 @@
 // per-group clip factors (`clip = dense<...>`) differ per (layer, kv-head):
 // a kernel carries the rows of every layer it serves as constant tables in
 // its module (so the runtime stays scheme-agnostic) and looks one up by the
-// launch's layer (its `tableRow` argument) and the block's kv-head.
+// launch's layer (its `tableRow` argument) and the block's kv-head. Where
+// the tables live is the kernel's: the target's constant tables for an
+// emitted kernel, `memref.global`s for a kernel program.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +15,20 @@
 
 #include "kvq/Codegen/Kernels.h"
 
+#include <memory>
+
 namespace kvq {
+
+/// Where a kernel's read-only i32 tables live.
+class TableStore {
+public:
+  virtual ~TableStore();
+  /// Entry `index` (i32) of table `name` (unique within the kernel), whose
+  /// entries `build` gives, placed on first use.
+  virtual mlir::Value
+  load(llvm::StringRef name, mlir::Value index,
+       llvm::function_ref<llvm::SmallVector<int32_t>()> build) = 0;
+};
 
 /// Whether the kernels of `slice` need tables: channel
 /// reorder or a per-group clip table.
@@ -24,8 +39,11 @@ bool hasChannelTables(const SliceLayout &slice);
 /// after the reorder (docs/KernelABI.md, "Channel reorder").
 class ChannelTables {
 public:
+  /// Tables in `store`; without one, an emitted kernel's: the target's
+  /// constant tables (KernelTarget::getConstantTable).
   ChannelTables(KernelBuilder &kb, const CacheLayout &layout,
-                const KernelLayers &layers, bool isKeys, mlir::Value head);
+                const KernelLayers &layers, bool isKeys, mlir::Value head,
+                TableStore *store = nullptr);
 
   bool hasReorder() const { return slice.hasReorder(); }
   bool hasClipTable() const;
@@ -52,6 +70,8 @@ private:
                      mlir::Value index,
                      llvm::function_ref<llvm::SmallVector<int32_t>()> build);
   KernelBuilder &kb;
+  std::unique_ptr<TableStore> ownStore;
+  TableStore &store;
   const SliceLayout &slice;
   /// The kernel's layers' tables, their rows one after another.
   SliceTables tables;

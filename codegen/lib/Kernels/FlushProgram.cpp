@@ -16,8 +16,10 @@
 //   codes packed by `kvq.pack`.
 // A rotated slice's tokens are first copied, a chunk of the unit at a time,
 // into block-local memory as f32 and rotated there (`kvq.hadamard`); its
-// groups read them there. Slices with channel tables are still flushed by
-// FlushKernel.cpp's forms.
+// groups read them there. A slice with channel tables (ChannelTables.h,
+// `memref.global`s of the program) takes each group's clip factor from its
+// table; with channel reorder a group has its own size and channels, and is
+// quantized element by element, its codes packed by a loop.
 //
 // The kernel is a program for both targets (ProgramBuilder.h); a page's
 // regions are typed views of its bytes (`memref.view`).
@@ -41,15 +43,20 @@
 using namespace mlir;
 using namespace kvq;
 
-bool kvq::isFlushProgram(const CacheLayout &layout, ArrayRef<int64_t> layers,
-                         bool isKeys) {
-  const SliceLayout &slice = layout.get(isKeys).layers[layers.front()];
-  if (!slice.isQuantized())
-    return true;
-  return !hasChannelTables(slice);
-}
-
 namespace {
+
+/// A program's tables: `memref.global`s of its module.
+class ProgramTableStore : public TableStore {
+public:
+  explicit ProgramTableStore(ProgramBuilder &pb) : pb(pb) {}
+  Value load(StringRef name, Value index,
+             function_ref<SmallVector<int32_t>()> build) override {
+    return pb.loadConstant(name, index, build);
+  }
+
+private:
+  ProgramBuilder &pb;
+};
 
 /// A span = channels group as tiles: `count` of `size` codes, then `rest`
 /// codes (0: none). A tile is the fewest codes whose stream fills whole
@@ -75,7 +82,7 @@ class FlushProgram {
 public:
   FlushProgram(OpBuilder &b, Location loc, const CacheLayout &layout,
                const KernelSpec &spec)
-      : pb(b, loc), layout(layout), model(layout.model),
+      : pb(b, loc), layout(layout), model(layout.model), spec(spec),
         tensor(layout.get(spec.isKeys)),
         slice(tensor.layers[spec.layers.front()]),
         flush(tensor.window.getFlush()), dim(model.getHeadDim()) {}
@@ -104,13 +111,14 @@ private:
   /// The same where `bad` (i1, or a vector of them) is set.
   void flag(Value bad);
   /// Where the `count` groups from group `n0` of the slice at byte `base`
-  /// keep their codes (null: the layer shares another's), scales and
-  /// zero-points (null: sym), and the key norms of kv-head `head` (null:
-  /// none).
+  /// keep their codes (`words` from word `word`; null: the layer shares
+  /// another's), scales and zero-points (null: sym), and the key norms of
+  /// kv-head `head` (null: none).
   struct GroupRows {
     Value codes, scales, zeros, norms;
   };
-  GroupRows groupRows(Value base, Value n0, unsigned count);
+  GroupRows groupRows(Value base, Value n0, unsigned count, Value word,
+                      unsigned words);
 
   void buildFullPrecision();
   /// Quantizes the `tokens` tokens from `firstToken`.
@@ -128,9 +136,15 @@ private:
     Value g, row, first;
     const GroupRows &rows;
     GroupTiles tiles;
+    /// A clip table's factor of the group (null: none).
+    Value clip;
   };
   /// Quantizes `group`, tile by tile (GroupTiles).
   void quantizeChannelGroup(const ChannelGroup &group);
+  /// Channel reorder: quantizes group `g` (index) of the token's row `row`,
+  /// its size, channels (channelAt) and first word of the token's `codes`
+  /// from the tables, element by element in index order.
+  void quantizeReorderedGroup(Value g, Value row, const GroupRows &rows);
   /// The `size` channels from channel `start` (index) of `group` as f32
   /// divided by their key norms; `check`: the parameters' pass, which flags
   /// non-finite lanes and reads them as 0.
@@ -166,6 +180,7 @@ private:
   ProgramBuilder pb;
   const CacheLayout &layout;
   ModelAttr model;
+  const KernelSpec &spec;
   const TensorLayout &tensor;
   const SliceLayout &slice;
   unsigned flush, dim;
@@ -179,6 +194,9 @@ private:
   /// and their number.
   Value rotated;
   unsigned chunk = 0;
+  /// The slice's channel tables, where it has them.
+  ProgramTableStore tableStore{pb};
+  std::optional<ChannelTables> tables;
 };
 
 } // namespace
@@ -236,7 +254,8 @@ void FlushProgram::buildFullPrecision() {
 }
 
 FlushProgram::GroupRows FlushProgram::groupRows(Value base, Value n0,
-                                                unsigned count) {
+                                                unsigned count, Value word,
+                                                unsigned words) {
   Type bitsType = Quantizer(pb, slice.quant).getParamBitsType();
   auto paramRow = [&](uint64_t offset) {
     Value params = pb.view(arg(A::Pages), pb.add(base, pb.i64(offset)),
@@ -247,11 +266,10 @@ FlushProgram::GroupRows FlushProgram::groupRows(Value base, Value n0,
   rows.scales = paramRow(slice.ScalesOffset);
   if (slice.hasZeros())
     rows.zeros = paramRow(slice.ZerosOffset);
-  unsigned words = slice.WordsPerGroup;
   if (!slice.sharesCodes())
     rows.codes = pb.row(pb.view(arg(A::Pages), base, pb.builder().getI32Type(),
                                 slice.CodesBytes / 4),
-                        pb.mul(n0, pb.i32(words)), int64_t(count) * words);
+                        word, words);
   if (slice.quant.getKeyNorm())
     rows.norms = pb.row(arg(A::Norms), pb.mul(head, pb.i32(dim)), dim);
   return rows;
@@ -269,7 +287,9 @@ void FlushProgram::buildTokenGroups() {
     Value n0 =
         pb.mul(pb.divU(pb.remU(qpos, pb.i32(layout.pageTokens)), pb.i32(group)),
                pb.i32(dim));
-    GroupRows rows = groupRows(sliceAt(qpos), n0, dim);
+    unsigned words = slice.WordsPerGroup;
+    GroupRows rows = groupRows(sliceAt(qpos), n0, dim,
+                               pb.mul(n0, pb.i32(words)), dim * words);
     // The channels' groups, token k's row of the block given by `rowOf`.
     auto quantizeChannels = [&](function_ref<Value(Value)> rowOf,
                                 bool unrolled) {
@@ -316,6 +336,8 @@ void FlushProgram::quantizeChannel(Value c, function_ref<Value(Value)> rowOf,
   QuantAttr quant = slice.quant;
   unsigned group = quant.getGroup(), words = slice.WordsPerGroup;
   Quantizer quantizer(pb, quant);
+  if (tables && tables->hasClipTable())
+    quantizer.setClip(tables->clipFactor(pb.indexToI32(c)));
   auto load = [&](Value k, bool check) {
     Value x = pb.loadElementAsF32(rowOf(k), c);
     // Rotated rows were checked as they were copied (buildRotated).
@@ -380,11 +402,21 @@ void FlushProgram::buildChannelGroups() {
     Value row = tokenRow(token);
     Value qpos = pb.add(arg(A::DestPos), token);
     // The token's groups in the page: `groups` from group n0.
-    Value n0 = pb.mul(pb.remU(qpos, pb.i32(layout.pageTokens)), pb.i32(groups));
-    GroupRows rows = groupRows(sliceAt(qpos), n0, groups);
+    Value pageToken = pb.remU(qpos, pb.i32(layout.pageTokens));
+    Value n0 = pb.mul(pageToken, pb.i32(groups));
+    // With reorder a token's groups take WordsPerToken words (GroupWords).
+    unsigned words =
+        slice.hasReorder() ? slice.WordsPerToken : groups * slice.WordsPerGroup;
+    GroupRows rows = groupRows(sliceAt(qpos), n0, groups,
+                               pb.mul(pageToken, pb.i32(words)), words);
     pb.parallelFor(groups, [&](Value g) {
+      if (slice.hasReorder())
+        return quantizeReorderedGroup(g, row, rows);
+      Value clip;
+      if (tables && tables->hasClipTable())
+        clip = tables->clipFactor(pb.indexToI32(g));
       quantizeChannelGroup({g, row, pb.mul(g, pb.index(slice.quant.getGroup())),
-                            rows, GroupTiles(slice.quant)});
+                            rows, GroupTiles(slice.quant), clip});
     });
   });
 }
@@ -530,11 +562,75 @@ void FlushProgram::storeChannelCodes(const ChannelGroup &group,
 
 void FlushProgram::quantizeChannelGroup(const ChannelGroup &group) {
   Quantizer quantizer(pb, slice.quant);
+  if (group.clip)
+    quantizer.setClip(group.clip);
   Value whole;
   GroupParams params = channelGroupParams(group, quantizer, whole);
   if (group.rows.codes)
     storeChannelCodes(group, quantizer, params, whole);
   storeParams(quantizer, params, group.rows, group.g);
+}
+
+/// Packs the `size` (i32) codes of one group, lowest bits first, into
+/// 32-bit words: `store(w, word)` writes the group's word w. A loop: the
+/// size is known only at run time.
+static void packGroup(KernelBuilder &kb, Value size, unsigned bits,
+                      function_ref<Value(Value)> code,
+                      function_ref<void(Value, Value)> store) {
+  Type i64 = kb.builder().getI64Type();
+  SmallVector<Value> rest = kb.forLoop(
+      kb.i32(0), size, kb.i32(1), {kb.i64(0), kb.i32(0), kb.i32(0)},
+      [&](Value k, ValueRange state) -> SmallVector<Value> {
+        Value acc =
+            kb.bitOr(state[0], kb.shl(kb.toI64(code(k)), kb.toI64(state[1])));
+        Value filled = kb.add(state[1], kb.i32(bits));
+        Value full = kb.ult(kb.i32(31), filled);
+        return kb.ifThenElse(
+            full, {i64, filled.getType(), filled.getType()},
+            [&]() -> SmallVector<Value> {
+              store(state[2], kb.toI32(acc));
+              return {kb.shrU(acc, kb.i64(32)), kb.sub(filled, kb.i32(32)),
+                      kb.add(state[2], kb.i32(1))};
+            },
+            [&]() -> SmallVector<Value> {
+              return {acc, filled, state[2]};
+            });
+      });
+  // The partial last word, if any.
+  kb.ifThen(kb.ult(kb.i32(0), rest[1]),
+            [&] { store(rest[2], kb.toI32(rest[0])); });
+}
+
+void FlushProgram::quantizeReorderedGroup(Value g, Value row,
+                                          const GroupRows &rows) {
+  Value n = pb.indexToI32(g);
+  Value size = tables->groupSize(n), start = tables->groupStart(n);
+  Quantizer quantizer(pb, slice.quant);
+  if (tables->hasClipTable())
+    quantizer.setClip(tables->clipFactor(n));
+  // Element k is channel channelAt(start + k) of the token.
+  auto load = [&](Value k, bool check) {
+    Value channel = tables->channelAt(pb.add(start, k));
+    Value x = pb.loadElementAsF32(row, channel);
+    if (check)
+      flagNonFinite(x);
+    return rows.norms ? pb.fdiv(x, pb.loadElement(rows.norms, channel)) : x;
+  };
+  // The input is checked by the parameters' pass over it, not the codes'.
+  GroupParams params = quantizer.computeParams(
+      size, [&](Value k) { return load(k, /*check=*/true); });
+  if (rows.codes) {
+    Value first = tables->groupWord(n);
+    packGroup(
+        pb, size, slice.quant.getBits(),
+        [&](Value k) {
+          return quantizer.computeCode(params, load(k, /*check=*/false));
+        },
+        [&](Value w, Value word) {
+          pb.storeElement(word, rows.codes, pb.add(first, w));
+        });
+  }
+  storeParams(quantizer, params, rows, g);
 }
 
 void FlushProgram::buildQuantized() {
@@ -585,6 +681,9 @@ void FlushProgram::build(StringRef name) {
   func = pb.createProgram(name, args);
   unit = pb.getBlockId(gpu::Dimension::x);
   head = pb.getBlockId(gpu::Dimension::y);
+  if (hasChannelTables(slice))
+    tables.emplace(pb, layout, KernelLayers{spec.layers, arg(A::TableRow)},
+                   spec.isKeys, head, &tableStore);
   source = {arg(A::Window), arg(A::Input), arg(A::WindowHead),
             arg(A::WindowTokens), tensor.windowCapacity};
   // A block past the flush's units (the GPU entry runs several a block:

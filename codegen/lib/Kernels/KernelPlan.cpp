@@ -178,25 +178,21 @@ std::string kvq::getDeviceModuleName(CacheOp cache) {
   return (cache.getSymName() + "_kernels").str();
 }
 
-unsigned kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
-                         KernelTarget &target, OpBuilder &b, Location loc) {
+void kvq::emitKernel(const KernelSpec &spec, const CacheLayout &layout,
+                     KernelTarget &target, OpBuilder &b, Location loc) {
   OpBuilder::InsertionGuard guard(b);
   KernelEntry entry = target.createKernel(b, loc, spec.name, spec.getArgs());
   KernelBuilder kb(b, loc, target);
-  unsigned units = 1;
   switch (spec.kind) {
   case KernelKind::KeyNorm:
   case KernelKind::Track:
-    llvm_unreachable("built as a program (buildKeyNormProgram, ...)");
   case KernelKind::Flush:
-    units = emitFlushKernel(kb, entry, layout, spec.layers, spec.isKeys);
-    break;
+    llvm_unreachable("built as a program (buildFlushProgram, ...)");
   case KernelKind::Attend:
     emitAttendKernel(kb, entry, layout, spec.layers, spec.forms);
     break;
   }
   target.finishKernel(b, loc);
-  return units;
 }
 
 unsigned kvq::getLanes(const TargetInfo &info, unsigned count) {

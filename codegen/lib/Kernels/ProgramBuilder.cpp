@@ -19,10 +19,10 @@ MemRefType ProgramBuilder::getBufferType(Type element) {
 func::FuncOp ProgramBuilder::createProgram(StringRef name,
                                            ArrayRef<Type> args) {
   OpBuilder &b = builder();
-  auto func = func::FuncOp::create(b, getLoc(), name,
-                                   b.getFunctionType(args, TypeRange{}));
-  b.setInsertionPointToStart(func.addEntryBlock());
-  return func;
+  program = func::FuncOp::create(b, getLoc(), name,
+                                 b.getFunctionType(args, TypeRange{}));
+  b.setInsertionPointToStart(program.addEntryBlock());
+  return program;
 }
 
 Value ProgramBuilder::getBlockId(gpu::Dimension dim) {
@@ -100,6 +100,30 @@ Value ProgramBuilder::view(Value bytes, Value byteOffset, Type element,
       arith::IndexCastUIOp::create(b, getLoc(), b.getIndexType(), byteOffset);
   return memref::ViewOp::create(b, getLoc(), MemRefType::get({count}, element),
                                 bytes, shift, ValueRange{});
+}
+
+Value ProgramBuilder::loadConstant(StringRef name, Value index,
+                                   function_ref<SmallVector<int32_t>()> build) {
+  assert(program && "tables belong to a program made by createProgram");
+  OpBuilder &b = builder();
+  std::string symbol = (program.getName() + "_" + name).str();
+  auto module = program->getParentOfType<ModuleOp>();
+  auto global = module.lookupSymbol<memref::GlobalOp>(symbol);
+  if (!global) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(program);
+    SmallVector<int32_t> values = build();
+    auto type = MemRefType::get({int64_t(values.size())}, b.getI32Type());
+    auto init = DenseIntElementsAttr::get(
+        RankedTensorType::get(type.getShape(), b.getI32Type()),
+        ArrayRef<int32_t>(values));
+    global = memref::GlobalOp::create(b, getLoc(), symbol,
+                                      b.getStringAttr("private"), type, init,
+                                      /*constant=*/true, IntegerAttr());
+  }
+  Value table =
+      memref::GetGlobalOp::create(b, getLoc(), global.getType(), symbol);
+  return loadElement(table, index);
 }
 
 Value ProgramBuilder::allocBlockLocal(Type element, int64_t count) {

@@ -108,6 +108,22 @@ static unsigned getEntryUnits(func::FuncOp program, KernelTarget &target) {
   return tasks ? getBlockUnits(target.getInfo(), unsigned(tasks.getInt())) : 1;
 }
 
+/// Copies the `memref.global`s the kernel `body` reads (the program's
+/// tables, from `program`'s module) into `kernel`'s module, once each.
+static void copyGlobals(ArrayRef<Operation *> body, func::FuncOp program,
+                        Operation *kernel) {
+  Operation *from = program->getParentOp(), *to = kernel->getParentOp();
+  OpBuilder b(to->getContext());
+  for (Operation *op : body)
+    op->walk([&](memref::GetGlobalOp get) {
+      if (SymbolTable::lookupSymbolIn(to, get.getNameAttr()))
+        return;
+      Operation *global = SymbolTable::lookupSymbolIn(from, get.getNameAttr());
+      b.setInsertionPoint(kernel);
+      b.clone(*global);
+    });
+}
+
 /// Emits `program` through `target` into its module; returns the program's
 /// blocks one of the entry's runs (getEntryUnits).
 static unsigned instantiate(func::FuncOp program, KernelTarget &target) {
@@ -154,6 +170,7 @@ static unsigned instantiate(func::FuncOp program, KernelTarget &target) {
       body.push_back(b.clone(op, mapping));
   b.setInsertionPointToEnd(entryBlock);
   target.finishKernel(b, loc);
+  copyGlobals(body, program, func);
   // The program's block is the entry's; views of block-local memory are
   // views of the target's, in the default memory space.
   for (Operation *op : body)

@@ -63,7 +63,6 @@ struct LowerKernelOp : KernelOpPattern<KernelOpT> {
     CacheKernels &kernels = *found;
     KernelSpec spec = getKernelSpec(op);
     NamedAttribute tag = getLoweredKernelAttr(op);
-    unsigned deviceUnits = 1;
     for (auto [target, container] : {std::pair<KernelTarget *, Operation *>{
                                          kernels.cpu.get(), kernels.host},
                                      {kernels.gpu.get(), kernels.device}}) {
@@ -75,20 +74,9 @@ struct LowerKernelOp : KernelOpPattern<KernelOpT> {
                  << (target == kernels.gpu.get() ? "the GPU" : "the CPU")
                  << ": run kvq-select-forms first";
       }
-      unsigned units =
-          emitKernel(spec, kernels.layout, *target, rewriter, op.getLoc());
-      if (target == kernels.gpu.get())
-        deviceUnits = units;
+      emitKernel(spec, kernels.layout, *target, rewriter, op.getLoc());
       SymbolTable::lookupSymbolIn(container, spec.name)
           ->setAttr(tag.getName(), tag.getValue());
-    }
-    // The host function carries what the manifest needs after the GPU
-    // module has become PTX: the GPU flush block's units.
-    if (deviceUnits > 1) {
-      Operation *host = SymbolTable::lookupSymbolIn(kernels.host, spec.name);
-      NamedAttrList fields(cast<DictionaryAttr>(tag.getValue()));
-      fields.set("device_units", rewriter.getI64IntegerAttr(deviceUnits));
-      host->setAttr(tag.getName(), fields.getDictionary(rewriter.getContext()));
     }
     rewriter.eraseOp(op);
     return success();
@@ -102,9 +90,6 @@ using ProgramBuilderFn = void (*)(OpBuilder &, Location, const KernelSpec &,
 using ProgramFilterFn = bool (*)(const KernelSpec &, const CacheLayout &);
 
 bool isAlwaysProgram(const KernelSpec &, const CacheLayout &) { return true; }
-bool isFlushProgramSpec(const KernelSpec &spec, const CacheLayout &layout) {
-  return isFlushProgram(layout, spec.layers, spec.isKeys);
-}
 
 /// Replace a kernel op by its program, built by `Build` and tagged like the
 /// emitted kernels, where `Filter` says it is one. It comes before the
@@ -221,9 +206,7 @@ struct KVQLowerKernelsPass
       module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                       UnitAttr::get(&getContext()));
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerKernelOp<FlushKernelOp>,
-                 BuildKernelProgram<FlushKernelOp, buildFlushProgram,
-                                    isFlushProgramSpec>,
+    patterns.add<BuildKernelProgram<FlushKernelOp, buildFlushProgram>,
                  BuildKernelProgram<KeyNormKernelOp, buildKeyNormProgram>,
                  BuildKernelProgram<TrackKernelOp, buildTrackProgram>,
                  LowerKernelOp<AttendKernelOp>>(&getContext(), *caches);

@@ -124,6 +124,17 @@ bool TileCopier::isPackedCodes(vector::StoreOp store) const {
          store.getIndices()[0].hasOneUse();
 }
 
+/// Whether `memref` is a constant `memref.global`: its loads read the same
+/// in any order.
+static bool isConstantTable(Value memref) {
+  auto get = memref.getDefiningOp<memref::GetGlobalOp>();
+  if (!get)
+    return false;
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  return global && global.getConstant();
+}
+
 Copying TileCopier::classify(Operation *op) const {
   if (!usesAny(op, varying))
     return Copying::Uniform;
@@ -146,9 +157,14 @@ Copying TileCopier::classify(Operation *op) const {
           return Copying::CodesPart;
   if (auto reduction = dyn_cast<vector::ReductionOp>(op))
     return reduction.getAcc() ? Copying::Unsupported : Copying::Reduction;
-  if (isa<memref::LoadOp, memref::StoreOp>(op))
-    return isLaneAccess(op, iv, varying) ? Copying::PackedAccess
-                                         : Copying::Unsupported;
+  if (isa<memref::LoadOp, memref::StoreOp>(op)) {
+    if (isLaneAccess(op, iv, varying))
+      return Copying::PackedAccess;
+    // A copy's entry of a constant table (a group's clip factor).
+    auto load = dyn_cast<memref::LoadOp>(op);
+    return load && isConstantTable(load.getMemRef()) ? Copying::PerCopy
+                                                     : Copying::Unsupported;
+  }
   // LLVM's generic intrinsics (elementwise) have no side effects either.
   if (!isMemoryEffectFree(op) && !isa<vector::LoadOp>(op) &&
       !isElementwiseOp(op))

@@ -116,11 +116,9 @@ void mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
                  mlir::Value partial, mlir::Value out, mlir::Value numSplits,
                  mlir::Value firstRow, unsigned rows);
 
-/// Emits kernel `spec` of `layout` through `target`; returns the flush
-/// units a block moves (1 for the other kinds).
-unsigned emitKernel(const KernelSpec &spec, const CacheLayout &layout,
-                    KernelTarget &target, mlir::OpBuilder &b,
-                    mlir::Location loc);
+/// Emits kernel `spec` of `layout` (an attend kernel) through `target`.
+void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
+                KernelTarget &target, mlir::OpBuilder &b, mlir::Location loc);
 
 /// The memref and indices of a kernel program's `memref.load` or
 /// `memref.store`; a null memref for any other op.
@@ -141,18 +139,12 @@ void buildKeyNormProgram(mlir::OpBuilder &b, mlir::Location loc,
 /// The same for the outlier-tracking kernel.
 void buildTrackProgram(mlir::OpBuilder &b, mlir::Location loc,
                        const KernelSpec &spec, const CacheLayout &layout);
-/// The same for a flush kernel the program serves (isFlushProgram): a
-/// full-precision slice, or a span = tokens slice without rotation or
-/// channel tables. The other flush kernels are emitted (emitFlushKernel).
-bool isFlushProgram(const CacheLayout &layout, llvm::ArrayRef<int64_t> layers,
-                    bool isKeys);
+/// The same for a flush kernel.
 void buildFlushProgram(mlir::OpBuilder &b, mlir::Location loc,
                        const KernelSpec &spec, const CacheLayout &layout);
 
-// One emitter per kernel kind (one file each under lib/Kernels).
-unsigned emitFlushKernel(KernelBuilder &kb, const KernelEntry &entry,
-                         const CacheLayout &layout,
-                         llvm::ArrayRef<int64_t> layers, bool isKeys);
+/// The attend kernel, the one kind still emitted for each target
+/// (AttendKernel.cpp).
 void emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
                       const CacheLayout &layout, llvm::ArrayRef<int64_t> layers,
                       AttendFormsAttr forms);

@@ -62,6 +62,13 @@ public:
   /// buffer `bytes` (a `memref<?xi8>`): a page region read as its type.
   mlir::Value view(mlir::Value bytes, mlir::Value byteOffset,
                    mlir::Type element, int64_t count);
+  /// Element `index` (i32) of the read-only i32 table `name` of the
+  /// program being built, whose entries `build` gives: a `memref.global` of
+  /// the program's module named after the program, made on first use
+  /// (kvq-instantiate-programs copies it to each target's module).
+  mlir::Value
+  loadConstant(llvm::StringRef name, mlir::Value index,
+               llvm::function_ref<llvm::SmallVector<int32_t>()> build);
   /// `count` elements of block-local memory, every thread's view of one
   /// buffer.
   mlir::Value allocBlockLocal(mlir::Type element, int64_t count);
@@ -69,6 +76,10 @@ public:
   /// threads share the iterations, and what one writes the next op of the
   /// block reads.
   void parallelFor(int64_t count, llvm::function_ref<void(mlir::Value)> body);
+
+private:
+  /// The program createProgram made.
+  mlir::func::FuncOp program;
 };
 
 } // namespace kvq
