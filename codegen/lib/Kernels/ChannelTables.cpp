@@ -10,36 +10,22 @@ bool kvq::hasChannelTables(const SliceLayout &slice) {
          (slice.hasReorder() || slice.quant.getClipTable());
 }
 
-TableStore::~TableStore() = default;
-
-namespace {
-/// An emitted kernel's tables: constants of its module, read invariant.
-class TargetTableStore : public TableStore {
-public:
-  explicit TargetTableStore(KernelBuilder &kb) : kb(kb) {}
-  Value load(StringRef name, Value index,
-             function_ref<SmallVector<int32_t>()> build) override {
-    Value table = kb.getTarget().getConstantTable(kb, name, build());
-    return kb.loadU32(table, index, /*invariant=*/true);
-  }
-
-private:
-  KernelBuilder &kb;
-};
-} // namespace
-
 ChannelTables::ChannelTables(KernelBuilder &kb, const CacheLayout &layout,
                              const KernelLayers &layers, bool isKeys,
-                             Value head, TableStore *store)
-    : kb(kb),
-      ownStore(store ? nullptr : std::make_unique<TargetTableStore>(kb)),
-      store(store ? *store : *ownStore),
+                             Value head, TableLoad load)
+    : kb(kb), load(std::move(load)),
       slice(layout.get(isKeys).layers[layers.first()]), layers(layers),
       kvHeads(layout.model.getKvHeads()), dim(layout.model.getHeadDim()),
       groups(slice.quant && slice.quant.getSpan() == Span::Channels
                  ? slice.GroupsPerToken
                  : dim),
       prefix(isKeys ? "keys" : "values"), head(head) {
+  if (!this->load)
+    this->load = [&kb](StringRef name, Value index,
+                       function_ref<SmallVector<int32_t>()> build) {
+      Value table = kb.getTarget().getConstantTable(kb, name, build());
+      return kb.loadU32(table, index, /*invariant=*/true);
+    };
   // Layers share a kernel only where their schemes, and so the tables'
   // shapes, are equal (planKernels).
   for (int64_t layer : layers.layers) {
@@ -60,8 +46,8 @@ Value ChannelTables::lookup(StringRef name, unsigned rowLength, Value index,
   Value row = head;
   if (layers.layers.size() > 1)
     row = kb.add(kb.mul(layers.row, kb.i32(kvHeads)), head);
-  return store.load((prefix + "_" + name).str(),
-                    kb.add(kb.mul(row, kb.i32(rowLength)), index), build);
+  return load((prefix + "_" + name).str(),
+              kb.add(kb.mul(row, kb.i32(rowLength)), index), build);
 }
 
 Value ChannelTables::channelAt(Value position) {

@@ -15,20 +15,16 @@
 
 #include "kvq/Codegen/Kernels.h"
 
-#include <memory>
+#include <functional>
 
 namespace kvq {
 
-/// Where a kernel's read-only i32 tables live.
-class TableStore {
-public:
-  virtual ~TableStore();
-  /// Entry `index` (i32) of table `name` (unique within the kernel), whose
-  /// entries `build` gives, placed on first use.
-  virtual mlir::Value
-  load(llvm::StringRef name, mlir::Value index,
-       llvm::function_ref<llvm::SmallVector<int32_t>()> build) = 0;
-};
+/// Reads entry `index` (i32) of a kernel's read-only i32 table `name`
+/// (unique within the kernel), whose entries `build` gives, placing the
+/// table on first use.
+using TableLoad = std::function<mlir::Value(
+    llvm::StringRef name, mlir::Value index,
+    llvm::function_ref<llvm::SmallVector<int32_t>()> build)>;
 
 /// Whether the kernels of `slice` need tables: channel
 /// reorder or a per-group clip table.
@@ -39,11 +35,11 @@ bool hasChannelTables(const SliceLayout &slice);
 /// after the reorder (docs/KernelABI.md, "Channel reorder").
 class ChannelTables {
 public:
-  /// Tables in `store`; without one, an emitted kernel's: the target's
-  /// constant tables (KernelTarget::getConstantTable).
+  /// Tables read by `load`; without it, an emitted kernel's: the target's
+  /// constant tables (KernelTarget::getConstantTable), read invariant.
   ChannelTables(KernelBuilder &kb, const CacheLayout &layout,
                 const KernelLayers &layers, bool isKeys, mlir::Value head,
-                TableStore *store = nullptr);
+                TableLoad load = nullptr);
 
   bool hasReorder() const { return slice.hasReorder(); }
   bool hasClipTable() const;
@@ -70,8 +66,7 @@ private:
                      mlir::Value index,
                      llvm::function_ref<llvm::SmallVector<int32_t>()> build);
   KernelBuilder &kb;
-  std::unique_ptr<TableStore> ownStore;
-  TableStore &store;
+  TableLoad load;
   const SliceLayout &slice;
   /// The kernel's layers' tables, their rows one after another.
   SliceTables tables;

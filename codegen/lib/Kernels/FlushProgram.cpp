@@ -45,19 +45,6 @@ using namespace kvq;
 
 namespace {
 
-/// A program's tables: `memref.global`s of its module.
-class ProgramTableStore : public TableStore {
-public:
-  explicit ProgramTableStore(ProgramBuilder &pb) : pb(pb) {}
-  Value load(StringRef name, Value index,
-             function_ref<SmallVector<int32_t>()> build) override {
-    return pb.loadConstant(name, index, build);
-  }
-
-private:
-  ProgramBuilder &pb;
-};
-
 /// A span = channels group as tiles: `count` of `size` codes, then `rest`
 /// codes (0: none). A tile is the fewest codes whose stream fills whole
 /// words (lcm(bits, 32) / bits), doubled while the group holds a whole
@@ -194,8 +181,7 @@ private:
   /// and their number.
   Value rotated;
   unsigned chunk = 0;
-  /// The slice's channel tables, where it has them.
-  ProgramTableStore tableStore{pb};
+  /// The slice's channel tables (`memref.global`s), where it has them.
   std::optional<ChannelTables> tables;
 };
 
@@ -683,7 +669,11 @@ void FlushProgram::build(StringRef name) {
   head = pb.getBlockId(gpu::Dimension::y);
   if (hasChannelTables(slice))
     tables.emplace(pb, layout, KernelLayers{spec.layers, arg(A::TableRow)},
-                   spec.isKeys, head, &tableStore);
+                   spec.isKeys, head,
+                   [this](StringRef name, Value index,
+                          function_ref<SmallVector<int32_t>()> build) {
+                     return pb.loadConstant(name, index, build);
+                   });
   source = {arg(A::Window), arg(A::Input), arg(A::WindowHead),
             arg(A::WindowTokens), tensor.windowCapacity};
   // A block past the flush's units (the GPU entry runs several a block:
