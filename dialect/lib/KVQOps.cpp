@@ -589,6 +589,53 @@ LogicalResult PackOp::verify() {
   return success();
 }
 
+ParseResult HadamardOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand rows;
+  IntegerAttr dim, seed;
+  Type i64 = parser.getBuilder().getI64Type();
+  if (parser.parseOperand(rows) || parser.parseKeyword("dim") ||
+      parser.parseAttribute(dim, i64, "dim", result.attributes))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("seed")) &&
+      parser.parseAttribute(seed, i64, "seed", result.attributes))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("inverse")))
+    result.addAttribute("inverse", parser.getBuilder().getUnitAttr());
+  Region *input = result.addRegion();
+  if (succeeded(parser.parseOptionalKeyword("input"))) {
+    SmallVector<OpAsmParser::Argument> args;
+    if (parser.parseArgumentList(args, OpAsmParser::Delimiter::Paren))
+      return failure();
+    for (OpAsmParser::Argument &arg : args)
+      arg.type = parser.getBuilder().getIndexType();
+    if (parser.parseRegion(*input, args))
+      return failure();
+  }
+  Type type;
+  if (parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(type) ||
+      parser.resolveOperand(rows, type, result.operands))
+    return failure();
+  return success();
+}
+
+void HadamardOp::print(OpAsmPrinter &p) {
+  p << " " << getRows() << " dim " << getDim();
+  if (std::optional<uint64_t> seed = getSeed())
+    p << " seed " << *seed;
+  if (getInverse())
+    p << " inverse";
+  if (Block *block = getInputBlock()) {
+    p << " input(";
+    llvm::interleaveComma(block->getArguments(), p,
+                          [&](BlockArgument arg) { p.printOperand(arg); });
+    p << ") ";
+    p.printRegion(getInput(), /*printEntryBlockArgs=*/false);
+  }
+  p.printOptionalAttrDict((*this)->getAttrs(), {"dim", "seed", "inverse"});
+  p << " : " << getRows().getType();
+}
+
 LogicalResult HadamardOp::verify() {
   uint64_t dim = getDim();
   if (!llvm::isPowerOf2_64(dim))
@@ -601,5 +648,14 @@ LogicalResult HadamardOp::verify() {
   if (std::optional<uint64_t> seed = getSeed();
       seed && *seed > std::numeric_limits<uint32_t>::max())
     return emitOpError("seed ") << *seed << " is not a `rotate_seed` (32 bits)";
+  Block *input = getInputBlock();
+  if (!input)
+    return success();
+  if (input->getNumArguments() != 2 ||
+      !llvm::all_of(input->getArgumentTypes(),
+                    [](Type type) { return type.isIndex(); }))
+    return emitOpError("input takes (row, channel) as two indices");
+  if (input->empty() || !isa<YieldOp>(input->back()))
+    return emitOpError("input must end with kvq.yield");
   return success();
 }

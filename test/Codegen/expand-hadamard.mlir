@@ -4,7 +4,10 @@
 // constant vector, the stages below 16 a shuffle each, the stage of 16 whole
 // vectors. On the GPU a parallel loop over the rows' butterflies a stage,
 // each sign computed from the seed's bits. Where no kvq.target is known, the
-// butterflies a loop a stage.
+// butterflies a loop a stage. An input region is read where the rotation
+// first reads each element: on the host a row at a time into its place (a
+// parallel loop over its channels, kvq-vectorize-parallel's to make the
+// lanes'), on the GPU by the first stage's butterflies themselves.
 // RUN: kvq-opt %s --split-input-file --kvq-expand-hadamard --canonicalize | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -41,6 +44,26 @@ module attributes {gpu.container_module} {
       kvq.hadamard %rows dim 32 seed 7 : memref<64xf32>
       return
     }
+
+    // CHECK-LABEL: func.func @host_input
+    // CHECK: scf.for %[[ROW:.*]] = %c0_i32 to %c2_i32 step %c1_i32 : i32 {
+    // CHECK: %[[R:.*]] = arith.index_castui %[[ROW]] : i32 to index
+    // CHECK: %[[DST:.*]] = memref.subview
+    // CHECK: scf.parallel (%[[C:.*]]) = (%c0) to (%c32) step (%c1) {
+    // CHECK: %[[X:.*]] = memref.load %{{.*}}[%[[R]], %[[C]]] : memref<2x32xf16>
+    // CHECK: %[[F:.*]] = arith.extf %[[X]] : f16 to f32
+    // CHECK: memref.store %[[F]], %[[DST]][%[[C]]]
+    // CHECK: vector.load %{{.*}} : memref<64xf32>, vector<16xf32>
+    // CHECK: vector.shuffle {{.*}} [1, 0, 3, 2,
+    // CHECK-NOT: kvq.hadamard
+    func.func @host_input(%rows: memref<64xf32>, %tokens: memref<2x32xf16>) {
+      kvq.hadamard %rows dim 32 input(%row, %c) {
+        %x = memref.load %tokens[%row, %c] : memref<2x32xf16>
+        %f = arith.extf %x : f16 to f32
+        kvq.yield %f : f32
+      } : memref<64xf32>
+      return
+    }
   }
 
   // Inverse: the butterflies of the 2 rows (32 a stage) in 5 parallel
@@ -60,6 +83,24 @@ module attributes {gpu.container_module} {
   gpu.module @c_kernels attributes {kvq.cache = @c} {
     gpu.func @inverse(%rows: memref<64xf32>) kernel {
       kvq.hadamard %rows dim 32 seed 7 inverse : memref<64xf32>
+      gpu.return
+    }
+
+    // The first stage reads each butterfly's two elements from the input.
+    // CHECK-LABEL: gpu.func @gpu_input
+    // CHECK: scf.parallel (%{{.*}}) = (%c0) to (%c32) step (%c1) {
+    // CHECK: %[[A:.*]] = memref.load %{{.*}} : memref<2x32xf16>
+    // CHECK: %[[FA:.*]] = arith.extf %[[A]] : f16 to f32
+    // CHECK: %[[B:.*]] = memref.load %{{.*}} : memref<2x32xf16>
+    // CHECK: %[[FB:.*]] = arith.extf %[[B]] : f16 to f32
+    // CHECK: arith.addf %[[FA]], %[[FB]] : f32
+    // CHECK-NOT: kvq.hadamard
+    gpu.func @gpu_input(%rows: memref<64xf32>, %tokens: memref<2x32xf16>) kernel {
+      kvq.hadamard %rows dim 32 input(%row, %c) {
+        %x = memref.load %tokens[%row, %c] : memref<2x32xf16>
+        %f = arith.extf %x : f16 to f32
+        kvq.yield %f : f32
+      } : memref<64xf32>
       gpu.return
     }
   }

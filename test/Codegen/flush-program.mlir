@@ -120,26 +120,29 @@ kvq.cache @tab model <layers = 2, heads = 2, kv_heads = 1, head_dim = 32, dtype 
 // PROGRAM: vector.store %{{.*}} : memref<3xi32, strided<[1], offset: ?>>, vector<3xi32>
 
 // Rotated keys: the unit's 16 tokens in 2 chunks of a group (8 tokens x 32
-// channels of f32 in block-local memory), each copied there as f32 (checked
-// as read), rotated in place by kvq.hadamard with the keys' seed, then
+// channels of f32 in block-local memory), each rotated there by
+// kvq.hadamard with the keys' seed, its input region reading a token's
+// channel where it is (window or input) as f32 and checking it, then
 // quantized from there: the span = tokens groups read the chunk's rows.
 // Rotated values: one token a unit, one row, no seed.
 // PROGRAM-LABEL: module @rot_program
 // PROGRAM: func.func @rot_flush_keys_0(
 // PROGRAM: %[[ROWS:.*]] = memref.alloca() : memref<256xf32, #gpu.address_space<workgroup>>
 // PROGRAM: scf.for %{{.*}} = %c0_i32 to %c2_i32 step %c1_i32 : i32 {
-// PROGRAM: memref.subview %[[ROWS]]
-// PROGRAM: scf.parallel
-// PROGRAM: arith.extf %{{.*}} : f16 to f32
+// PROGRAM: kvq.hadamard %[[ROWS]] dim 32 seed 7 input(%[[ROW:.*]], %[[C:.*]]) {
+// PROGRAM: arith.index_castui %[[ROW]] : index to i32
+// PROGRAM: %[[X:.*]] = memref.load %{{.*}}[%[[C]]] : memref<32xf16, strided<[1], offset: ?>>
+// PROGRAM: %[[F:.*]] = arith.extf %[[X]] : f16 to f32
 // PROGRAM: arith.cmpf uge
-// PROGRAM: memref.store %{{.*}} : memref<32xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>
-// PROGRAM: kvq.hadamard %[[ROWS]] dim 32 seed 7 : memref<256xf32, #gpu.address_space<workgroup>>
+// PROGRAM: kvq.yield %[[F]] : f32
+// PROGRAM: } : memref<256xf32, #gpu.address_space<workgroup>>
 // PROGRAM: memref.subview %[[ROWS]]
 // PROGRAM: vector.store %{{.*}} : memref<32xi32, strided<[1], offset: ?>>, vector<1xi32>
 // PROGRAM: func.func @rot_flush_values_0(
 // PROGRAM: %[[ROW:.*]] = memref.alloca() : memref<32xf32, #gpu.address_space<workgroup>>
 // PROGRAM-NOT: scf.for
-// PROGRAM: kvq.hadamard %[[ROW]] dim 32 : memref<32xf32, #gpu.address_space<workgroup>>
+// PROGRAM: kvq.hadamard %[[ROW]] dim 32 input(
+// PROGRAM: } : memref<32xf32, #gpu.address_space<workgroup>>
 // PROGRAM: vector.load %{{.*}} : memref<32xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>, vector<32xf32>
 // PROGRAM: kvq.pack %{{.*}} {bits = 2 : i32} : vector<32xi32> -> vector<2xi32>
 
@@ -274,10 +277,12 @@ kvq.cache @tab model <layers = 2, heads = 2, kv_heads = 1, head_dim = 32, dtype 
 // device_units), the memory each target's, its views in the default space.
 // ENTRY-LABEL: func.func @rot_flush_keys_0(
 // ENTRY-NOT: device_units
-// ENTRY: kvq.hadamard %{{.*}} dim 32 seed 7 : memref<256xf32>
+// ENTRY: kvq.hadamard %{{.*}} dim 32 seed 7 input(
+// ENTRY: } : memref<256xf32>
 // ENTRY-LABEL: gpu.func @rot_flush_keys_0(
 // ENTRY-NOT: workgroup
-// ENTRY: kvq.hadamard %{{.*}} dim 32 seed 7 : memref<256xf32>
+// ENTRY: kvq.hadamard %{{.*}} dim 32 seed 7 input(
+// ENTRY: } : memref<256xf32>
 
 // The tables go with the program to each target's module.
 // ENTRY: module @tab_host

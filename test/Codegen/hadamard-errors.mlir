@@ -45,3 +45,32 @@ func.func @no_channels(%rows: memref<64xf32>) {
   kvq.hadamard %rows dim 0 : memref<64xf32>
   return
 }
+
+// -----
+
+func.func @one_index(%rows: memref<64xf32>) {
+  // expected-error @below {{'kvq.hadamard' op input takes (row, channel) as two indices}}
+  kvq.hadamard %rows dim 64 input(%c) {
+    %x = arith.constant 1.0 : f32
+    kvq.yield %x : f32
+  } : memref<64xf32>
+  return
+}
+
+// -----
+
+func.func @no_yield(%rows: memref<64xf32>) {
+  // expected-error @below {{'kvq.hadamard' op input must end with kvq.yield}}
+  kvq.hadamard %rows dim 64 input(%row, %c) {
+    %x = arith.constant 1.0 : f32
+  } : memref<64xf32>
+  return
+}
+
+// -----
+
+func.func @stray_yield() {
+  %x = arith.constant 1.0 : f32
+  // expected-error @below {{'kvq.yield' op expects parent op 'kvq.hadamard'}}
+  kvq.yield %x : f32
+}

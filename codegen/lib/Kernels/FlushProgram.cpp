@@ -14,9 +14,9 @@
 //   registers), its range reduced across the tile (min and max are exact in
 //   any order; hybrid's squared errors are summed in index order) and its
 //   codes packed by `kvq.pack`.
-// A rotated slice's tokens are first copied, a chunk of the unit at a time,
-// into block-local memory as f32 and rotated there (`kvq.hadamard`); its
-// groups read them there. A slice with channel tables (ChannelTables.h,
+// A rotated slice's tokens are rotated, a chunk of the unit at a time, into
+// block-local memory as f32 (`kvq.hadamard`, reading them where they are);
+// its groups read them there. A slice with channel tables (ChannelTables.h,
 // `memref.global`s of the program) takes each group's clip factor from its
 // table; with channel reorder a group has its own size and channels, and is
 // quantized element by element, its codes packed by a loop.
@@ -111,8 +111,8 @@ private:
   /// Quantizes the `tokens` tokens from `firstToken`.
   void buildQuantized();
   /// A rotated slice quantizes R x (docs/Numerics.md, "Hadamard
-  /// rotation"): the unit's tokens are copied into `rotated` and rotated
-  /// there, a chunk that fits the GPU's static shared memory at a time
+  /// rotation"): the unit's tokens are rotated into `rotated`, a chunk
+  /// that fits the GPU's static shared memory at a time
   /// (getRotatedChunkTokens: whole groups).
   void buildRotated();
   void buildTokenGroups();
@@ -630,21 +630,23 @@ void FlushProgram::buildRotated() {
   auto rotateChunk = [&](Value k) {
     firstToken = pb.add(pb.mul(unit, pb.i32(flush)), pb.mul(k, pb.i32(chunk)));
     tokens = chunk;
-    // The tokens as f32, checked as they are read.
-    forEachToken(chunk, [&](Value t) {
-      Value src = sourceRow(pb.add(firstToken, t));
-      Value dst = pb.row(rotated, pb.mul(t, pb.i32(dim)), dim);
-      pb.parallelFor(dim, [&](Value c) {
-        Value x = pb.loadElementAsF32(src, c);
-        flagNonFinite(x);
-        pb.storeElement(x, dst, c);
-      });
-    });
     OpBuilder &b = pb.builder();
     std::optional<unsigned> seed = slice.quant.getRotateSeed();
-    HadamardOp::create(b, pb.getLoc(), rotated, b.getI64IntegerAttr(dim),
-                       seed ? b.getI64IntegerAttr(*seed) : IntegerAttr(),
-                       UnitAttr());
+    auto rotate = HadamardOp::create(
+        b, pb.getLoc(), rotated, b.getI64IntegerAttr(dim),
+        seed ? b.getI64IntegerAttr(*seed) : IntegerAttr(), UnitAttr());
+    // The chunk's tokens read where they are, as f32, checked as they are
+    // read.
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *input = b.createBlock(&rotate.getInput(), {},
+                                   {b.getIndexType(), b.getIndexType()},
+                                   {pb.getLoc(), pb.getLoc()});
+      Value token = pb.add(firstToken, pb.indexToI32(input->getArgument(0)));
+      Value x = pb.loadElementAsF32(sourceRow(token), input->getArgument(1));
+      flagNonFinite(x);
+      YieldOp::create(b, pb.getLoc(), x);
+    }
     buildQuantized();
   };
   if (flush == chunk)

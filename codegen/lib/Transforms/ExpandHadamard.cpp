@@ -4,7 +4,10 @@
 // time in vectors of its lanes, a row after another; a block of threads
 // (the GPU) shares each stage's butterflies, a parallel loop a stage that
 // kvq-distribute-parallel spreads over the threads and ends with a barrier.
-// Both are Rotation.cpp's, the arithmetic of the reference.
+// Both are Rotation.cpp's, the arithmetic of the reference. An input region
+// is read where the rotation first reads each element: by the GPU's first
+// stage, element by element; on the host a row at a time into its place,
+// then as vectors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -29,6 +33,37 @@ using namespace kvq;
 
 namespace {
 
+/// Clones the ops of `input` (a kvq.hadamard's input block) at `b` with
+/// its (row, channel) arguments mapped in `mapping`; `skip` the ops already
+/// cloned. Returns the yielded element.
+Value cloneInput(OpBuilder &b, Block &input, IRMapping &mapping,
+                 const llvm::DenseSet<Operation *> &skip = {}) {
+  for (Operation &op : input.without_terminator())
+    if (!skip.contains(&op))
+      b.clone(op, mapping);
+  return mapping.lookup(cast<YieldOp>(input.getTerminator()).getValue());
+}
+
+/// The ops of `input` to compute once a row: free of memory effects and
+/// not depending on the channel argument.
+llvm::DenseSet<Operation *> getRowOps(Block &input) {
+  llvm::DenseSet<Value> channel{input.getArgument(1)};
+  llvm::DenseSet<Operation *> rowOps;
+  for (Operation &op : input.without_terminator()) {
+    bool perChannel = false;
+    op.walk([&](Operation *nested) {
+      perChannel |= llvm::any_of(nested->getOperands(), [&](Value operand) {
+        return channel.contains(operand);
+      });
+    });
+    if (perChannel || !isMemoryEffectFree(&op))
+      channel.insert(op.result_begin(), op.result_end());
+    else
+      rowOps.insert(&op);
+  }
+  return rowOps;
+}
+
 /// The rotation of `info`'s target, reading and writing the op's buffer.
 struct ExpandHadamard : OpRewritePattern<HadamardOp> {
   ExpandHadamard(MLIRContext *ctx, const TargetInfo &info)
@@ -40,9 +75,20 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
     Value rows = op.getRows();
     unsigned dim = op.getDim();
     auto loadRotated = [&](Value at) { return pb.loadElement(rows, at); };
+    Block *input = op.getInputBlock();
+    // The row the vector form last wrote from the input.
+    Value lastRow;
     auto load = [&](Value row, Value c, unsigned lanes) {
       Value at = pb.add(pb.mul(row, pb.i32(dim)), c);
-      return lanes == 1 ? loadRotated(at) : pb.loadVectorAsF32(rows, at, lanes);
+      if (!input)
+        return lanes == 1 ? loadRotated(at)
+                          : pb.loadVectorAsF32(rows, at, lanes);
+      if (lanes == 1)
+        return loadInput(pb, *input, row, c);
+      if (row != lastRow)
+        writeRow(pb, *input, rows, row, dim);
+      lastRow = row;
+      return pb.loadVectorAsF32(rows, at, lanes);
     };
     auto store = [&](Value x, Value at) {
       if (isa<VectorType>(x.getType()))
@@ -65,6 +111,34 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
         getRotationLanes(info, dim), {load, loadRotated, store, parallelFor});
     rewriter.eraseOp(op);
     return success();
+  }
+
+  /// The input's element (row, c) (i32), for a form that reads each once.
+  static Value loadInput(ProgramBuilder &pb, Block &input, Value row, Value c) {
+    IRMapping mapping;
+    mapping.map(input.getArgument(0), pb.toIndex(row));
+    mapping.map(input.getArgument(1), pb.toIndex(c));
+    return cloneInput(pb.builder(), input, mapping);
+  }
+
+  /// Writes the input's row `row` (i32) into its place in `rows`, a
+  /// parallel loop over its channels after what depends on the row alone:
+  /// the form that reads a row as vectors (kvq-vectorize-parallel makes the
+  /// loop the lanes', and LLVM forwards its stores to the row's loads).
+  static void writeRow(ProgramBuilder &pb, Block &input, Value rows, Value row,
+                       unsigned dim) {
+    IRMapping mapping;
+    mapping.map(input.getArgument(0), pb.toIndex(row));
+    llvm::DenseSet<Operation *> rowOps = getRowOps(input);
+    for (Operation &op : input.without_terminator())
+      if (rowOps.contains(&op))
+        pb.builder().clone(op, mapping);
+    Value dst = pb.row(rows, pb.mul(row, pb.i32(dim)), dim);
+    pb.parallelFor(dim, [&](Value c) {
+      IRMapping element = mapping;
+      element.map(input.getArgument(1), c);
+      pb.storeElement(cloneInput(pb.builder(), input, element, rowOps), dst, c);
+    });
   }
 
   TargetInfo info;

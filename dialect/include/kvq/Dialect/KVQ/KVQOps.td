@@ -280,8 +280,9 @@ def KVQ_PackOp : KVQ_Op<"pack", [Pure]> {
   let hasVerifier = 1;
 }
 
-def KVQ_HadamardOp : KVQ_Op<"hadamard"> {
-  let summary = "Rotates rows of a buffer in place by a Hadamard rotation";
+def KVQ_HadamardOp : KVQ_Op<"hadamard", [RecursiveMemoryEffects,
+                                         SingleBlock]> {
+  let summary = "Rotates rows by a Hadamard rotation into a buffer";
   let description = [{
     The buffer's rows of `dim` (a power of two) f32 channels become R x
     (R^T x with `inverse`), R = H S / sqrt(dim) as docs/Numerics.md
@@ -292,19 +293,41 @@ def KVQ_HadamardOp : KVQ_Op<"hadamard"> {
     of a block sees the rotated rows after it. Each target expands it into
     its own form (kvq-expand-hadamard).
 
+    x is the buffer's rows as they are, or, given an `input` region, the
+    values it yields: channel `c` (index) of row `row` is what the region
+    yields for them, evaluated once for each element (its other effects,
+    such as a flag raised on a non-finite value, happen then), so that the
+    rows are read where they are without a copy first.
+
     ```mlir
     kvq.hadamard %rows dim 128 seed 7 : memref<1024xf32, #gpu.address_space<workgroup>>
+    kvq.hadamard %rows dim 128 input(%row, %c) {
+      %x = memref.load %tokens[%row, %c] : memref<8x128xf32>
+      kvq.yield %x : f32
+    } : memref<1024xf32>
     ```
   }];
   let arguments = (ins
       Arg<MemRefRankOf<[F32], [1]>, "the rows", [MemRead, MemWrite]>:$rows,
       ConfinedAttr<I64Attr, [IntPositive]>:$dim,
       OptionalAttr<I64Attr>:$seed, UnitAttr:$inverse);
-  let assemblyFormat = [{
-    $rows `dim` $dim (`seed` $seed^)? (`inverse` $inverse^)? attr-dict `:`
-    type($rows)
-  }];
+  let regions = (region AnyRegion:$input);
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The input region's block: (row, channel) as indices; null without
+    /// one.
+    ::mlir::Block *getInputBlock() {
+      return getInput().empty() ? nullptr : &getInput().front();
+    }
+  }];
+}
+
+def KVQ_YieldOp : KVQ_Op<"yield", [Pure, Terminator,
+                                   HasParent<"HadamardOp">]> {
+  let summary = "Yields an element of a kvq.hadamard's input";
+  let arguments = (ins F32:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
 }
 
 #endif // KVQ_DIALECT_KVQ_KVQOPS_TD
