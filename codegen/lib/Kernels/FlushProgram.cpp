@@ -326,7 +326,7 @@ void FlushProgram::quantizeChannel(Value c, function_ref<Value(Value)> rowOf,
     quantizer.setClip(tables->clipFactor(pb.indexToI32(c)));
   auto load = [&](Value k, bool check) {
     Value x = pb.loadElementAsF32(rowOf(k), c);
-    // Rotated rows were checked as they were copied (buildRotated).
+    // Rotated rows were checked as they were read (buildRotated).
     if (check && !rotated)
       flagNonFinite(x);
     return norms ? pb.fdiv(x, pb.loadElement(norms, c)) : x;
@@ -415,7 +415,7 @@ Value FlushProgram::loadTile(const ChannelGroup &group, Value start,
   // A lane that is not finite (the flush is then rejected) reads as 0 for
   // the parameters: the extrema are then of lanes never NaN (key norms are
   // positive and finite), which every target's min and max reduce exactly.
-  // Rotated rows were checked as they were copied (buildRotated).
+  // Rotated rows were checked as they were read (buildRotated).
   if (check) {
     Value bad = pb.isNonFinite(x);
     if (!rotated)

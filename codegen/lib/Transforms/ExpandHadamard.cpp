@@ -107,7 +107,7 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
                                      : RotationDirection::Forward;
     rotateRows(
         pb, seed ? std::optional<unsigned>(unsigned(*seed)) : std::nullopt, dim,
-        MemRefType(op.getRows().getType()).getNumElements() / dim, direction,
+        op.getRows().getType().getNumElements() / dim, direction,
         getRotationLanes(info, dim), {load, loadRotated, store, parallelFor});
     rewriter.eraseOp(op);
     return success();
