@@ -5,9 +5,10 @@
 // vectors. On the GPU a parallel loop over the rows' butterflies a stage,
 // each sign computed from the seed's bits. Where no kvq.target is known, the
 // butterflies a loop a stage. An input region is read where the rotation
-// first reads each element: on the host a row at a time into its place (a
-// parallel loop over its channels, kvq-vectorize-parallel's to make the
-// lanes'), on the GPU by the first stage's butterflies themselves.
+// first reads each element: on the host a row at a time into a row of its
+// own at the function's start (a parallel loop over its channels,
+// kvq-vectorize-parallel's to make the lanes'), then the rows written once,
+// rotated; on the GPU by the first stage's butterflies themselves.
 // RUN: kvq-opt %s --split-input-file --kvq-expand-hadamard --canonicalize | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -46,15 +47,19 @@ module attributes {gpu.container_module} {
     }
 
     // CHECK-LABEL: func.func @host_input
+    // CHECK: %[[ROWBUF:.*]] = memref.alloca() : memref<32xf32>
     // CHECK: scf.for %[[ROW:.*]] = %c0_i32 to %c2_i32 step %c1_i32 : i32 {
     // CHECK: %[[R:.*]] = arith.index_castui %[[ROW]] : i32 to index
-    // CHECK: %[[DST:.*]] = memref.subview
     // CHECK: scf.parallel (%[[C:.*]]) = (%c0) to (%c32) step (%c1) {
     // CHECK: %[[X:.*]] = memref.load %{{.*}}[%[[R]], %[[C]]] : memref<2x32xf16>
     // CHECK: %[[F:.*]] = arith.extf %[[X]] : f16 to f32
-    // CHECK: memref.store %[[F]], %[[DST]][%[[C]]]
-    // CHECK: vector.load %{{.*}} : memref<64xf32>, vector<16xf32>
+    // CHECK: memref.store %[[F]], %[[ROWBUF]][%[[C]]]
+    // CHECK: vector.load %[[ROWBUF]][%c0] : memref<32xf32>, vector<16xf32>
+    // CHECK: vector.load %[[ROWBUF]][%c16] : memref<32xf32>, vector<16xf32>
     // CHECK: vector.shuffle {{.*}} [1, 0, 3, 2,
+    // CHECK-COUNT-2: vector.store %{{.*}}, %arg0[%{{.*}}] : memref<64xf32>, vector<16xf32>
+    // CHECK-NOT: vector.store
+    // CHECK: }
     // CHECK-NOT: kvq.hadamard
     func.func @host_input(%rows: memref<64xf32>, %tokens: memref<2x32xf16>) {
       kvq.hadamard %rows dim 32 input(%row, %c) {

@@ -6,8 +6,8 @@
 // kvq-distribute-parallel spreads over the threads and ends with a barrier.
 // Both are Rotation.cpp's, the arithmetic of the reference. An input region
 // is read where the rotation first reads each element: by the GPU's first
-// stage, element by element; on the host a row at a time into its place,
-// then as vectors.
+// stage, element by element; on the host a row at a time into a row of its
+// own, then as vectors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +76,11 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
     unsigned dim = op.getDim();
     auto loadRotated = [&](Value at) { return pb.loadElement(rows, at); };
     Block *input = op.getInputBlock();
+    unsigned lanes = getRotationLanes(info, dim);
+    // The vector form reads an input row from a row of its own, which LLVM
+    // keeps in registers, and stores the rows once, rotated.
+    Value inputRow =
+        input && lanes > 1 ? allocateRow(rewriter, op, dim) : Value();
     // The row the vector form last wrote from the input.
     Value lastRow;
     auto load = [&](Value row, Value c, unsigned lanes) {
@@ -86,9 +91,9 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
       if (lanes == 1)
         return loadInput(pb, *input, row, c);
       if (row != lastRow)
-        writeRow(pb, *input, rows, row, dim);
+        writeRow(pb, *input, inputRow, row);
       lastRow = row;
-      return pb.loadVectorAsF32(rows, at, lanes);
+      return pb.loadVectorAsF32(inputRow, c, lanes);
     };
     auto store = [&](Value x, Value at) {
       if (isa<VectorType>(x.getType()))
@@ -105,10 +110,10 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
     std::optional<uint64_t> seed = op.getSeed();
     auto direction = op.getInverse() ? RotationDirection::Inverse
                                      : RotationDirection::Forward;
-    rotateRows(
-        pb, seed ? std::optional<unsigned>(unsigned(*seed)) : std::nullopt, dim,
-        op.getRows().getType().getNumElements() / dim, direction,
-        getRotationLanes(info, dim), {load, loadRotated, store, parallelFor});
+    rotateRows(pb,
+               seed ? std::optional<unsigned>(unsigned(*seed)) : std::nullopt,
+               dim, op.getRows().getType().getNumElements() / dim, direction,
+               lanes, {load, loadRotated, store, parallelFor});
     rewriter.eraseOp(op);
     return success();
   }
@@ -121,19 +126,30 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
     return cloneInput(pb.builder(), input, mapping);
   }
 
-  /// Writes the input's row `row` (i32) into its place in `rows`, a
+  /// A row of `dim` f32 at the start of the function holding `op`: the
+  /// vector form's copy of an input row, one buffer for every row.
+  static Value allocateRow(PatternRewriter &rewriter, HadamardOp op,
+                           unsigned dim) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    Operation *scope =
+        op->getParentWithTrait<OpTrait::AutomaticAllocationScope>();
+    rewriter.setInsertionPointToStart(&scope->getRegion(0).front());
+    auto type = MemRefType::get({dim}, rewriter.getF32Type());
+    return memref::AllocaOp::create(rewriter, op.getLoc(), type);
+  }
+
+  /// Writes the input's row `row` (i32) into `dst` (a row of its own), a
   /// parallel loop over its channels after what depends on the row alone:
   /// the form that reads a row as vectors (kvq-vectorize-parallel makes the
   /// loop the lanes', and LLVM forwards its stores to the row's loads).
-  static void writeRow(ProgramBuilder &pb, Block &input, Value rows, Value row,
-                       unsigned dim) {
+  static void writeRow(ProgramBuilder &pb, Block &input, Value dst, Value row) {
     IRMapping mapping;
     mapping.map(input.getArgument(0), pb.toIndex(row));
     llvm::DenseSet<Operation *> rowOps = getRowOps(input);
     for (Operation &op : input.without_terminator())
       if (rowOps.contains(&op))
         pb.builder().clone(op, mapping);
-    Value dst = pb.row(rows, pb.mul(row, pb.i32(dim)), dim);
+    unsigned dim = cast<MemRefType>(dst.getType()).getNumElements();
     pb.parallelFor(dim, [&](Value c) {
       IRMapping element = mapping;
       element.map(input.getArgument(1), c);
