@@ -163,6 +163,71 @@ module attributes {gpu.container_module} {
       }
       return
     }
+    // Reductions: each lane's share carried as a vector from the identity
+    // (0 for the sum, -inf for the maximum written as compare and select),
+    // the lanes halved into one, then combined with the initial value.
+    // HOST-LABEL: func.func @sum_and_max
+    // HOST-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+    // HOST-DAG: %[[NEG:.*]] = arith.constant dense<0xFF800000> : vector<16xf32>
+    // HOST: %[[R:.*]]:2 = scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[S:.*]] = %[[ZERO]], %[[M:.*]] = %[[NEG]]) -> (vector<16xf32>, vector<16xf32>) {
+    // HOST: %[[X:.*]] = vector.load %{{.*}}[%[[C]]] : memref<64xf32>, vector<16xf32>
+    // HOST: %[[SQ:.*]] = arith.mulf %[[X]], %[[X]] : vector<16xf32>
+    // HOST: %[[S1:.*]] = arith.addf %[[S]], %[[SQ]] : vector<16xf32>
+    // HOST: %[[GT:.*]] = arith.cmpf ogt, %[[M]], %[[X]] : vector<16xf32>
+    // HOST: %[[M1:.*]] = arith.select %[[GT]], %[[M]], %[[X]] : vector<16xi1>, vector<16xf32>
+    // HOST: scf.yield %[[S1]], %[[M1]]
+    // HOST: %[[LO:.*]] = vector.extract_strided_slice %[[R]]#0 {offsets = [0], sizes = [8], strides = [1]}
+    // HOST: %[[HI:.*]] = vector.extract_strided_slice %[[R]]#0 {offsets = [8], sizes = [8], strides = [1]}
+    // HOST: arith.addf %[[LO]], %[[HI]] : vector<8xf32>
+    // HOST: arith.addf %{{.*}}, %{{.*}} : vector<4xf32>
+    // HOST: arith.addf %{{.*}}, %{{.*}} : vector<2xf32>
+    // HOST: arith.addf %{{.*}}, %{{.*}} : vector<1xf32>
+    // HOST: %[[SUM:.*]] = vector.extract %{{.*}}[0] : f32 from vector<1xf32>
+    // HOST: %[[TOTAL:.*]] = arith.addf %arg1, %[[SUM]] : f32
+    // HOST: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<8xf32>
+    // HOST: %[[MAX:.*]] = vector.extract %{{.*}}[0] : f32 from vector<1xf32>
+    // HOST: %[[GT2:.*]] = arith.cmpf ogt, %arg2, %[[MAX]] : f32
+    // HOST: %[[BEST:.*]] = arith.select %[[GT2]], %arg2, %[[MAX]] : f32
+    // HOST: return %[[TOTAL]], %[[BEST]]
+    // HOST-NOT: scf.parallel
+    func.func @sum_and_max(%m: memref<64xf32>, %s0: f32, %m0: f32) -> (f32, f32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %r:2 = scf.parallel (%c) = (%c0) to (%c64) step (%c1) init (%s0, %m0) -> (f32, f32) {
+        %x = memref.load %m[%c] : memref<64xf32>
+        %sq = arith.mulf %x, %x : f32
+        scf.reduce(%sq, %x : f32, f32) {
+        ^bb0(%a: f32, %b: f32):
+          %sum = arith.addf %a, %b : f32
+          scf.reduce.return %sum : f32
+        }, {
+        ^bb0(%a: f32, %b: f32):
+          %gt = arith.cmpf ogt, %a, %b : f32
+          %max = arith.select %gt, %a, %b : f32
+          scf.reduce.return %max : f32
+        }
+      }
+      return %r#0, %r#1 : f32, f32
+    }
+
+    // A combiner kvq knows no identity of (a difference): left alone.
+    // HOST-LABEL: func.func @no_identity
+    // HOST: scf.parallel
+    func.func @no_identity(%m: memref<64xf32>, %s0: f32) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %r = scf.parallel (%c) = (%c0) to (%c64) step (%c1) init (%s0) -> f32 {
+        %x = memref.load %m[%c] : memref<64xf32>
+        scf.reduce(%x : f32) {
+        ^bb0(%a: f32, %b: f32):
+          %d = arith.subf %a, %b : f32
+          scf.reduce.return %d : f32
+        }
+      }
+      return %r : f32
+    }
   }
 
   module @c_tiles attributes {kvq.cache = @c} {
@@ -388,6 +453,43 @@ module attributes {gpu.container_module} {
         }
         scf.reduce
       }
+      gpu.return
+    }
+
+    // A reduction over a count known at run time: each thread's share from
+    // the identity, gpu.all_reduce of the shares with the combiner (every
+    // thread gets the result), then the initial value; the barrier after.
+    // DEVICE-LABEL: gpu.func @block_max
+    // DEVICE: gpu.thread_id x
+    // DEVICE: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+    // DEVICE: %[[SHARE:.*]] = scf.for %[[I:.*]] = %{{.*}} to %arg1 step %{{.*}} iter_args(%[[M:.*]] = %[[NEG]]) -> (f32) {
+    // DEVICE: %[[X:.*]] = memref.load %{{.*}}[%[[I]]]
+    // DEVICE: %[[GT:.*]] = arith.cmpf ogt, %[[M]], %[[X]] : f32
+    // DEVICE: %[[M1:.*]] = arith.select %[[GT]], %[[M]], %[[X]] : f32
+    // DEVICE: scf.yield %[[M1]]
+    // DEVICE: %[[ALL:.*]] = gpu.all_reduce %[[SHARE]] uniform {
+    // DEVICE: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32):
+    // DEVICE: %[[GT2:.*]] = arith.cmpf ogt, %[[A]], %[[B]] : f32
+    // DEVICE: %[[AB:.*]] = arith.select %[[GT2]], %[[A]], %[[B]] : f32
+    // DEVICE: gpu.yield %[[AB]] : f32
+    // DEVICE: } : (f32) -> f32
+    // DEVICE: %[[GT3:.*]] = arith.cmpf ogt, %arg2, %[[ALL]] : f32
+    // DEVICE: %[[R:.*]] = arith.select %[[GT3]], %arg2, %[[ALL]] : f32
+    // DEVICE: gpu.barrier
+    // DEVICE: memref.store %[[R]]
+    gpu.func @block_max(%m: memref<?xf32>, %n: index, %m0: f32) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %r = scf.parallel (%i) = (%c0) to (%n) step (%c1) init (%m0) -> f32 {
+        %x = memref.load %m[%i] : memref<?xf32>
+        scf.reduce(%x : f32) {
+        ^bb0(%a: f32, %b: f32):
+          %gt = arith.cmpf ogt, %a, %b : f32
+          %max = arith.select %gt, %a, %b : f32
+          scf.reduce.return %max : f32
+        }
+      }
+      memref.store %r, %m[%c0] : memref<?xf32>
       gpu.return
     }
   }

@@ -7,7 +7,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -150,10 +152,12 @@ std::pair<Value, ValueRange> kvq::getMemRefAccess(Operation *op) {
   return {};
 }
 
-std::optional<int64_t> kvq::getParallelTripCount(Operation *op) {
+std::optional<int64_t> kvq::getParallelTripCount(Operation *op,
+                                                 bool withReductions) {
   auto loop = dyn_cast<scf::ParallelOp>(op);
   APInt lower, upper, step;
-  if (!loop || loop.getNumLoops() != 1 || loop.getNumResults() != 0 ||
+  if (!loop || loop.getNumLoops() != 1 ||
+      (loop.getNumResults() != 0 && !withReductions) ||
       !matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
       !matchPattern(loop.getUpperBound()[0], m_ConstantInt(&upper)) ||
       !matchPattern(loop.getStep()[0], m_ConstantInt(&step)) ||
@@ -165,4 +169,78 @@ std::optional<int64_t> kvq::getParallelTripCount(Operation *op) {
 bool kvq::isArithmetic(Operation *op) {
   return isMemoryEffectFree(op) || isa<LLVM::CallIntrinsicOp>(op) ||
          op->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
+}
+
+/// The kind of a combiner that is one op of its arguments `a` and `b`, or
+/// compare and select between them (the kernels' running extrema).
+static std::optional<arith::AtomicRMWKind> getCombinerKind(Block &combiner) {
+  using Kind = arith::AtomicRMWKind;
+  Value a = combiner.getArgument(0), b = combiner.getArgument(1);
+  Operation *result = combiner.getTerminator()->getOperand(0).getDefiningOp();
+  if (!result || result->getBlock() != &combiner)
+    return std::nullopt;
+  auto ofBoth = [&](Value x, Value y) {
+    return (x == a && y == b) || (x == b && y == a);
+  };
+  if (auto select = dyn_cast<arith::SelectOp>(result)) {
+    auto compare = select.getCondition().getDefiningOp<arith::CmpFOp>();
+    if (!compare || !ofBoth(select.getTrueValue(), select.getFalseValue()) ||
+        compare.getLhs() != select.getTrueValue() ||
+        compare.getRhs() != select.getFalseValue() ||
+        combiner.getOperations().size() != 3)
+      return std::nullopt;
+    switch (compare.getPredicate()) {
+    case arith::CmpFPredicate::OGT:
+    case arith::CmpFPredicate::OGE:
+      return Kind::maximumf;
+    case arith::CmpFPredicate::OLT:
+    case arith::CmpFPredicate::OLE:
+      return Kind::minimumf;
+    default:
+      return std::nullopt;
+    }
+  }
+  if (combiner.getOperations().size() != 2 || result->getNumOperands() != 2 ||
+      !ofBoth(result->getOperand(0), result->getOperand(1)))
+    return std::nullopt;
+  return llvm::TypeSwitch<Operation *, std::optional<Kind>>(result)
+      .Case([](arith::AddFOp) { return Kind::addf; })
+      .Case([](arith::AddIOp) { return Kind::addi; })
+      .Case([](arith::MulFOp) { return Kind::mulf; })
+      .Case([](arith::MulIOp) { return Kind::muli; })
+      .Case([](arith::MaxNumFOp) { return Kind::maxnumf; })
+      .Case([](arith::MinNumFOp) { return Kind::minnumf; })
+      .Case([](arith::MaximumFOp) { return Kind::maximumf; })
+      .Case([](arith::MinimumFOp) { return Kind::minimumf; })
+      .Case([](arith::MaxSIOp) { return Kind::maxs; })
+      .Case([](arith::MinSIOp) { return Kind::mins; })
+      .Case([](arith::MaxUIOp) { return Kind::maxu; })
+      .Case([](arith::MinUIOp) { return Kind::minu; })
+      .Case([](arith::AndIOp) { return Kind::andi; })
+      .Case([](arith::OrIOp) { return Kind::ori; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+TypedAttr kvq::getReductionIdentity(Operation *op, unsigned k) {
+  auto loop = dyn_cast<scf::ParallelOp>(op);
+  if (!loop || k >= loop.getNumResults())
+    return {};
+  Block &combiner = cast<scf::ReduceOp>(loop.getBody()->getTerminator())
+                        .getReductions()[k]
+                        .front();
+  std::optional<arith::AtomicRMWKind> kind = getCombinerKind(combiner);
+  if (!kind)
+    return {};
+  OpBuilder b(op->getContext());
+  return arith::getIdentityValueAttr(*kind, loop.getResult(k).getType(), b,
+                                     op->getLoc());
+}
+
+Value kvq::combineByReduction(OpBuilder &b, Block &combiner, Value x, Value y) {
+  IRMapping mapping;
+  mapping.map(combiner.getArgument(0), x);
+  mapping.map(combiner.getArgument(1), y);
+  for (Operation &op : combiner.without_terminator())
+    b.clone(op, mapping);
+  return mapping.lookup(combiner.getTerminator()->getOperand(0));
 }

@@ -3,7 +3,8 @@
 // The GPU's form of a kernel program's `scf.parallel`: the block's threads
 // take its iterations in turn (thread i the iterations i, i + threads, ...)
 // and meet at a barrier after it, so that what one thread wrote is what
-// every thread reads next. First a parallel loop over the rows of another
+// every thread reads next; its reductions are combined across the block by
+// gpu.all_reduce. First a parallel loop over the rows of another
 // is made one loop over both, and a sequential loop around a parallel loop
 // whose iterations each keep to their own elements is turned inside out:
 // each thread then runs the whole sequence for its elements, with no
@@ -228,14 +229,23 @@ struct FlattenNestedParallel : OpRewritePattern<scf::ParallelOp> {
 };
 
 /// A 1-D scf.parallel as a loop over the block's threads, then a barrier.
+/// Its reductions (each a combiner with an identity) are carried by each
+/// thread from the identity, combined across the block by `gpu.all_reduce`
+/// (every thread gets the result), then with the loop's initial value.
 struct DistributeParallelLoop : OpRewritePattern<scf::ParallelOp> {
   DistributeParallelLoop(MLIRContext *ctx, unsigned blockThreads)
       : OpRewritePattern<scf::ParallelOp>(ctx), blockThreads(blockThreads) {}
 
   LogicalResult matchAndRewrite(scf::ParallelOp loop,
                                 PatternRewriter &rewriter) const override {
-    if (loop.getNumLoops() != 1 || loop.getNumResults() != 0)
-      return rewriter.notifyMatchFailure(loop, "not one loop without results");
+    if (loop.getNumLoops() != 1)
+      return rewriter.notifyMatchFailure(loop, "not one loop");
+    SmallVector<TypedAttr> identities;
+    for (unsigned k = 0; k < loop.getNumResults(); ++k) {
+      identities.push_back(getReductionIdentity(loop, k));
+      if (!identities.back())
+        return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
+    }
     Location loc = loop.getLoc();
     Value step = loop.getStep()[0];
     Value thread = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
@@ -245,18 +255,45 @@ struct DistributeParallelLoop : OpRewritePattern<scf::ParallelOp> {
     Value stride = arith::MulIOp::create(
         rewriter, loc, step,
         arith::ConstantIndexOp::create(rewriter, loc, blockThreads));
-    auto threadLoop = scf::ForOp::create(rewriter, loc, first,
-                                         loop.getUpperBound()[0], stride);
-    IRMapping mapping;
-    mapping.map(loop.getInductionVars()[0], threadLoop.getInductionVar());
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPoint(threadLoop.getBody()->getTerminator());
-      for (Operation &op : loop.getBody()->without_terminator())
-        rewriter.clone(op, mapping);
+    SmallVector<Value> shares;
+    for (TypedAttr identity : identities)
+      shares.push_back(arith::ConstantOp::create(rewriter, loc, identity));
+    auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
+    auto threadLoop = scf::ForOp::create(
+        rewriter, loc, first, loop.getUpperBound()[0], stride, shares,
+        [&](OpBuilder &b, Location, Value iv, ValueRange acc) {
+          IRMapping mapping;
+          mapping.map(loop.getInductionVars()[0], iv);
+          for (Operation &op : loop.getBody()->without_terminator())
+            b.clone(op, mapping);
+          SmallVector<Value> next;
+          for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
+            next.push_back(
+                combineByReduction(b, reduce.getReductions()[k].front(), acc[k],
+                                   mapping.lookupOrDefault(value)));
+          scf::YieldOp::create(b, loc, next);
+        });
+    SmallVector<Value> results;
+    for (auto [k, init] : llvm::enumerate(loop.getInitVals())) {
+      Block &combiner = reduce.getReductions()[k].front();
+      auto all = gpu::AllReduceOp::create(
+          rewriter, loc, threadLoop.getResult(k), gpu::AllReduceOperationAttr(),
+          /*uniform=*/true);
+      {
+        OpBuilder::InsertionGuard guard(rewriter);
+        Type type = init.getType();
+        Block *block =
+            rewriter.createBlock(&all.getBody(), {}, {type, type}, {loc, loc});
+        gpu::YieldOp::create(rewriter, loc,
+                             combineByReduction(rewriter, combiner,
+                                                block->getArgument(0),
+                                                block->getArgument(1)));
+      }
+      results.push_back(
+          combineByReduction(rewriter, combiner, init, all.getResult()));
     }
     gpu::BarrierOp::create(rewriter, loc);
-    rewriter.eraseOp(loop);
+    rewriter.replaceOp(loop, results);
     return success();
   }
 

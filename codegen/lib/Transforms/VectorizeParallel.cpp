@@ -6,7 +6,8 @@
 // induction variable only indexes the unit-stride dimension of memrefs
 // (a row of channels) loads and stores vectors there; arithmetic that
 // depends on it runs on vectors, lane by lane the same operations, and
-// loops inside it carry vectors. Any other loop is left to the sequential
+// loops inside it carry vectors; its reductions are vectors of the lanes'
+// shares, combined after it. Any other loop is left to the sequential
 // lowering of scf.parallel.
 //
 //===----------------------------------------------------------------------===//
@@ -186,10 +187,33 @@ bool Vectorizer::analyze(Block &block) {
   return true;
 }
 
-Value Vectorizer::asVector(OpBuilder &b, Location loc, Value value) const {
+/// `value` as a vector of `lanes`, broadcast if it is scalar.
+static Value broadcastTo(OpBuilder &b, Location loc, Value value,
+                         unsigned lanes) {
   if (isa<VectorType>(value.getType()))
     return value;
-  return vector::BroadcastOp::create(b, loc, vectorOf(value.getType()), value);
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get({lanes}, value.getType()), value);
+}
+
+/// The same elementwise `op` on vectors of `lanes`, its operands (mapped)
+/// broadcast where they are scalars; maps its results.
+static void widenElementwise(OpBuilder &b, Operation &op, IRMapping &mapping,
+                             unsigned lanes) {
+  Location loc = op.getLoc();
+  SmallVector<Value> operands;
+  for (Value operand : op.getOperands())
+    operands.push_back(
+        broadcastTo(b, loc, mapping.lookupOrDefault(operand), lanes));
+  SmallVector<Type> types;
+  for (Type type : op.getResultTypes())
+    types.push_back(VectorType::get({lanes}, type));
+  OperationState state(loc, op.getName(), operands, types, op.getAttrs());
+  mapping.map(op.getResults(), b.create(state)->getResults());
+}
+
+Value Vectorizer::asVector(OpBuilder &b, Location loc, Value value) const {
+  return broadcastTo(b, loc, value, lanes);
 }
 
 void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
@@ -235,18 +259,9 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
           indicesOf(store.getIndices()));
       continue;
     }
-    case Widening::Elementwise: {
-      SmallVector<Value> operands;
-      for (Value operand : op.getOperands())
-        operands.push_back(asVector(b, loc, mapping.lookupOrDefault(operand)));
-      SmallVector<Type> types;
-      for (Type type : op.getResultTypes())
-        types.push_back(vectorOf(type));
-      OperationState state(loc, op.getName(), operands, types, op.getAttrs());
-      Operation *widened = b.create(state);
-      mapping.map(op.getResults(), widened->getResults());
+    case Widening::Elementwise:
+      widenElementwise(b, op, mapping, lanes);
       continue;
-    }
     case Widening::Loop: {
       auto loop = cast<scf::ForOp>(op);
       SmallVector<Value> inits;
@@ -418,34 +433,95 @@ void kvq::widenAnyLaneBranch(OpBuilder &b, scf::IfOp op, Value lanesTaken,
 
 namespace {
 
+/// Combines vectors `x` and `y` of `lanes` by `combiner` (an scf.reduce
+/// region's block), lane by lane.
+static Value combine(OpBuilder &b, Block &combiner, Value x, Value y,
+                     unsigned lanes) {
+  IRMapping mapping;
+  mapping.map(combiner.getArgument(0), x);
+  mapping.map(combiner.getArgument(1), y);
+  for (Operation &op : combiner.without_terminator())
+    widenElementwise(b, op, mapping, lanes);
+  return mapping.lookup(combiner.getTerminator()->getOperand(0));
+}
+
+/// The combination of `lanes`' elements of `shares` by `combiner`, halving
+/// the vector until one lane is left.
+static Value combineLanes(OpBuilder &b, Location loc, Block &combiner,
+                          Value shares, unsigned lanes) {
+  for (int64_t half = lanes / 2; half >= 1; half /= 2) {
+    auto slice = [&](int64_t offset) {
+      return vector::ExtractStridedSliceOp::create(
+          b, loc, shares, ArrayRef<int64_t>{offset}, ArrayRef<int64_t>{half},
+          ArrayRef<int64_t>{1});
+    };
+    Value low = slice(0), high = slice(half);
+    shares = combine(b, combiner, low, high, unsigned(half));
+  }
+  return vector::ExtractOp::create(b, loc, shares, ArrayRef<int64_t>{0});
+}
+
 /// scf.parallel over [0, N) with step 1, one dimension, N a multiple of the
-/// lanes, as an scf.for over vectors of `lanes`.
+/// lanes, as an scf.for over vectors of `lanes`. Its reductions (each a
+/// combiner with an identity) are carried as vectors of each lane's share,
+/// from the identity, whose lanes are then combined with the loop's
+/// initial value.
 struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
   VectorizeParallelLoop(MLIRContext *ctx, const TargetInfo &info)
       : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/2), info(info) {}
 
   LogicalResult matchAndRewrite(scf::ParallelOp loop,
                                 PatternRewriter &rewriter) const override {
-    std::optional<int64_t> count = getParallelTripCount(loop);
+    std::optional<int64_t> count =
+        getParallelTripCount(loop, /*withReductions=*/true);
     if (!count)
       return rewriter.notifyMatchFailure(
-          loop, "not one loop over [0, N) in steps of 1 without results");
+          loop, "not one loop over [0, N) in steps of 1");
     unsigned lanes = getLanes(info, unsigned(*count));
     if (lanes == 1)
       return rewriter.notifyMatchFailure(loop, "one lane");
-    Value iv = loop.getInductionVars()[0];
-    Vectorizer vectorizer(iv, lanes);
-    if (!vectorizer.analyze(*loop.getBody()))
-      return rewriter.notifyMatchFailure(loop, "body not elementwise");
     Location loc = loop.getLoc();
+    SmallVector<TypedAttr> identities;
+    for (unsigned k = 0; k < loop.getNumResults(); ++k) {
+      identities.push_back(getReductionIdentity(loop, k));
+      if (!identities.back() || !identities.back().getType().isIntOrFloat())
+        return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
+    }
+    Value iv = loop.getInductionVars()[0];
+    auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
+    Vectorizer vectorizer(iv, lanes);
+    if (!vectorizer.analyze(*loop.getBody()) ||
+        llvm::is_contained(reduce.getOperands(), iv))
+      return rewriter.notifyMatchFailure(loop, "body not elementwise");
+    SmallVector<Value> shares;
+    for (TypedAttr identity : identities)
+      shares.push_back(arith::ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(VectorType::get({lanes}, identity.getType()),
+                                 identity)));
     Value stepValue = arith::ConstantIndexOp::create(rewriter, loc, lanes);
-    auto vectorLoop = scf::ForOp::create(rewriter, loc, loop.getLowerBound()[0],
-                                         loop.getUpperBound()[0], stepValue);
-    rewriter.setInsertionPoint(vectorLoop.getBody()->getTerminator());
-    IRMapping mapping;
-    vectorizer.widen(*loop.getBody(), rewriter, mapping,
-                     vectorLoop.getInductionVar());
-    rewriter.eraseOp(loop);
+    auto vectorLoop = scf::ForOp::create(
+        rewriter, loc, loop.getLowerBound()[0], loop.getUpperBound()[0],
+        stepValue, shares,
+        [&](OpBuilder &b, Location, Value first, ValueRange acc) {
+          IRMapping mapping;
+          vectorizer.widen(*loop.getBody(), b, mapping, first);
+          SmallVector<Value> next;
+          for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
+            next.push_back(combine(
+                b, reduce.getReductions()[k].front(), acc[k],
+                broadcastTo(b, loc, mapping.lookupOrDefault(value), lanes),
+                lanes));
+          scf::YieldOp::create(b, loc, next);
+        });
+    SmallVector<Value> results;
+    for (auto [k, init] : llvm::enumerate(loop.getInitVals())) {
+      Block &combiner = reduce.getReductions()[k].front();
+      Value all =
+          combineLanes(rewriter, loc, combiner, vectorLoop.getResult(k), lanes);
+      results.push_back(combineByReduction(rewriter, combiner, init, all));
+    }
+    rewriter.replaceOp(loop, results);
     return success();
   }
 

@@ -124,8 +124,22 @@ void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
 /// `memref.store`; a null memref for any other op.
 std::pair<mlir::Value, mlir::ValueRange> getMemRefAccess(mlir::Operation *op);
 /// N for a kernel program's 1-D `scf.parallel` over [0, N) in steps of 1,
-/// with no results and N a constant; nullopt for any other.
-std::optional<int64_t> getParallelTripCount(mlir::Operation *parallel);
+/// with no results (or, `withReductions`, any) and N a constant; nullopt
+/// for any other.
+std::optional<int64_t> getParallelTripCount(mlir::Operation *parallel,
+                                            bool withReductions = false);
+/// The identity of reduction `k` of a kernel program's `scf.parallel`: the
+/// value its combiner leaves any other unchanged with (0 for a sum, -inf
+/// for a maximum written as compare and select); null where the combiner is
+/// not one op of the arithmetic (sum, product, minimum, maximum, and, or)
+/// on its two arguments. The targets' forms of a parallel reduction start
+/// each lane's or thread's share from it, then combine the shares and the
+/// loop's initial value.
+mlir::TypedAttr getReductionIdentity(mlir::Operation *parallel, unsigned k);
+/// `combiner` (an scf.reduce region's block) applied to `x` and `y`: its
+/// ops cloned at `b`.
+mlir::Value combineByReduction(mlir::OpBuilder &b, mlir::Block &combiner,
+                               mlir::Value x, mlir::Value y);
 /// Whether `op` of a kernel program computes without touching memory: pure
 /// ops, loops and branches (whose ops are checked one by one), and the LLVM
 /// intrinsics kvq's arithmetic builder calls (fabs, sqrt, ...), which
