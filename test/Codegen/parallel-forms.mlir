@@ -211,6 +211,26 @@ module attributes {gpu.container_module} {
       return %r#0, %r#1 : f32, f32
     }
 
+    // A reduction of vectors (no scalar identity): left alone.
+    // HOST-LABEL: func.func @vector_sum
+    // HOST: scf.parallel
+    func.func @vector_sum(%m: memref<64xf32>, %s0: vector<4xf32>) -> vector<4xf32> {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %c4 = arith.constant 4 : index
+      %r = scf.parallel (%i) = (%c0) to (%c16) step (%c1) init (%s0) -> vector<4xf32> {
+        %at = arith.muli %i, %c4 : index
+        %x = vector.load %m[%at] : memref<64xf32>, vector<4xf32>
+        scf.reduce(%x : vector<4xf32>) {
+        ^bb0(%a: vector<4xf32>, %b: vector<4xf32>):
+          %s = arith.addf %a, %b : vector<4xf32>
+          scf.reduce.return %s : vector<4xf32>
+        }
+      }
+      return %r : vector<4xf32>
+    }
+
     // A combiner kvq knows no identity of (a difference): left alone.
     // HOST-LABEL: func.func @no_identity
     // HOST: scf.parallel

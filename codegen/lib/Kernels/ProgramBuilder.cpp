@@ -221,19 +221,23 @@ static std::optional<arith::AtomicRMWKind> getCombinerKind(Block &combiner) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
-TypedAttr kvq::getReductionIdentity(Operation *op, unsigned k) {
+std::optional<SmallVector<TypedAttr>>
+kvq::getReductionIdentities(Operation *op) {
   auto loop = dyn_cast<scf::ParallelOp>(op);
-  if (!loop || k >= loop.getNumResults())
-    return {};
-  Block &combiner = cast<scf::ReduceOp>(loop.getBody()->getTerminator())
-                        .getReductions()[k]
-                        .front();
-  std::optional<arith::AtomicRMWKind> kind = getCombinerKind(combiner);
-  if (!kind)
-    return {};
+  if (!loop)
+    return std::nullopt;
+  auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
   OpBuilder b(op->getContext());
-  return arith::getIdentityValueAttr(*kind, loop.getResult(k).getType(), b,
-                                     op->getLoc());
+  SmallVector<TypedAttr> identities;
+  for (auto [region, result] :
+       llvm::zip_equal(reduce.getReductions(), loop.getResults())) {
+    std::optional<arith::AtomicRMWKind> kind = getCombinerKind(region.front());
+    if (!kind || !result.getType().isIntOrFloat())
+      return std::nullopt;
+    identities.push_back(
+        arith::getIdentityValueAttr(*kind, result.getType(), b, op->getLoc()));
+  }
+  return identities;
 }
 
 Value kvq::combineByReduction(OpBuilder &b, Block &combiner, Value x, Value y) {

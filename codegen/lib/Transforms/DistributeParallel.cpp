@@ -240,12 +240,10 @@ struct DistributeParallelLoop : OpRewritePattern<scf::ParallelOp> {
                                 PatternRewriter &rewriter) const override {
     if (loop.getNumLoops() != 1)
       return rewriter.notifyMatchFailure(loop, "not one loop");
-    SmallVector<TypedAttr> identities;
-    for (unsigned k = 0; k < loop.getNumResults(); ++k) {
-      identities.push_back(getReductionIdentity(loop, k));
-      if (!identities.back())
-        return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
-    }
+    std::optional<SmallVector<TypedAttr>> identities =
+        getReductionIdentities(loop);
+    if (!identities)
+      return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
     Location loc = loop.getLoc();
     Value step = loop.getStep()[0];
     Value thread = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
@@ -256,7 +254,7 @@ struct DistributeParallelLoop : OpRewritePattern<scf::ParallelOp> {
         rewriter, loc, step,
         arith::ConstantIndexOp::create(rewriter, loc, blockThreads));
     SmallVector<Value> shares;
-    for (TypedAttr identity : identities)
+    for (TypedAttr identity : *identities)
       shares.push_back(arith::ConstantOp::create(rewriter, loc, identity));
     auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
     auto threadLoop = scf::ForOp::create(

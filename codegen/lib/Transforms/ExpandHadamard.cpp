@@ -76,11 +76,11 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
     unsigned dim = op.getDim();
     auto loadRotated = [&](Value at) { return pb.loadElement(rows, at); };
     Block *input = op.getInputBlock();
-    unsigned lanes = getRotationLanes(info, dim);
+    unsigned rotationLanes = getRotationLanes(info, dim);
     // The vector form reads an input row from a row of its own, which LLVM
     // keeps in registers, and stores the rows once, rotated.
     Value inputRow =
-        input && lanes > 1 ? allocateRow(rewriter, op, dim) : Value();
+        input && rotationLanes > 1 ? allocateRow(rewriter, op, dim) : Value();
     // The row the vector form last wrote from the input.
     Value lastRow;
     auto load = [&](Value row, Value c, unsigned lanes) {
@@ -113,7 +113,7 @@ struct ExpandHadamard : OpRewritePattern<HadamardOp> {
     rotateRows(pb,
                seed ? std::optional<unsigned>(unsigned(*seed)) : std::nullopt,
                dim, op.getRows().getType().getNumElements() / dim, direction,
-               lanes, {load, loadRotated, store, parallelFor});
+               rotationLanes, {load, loadRotated, store, parallelFor});
     rewriter.eraseOp(op);
     return success();
   }

@@ -481,12 +481,10 @@ struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
     if (lanes == 1)
       return rewriter.notifyMatchFailure(loop, "one lane");
     Location loc = loop.getLoc();
-    SmallVector<TypedAttr> identities;
-    for (unsigned k = 0; k < loop.getNumResults(); ++k) {
-      identities.push_back(getReductionIdentity(loop, k));
-      if (!identities.back() || !identities.back().getType().isIntOrFloat())
-        return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
-    }
+    std::optional<SmallVector<TypedAttr>> identities =
+        getReductionIdentities(loop);
+    if (!identities)
+      return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
     Value iv = loop.getInductionVars()[0];
     auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
     Vectorizer vectorizer(iv, lanes);
@@ -494,7 +492,7 @@ struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
         llvm::is_contained(reduce.getOperands(), iv))
       return rewriter.notifyMatchFailure(loop, "body not elementwise");
     SmallVector<Value> shares;
-    for (TypedAttr identity : identities)
+    for (TypedAttr identity : *identities)
       shares.push_back(arith::ConstantOp::create(
           rewriter, loc,
           DenseElementsAttr::get(VectorType::get({lanes}, identity.getType()),

@@ -128,14 +128,16 @@ std::pair<mlir::Value, mlir::ValueRange> getMemRefAccess(mlir::Operation *op);
 /// for any other.
 std::optional<int64_t> getParallelTripCount(mlir::Operation *parallel,
                                             bool withReductions = false);
-/// The identity of reduction `k` of a kernel program's `scf.parallel`: the
-/// value its combiner leaves any other unchanged with (0 for a sum, -inf
-/// for a maximum written as compare and select); null where the combiner is
-/// not one op of the arithmetic (sum, product, minimum, maximum, and, or)
-/// on its two arguments. The targets' forms of a parallel reduction start
-/// each lane's or thread's share from it, then combine the shares and the
-/// loop's initial value.
-mlir::TypedAttr getReductionIdentity(mlir::Operation *parallel, unsigned k);
+/// The identities of the reductions of a kernel program's `scf.parallel`,
+/// each the value its combiner leaves any other unchanged with (0 for a
+/// sum, -inf for a maximum written as compare and select); nullopt unless
+/// every reduction is of a scalar integer or float and its combiner is one
+/// op of the arithmetic (sum, product, minimum, maximum, and, or) on its
+/// two arguments. The targets' forms of a parallel reduction start each
+/// lane's or thread's share from it, then combine the shares and the loop's
+/// initial value.
+std::optional<llvm::SmallVector<mlir::TypedAttr>>
+getReductionIdentities(mlir::Operation *parallel);
 /// `combiner` (an scf.reduce region's block) applied to `x` and `y`: its
 /// ops cloned at `b`.
 mlir::Value combineByReduction(mlir::OpBuilder &b, mlir::Block &combiner,
