@@ -248,6 +248,53 @@ module attributes {gpu.container_module} {
       }
       return %r : f32
     }
+
+    // A parallel loop inside another (a token's dots with two query rows
+    // over its channels, inside the loop over tokens): the inner one is
+    // vectors, each sum a vector of the lanes' shares; the outer one is
+    // left to the sequential lowering.
+    // HOST-LABEL: func.func @token_dots
+    // HOST: scf.parallel (%[[T:.*]]) =
+    // HOST: %[[D:.*]]:2 = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>) {
+    // HOST: vector.load %{{.*}} vector<16xf16>
+    // HOST: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
+    // HOST: scf.yield
+    // HOST: vector.extract_strided_slice %[[D]]#0
+    // HOST: memref.store %{{.*}}, %{{.*}}[%[[T]]]
+    func.func @token_dots(%keys: memref<?xf16>, %queries: memref<32xf32>, %s: memref<?xf32>, %n: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f32
+      %q0 = memref.subview %queries[0] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1]>>
+      %q1 = memref.subview %queries[16] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1], offset: 16>>
+      scf.parallel (%t) = (%c0) to (%n) step (%c1) {
+        %at = arith.muli %t, %c16 : index
+        %row = memref.subview %keys[%at] [16] [1] : memref<?xf16> to memref<16xf16, strided<[1], offset: ?>>
+        %d:2 = scf.parallel (%c) = (%c0) to (%c16) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %x = memref.load %row[%c] : memref<16xf16, strided<[1], offset: ?>>
+          %k32 = arith.extf %x : f16 to f32
+          %a = memref.load %q0[%c] : memref<16xf32, strided<[1]>>
+          %b = memref.load %q1[%c] : memref<16xf32, strided<[1], offset: 16>>
+          %pa = arith.mulf %a, %k32 : f32
+          %pb = arith.mulf %b, %k32 : f32
+          scf.reduce(%pa, %pb : f32, f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }, {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %d#0, %s[%t] : memref<?xf32>
+        %second = arith.addi %t, %n : index
+        memref.store %d#1, %s[%second] : memref<?xf32>
+        scf.reduce
+      }
+      return
+    }
   }
 
   module @c_tiles attributes {kvq.cache = @c} {
@@ -510,6 +557,117 @@ module attributes {gpu.container_module} {
         }
       }
       memref.store %r, %m[%c0] : memref<?xf32>
+      gpu.return
+    }
+
+    // A parallel loop inside another is its thread's own: the outer loop
+    // over the block's threads, the inner one in order in its thread, its
+    // sums scalars from the loop's initial values, no gpu.all_reduce and
+    // one barrier, after the outer loop. Its rows are known to be 16-byte
+    // aligned: a step takes 8 channels, each row one vector.load (8 f16 of
+    // keys, 8 f32 of each query row), the channels its lanes in order.
+    // DEVICE-LABEL: gpu.func @token_dots
+    // DEVICE: gpu.thread_id x
+    // DEVICE: scf.for %[[T:.*]] = %{{.*}} to %arg3 step %{{.*}} {
+    // DEVICE: %[[ROW:.*]] = memref.subview
+    // DEVICE: %[[D:.*]]:2 = scf.for %[[C:.*]] = %c0{{.*}} to %c16{{.*}} step %c8{{.*}} iter_args(%[[A:.*]] = %cst{{.*}}, %[[B:.*]] = %cst{{.*}}) -> (f32, f32) {
+    // DEVICE-NEXT: %[[K:.*]] = vector.load %[[ROW]][%[[C]]] {alignment = 16 : i64} : {{.*}}, vector<8xf16>
+    // DEVICE-NEXT: %[[QA:.*]] = vector.load %{{.*}}[%[[C]]] {alignment = 16 : i64} : {{.*}}, vector<8xf32>
+    // DEVICE-NEXT: %[[QB:.*]] = vector.load %{{.*}}[%[[C]]] {alignment = 16 : i64} : {{.*}}, vector<8xf32>
+    // DEVICE-NEXT: %[[K0:.*]] = vector.extract %[[K]][0]
+    // DEVICE-NEXT: %[[QA0:.*]] = vector.extract %[[QA]][0]
+    // DEVICE-NEXT: %[[QB0:.*]] = vector.extract %[[QB]][0]
+    // DEVICE-NEXT: %[[K0F:.*]] = arith.extf %[[K0]]
+    // DEVICE-NEXT: %[[PA:.*]] = arith.mulf %[[QA0]], %[[K0F]]
+    // DEVICE-NEXT: %[[PB:.*]] = arith.mulf %[[QB0]], %[[K0F]]
+    // DEVICE-NEXT: %[[A1:.*]] = arith.addf %[[A]], %[[PA]]
+    // DEVICE-NEXT: %[[B1:.*]] = arith.addf %[[B]], %[[PB]]
+    // DEVICE-NEXT: vector.extract %[[K]][1]
+    // DEVICE: vector.extract %[[K]][7]
+    // DEVICE: scf.yield
+    // DEVICE-NEXT: }
+    // DEVICE-NEXT: memref.store %[[D]]#0, %{{.*}}[%[[T]]]
+    // DEVICE: memref.store %[[D]]#1
+    // DEVICE-NEXT: }
+    // DEVICE-NEXT: gpu.barrier
+    // DEVICE-NEXT: gpu.return
+    gpu.func @token_dots(%k: memref<?xf16>, %q: memref<32xf32>, %s: memref<?xf32>, %n: index) kernel {
+      %keys = memref.assume_alignment %k, 16 : memref<?xf16>
+      %queries = memref.assume_alignment %q, 16 : memref<32xf32>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f32
+      %q0 = memref.subview %queries[0] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1]>>
+      %q1 = memref.subview %queries[16] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1], offset: 16>>
+      scf.parallel (%t) = (%c0) to (%n) step (%c1) {
+        %at = arith.muli %t, %c16 : index
+        %row = memref.subview %keys[%at] [16] [1] : memref<?xf16> to memref<16xf16, strided<[1], offset: ?>>
+        %d:2 = scf.parallel (%c) = (%c0) to (%c16) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %x = memref.load %row[%c] : memref<16xf16, strided<[1], offset: ?>>
+          %k32 = arith.extf %x : f16 to f32
+          %a = memref.load %q0[%c] : memref<16xf32, strided<[1]>>
+          %b = memref.load %q1[%c] : memref<16xf32, strided<[1], offset: 16>>
+          %pa = arith.mulf %a, %k32 : f32
+          %pb = arith.mulf %b, %k32 : f32
+          scf.reduce(%pa, %pb : f32, f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }, {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %d#0, %s[%t] : memref<?xf32>
+        %second = arith.addi %t, %n : index
+        memref.store %d#1, %s[%second] : memref<?xf32>
+        scf.reduce
+      }
+      gpu.return
+    }
+
+    // Rows of no known alignment: one element an iteration.
+    // DEVICE-LABEL: gpu.func @unaligned_dots
+    // DEVICE: scf.for %{{.*}} = %{{.*}} to %arg3 step %{{.*}} {
+    // DEVICE: scf.for %[[C:.*]] = %c0{{.*}} to %c16{{.*}} step %c1{{.*}} iter_args(
+    // DEVICE-NEXT: memref.load %{{.*}}[%[[C]]]
+    // DEVICE-NOT: vector.load
+    // DEVICE: gpu.barrier
+    // DEVICE-NEXT: gpu.return
+    gpu.func @unaligned_dots(%keys: memref<?xf16>, %queries: memref<32xf32>, %s: memref<?xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f32
+      %q0 = memref.subview %queries[0] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1]>>
+      %q1 = memref.subview %queries[16] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1], offset: 16>>
+      scf.parallel (%t) = (%c0) to (%n) step (%c1) {
+        %at = arith.muli %t, %c16 : index
+        %row = memref.subview %keys[%at] [16] [1] : memref<?xf16> to memref<16xf16, strided<[1], offset: ?>>
+        %d:2 = scf.parallel (%c) = (%c0) to (%c16) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %x = memref.load %row[%c] : memref<16xf16, strided<[1], offset: ?>>
+          %k32 = arith.extf %x : f16 to f32
+          %a = memref.load %q0[%c] : memref<16xf32, strided<[1]>>
+          %b = memref.load %q1[%c] : memref<16xf32, strided<[1], offset: 16>>
+          %pa = arith.mulf %a, %k32 : f32
+          %pb = arith.mulf %b, %k32 : f32
+          scf.reduce(%pa, %pb : f32, f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }, {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %d#0, %s[%t] : memref<?xf32>
+        %second = arith.addi %t, %n : index
+        memref.store %d#1, %s[%second] : memref<?xf32>
+        scf.reduce
+      }
       gpu.return
     }
   }

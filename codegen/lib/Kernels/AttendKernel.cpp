@@ -141,11 +141,12 @@ void AttendEmitter::sumQueryGroups() {
 SmallVector<Value> AttendEmitter::fullPrecisionDots(Value buffer,
                                                     Value element0,
                                                     Value queryBuffer) {
-  // 16 bytes of the row per load; rows start on 16 bytes (head_dim is a
-  // multiple of 8 in every shipped model, else element loads).
+  // 16 bytes of the row per load where the target loads rows that wide
+  // (TargetInfo::loadBytes); rows start on 16 bytes (head_dim is a multiple
+  // of 8 in every shipped model, else element loads).
   Type dtype = model.getDtype();
   unsigned perLoad = 16 / (dtype.getIntOrFloatBitWidth() / 8);
-  if (dim % perLoad != 0 || !kb.getTarget().prefersWideLoads())
+  if (dim % perLoad != 0 || kb.getTarget().getLoadBytes() != 16)
     perLoad = 1;
   SmallVector<Value> init(heads, kb.f32(0));
   return kb.forLoop(

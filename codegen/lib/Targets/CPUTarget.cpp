@@ -182,7 +182,6 @@ public:
     return kb.callIntrinsic("llvm.x86.avx512.vpdpwssd.512",
                             {acc, asHalves(x), asHalves(y)});
   }
-  bool prefersWideLoads() const override { return false; }
   unsigned getSplitTokens(const CacheLayout &layout) const override {
     return layout.hostSplitTokens;
   }

@@ -252,7 +252,6 @@ public:
         ArrayAttr());
   }
 
-  bool prefersWideLoads() const override { return true; }
   /// Timed on an H200 (docs/Performance.md, "GPU: measured on an H200"): the
   /// fp16 attention's row loops, 4 iterations at a time, run 15-20% faster
   /// than one at a time (2: 10-12%). The matrix forms' loops are left one
@@ -346,6 +345,7 @@ TargetInfo kvq::getGPUTargetInfo(TargetAttr target) {
   // kept a loop of 256 bytes an iteration four deep: 255 registers and 944
   // bytes of spills on sm_90 (159 registers and none with the cap).
   info.loadRegisters = 64;
+  info.loadBytes = 16;
   info.minMaxNum = true;
   info.matrix = target.getGpuMatrix();
   return info;

@@ -8,7 +8,11 @@
 // is made one loop over both, and a sequential loop around a parallel loop
 // whose iterations each keep to their own elements is turned inside out:
 // each thread then runs the whole sequence for its elements, with no
-// barrier per step, and LLVM keeps their values in registers.
+// barrier per step, and LLVM keeps their values in registers. A parallel
+// loop left inside another (a token's dot over its channels, inside the
+// loop over tokens) is its thread's own: it runs in order in that thread,
+// its reductions scalar accumulators, its rows read TargetInfo::loadBytes
+// at a time where their alignment is known.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,13 +20,19 @@
 #include "kvq/Codegen/Passes.h"
 #include "kvq/Codegen/Targets.h"
 
+#include "VectorizePatterns.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+#include <numeric>
 
 namespace kvq {
 #define GEN_PASS_DEF_KVQDISTRIBUTEPARALLEL
@@ -228,6 +238,191 @@ struct FlattenNestedParallel : OpRewritePattern<scf::ParallelOp> {
   }
 };
 
+/// Clones the body of `loop` at `b` for the iteration `mapping` gives its
+/// induction variable, but for ops whose results `mapping` already has,
+/// and returns `acc` combined with the iteration's reduced values.
+static SmallVector<Value> cloneIteration(OpBuilder &b, scf::ParallelOp loop,
+                                         IRMapping &mapping, ValueRange acc) {
+  for (Operation &op : loop.getBody()->without_terminator())
+    if (op.getNumResults() == 0 || !mapping.contains(op.getResult(0)))
+      b.clone(op, mapping);
+  auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
+  SmallVector<Value> next;
+  for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
+    next.push_back(combineByReduction(b, reduce.getReductions()[k].front(),
+                                      acc[k], mapping.lookupOrDefault(value)));
+  return next;
+}
+
+/// The iterations of the 1-D `loop` from `first` to its end in steps of
+/// `stride`, in order, as an scf.for carrying its reductions from `inits`.
+static scf::ForOp buildSerialLoop(OpBuilder &b, scf::ParallelOp loop,
+                                  Value first, Value stride, ValueRange inits) {
+  Location loc = loop.getLoc();
+  return scf::ForOp::create(
+      b, loc, first, loop.getUpperBound()[0], stride, inits,
+      [&](OpBuilder &b, Location, Value iv, ValueRange acc) {
+        IRMapping mapping;
+        mapping.map(loop.getInductionVars()[0], iv);
+        scf::YieldOp::create(b, loc, cloneIteration(b, loop, mapping, acc));
+      });
+}
+
+/// The bytes `memref`'s first element is known to be aligned to: what
+/// memref.assume_alignment or an allocation states, through subviews whose
+/// offset is a constant or a multiple of one; its element's size otherwise.
+static uint64_t getKnownAlignment(Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  uint64_t element =
+      std::max<uint64_t>(1, type.getElementType().getIntOrFloatBitWidth() / 8);
+  Operation *def = memref.getDefiningOp();
+  // What is stated is of the buffer's start, before the view's offset.
+  auto fromStart = [&](uint64_t alignment) -> uint64_t {
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        ShapedType::isDynamic(offset))
+      return element;
+    if (offset == 0)
+      return std::max(element, alignment);
+    return std::max(element, std::gcd(alignment, uint64_t(offset) * element));
+  };
+  if (auto assume = dyn_cast_if_present<memref::AssumeAlignmentOp>(def))
+    return fromStart(assume.getAlignment());
+  if (auto alloca = dyn_cast_if_present<memref::AllocaOp>(def))
+    return fromStart(alloca.getAlignment().value_or(0));
+  auto subview = dyn_cast_if_present<memref::SubViewOp>(def);
+  if (!subview || subview.getMixedOffsets().size() != 1)
+    return element;
+  // The offset's factor known at compile time: the offset itself, or the
+  // constant of a product.
+  std::optional<int64_t> factor =
+      getConstantIntValue(subview.getMixedOffsets()[0]);
+  if (!factor)
+    if (auto product = subview.getOffsets()[0].getDefiningOp<arith::MulIOp>())
+      factor = getConstantIntValue(product.getRhs());
+  if (!factor)
+    return element;
+  uint64_t source = getKnownAlignment(subview.getSource());
+  if (*factor == 0)
+    return source;
+  return std::max<uint64_t>(element,
+                            std::gcd(source, uint64_t(*factor) * element));
+}
+
+/// The loads of the 1-D `loop`'s body that read its row of consecutive
+/// elements (one per iteration: memref.load at the induction variable),
+/// and the elements a thread loads at once, `loadBytes` of the narrowest
+/// of them, dividing the trip count; 1 where the body does more than
+/// compute and load, a row is not known to be aligned to a whole load, or
+/// the trip count is not a constant.
+static std::pair<SmallVector<memref::LoadOp>, unsigned>
+getWideLoads(scf::ParallelOp loop, unsigned loadBytes) {
+  std::optional<int64_t> count =
+      getParallelTripCount(loop, /*withReductions=*/true);
+  if (!count || loadBytes == 0)
+    return {{}, 1};
+  Value iv = loop.getInductionVars()[0];
+  llvm::DenseSet<Value> varying = {iv};
+  SmallVector<memref::LoadOp> rows;
+  uint64_t narrowest = loadBytes;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (!isArithmetic(&op) && !isa<memref::LoadOp>(op))
+      return {{}, 1};
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return varying.contains(v); }))
+      varying.insert(op.getResults().begin(), op.getResults().end());
+    auto load = dyn_cast<memref::LoadOp>(op);
+    if (!load || !isLaneAccess(load, iv, varying))
+      continue;
+    rows.push_back(load);
+    narrowest = std::min<uint64_t>(narrowest,
+                                   load.getType().getIntOrFloatBitWidth() / 8);
+  }
+  unsigned lanes = loadBytes / std::max<uint64_t>(narrowest, 1);
+  while (lanes > 1 && *count % lanes != 0)
+    lanes /= 2;
+  for (memref::LoadOp load : rows) {
+    uint64_t bytes = lanes * load.getType().getIntOrFloatBitWidth() / 8;
+    if (getKnownAlignment(load.getMemRef()) <
+        std::min<uint64_t>(bytes, loadBytes))
+      return {{}, 1};
+  }
+  if (rows.empty())
+    return {{}, 1};
+  return {rows, lanes};
+}
+
+/// A parallel loop inside another (distributed) one: its thread's own, its
+/// iterations in order in an scf.for whose reductions are carried as
+/// scalars from the loop's initial values. Where its rows are aligned to
+/// whole loads (getWideLoads), a step takes `lanes` iterations: each row's
+/// elements are one vector.load, the iterations its lanes in order.
+struct SerializeNestedParallel : OpRewritePattern<scf::ParallelOp> {
+  SerializeNestedParallel(MLIRContext *ctx, unsigned loadBytes)
+      : OpRewritePattern<scf::ParallelOp>(ctx), loadBytes(loadBytes) {}
+
+  LogicalResult matchAndRewrite(scf::ParallelOp loop,
+                                PatternRewriter &rewriter) const override {
+    if (loop.getNumLoops() != 1 || !loop->getParentOfType<scf::ParallelOp>())
+      return rewriter.notifyMatchFailure(loop, "not one loop inside another");
+    std::pair<SmallVector<memref::LoadOp>, unsigned> wideLoads =
+        getWideLoads(loop, loadBytes);
+    unsigned lanes = wideLoads.second;
+    Location loc = loop.getLoc();
+    if (lanes == 1) {
+      rewriter.replaceOp(
+          loop, buildSerialLoop(rewriter, loop, loop.getLowerBound()[0],
+                                loop.getStep()[0], loop.getInitVals()));
+      return success();
+    }
+    auto wide = scf::ForOp::create(
+        rewriter, loc, loop.getLowerBound()[0], loop.getUpperBound()[0],
+        arith::ConstantIndexOp::create(rewriter, loc, lanes),
+        loop.getInitVals());
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(wide.getBody());
+    Value first = wide.getInductionVar();
+    SmallVector<Value> vectors;
+    for (memref::LoadOp load : wideLoads.first) {
+      SmallVector<Value> indices(load.getIndices());
+      indices.back() = first;
+      Type element = load.getType();
+      uint64_t bytes = lanes * element.getIntOrFloatBitWidth() / 8;
+      uint64_t align = std::min(bytes, getKnownAlignment(load.getMemRef()));
+      vectors.push_back(vector::LoadOp::create(
+          rewriter, loc, VectorType::get({int64_t(lanes)}, element),
+          load.getMemRef(), indices, /*nontemporal=*/false,
+          llvm::MaybeAlign(align)));
+    }
+    // The iterations' own indices, where anything but a row reads them.
+    Value iv = loop.getInductionVars()[0];
+    bool indexed = llvm::any_of(iv.getUsers(), [&](Operation *user) {
+      auto load = dyn_cast<memref::LoadOp>(user);
+      return !load || !llvm::is_contained(wideLoads.first, load);
+    });
+    SmallVector<Value> next(wide.getRegionIterArgs());
+    for (unsigned j = 0; j < lanes; ++j) {
+      IRMapping mapping;
+      if (indexed)
+        mapping.map(iv, arith::AddIOp::create(
+                            rewriter, loc, first,
+                            arith::ConstantIndexOp::create(rewriter, loc, j)));
+      for (auto [load, row] : llvm::zip_equal(wideLoads.first, vectors))
+        mapping.map(load.getResult(),
+                    vector::ExtractOp::create(rewriter, loc, row,
+                                              ArrayRef<int64_t>{int64_t(j)}));
+      next = cloneIteration(rewriter, loop, mapping, next);
+    }
+    scf::YieldOp::create(rewriter, loc, next);
+    rewriter.setInsertionPointAfter(wide);
+    rewriter.replaceOp(loop, wide.getResults());
+    return success();
+  }
+
+  unsigned loadBytes;
+};
+
 /// A 1-D scf.parallel as a loop over the block's threads, then a barrier.
 /// Its reductions (each a combiner with an identity) are carried by each
 /// thread from the identity, combined across the block by `gpu.all_reduce`
@@ -257,20 +452,8 @@ struct DistributeParallelLoop : OpRewritePattern<scf::ParallelOp> {
     for (TypedAttr identity : *identities)
       shares.push_back(arith::ConstantOp::create(rewriter, loc, identity));
     auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
-    auto threadLoop = scf::ForOp::create(
-        rewriter, loc, first, loop.getUpperBound()[0], stride, shares,
-        [&](OpBuilder &b, Location, Value iv, ValueRange acc) {
-          IRMapping mapping;
-          mapping.map(loop.getInductionVars()[0], iv);
-          for (Operation &op : loop.getBody()->without_terminator())
-            b.clone(op, mapping);
-          SmallVector<Value> next;
-          for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
-            next.push_back(
-                combineByReduction(b, reduce.getReductions()[k].front(), acc[k],
-                                   mapping.lookupOrDefault(value)));
-          scf::YieldOp::create(b, loc, next);
-        });
+    scf::ForOp threadLoop =
+        buildSerialLoop(rewriter, loop, first, stride, shares);
     SmallVector<Value> results;
     for (auto [k, init] : llvm::enumerate(loop.getInitVals())) {
       Block &combiner = reduce.getReductions()[k].front();
@@ -316,6 +499,9 @@ struct KVQDistributeParallelPass
     RewritePatternSet interchange(ctx);
     interchange.add<FlattenNestedParallel, InterchangeParallelOutward>(ctx);
     walkAndApplyPatterns(device, std::move(interchange));
+    RewritePatternSet serialize(ctx);
+    serialize.add<SerializeNestedParallel>(ctx, info.loadBytes);
+    walkAndApplyPatterns(device, std::move(serialize));
     RewritePatternSet distribute(ctx);
     distribute.add<DistributeParallelLoop>(ctx, info.blockThreads);
     walkAndApplyPatterns(device, std::move(distribute));

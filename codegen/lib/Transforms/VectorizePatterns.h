@@ -1,8 +1,10 @@
 //===- VectorizePatterns.h - kvq-vectorize-parallel's pieces ----*- C++ -*-===//
 //
-// Private to lib/Transforms: what the two forms of kvq-vectorize-parallel
-// share, a loop widened over lanes (VectorizeParallel.cpp) and a loop over
-// tiles copied side by side (VectorizeTileCopies.cpp).
+// Private to lib/Transforms: what the forms of a kernel program's parallel
+// loops share: the two of kvq-vectorize-parallel, a loop widened over lanes
+// (VectorizeParallel.cpp) and a loop over tiles copied side by side
+// (VectorizeTileCopies.cpp), and the GPU's rows read a load at a time
+// (DistributeParallel.cpp).
 //
 //===----------------------------------------------------------------------===//
 

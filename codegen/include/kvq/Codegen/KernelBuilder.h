@@ -104,6 +104,11 @@ struct TargetInfo {
   /// iterations in flight (none ahead where it loads this many alone), so
   /// that the rest of the kernel keeps its values in registers.
   unsigned loadRegisters = 0;
+  /// The widest load of one thread's consecutive elements, in bytes, where
+  /// a thread walks a row element by element (16: PTX's ld.v4.b32); 0
+  /// where rows are vectors of lanes anyway (the CPU, whose loops LLVM
+  /// vectorizes).
+  unsigned loadBytes = 0;
   /// Whether min/max skipping a NaN operand (llvm.minnum/maxnum) are one
   /// instruction (PTX min.f32/max.f32); x86's vminps/vmaxps are x < y ? x :
   /// y instead, and LLVM adds a NaN test and a blend to each minnum.
@@ -213,9 +218,10 @@ public:
     llvm_unreachable("the target has no 16-bit integer dot products");
   }
 
-  /// Whether kernels should load 16 bytes at a time explicitly (GPU), or
-  /// leave vectorization to LLVM's loop vectorizer (CPU).
-  virtual bool prefersWideLoads() const = 0;
+  /// TargetInfo::loadBytes: where above 0, kernels load that many bytes
+  /// of a row at a time explicitly (GPU); else they leave vectorization to
+  /// LLVM's loop vectorizer (CPU).
+  unsigned getLoadBytes() const { return info.loadBytes; }
   /// Iterations of a streaming loop (tokens, chunks of a row) emitted
   /// together so that their loads are in flight at once.
   unsigned getLoadsInFlight() const { return info.loadsInFlight; }

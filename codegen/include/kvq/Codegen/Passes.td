@@ -173,13 +173,15 @@ def KVQDistributeParallel
     In each GPU module (naming its `kvq.cache`): turns `scf.for` around an `scf.parallel`
     whose iterations each keep to their own elements inside out (each
     thread then runs the sequence for its elements, without a barrier per
-    step), then runs each one-dimensional `scf.parallel` as a loop of the
-    block's threads (`gpu.thread_id`, the target's block_threads) followed
-    by `gpu.barrier`.
+    step), runs a one-dimensional `scf.parallel` inside another in order in
+    its thread (its reductions scalars, its rows aligned to whole loads read
+    the target's loadBytes at a time), then runs each outermost
+    one-dimensional `scf.parallel` as a loop of the block's threads
+    (`gpu.thread_id`, the target's block_threads) followed by `gpu.barrier`.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
 }
 
