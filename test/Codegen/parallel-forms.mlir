@@ -295,6 +295,52 @@ module attributes {gpu.container_module} {
       }
       return
     }
+
+    // Sums over tokens inside a loop over channels (a split's value sums
+    // for two heads): the tokens in order, so that the channels are the
+    // lanes, each head's sums a vector carried through the token loop.
+    // HOST-LABEL: func.func @value_sums
+    // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c16{{.*}} {
+    // HOST: %[[S:.*]]:2 = scf.for %[[T:.*]] = %c0{{.*}} to %arg3 step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>) {
+    // HOST: %[[ROW:.*]] = memref.subview
+    // HOST: vector.load %[[ROW]][%[[C]]] : {{.*}}, vector<16xf16>
+    // HOST: memref.load %arg1[%[[T]]] : memref<?xf32>
+    // HOST: scf.yield
+    // HOST: vector.store %[[S]]#0, %arg2[%[[C]]] : memref<64xf32>, vector<16xf32>
+    // HOST: vector.store %[[S]]#1, %arg4[%[[C]]] : memref<64xf32>, vector<16xf32>
+    // HOST-NOT: scf.parallel
+    func.func @value_sums(%v: memref<?xf16>, %p: memref<?xf32>, %o0: memref<64xf32>, %n: index, %o1: memref<64xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %s:2 = scf.parallel (%t) = (%c0) to (%n) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %at = arith.muli %t, %c64 : index
+          %row = memref.subview %v[%at] [64] [1] : memref<?xf16> to memref<64xf16, strided<[1], offset: ?>>
+          %x = memref.load %row[%c] : memref<64xf16, strided<[1], offset: ?>>
+          %x32 = arith.extf %x : f16 to f32
+          %a = memref.load %p[%t] : memref<?xf32>
+          %t2 = arith.addi %t, %n : index
+          %b = memref.load %p[%t2] : memref<?xf32>
+          %pa = arith.mulf %a, %x32 : f32
+          %pb = arith.mulf %b, %x32 : f32
+          scf.reduce(%pa, %pb : f32, f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }, {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %s#0, %o0[%c] : memref<64xf32>
+        memref.store %s#1, %o1[%c] : memref<64xf32>
+        scf.reduce
+      }
+      return
+    }
   }
 
   module @c_tiles attributes {kvq.cache = @c} {
@@ -666,6 +712,98 @@ module attributes {gpu.container_module} {
         memref.store %d#0, %s[%t] : memref<?xf32>
         %second = arith.addi %t, %n : index
         memref.store %d#1, %s[%second] : memref<?xf32>
+        scf.reduce
+      }
+      gpu.return
+    }
+
+    // A reduction inside a parallel loop of 4 iterations (4 heads'
+    // statistics over a split's tokens): each head a team of 32 threads,
+    // the workers' shares from the identity, a butterfly of shuffles, the
+    // initial value, and worker 0 storing; one barrier after the loop.
+    // DEVICE-LABEL: gpu.func @head_sums
+    // DEVICE: %[[T:.*]] = gpu.thread_id x
+    // DEVICE: %[[HEAD:.*]] = arith.divui %[[T]], %c32
+    // DEVICE: %[[WORKER:.*]] = arith.remui %[[T]], %c32
+    // DEVICE: scf.for %[[R:.*]] = %[[HEAD]] to %c4{{.*}} step %c4{{.*}} {
+    // DEVICE: %[[FIRST:.*]] = arith.addi %c0{{.*}}, %{{.*}} : index
+    // DEVICE: %[[STRIDE:.*]] = arith.muli %c1{{.*}}, %c32{{.*}} : index
+    // DEVICE: %[[SHARE:.*]] = scf.for %{{.*}} = %[[FIRST]] to %arg1 step %[[STRIDE]] iter_args(%{{.*}} = %cst{{.*}}) -> (f32) {
+    // DEVICE: %[[X16:.*]], %{{.*}} = gpu.shuffle xor %[[SHARE]], %c16_i32, %c32_i32 : f32
+    // DEVICE-NEXT: %[[S16:.*]] = arith.addf %[[SHARE]], %[[X16]] : f32
+    // DEVICE: gpu.shuffle xor %[[S16]], %c8_i32
+    // DEVICE: gpu.shuffle xor %{{.*}}, %c4_i32
+    // DEVICE: gpu.shuffle xor %{{.*}}, %c2_i32
+    // DEVICE: gpu.shuffle xor %{{.*}}, %c1_i32
+    // DEVICE: %[[ALL:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+    // DEVICE-NEXT: %[[SUM:.*]] = arith.addf %arg2, %[[ALL]] : f32
+    // DEVICE: %[[LEAD:.*]] = arith.cmpi eq, %[[WORKER]], %c0{{.*}} : index
+    // DEVICE-NEXT: scf.if %[[LEAD]] {
+    // DEVICE-NEXT: memref.store %[[SUM]], %{{.*}}[%[[R]]]
+    // DEVICE-NEXT: }
+    // DEVICE-NEXT: }
+    // DEVICE-NEXT: gpu.barrier
+    // DEVICE-NOT: gpu.all_reduce
+    gpu.func @head_sums(%x: memref<?xf32>, %n: index, %s0: f32, %out: memref<4xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+        %base = arith.muli %r, %n : index
+        %s = scf.parallel (%t) = (%c0) to (%n) step (%c1) init (%s0) -> f32 {
+          %i = arith.addi %base, %t : index
+          %v = memref.load %x[%i] : memref<?xf32>
+          scf.reduce(%v : f32) {
+          ^bb0(%a: f32, %b: f32):
+            %sum = arith.addf %a, %b : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %s, %out[%r] : memref<4xf32>
+        scf.reduce
+      }
+      gpu.return
+    }
+
+    // The same on the GPU: 64 channels over 128 threads, two workers a
+    // channel, whose token shares one shuffle combines.
+    // DEVICE-LABEL: gpu.func @value_sums
+    // DEVICE: %[[WORKER:.*]] = arith.remui %{{.*}}, %c2
+    // DEVICE: scf.for %[[C:.*]] = %{{.*}} to %c64{{.*}} step %c64{{.*}} {
+    // DEVICE: scf.for %{{.*}} iter_args(%{{.*}} = %cst{{.*}}, %{{.*}} = %cst{{.*}}) -> (f32, f32) {
+    // DEVICE: gpu.shuffle xor %{{.*}}, %c1_i32, %c32_i32 : f32
+    // DEVICE: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}}, %c32_i32{{.*}} : f32
+    // DEVICE-NOT: gpu.shuffle
+    // DEVICE: scf.if
+    // DEVICE: gpu.barrier
+    gpu.func @value_sums(%v: memref<?xf16>, %p: memref<?xf32>, %o0: memref<64xf32>, %n: index, %o1: memref<64xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %s:2 = scf.parallel (%t) = (%c0) to (%n) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %at = arith.muli %t, %c64 : index
+          %row = memref.subview %v[%at] [64] [1] : memref<?xf16> to memref<64xf16, strided<[1], offset: ?>>
+          %x = memref.load %row[%c] : memref<64xf16, strided<[1], offset: ?>>
+          %x32 = arith.extf %x : f16 to f32
+          %a = memref.load %p[%t] : memref<?xf32>
+          %t2 = arith.addi %t, %n : index
+          %b = memref.load %p[%t2] : memref<?xf32>
+          %pa = arith.mulf %a, %x32 : f32
+          %pb = arith.mulf %b, %x32 : f32
+          scf.reduce(%pa, %pb : f32, f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }, {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %s#0, %o0[%c] : memref<64xf32>
+        memref.store %s#1, %o1[%c] : memref<64xf32>
         scf.reduce
       }
       gpu.return

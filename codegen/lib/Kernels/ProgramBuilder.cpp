@@ -248,3 +248,29 @@ Value kvq::combineByReduction(OpBuilder &b, Block &combiner, Value x, Value y) {
     b.clone(op, mapping);
   return mapping.lookup(combiner.getTerminator()->getOperand(0));
 }
+
+SmallVector<Value> kvq::cloneIteration(OpBuilder &b, scf::ParallelOp loop,
+                                       IRMapping &mapping, ValueRange acc) {
+  for (Operation &op : loop.getBody()->without_terminator())
+    if (op.getNumResults() == 0 || !mapping.contains(op.getResult(0)))
+      b.clone(op, mapping);
+  auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
+  SmallVector<Value> next;
+  for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
+    next.push_back(combineByReduction(b, reduce.getReductions()[k].front(),
+                                      acc[k], mapping.lookupOrDefault(value)));
+  return next;
+}
+
+scf::ForOp kvq::buildSerialLoop(OpBuilder &b, scf::ParallelOp loop, Value first,
+                                Value stride, ValueRange inits,
+                                const IRMapping &outer) {
+  Location loc = loop.getLoc();
+  return scf::ForOp::create(
+      b, loc, first, outer.lookupOrDefault(loop.getUpperBound()[0]), stride,
+      inits, [&](OpBuilder &b, Location, Value iv, ValueRange acc) {
+        IRMapping mapping = outer;
+        mapping.map(loop.getInductionVars()[0], iv);
+        scf::YieldOp::create(b, loc, cloneIteration(b, loop, mapping, acc));
+      });
+}

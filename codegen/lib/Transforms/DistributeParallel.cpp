@@ -238,34 +238,17 @@ struct FlattenNestedParallel : OpRewritePattern<scf::ParallelOp> {
   }
 };
 
-/// Clones the body of `loop` at `b` for the iteration `mapping` gives its
-/// induction variable, but for ops whose results `mapping` already has,
-/// and returns `acc` combined with the iteration's reduced values.
-static SmallVector<Value> cloneIteration(OpBuilder &b, scf::ParallelOp loop,
-                                         IRMapping &mapping, ValueRange acc) {
-  for (Operation &op : loop.getBody()->without_terminator())
-    if (op.getNumResults() == 0 || !mapping.contains(op.getResult(0)))
-      b.clone(op, mapping);
-  auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
-  SmallVector<Value> next;
-  for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
-    next.push_back(combineByReduction(b, reduce.getReductions()[k].front(),
-                                      acc[k], mapping.lookupOrDefault(value)));
-  return next;
-}
-
-/// The iterations of the 1-D `loop` from `first` to its end in steps of
-/// `stride`, in order, as an scf.for carrying its reductions from `inits`.
-static scf::ForOp buildSerialLoop(OpBuilder &b, scf::ParallelOp loop,
-                                  Value first, Value stride, ValueRange inits) {
-  Location loc = loop.getLoc();
-  return scf::ForOp::create(
-      b, loc, first, loop.getUpperBound()[0], stride, inits,
-      [&](OpBuilder &b, Location, Value iv, ValueRange acc) {
-        IRMapping mapping;
-        mapping.map(loop.getInductionVars()[0], iv);
-        scf::YieldOp::create(b, loc, cloneIteration(b, loop, mapping, acc));
-      });
+/// The identities of `loop`'s reductions where the GPU's shuffles can
+/// exchange them (32-bit scalars); nullopt otherwise.
+static std::optional<SmallVector<TypedAttr>>
+getShuffleIdentities(scf::ParallelOp loop) {
+  std::optional<SmallVector<TypedAttr>> identities =
+      getReductionIdentities(loop);
+  if (!identities || llvm::any_of(loop.getResultTypes(), [](Type type) {
+        return type.getIntOrFloatBitWidth() != 32;
+      }))
+    return std::nullopt;
+  return identities;
 }
 
 /// The bytes `memref`'s first element is known to be aligned to: what
@@ -423,6 +406,120 @@ struct SerializeNestedParallel : OpRewritePattern<scf::ParallelOp> {
   unsigned loadBytes;
 };
 
+/// The one parallel loop with reductions in `outer`'s body, after only
+/// arithmetic and loads (a row's addresses and bounds), and before ops
+/// with no parallel loop in them (what is done with its results); null
+/// otherwise.
+static scf::ParallelOp getInnerReduction(scf::ParallelOp outer) {
+  Block *body = outer.getBody();
+  scf::ParallelOp inner;
+  for (Operation &op : body->without_terminator()) {
+    auto loop = dyn_cast<scf::ParallelOp>(op);
+    if (loop && !inner) {
+      inner = loop;
+      continue;
+    }
+    bool nested = false;
+    op.walk([&](scf::ParallelOp) { nested = true; });
+    if (nested || (!inner && (op.getNumRegions() ||
+                              !(isArithmetic(&op) || isa<memref::LoadOp>(op)))))
+      return {};
+  }
+  if (!inner || inner.getNumLoops() != 1 || inner.getNumResults() == 0)
+    return {};
+  return inner;
+}
+
+/// parallel u in [0, U) { row ops; r = parallel i reduce; uses of r } with
+/// U leaving threads to spare (a few heads' statistics over a split's
+/// tokens): each u is a team of W adjacent threads of a warp (the most,
+/// up to a warp, for which U teams fit in the block), the team's workers
+/// taking every W-th i from the identity, their shares combined by a
+/// butterfly of `gpu.shuffle xor` and the combiner (every worker gets the
+/// result), then with the loop's initial value; worker 0 does what follows
+/// the inner loop. One barrier, after the outer loop.
+struct DistributeNestedReduction : OpRewritePattern<scf::ParallelOp> {
+  DistributeNestedReduction(MLIRContext *ctx, const TargetInfo &info)
+      : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/2), info(info) {}
+
+  LogicalResult matchAndRewrite(scf::ParallelOp outer,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> units = getParallelTripCount(outer);
+    scf::ParallelOp inner = getInnerReduction(outer);
+    if (!units || *units == 0 || !inner ||
+        outer->getParentOfType<scf::ParallelOp>())
+      return rewriter.notifyMatchFailure(outer, "no reduction inside");
+    std::optional<SmallVector<TypedAttr>> identities =
+        getShuffleIdentities(inner);
+    if (!identities)
+      return rewriter.notifyMatchFailure(outer, "no shuffle of its values");
+    int64_t team = 1;
+    while (team * 2 <= int64_t(info.maxWorkers) &&
+           *units * team * 2 <= int64_t(info.blockThreads))
+      team *= 2;
+    if (team == 1)
+      return rewriter.notifyMatchFailure(outer, "no threads to spare");
+    Location loc = outer.getLoc();
+    auto index = [&](int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(rewriter, loc, value);
+    };
+    Value thread = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
+    Value first = arith::DivUIOp::create(rewriter, loc, thread, index(team));
+    Value worker = arith::RemUIOp::create(rewriter, loc, thread, index(team));
+    auto reduce = cast<scf::ReduceOp>(inner.getBody()->getTerminator());
+    scf::ForOp::create(
+        rewriter, loc, first, index(*units),
+        index(int64_t(info.blockThreads) / team), ValueRange(),
+        [&](OpBuilder &b, Location, Value unit, ValueRange) {
+          IRMapping mapping;
+          mapping.map(outer.getInductionVars()[0], unit);
+          Block *body = outer.getBody();
+          for (Operation &op :
+               llvm::make_range(body->begin(), inner->getIterator()))
+            b.clone(op, mapping);
+          Value step = mapping.lookupOrDefault(inner.getStep()[0]);
+          Value start = arith::AddIOp::create(
+              b, loc, mapping.lookupOrDefault(inner.getLowerBound()[0]),
+              arith::MulIOp::create(b, loc, worker, step));
+          Value stride = arith::MulIOp::create(b, loc, step, index(team));
+          SmallVector<Value> shares;
+          for (TypedAttr identity : *identities)
+            shares.push_back(arith::ConstantOp::create(b, loc, identity));
+          scf::ForOp serial =
+              buildSerialLoop(b, inner, start, stride, shares, mapping);
+          for (auto [k, init] : llvm::enumerate(inner.getInitVals())) {
+            Block &combiner = reduce.getReductions()[k].front();
+            Value share = serial.getResult(k);
+            for (int64_t offset = team / 2; offset >= 1; offset /= 2) {
+              auto other = gpu::ShuffleOp::create(
+                  b, loc, share, int32_t(offset), int32_t(info.maxWorkers),
+                  gpu::ShuffleMode::XOR);
+              share = combineByReduction(b, combiner, share,
+                                         other.getShuffleResult());
+            }
+            mapping.map(inner.getResult(k),
+                        combineByReduction(
+                            b, combiner, mapping.lookupOrDefault(init), share));
+          }
+          Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             worker, index(0));
+          scf::IfOp::create(b, loc, lead, [&](OpBuilder &then, Location) {
+            for (Operation &op :
+                 llvm::make_range(std::next(inner->getIterator()),
+                                  body->getTerminator()->getIterator()))
+              then.clone(op, mapping);
+            scf::YieldOp::create(then, loc);
+          });
+          scf::YieldOp::create(b, loc);
+        });
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.eraseOp(outer);
+    return success();
+  }
+
+  TargetInfo info;
+};
+
 /// A 1-D scf.parallel as a loop over the block's threads, then a barrier.
 /// Its reductions (each a combiner with an identity) are carried by each
 /// thread from the identity, combined across the block by `gpu.all_reduce`
@@ -499,6 +596,9 @@ struct KVQDistributeParallelPass
     RewritePatternSet interchange(ctx);
     interchange.add<FlattenNestedParallel, InterchangeParallelOutward>(ctx);
     walkAndApplyPatterns(device, std::move(interchange));
+    RewritePatternSet teams(ctx);
+    teams.add<DistributeNestedReduction>(ctx, info);
+    walkAndApplyPatterns(device, std::move(teams));
     RewritePatternSet serialize(ctx);
     serialize.add<SerializeNestedParallel>(ctx, info.loadBytes);
     walkAndApplyPatterns(device, std::move(serialize));

@@ -7,8 +7,9 @@
 // (a row of channels) loads and stores vectors there; arithmetic that
 // depends on it runs on vectors, lane by lane the same operations, and
 // loops inside it carry vectors; its reductions are vectors of the lanes'
-// shares, combined after it. Any other loop is left to the sequential
-// lowering of scf.parallel.
+// shares, combined after it. A loop inside another that is not vectors
+// runs in order, so that the outer one can be; any other loop is left to
+// the sequential lowering of scf.parallel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -526,6 +527,25 @@ struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
   TargetInfo info;
 };
 
+/// A parallel loop inside another that neither form above takes: its
+/// iterations in order, as convert-scf-to-cf would run them, but now, so
+/// that the loop around it can be vectors carrying its sums (a split's
+/// value sums: the channels as lanes, the tokens in order).
+struct SerializeInnerParallel : OpRewritePattern<scf::ParallelOp> {
+  SerializeInnerParallel(MLIRContext *ctx)
+      : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/0) {}
+
+  LogicalResult matchAndRewrite(scf::ParallelOp loop,
+                                PatternRewriter &rewriter) const override {
+    if (loop.getNumLoops() != 1 || !loop->getParentOfType<scf::ParallelOp>())
+      return rewriter.notifyMatchFailure(loop, "not one loop inside another");
+    rewriter.replaceOp(loop,
+                       buildSerialLoop(rewriter, loop, loop.getLowerBound()[0],
+                                       loop.getStep()[0], loop.getInitVals()));
+    return success();
+  }
+};
+
 struct KVQVectorizeParallelPass
     : kvq::impl::KVQVectorizeParallelBase<KVQVectorizeParallelPass> {
   void runOnOperation() override {
@@ -539,6 +559,7 @@ struct KVQVectorizeParallelPass
       RewritePatternSet patterns(&getContext());
       patterns.add<VectorizeParallelLoop>(
           &getContext(), getCPUTargetInfo(getCacheTarget(*cache)));
+      patterns.add<SerializeInnerParallel>(&getContext());
       populateVectorizeTileCopiesPatterns(
           patterns, getCPUTargetInfo(getCacheTarget(*cache)));
       walkAndApplyPatterns(host, std::move(patterns));

@@ -11,6 +11,9 @@
 #include "kvq/Codegen/KernelBuilder.h"
 #include "kvq/Codegen/Layout.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
 #include <string>
 
 namespace kvq {
@@ -142,6 +145,22 @@ getReductionIdentities(mlir::Operation *parallel);
 /// ops cloned at `b`.
 mlir::Value combineByReduction(mlir::OpBuilder &b, mlir::Block &combiner,
                                mlir::Value x, mlir::Value y);
+/// Clones the body of the kernel program's 1-D `loop` at `b` for the
+/// iteration `mapping` gives its induction variable (but for ops whose
+/// results `mapping` already has: values given for them) and returns `acc`
+/// combined with the iteration's reduced values.
+llvm::SmallVector<mlir::Value> cloneIteration(mlir::OpBuilder &b,
+                                              mlir::scf::ParallelOp loop,
+                                              mlir::IRMapping &mapping,
+                                              mlir::ValueRange acc);
+/// The iterations of the 1-D `loop` from `first` to its end in steps of
+/// `stride`, in order, as an scf.for carrying its reductions from `inits`;
+/// `outer` maps the values it reads that were cloned around it. The
+/// targets' forms of a parallel loop run in one thread are such loops.
+mlir::scf::ForOp buildSerialLoop(mlir::OpBuilder &b, mlir::scf::ParallelOp loop,
+                                 mlir::Value first, mlir::Value stride,
+                                 mlir::ValueRange inits,
+                                 const mlir::IRMapping &outer = {});
 /// Whether `op` of a kernel program computes without touching memory: pure
 /// ops, loops and branches (whose ops are checked one by one), and the LLVM
 /// intrinsics kvq's arithmetic builder calls (fabs, sqrt, ...), which

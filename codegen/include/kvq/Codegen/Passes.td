@@ -157,8 +157,10 @@ def KVQVectorizeParallel : Pass<"kvq-vectorize-parallel", "::mlir::ModuleOp"> {
     unit-stride memref dimensions into an `scf.for` over vectors of the
     target's lanes (the largest power of two up to its vector lanes that
     divides N): `vector.load`/`vector.store` there, the same elementwise
-    ops on vectors, vectors carried by inner loops. Other parallel loops
-    are left to their sequential lowering.
+    ops on vectors, vectors carried by inner loops, reductions vectors of
+    the lanes' shares. A parallel loop inside another that is not
+    vectorized runs in order (an `scf.for`), so that the outer one can be.
+    Other parallel loops are left to their sequential lowering.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
@@ -173,9 +175,12 @@ def KVQDistributeParallel
     In each GPU module (naming its `kvq.cache`): turns `scf.for` around an `scf.parallel`
     whose iterations each keep to their own elements inside out (each
     thread then runs the sequence for its elements, without a barrier per
-    step), runs a one-dimensional `scf.parallel` inside another in order in
-    its thread (its reductions scalars, its rows aligned to whole loads read
-    the target's loadBytes at a time), then runs each outermost
+    step), makes each iteration of a parallel loop of a few iterations
+    around a reduction a team of a warp's threads (their shares combined by
+    `gpu.shuffle xor`), runs any other one-dimensional `scf.parallel` inside
+    another in order in its thread (its reductions scalars, its rows
+    aligned to whole loads read the target's loadBytes at a time), then
+    runs each outermost
     one-dimensional `scf.parallel` as a loop of the block's threads
     (`gpu.thread_id`, the target's block_threads) followed by `gpu.barrier`.
   }];
