@@ -298,16 +298,18 @@ module attributes {gpu.container_module} {
 
     // Sums over tokens inside a loop over channels (a split's value sums
     // for two heads): the tokens in order, so that the channels are the
-    // lanes, each head's sums a vector carried through the token loop.
+    // lanes, each head's sums a vector carried through the token loop; as
+    // many channels a pass as keep the sums in 16 registers (here all 64:
+    // 4 registers a head).
     // HOST-LABEL: func.func @value_sums
-    // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c16{{.*}} {
-    // HOST: %[[S:.*]]:2 = scf.for %[[T:.*]] = %c0{{.*}} to %arg3 step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>) {
+    // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c64{{.*}} {
+    // HOST: %[[S:.*]]:2 = scf.for %[[T:.*]] = %c0{{.*}} to %arg3 step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<64xf32>, vector<64xf32>) {
     // HOST: %[[ROW:.*]] = memref.subview
-    // HOST: vector.load %[[ROW]][%[[C]]] : {{.*}}, vector<16xf16>
+    // HOST: vector.load %[[ROW]][%[[C]]] : {{.*}}, vector<64xf16>
     // HOST: memref.load %arg1[%[[T]]] : memref<?xf32>
     // HOST: scf.yield
-    // HOST: vector.store %[[S]]#0, %arg2[%[[C]]] : memref<64xf32>, vector<16xf32>
-    // HOST: vector.store %[[S]]#1, %arg4[%[[C]]] : memref<64xf32>, vector<16xf32>
+    // HOST: vector.store %[[S]]#0, %arg2[%[[C]]] : memref<64xf32>, vector<64xf32>
+    // HOST: vector.store %[[S]]#1, %arg4[%[[C]]] : memref<64xf32>, vector<64xf32>
     // HOST-NOT: scf.parallel
     func.func @value_sums(%v: memref<?xf16>, %p: memref<?xf32>, %o0: memref<64xf32>, %n: index, %o1: memref<64xf32>) {
       %c0 = arith.constant 0 : index
@@ -777,6 +779,56 @@ module attributes {gpu.container_module} {
     // DEVICE: scf.if
     // DEVICE: gpu.barrier
     gpu.func @value_sums(%v: memref<?xf16>, %p: memref<?xf32>, %o0: memref<64xf32>, %n: index, %o1: memref<64xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %s:2 = scf.parallel (%t) = (%c0) to (%n) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %at = arith.muli %t, %c64 : index
+          %row = memref.subview %v[%at] [64] [1] : memref<?xf16> to memref<64xf16, strided<[1], offset: ?>>
+          %x = memref.load %row[%c] : memref<64xf16, strided<[1], offset: ?>>
+          %x32 = arith.extf %x : f16 to f32
+          %a = memref.load %p[%t] : memref<?xf32>
+          %t2 = arith.addi %t, %n : index
+          %b = memref.load %p[%t2] : memref<?xf32>
+          %pa = arith.mulf %a, %x32 : f32
+          %pb = arith.mulf %b, %x32 : f32
+          scf.reduce(%pa, %pb : f32, f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }, {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %s#0, %o0[%c] : memref<64xf32>
+        memref.store %s#1, %o1[%c] : memref<64xf32>
+        scf.reduce
+      }
+      gpu.return
+    }
+
+    // Value rows known to be 16-byte aligned: a thread takes a run of 8
+    // channels, each token's row one load of them, the reduction carrying
+    // the 8 channels' sums of each head (16); the 8 runs are teams of 16
+    // threads, 4 butterfly steps of each sum.
+    // DEVICE-LABEL: gpu.func @value_runs
+    // DEVICE: %[[WORKER:.*]] = arith.remui %{{.*}}, %c16
+    // DEVICE: scf.for %[[U:.*]] = %{{.*}} to %c8{{.*}} step %c8{{.*}} {
+    // DEVICE: %[[C0:.*]] = arith.muli %[[U]], %c8
+    // DEVICE: scf.for %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+    // DEVICE: %[[ROW:.*]] = memref.subview
+    // DEVICE-NEXT: %[[RUNLOAD:.*]] = vector.load %[[ROW]][%[[C0]]] {alignment = 16 : i64} : {{.*}}, vector<8xf16>
+    // DEVICE-COUNT-64: gpu.shuffle xor
+    // DEVICE-NOT: gpu.shuffle
+    // DEVICE: scf.if
+    // DEVICE-COUNT-16: memref.store
+    // DEVICE: gpu.barrier
+    gpu.func @value_runs(%values: memref<?xf16>, %p: memref<?xf32>, %o0: memref<64xf32>, %n: index, %o1: memref<64xf32>) kernel {
+      %v = memref.assume_alignment %values, 16 : memref<?xf16>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index

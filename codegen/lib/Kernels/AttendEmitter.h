@@ -114,12 +114,6 @@ inline unsigned getWorkers(const KernelTarget &target, unsigned tasks,
   return workers;
 }
 
-/// The vector accumulators that live across one loop: half the register
-/// file, the rest for codes, weights and queries.
-inline unsigned getMaxAccumulators(const TargetInfo &info) {
-  return std::max(4u, info.vectorRegisters / 2);
-}
-
 /// Heads and chunks of `lanes` channels per pass of a value loop over
 /// `heads` heads (chunks of a group: `groupChunks`), as many as keep
 /// accumulators in registers.

@@ -274,3 +274,23 @@ scf::ForOp kvq::buildSerialLoop(OpBuilder &b, scf::ParallelOp loop, Value first,
         scf::YieldOp::create(b, loc, cloneIteration(b, loop, mapping, acc));
       });
 }
+
+scf::ParallelOp kvq::getInnerReduction(scf::ParallelOp outer) {
+  Block *body = outer.getBody();
+  scf::ParallelOp inner;
+  for (Operation &op : body->without_terminator()) {
+    auto loop = dyn_cast<scf::ParallelOp>(op);
+    if (loop && !inner) {
+      inner = loop;
+      continue;
+    }
+    bool nested = false;
+    op.walk([&](scf::ParallelOp) { nested = true; });
+    if (nested || (!inner && (op.getNumRegions() ||
+                              !(isArithmetic(&op) || isa<memref::LoadOp>(op)))))
+      return {};
+  }
+  if (!inner || inner.getNumLoops() != 1 || inner.getNumResults() == 0)
+    return {};
+  return inner;
+}

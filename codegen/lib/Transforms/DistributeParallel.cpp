@@ -406,30 +406,6 @@ struct SerializeNestedParallel : OpRewritePattern<scf::ParallelOp> {
   unsigned loadBytes;
 };
 
-/// The one parallel loop with reductions in `outer`'s body, after only
-/// arithmetic and loads (a row's addresses and bounds), and before ops
-/// with no parallel loop in them (what is done with its results); null
-/// otherwise.
-static scf::ParallelOp getInnerReduction(scf::ParallelOp outer) {
-  Block *body = outer.getBody();
-  scf::ParallelOp inner;
-  for (Operation &op : body->without_terminator()) {
-    auto loop = dyn_cast<scf::ParallelOp>(op);
-    if (loop && !inner) {
-      inner = loop;
-      continue;
-    }
-    bool nested = false;
-    op.walk([&](scf::ParallelOp) { nested = true; });
-    if (nested || (!inner && (op.getNumRegions() ||
-                              !(isArithmetic(&op) || isa<memref::LoadOp>(op)))))
-      return {};
-  }
-  if (!inner || inner.getNumLoops() != 1 || inner.getNumResults() == 0)
-    return {};
-  return inner;
-}
-
 /// parallel u in [0, U) { row ops; r = parallel i reduce; uses of r } with
 /// U leaving threads to spare (a few heads' statistics over a split's
 /// tokens): each u is a team of W adjacent threads of a warp (the most,
@@ -520,6 +496,190 @@ struct DistributeNestedReduction : OpRewritePattern<scf::ParallelOp> {
   TargetInfo info;
 };
 
+/// parallel c in [0, N) { row ops; r = parallel t reduce { ... row_t[c] ...
+/// }; uses of r } where the reduction reads rows at c (a split's value sums:
+/// c a channel, t a token) and the rows are known to be aligned to whole
+/// loads: parallel u in [0, N / L) with iteration u the L consecutive c
+/// from u L, each row's L elements one vector.load (L = loadBytes of the
+/// narrowest row's elements), the reduction carrying each of the L
+/// iterations' values. A thread then reads a row 16 bytes at a time, and
+/// the loop has few enough iterations to leave threads to spare for
+/// DistributeNestedReduction's teams.
+struct TakeRowRuns : OpRewritePattern<scf::ParallelOp> {
+  TakeRowRuns(MLIRContext *ctx, unsigned loadBytes)
+      : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/3),
+        loadBytes(loadBytes) {}
+
+  LogicalResult matchAndRewrite(scf::ParallelOp outer,
+                                PatternRewriter &rewriter) const override {
+    std::optional<int64_t> count = getParallelTripCount(outer);
+    scf::ParallelOp inner = getInnerReduction(outer);
+    if (!count || !inner || loadBytes == 0 ||
+        outer->getParentOfType<scf::ParallelOp>())
+      return rewriter.notifyMatchFailure(outer, "no reduction inside");
+    Value c = outer.getInductionVars()[0];
+    SmallVector<memref::LoadOp> rows = getRowLoads(inner, c);
+    if (rows.empty())
+      return rewriter.notifyMatchFailure(outer, "reads no row at c");
+    uint64_t narrowest = loadBytes;
+    for (memref::LoadOp load : rows)
+      narrowest = std::min<uint64_t>(
+          narrowest, load.getType().getIntOrFloatBitWidth() / 8);
+    int64_t lanes = loadBytes / std::max<uint64_t>(narrowest, 1);
+    if (lanes < 2 || *count % lanes != 0 || *count / lanes < 2)
+      return rewriter.notifyMatchFailure(outer, "no whole runs");
+    for (memref::LoadOp load : rows)
+      if (getKnownAlignment(load.getMemRef()) <
+          std::min<uint64_t>(lanes * load.getType().getIntOrFloatBitWidth() / 8,
+                             loadBytes))
+        return rewriter.notifyMatchFailure(outer, "rows of unknown alignment");
+    for (Value bound : llvm::concat<Value>(
+             inner.getLowerBound(), inner.getUpperBound(), inner.getStep()))
+      if (dependsOn(bound, c))
+        return rewriter.notifyMatchFailure(outer, "bounds vary with c");
+    Location loc = outer.getLoc();
+    auto index = [&](OpBuilder &b, int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, value);
+    };
+    scf::ParallelOp::create(
+        rewriter, loc, ValueRange{index(rewriter, 0)},
+        ValueRange{index(rewriter, *count / lanes)},
+        ValueRange{index(rewriter, 1)},
+        [&](OpBuilder &b, Location, ValueRange ivs) {
+          Value first = arith::MulIOp::create(b, loc, ivs[0], index(b, lanes));
+          SmallVector<IRMapping> lane(lanes);
+          for (int64_t j = 0; j < lanes; ++j)
+            lane[j].map(c, arith::AddIOp::create(b, loc, first, index(b, j)));
+          Block *body = outer.getBody();
+          llvm::DenseSet<Value> varying = {c};
+          for (Operation &op :
+               llvm::make_range(body->begin(), inner->getIterator()))
+            cloneForLanes(b, op, lane, varying);
+          buildRunReduction(b, inner, rows, first, lane, varying);
+          for (Operation &op :
+               llvm::make_range(std::next(inner->getIterator()),
+                                body->getTerminator()->getIterator()))
+            cloneForLanes(b, op, lane, varying);
+        });
+    rewriter.eraseOp(outer);
+    return success();
+  }
+
+  /// The loads of `inner`'s body at `c` in a unit-stride last dimension,
+  /// their memref and other indices not depending on `c`.
+  static SmallVector<memref::LoadOp> getRowLoads(scf::ParallelOp inner,
+                                                 Value c) {
+    SmallVector<memref::LoadOp> rows;
+    for (Operation &op : inner.getBody()->without_terminator()) {
+      auto load = dyn_cast<memref::LoadOp>(op);
+      if (!load || load.getIndices().empty() || load.getIndices().back() != c)
+        continue;
+      if (!isLaneAccess(load, c, {c}) || dependsOn(load.getMemRef(), c) ||
+          llvm::any_of(load.getIndices().drop_back(),
+                       [&](Value i) { return dependsOn(i, c); }))
+        return {};
+      rows.push_back(load);
+    }
+    return rows;
+  }
+
+  /// Clones `op` at `b` once for every lane's mapping where it reads a
+  /// value of `varying` (which then holds its results too), once for all
+  /// of them otherwise.
+  static void cloneForLanes(OpBuilder &b, Operation &op,
+                            MutableArrayRef<IRMapping> lane,
+                            llvm::DenseSet<Value> &varying) {
+    if (!usesAny(&op, varying)) {
+      Operation *clone = b.clone(op, lane[0]);
+      for (IRMapping &mapping : lane.drop_front())
+        mapping.map(op.getResults(), clone->getResults());
+      return;
+    }
+    for (IRMapping &mapping : lane)
+      b.clone(op, mapping);
+    varying.insert(op.result_begin(), op.result_end());
+  }
+
+  /// Whether `value` is computed from `c` within the ops that define it.
+  static bool dependsOn(Value value, Value c) {
+    if (value == c)
+      return true;
+    Operation *def = value.getDefiningOp();
+    return def && llvm::any_of(def->getOperands(),
+                               [&](Value v) { return dependsOn(v, c); });
+  }
+
+  /// `inner` for the `lanes` iterations whose mappings are `lane`: each
+  /// row's run one vector.load at `first`, each reduced value once a lane,
+  /// and each lane's results mapped to the new loop's.
+  static void buildRunReduction(OpBuilder &b, scf::ParallelOp inner,
+                                ArrayRef<memref::LoadOp> rows, Value first,
+                                MutableArrayRef<IRMapping> lane,
+                                llvm::DenseSet<Value> &varying) {
+    Location loc = inner.getLoc();
+    auto reduce = cast<scf::ReduceOp>(inner.getBody()->getTerminator());
+    SmallVector<Value> inits;
+    for (IRMapping &mapping : lane)
+      for (Value init : inner.getInitVals())
+        inits.push_back(mapping.lookupOrDefault(init));
+    auto loop = scf::ParallelOp::create(
+        b, loc, lane[0].lookupOrDefault(inner.getLowerBound()[0]),
+        lane[0].lookupOrDefault(inner.getUpperBound()[0]),
+        lane[0].lookupOrDefault(inner.getStep()[0]), inits,
+        [&](OpBuilder &b, Location, ValueRange ivs, ValueRange) {
+          for (IRMapping &mapping : lane)
+            mapping.map(inner.getInductionVars()[0], ivs[0]);
+          for (Operation &op : inner.getBody()->without_terminator()) {
+            auto load = dyn_cast<memref::LoadOp>(op);
+            if (!load || !llvm::is_contained(rows, load)) {
+              cloneForLanes(b, op, lane, varying);
+              continue;
+            }
+            varying.insert(load.getResult());
+            SmallVector<Value> indices =
+                llvm::map_to_vector(load.getIndices(), [&](Value i) {
+                  return lane[0].lookupOrDefault(i);
+                });
+            indices.back() = first;
+            Value memref = lane[0].lookupOrDefault(load.getMemRef());
+            Type element = load.getType();
+            uint64_t bytes = lane.size() * element.getIntOrFloatBitWidth() / 8;
+            Value run = vector::LoadOp::create(
+                b, loc, VectorType::get({int64_t(lane.size())}, element),
+                memref, indices, /*nontemporal=*/false,
+                llvm::MaybeAlign(std::min(bytes, getKnownAlignment(memref))));
+            for (auto [j, mapping] : llvm::enumerate(lane))
+              mapping.map(load.getResult(),
+                          vector::ExtractOp::create(
+                              b, loc, run, ArrayRef<int64_t>{int64_t(j)}));
+          }
+          SmallVector<Value> values;
+          for (IRMapping &mapping : lane)
+            for (Value value : reduce.getOperands())
+              values.push_back(mapping.lookupOrDefault(value));
+          auto combined = scf::ReduceOp::create(b, loc, values);
+          for (auto [k, region] : llvm::enumerate(combined.getReductions())) {
+            Block &block = region.front();
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToEnd(&block);
+            Block &combiner =
+                reduce.getReductions()[k % reduce.getNumOperands()].front();
+            scf::ReduceReturnOp::create(
+                b, loc,
+                combineByReduction(b, combiner, block.getArgument(0),
+                                   block.getArgument(1)));
+          }
+        });
+    unsigned perLane = inner.getNumResults();
+    for (auto [j, mapping] : llvm::enumerate(lane))
+      for (unsigned k = 0; k < perLane; ++k)
+        mapping.map(inner.getResult(k), loop.getResult(j * perLane + k));
+    varying.insert(inner.result_begin(), inner.result_end());
+  }
+
+  unsigned loadBytes;
+};
+
 /// A 1-D scf.parallel as a loop over the block's threads, then a barrier.
 /// Its reductions (each a combiner with an identity) are carried by each
 /// thread from the identity, combined across the block by `gpu.all_reduce`
@@ -596,6 +756,9 @@ struct KVQDistributeParallelPass
     RewritePatternSet interchange(ctx);
     interchange.add<FlattenNestedParallel, InterchangeParallelOutward>(ctx);
     walkAndApplyPatterns(device, std::move(interchange));
+    RewritePatternSet runs(ctx);
+    runs.add<TakeRowRuns>(ctx, info.loadBytes);
+    walkAndApplyPatterns(device, std::move(runs));
     RewritePatternSet teams(ctx);
     teams.add<DistributeNestedReduction>(ctx, info);
     walkAndApplyPatterns(device, std::move(teams));

@@ -7,9 +7,10 @@
 // (a row of channels) loads and stores vectors there; arithmetic that
 // depends on it runs on vectors, lane by lane the same operations, and
 // loops inside it carry vectors; its reductions are vectors of the lanes'
-// shares, combined after it. A loop inside another that is not vectors
-// runs in order, so that the outer one can be; any other loop is left to
-// the sequential lowering of scf.parallel.
+// shares, combined after it. A reduction inside such a loop that is no
+// vectors itself runs in order, so that the loop around it is vectors
+// carrying its sums; any other loop is left to the sequential lowering of
+// scf.parallel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -462,11 +463,58 @@ static Value combineLanes(OpBuilder &b, Location loc, Block &combiner,
   return vector::ExtractOp::create(b, loc, shares, ArrayRef<int64_t>{0});
 }
 
-/// scf.parallel over [0, N) with step 1, one dimension, N a multiple of the
-/// lanes, as an scf.for over vectors of `lanes`. Its reductions (each a
+/// scf.parallel over [0, N) with step 1, one dimension, N a multiple of
+/// `lanes`, as an scf.for over vectors of them. Its reductions (each a
 /// combiner with an identity) are carried as vectors of each lane's share,
-/// from the identity, whose lanes are then combined with the loop's
-/// initial value.
+/// from the identity, whose lanes are then combined with the loop's initial
+/// value. Fails, changing nothing, where the body is not elementwise.
+static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
+                                   scf::ParallelOp loop, unsigned lanes) {
+  Location loc = loop.getLoc();
+  std::optional<SmallVector<TypedAttr>> identities =
+      getReductionIdentities(loop);
+  if (!identities)
+    return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
+  Value iv = loop.getInductionVars()[0];
+  auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
+  Vectorizer vectorizer(iv, lanes);
+  if (!vectorizer.analyze(*loop.getBody()) ||
+      llvm::is_contained(reduce.getOperands(), iv))
+    return rewriter.notifyMatchFailure(loop, "body not elementwise");
+  SmallVector<Value> shares;
+  for (TypedAttr identity : *identities)
+    shares.push_back(arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(VectorType::get({lanes}, identity.getType()),
+                               identity)));
+  Value stepValue = arith::ConstantIndexOp::create(rewriter, loc, lanes);
+  auto vectorLoop = scf::ForOp::create(
+      rewriter, loc, loop.getLowerBound()[0], loop.getUpperBound()[0],
+      stepValue, shares,
+      [&](OpBuilder &b, Location, Value first, ValueRange acc) {
+        IRMapping mapping;
+        vectorizer.widen(*loop.getBody(), b, mapping, first);
+        SmallVector<Value> next;
+        for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
+          next.push_back(combine(
+              b, reduce.getReductions()[k].front(), acc[k],
+              broadcastTo(b, loc, mapping.lookupOrDefault(value), lanes),
+              lanes));
+        scf::YieldOp::create(b, loc, next);
+      });
+  SmallVector<Value> results;
+  for (auto [k, init] : llvm::enumerate(loop.getInitVals())) {
+    Block &combiner = reduce.getReductions()[k].front();
+    Value all =
+        combineLanes(rewriter, loc, combiner, vectorLoop.getResult(k), lanes);
+    results.push_back(combineByReduction(rewriter, combiner, init, all));
+  }
+  rewriter.replaceOp(loop, results);
+  return success();
+}
+
+/// A 1-D scf.parallel over [0, N) in steps of 1 as vectors of the host's
+/// lanes (the largest power of two up to them dividing N).
 struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
   VectorizeParallelLoop(MLIRContext *ctx, const TargetInfo &info)
       : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/2), info(info) {}
@@ -481,69 +529,49 @@ struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
     unsigned lanes = getLanes(info, unsigned(*count));
     if (lanes == 1)
       return rewriter.notifyMatchFailure(loop, "one lane");
-    Location loc = loop.getLoc();
-    std::optional<SmallVector<TypedAttr>> identities =
-        getReductionIdentities(loop);
-    if (!identities)
-      return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
-    Value iv = loop.getInductionVars()[0];
-    auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
-    Vectorizer vectorizer(iv, lanes);
-    if (!vectorizer.analyze(*loop.getBody()) ||
-        llvm::is_contained(reduce.getOperands(), iv))
-      return rewriter.notifyMatchFailure(loop, "body not elementwise");
-    SmallVector<Value> shares;
-    for (TypedAttr identity : *identities)
-      shares.push_back(arith::ConstantOp::create(
-          rewriter, loc,
-          DenseElementsAttr::get(VectorType::get({lanes}, identity.getType()),
-                                 identity)));
-    Value stepValue = arith::ConstantIndexOp::create(rewriter, loc, lanes);
-    auto vectorLoop = scf::ForOp::create(
-        rewriter, loc, loop.getLowerBound()[0], loop.getUpperBound()[0],
-        stepValue, shares,
-        [&](OpBuilder &b, Location, Value first, ValueRange acc) {
-          IRMapping mapping;
-          vectorizer.widen(*loop.getBody(), b, mapping, first);
-          SmallVector<Value> next;
-          for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
-            next.push_back(combine(
-                b, reduce.getReductions()[k].front(), acc[k],
-                broadcastTo(b, loc, mapping.lookupOrDefault(value), lanes),
-                lanes));
-          scf::YieldOp::create(b, loc, next);
-        });
-    SmallVector<Value> results;
-    for (auto [k, init] : llvm::enumerate(loop.getInitVals())) {
-      Block &combiner = reduce.getReductions()[k].front();
-      Value all =
-          combineLanes(rewriter, loc, combiner, vectorLoop.getResult(k), lanes);
-      results.push_back(combineByReduction(rewriter, combiner, init, all));
-    }
-    rewriter.replaceOp(loop, results);
-    return success();
+    return vectorizeLoop(rewriter, loop, lanes);
   }
 
   TargetInfo info;
 };
 
-/// A parallel loop inside another that neither form above takes: its
-/// iterations in order, as convert-scf-to-cf would run them, but now, so
-/// that the loop around it can be vectors carrying its sums (a split's
-/// value sums: the channels as lanes, the tokens in order).
-struct SerializeInnerParallel : OpRewritePattern<scf::ParallelOp> {
-  SerializeInnerParallel(MLIRContext *ctx)
-      : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/0) {}
+/// parallel c in [0, N) { row ops; r = parallel t reduce; uses of r }
+/// whose inner reduction is no vectors itself (a split's value sums: c a
+/// channel, t a token, rows read at c): the reduction runs in order, an
+/// scf.for, and the outer loop is vectors carrying its K sums through it,
+/// as many lanes as keep K sums a lane in getMaxAccumulators registers
+/// (AVX-512, 4 heads: 64 channels a pass, 16 accumulators), so that each
+/// pass over the tokens reads as much of each row as registers hold.
+struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
+  VectorizeAroundReduction(MLIRContext *ctx, const TargetInfo &info)
+      : OpRewritePattern<scf::ParallelOp>(ctx, /*benefit=*/3), info(info) {}
 
-  LogicalResult matchAndRewrite(scf::ParallelOp loop,
+  LogicalResult matchAndRewrite(scf::ParallelOp outer,
                                 PatternRewriter &rewriter) const override {
-    if (loop.getNumLoops() != 1 || !loop->getParentOfType<scf::ParallelOp>())
-      return rewriter.notifyMatchFailure(loop, "not one loop inside another");
-    rewriter.replaceOp(loop,
-                       buildSerialLoop(rewriter, loop, loop.getLowerBound()[0],
-                                       loop.getStep()[0], loop.getInitVals()));
+    std::optional<int64_t> count = getParallelTripCount(outer);
+    scf::ParallelOp inner = getInnerReduction(outer);
+    if (!count || !inner)
+      return rewriter.notifyMatchFailure(outer, "no reduction inside");
+    unsigned lanes = getLanes(info, unsigned(*count));
+    if (lanes == 1)
+      return rewriter.notifyMatchFailure(outer, "one lane");
+    unsigned chunks =
+        std::max(1u, getMaxAccumulators(info) / inner.getNumResults());
+    while (chunks > 1 && *count % (int64_t(lanes) * chunks) != 0)
+      chunks /= 2;
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(inner);
+    rewriter.replaceOp(
+        inner, buildSerialLoop(rewriter, inner, inner.getLowerBound()[0],
+                               inner.getStep()[0], inner.getInitVals()));
+    rewriter.setInsertionPoint(outer);
+    // The reduction in order is a rewrite of its own where the loop around
+    // it is no vectors.
+    (void)vectorizeLoop(rewriter, outer, lanes * chunks);
     return success();
   }
+
+  TargetInfo info;
 };
 
 struct KVQVectorizeParallelPass
@@ -559,7 +587,8 @@ struct KVQVectorizeParallelPass
       RewritePatternSet patterns(&getContext());
       patterns.add<VectorizeParallelLoop>(
           &getContext(), getCPUTargetInfo(getCacheTarget(*cache)));
-      patterns.add<SerializeInnerParallel>(&getContext());
+      patterns.add<VectorizeAroundReduction>(
+          &getContext(), getCPUTargetInfo(getCacheTarget(*cache)));
       populateVectorizeTileCopiesPatterns(
           patterns, getCPUTargetInfo(getCacheTarget(*cache)));
       walkAndApplyPatterns(host, std::move(patterns));

@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace kvq {
@@ -117,6 +118,12 @@ struct TargetInfo {
   DotUnitAttr dot;
   MatrixUnitAttr matrix;
 };
+
+/// The vector accumulators that live across one loop: half the register
+/// file, the rest for codes, weights and queries.
+inline unsigned getMaxAccumulators(const TargetInfo &info) {
+  return std::max(4u, info.vectorRegisters / 2);
+}
 
 /// The `#kvq.dot` the i16 forms are written for: pairs of i16 products into
 /// each of `lanes` i32 lanes (AVX-512 VNNI's `vpdpwssd` for 16).

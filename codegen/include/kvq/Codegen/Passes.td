@@ -158,8 +158,9 @@ def KVQVectorizeParallel : Pass<"kvq-vectorize-parallel", "::mlir::ModuleOp"> {
     target's lanes (the largest power of two up to its vector lanes that
     divides N): `vector.load`/`vector.store` there, the same elementwise
     ops on vectors, vectors carried by inner loops, reductions vectors of
-    the lanes' shares. A parallel loop inside another that is not
-    vectorized runs in order (an `scf.for`), so that the outer one can be.
+    the lanes' shares. A reduction inside a parallel loop that is no vectors
+    itself runs in order (an `scf.for`), and the loop around it is vectors
+    carrying its sums, as many lanes as keep them in half the registers.
     Other parallel loops are left to their sequential lowering.
   }];
   let dependentDialects = [
@@ -175,7 +176,9 @@ def KVQDistributeParallel
     In each GPU module (naming its `kvq.cache`): turns `scf.for` around an `scf.parallel`
     whose iterations each keep to their own elements inside out (each
     thread then runs the sequence for its elements, without a barrier per
-    step), makes each iteration of a parallel loop of a few iterations
+    step), makes a parallel loop over a row's elements around a reduction
+    that reads aligned rows at them take a run of loadBytes of elements an
+    iteration, makes each iteration of a parallel loop of a few iterations
     around a reduction a team of a warp's threads (their shares combined by
     `gpu.shuffle xor`), runs any other one-dimensional `scf.parallel` inside
     another in order in its thread (its reductions scalars, its rows
