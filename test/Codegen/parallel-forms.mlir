@@ -183,9 +183,9 @@ module attributes {gpu.container_module} {
     // HOST: arith.addf %{{.*}}, %{{.*}} : vector<2xf32>
     // HOST: arith.addf %{{.*}}, %{{.*}} : vector<1xf32>
     // HOST: %[[SUM:.*]] = vector.extract %{{.*}}[0] : f32 from vector<1xf32>
-    // HOST: %[[TOTAL:.*]] = arith.addf %arg1, %[[SUM]] : f32
     // HOST: arith.cmpf ogt, %{{.*}}, %{{.*}} : vector<8xf32>
     // HOST: %[[MAX:.*]] = vector.extract %{{.*}}[0] : f32 from vector<1xf32>
+    // HOST: %[[TOTAL:.*]] = arith.addf %arg1, %[[SUM]] : f32
     // HOST: %[[GT2:.*]] = arith.cmpf ogt, %arg2, %[[MAX]] : f32
     // HOST: %[[BEST:.*]] = arith.select %[[GT2]], %arg2, %[[MAX]] : f32
     // HOST: return %[[TOTAL]], %[[BEST]]
@@ -251,16 +251,25 @@ module attributes {gpu.container_module} {
 
     // A parallel loop inside another (a token's dots with two query rows
     // over its channels, inside the loop over tokens): the inner one is
-    // vectors, each sum a vector of the lanes' shares; the outer one is
-    // left to the sequential lowering.
+    // vectors, each sum a vector of the lanes' shares, the two folded
+    // together (KernelBuilder::combineEach: one vector of both, then its
+    // halves); the outer one is left to the sequential lowering.
     // HOST-LABEL: func.func @token_dots
     // HOST: scf.parallel (%[[T:.*]]) =
     // HOST: %[[D:.*]]:2 = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>) {
     // HOST: vector.load %{{.*}} vector<16xf16>
     // HOST: arith.extf %{{.*}} : vector<16xf16> to vector<16xf32>
     // HOST: scf.yield
-    // HOST: vector.extract_strided_slice %[[D]]#0
-    // HOST: memref.store %{{.*}}, %{{.*}}[%[[T]]]
+    // HOST-NEXT: }
+    // HOST-NEXT: %[[LO:.*]] = vector.shuffle %[[D]]#0, %[[D]]#1 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]
+    // HOST-NEXT: %[[HI:.*]] = vector.shuffle %[[D]]#0, %[[D]]#1 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31]
+    // HOST-NEXT: arith.addf %[[LO]], %[[HI]] : vector<16xf32>
+    // HOST-COUNT-3: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+    // HOST: %[[BOTH:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 8]
+    // HOST: %[[D0:.*]] = vector.extract %[[BOTH]][0]
+    // HOST: %[[D1:.*]] = vector.extract %[[BOTH]][1]
+    // HOST: %[[S0:.*]] = arith.addf %{{.*}}, %[[D0]] : f32
+    // HOST: memref.store %[[S0]], %{{.*}}[%[[T]]]
     func.func @token_dots(%keys: memref<?xf16>, %queries: memref<32xf32>, %s: memref<?xf32>, %n: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index

@@ -463,6 +463,40 @@ static Value combineLanes(OpBuilder &b, Location loc, Block &combiner,
   return vector::ExtractOp::create(b, loc, shares, ArrayRef<int64_t>{0});
 }
 
+/// Each of `shares` (vectors of `lanes`, the shares of `reduce`'s
+/// reductions) combined down to one value. Where every reduction has the
+/// same combiner and they are a power of two of them, at most the lanes
+/// (the dots of a tile's heads), all at once (KernelBuilder::combineEach: a
+/// fold of vectors into one, 2 shuffles and one op a step); else each
+/// vector halved by itself.
+static SmallVector<Value> combineEachLanes(OpBuilder &b, scf::ReduceOp reduce,
+                                           ValueRange shares, unsigned lanes) {
+  Location loc = reduce.getLoc();
+  Region &first = reduce.getReductions()[0];
+  size_t count = shares.size();
+  bool together = count >= 2 && llvm::isPowerOf2_64(count) && count <= lanes &&
+                  llvm::all_of(reduce.getReductions(), [&](Region &region) {
+                    return OperationEquivalence::isRegionEquivalentTo(
+                        &first, &region, OperationEquivalence::IgnoreLocations);
+                  });
+  if (!together)
+    return llvm::map_to_vector(
+        llvm::zip_equal(reduce.getReductions(), shares), [&](auto pair) {
+          auto [region, vector] = pair;
+          return combineLanes(b, loc, region.front(), vector, lanes);
+        });
+  KernelBuilder kb(b, loc);
+  Value all = kb.combineEach(llvm::to_vector(shares), [&](Value x, Value y) {
+    return combine(b, first.front(), x, y,
+                   cast<VectorType>(x.getType()).getNumElements());
+  });
+  SmallVector<Value> results;
+  for (size_t k = 0; k < count; ++k)
+    results.push_back(
+        vector::ExtractOp::create(b, loc, all, ArrayRef<int64_t>{int64_t(k)}));
+  return results;
+}
+
 /// scf.parallel over [0, N) with step 1, one dimension, N a multiple of
 /// `lanes`, as an scf.for over vectors of them. Its reductions (each a
 /// combiner with an identity) are carried as vectors of each lane's share,
@@ -502,13 +536,12 @@ static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
               lanes));
         scf::YieldOp::create(b, loc, next);
       });
+  SmallVector<Value> all =
+      combineEachLanes(rewriter, reduce, vectorLoop.getResults(), lanes);
   SmallVector<Value> results;
-  for (auto [k, init] : llvm::enumerate(loop.getInitVals())) {
-    Block &combiner = reduce.getReductions()[k].front();
-    Value all =
-        combineLanes(rewriter, loc, combiner, vectorLoop.getResult(k), lanes);
-    results.push_back(combineByReduction(rewriter, combiner, init, all));
-  }
+  for (auto [k, init] : llvm::enumerate(loop.getInitVals()))
+    results.push_back(combineByReduction(
+        rewriter, reduce.getReductions()[k].front(), init, all[k]));
   rewriter.replaceOp(loop, results);
   return success();
 }
