@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "VectorizePatterns.h"
+#include "ParallelForms.h"
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/Passes.h"

@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "VectorizePatterns.h"
+#include "ParallelForms.h"
 
 #include "kvq/Codegen/KernelBuilder.h"
 #include "kvq/Codegen/Kernels.h"

@@ -1,15 +1,15 @@
-//===- VectorizePatterns.h - kvq-vectorize-parallel's pieces ----*- C++ -*-===//
+//===- ParallelForms.h - the targets' forms of parallel loops ---*- C++ -*-===//
 //
-// Private to lib/Transforms: what the forms of a kernel program's parallel
-// loops share: the two of kvq-vectorize-parallel, a loop widened over lanes
-// (VectorizeParallel.cpp) and a loop over tiles copied side by side
-// (VectorizeTileCopies.cpp), and the GPU's rows read a load at a time
-// (DistributeParallel.cpp).
+// Private to lib/Transforms: the pieces of the targets' forms of a kernel
+// program's parallel loops: the two of kvq-vectorize-parallel, a loop
+// widened over lanes (VectorizeParallel.cpp) and a loop over tiles copied
+// side by side (VectorizeTileCopies.cpp), and kvq-distribute-parallel's
+// loops inside another (DistributeNested.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZEPATTERNS_H
-#define KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZEPATTERNS_H
+#ifndef KVQ_CODEGEN_LIB_TRANSFORMS_PARALLELFORMS_H
+#define KVQ_CODEGEN_LIB_TRANSFORMS_PARALLELFORMS_H
 
 #include "kvq/Codegen/KernelBuilder.h"
 
@@ -56,6 +56,11 @@ void widenAnyLaneBranch(mlir::OpBuilder &b, mlir::scf::IfOp op,
 void populateVectorizeTileCopiesPatterns(mlir::RewritePatternSet &patterns,
                                          const TargetInfo &info);
 
+/// The GPU's forms of the parallel loops inside another under `root`, for
+/// a target described by `info` (DistributeNested.cpp): runs of a row's
+/// elements, teams of a warp's threads, then each thread's own loops.
+void distributeNestedLoops(mlir::Operation *root, const TargetInfo &info);
+
 } // namespace kvq
 
-#endif // KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZEPATTERNS_H
+#endif // KVQ_CODEGEN_LIB_TRANSFORMS_PARALLELFORMS_H
