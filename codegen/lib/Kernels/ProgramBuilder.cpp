@@ -275,7 +275,11 @@ scf::ForOp kvq::buildSerialLoop(OpBuilder &b, scf::ParallelOp loop, Value first,
       });
 }
 
-scf::ParallelOp kvq::getInnerReduction(scf::ParallelOp outer) {
+std::optional<LoopAroundReduction>
+kvq::getLoopAroundReduction(scf::ParallelOp outer) {
+  std::optional<int64_t> count = getParallelTripCount(outer);
+  if (!count || outer->getParentOfType<scf::ParallelOp>())
+    return std::nullopt;
   Block *body = outer.getBody();
   scf::ParallelOp inner;
   for (Operation &op : body->without_terminator()) {
@@ -288,9 +292,9 @@ scf::ParallelOp kvq::getInnerReduction(scf::ParallelOp outer) {
     op.walk([&](scf::ParallelOp) { nested = true; });
     if (nested || (!inner && (op.getNumRegions() ||
                               !(isArithmetic(&op) || isa<memref::LoadOp>(op)))))
-      return {};
+      return std::nullopt;
   }
   if (!inner || inner.getNumLoops() != 1 || inner.getNumResults() == 0)
-    return {};
-  return inner;
+    return std::nullopt;
+  return LoopAroundReduction{*count, inner};
 }

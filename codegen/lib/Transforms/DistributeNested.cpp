@@ -218,18 +218,18 @@ struct DistributeNestedReduction : OpRewritePattern<scf::ParallelOp> {
 
   LogicalResult matchAndRewrite(scf::ParallelOp outer,
                                 PatternRewriter &rewriter) const override {
-    std::optional<int64_t> units = getParallelTripCount(outer);
-    scf::ParallelOp inner = getInnerReduction(outer);
-    if (!units || *units == 0 || !inner ||
-        outer->getParentOfType<scf::ParallelOp>())
+    std::optional<LoopAroundReduction> loop = getLoopAroundReduction(outer);
+    if (!loop || loop->count == 0)
       return rewriter.notifyMatchFailure(outer, "no reduction inside");
+    int64_t units = loop->count;
+    scf::ParallelOp inner = loop->inner;
     std::optional<SmallVector<TypedAttr>> identities =
         getShuffleIdentities(inner);
     if (!identities)
       return rewriter.notifyMatchFailure(outer, "no shuffle of its values");
     int64_t team = 1;
     while (team * 2 <= int64_t(info.maxWorkers) &&
-           *units * team * 2 <= int64_t(info.blockThreads))
+           units * team * 2 <= int64_t(info.blockThreads))
       team *= 2;
     if (team == 1)
       return rewriter.notifyMatchFailure(outer, "no threads to spare");
@@ -242,7 +242,7 @@ struct DistributeNestedReduction : OpRewritePattern<scf::ParallelOp> {
     Value worker = arith::RemUIOp::create(rewriter, loc, thread, index(team));
     auto reduce = cast<scf::ReduceOp>(inner.getBody()->getTerminator());
     scf::ForOp::create(
-        rewriter, loc, first, index(*units),
+        rewriter, loc, first, index(units),
         index(int64_t(info.blockThreads) / team), ValueRange(),
         [&](OpBuilder &b, Location, Value unit, ValueRange) {
           IRMapping mapping;
@@ -310,11 +310,11 @@ struct TakeRowRuns : OpRewritePattern<scf::ParallelOp> {
 
   LogicalResult matchAndRewrite(scf::ParallelOp outer,
                                 PatternRewriter &rewriter) const override {
-    std::optional<int64_t> count = getParallelTripCount(outer);
-    scf::ParallelOp inner = getInnerReduction(outer);
-    if (!count || !inner || loadBytes == 0 ||
-        outer->getParentOfType<scf::ParallelOp>())
+    std::optional<LoopAroundReduction> loop = getLoopAroundReduction(outer);
+    if (!loop || loadBytes == 0)
       return rewriter.notifyMatchFailure(outer, "no reduction inside");
+    int64_t count = loop->count;
+    scf::ParallelOp inner = loop->inner;
     Value c = outer.getInductionVars()[0];
     SmallVector<memref::LoadOp> rows = getRowLoads(inner, c);
     if (rows.empty())
@@ -324,7 +324,7 @@ struct TakeRowRuns : OpRewritePattern<scf::ParallelOp> {
       narrowest = std::min<uint64_t>(
           narrowest, load.getType().getIntOrFloatBitWidth() / 8);
     int64_t lanes = loadBytes / std::max<uint64_t>(narrowest, 1);
-    if (lanes < 2 || *count % lanes != 0 || *count / lanes < 2)
+    if (lanes < 2 || count % lanes != 0 || count / lanes < 2)
       return rewriter.notifyMatchFailure(outer, "no whole runs");
     for (memref::LoadOp load : rows)
       if (getKnownAlignment(load.getMemRef()) <
@@ -341,7 +341,7 @@ struct TakeRowRuns : OpRewritePattern<scf::ParallelOp> {
     };
     scf::ParallelOp::create(
         rewriter, loc, ValueRange{index(rewriter, 0)},
-        ValueRange{index(rewriter, *count / lanes)},
+        ValueRange{index(rewriter, count / lanes)},
         ValueRange{index(rewriter, 1)},
         [&](OpBuilder &b, Location, ValueRange ivs) {
           Value first = arith::MulIOp::create(b, loc, ivs[0], index(b, lanes));

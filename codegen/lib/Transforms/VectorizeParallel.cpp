@@ -581,16 +581,17 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
 
   LogicalResult matchAndRewrite(scf::ParallelOp outer,
                                 PatternRewriter &rewriter) const override {
-    std::optional<int64_t> count = getParallelTripCount(outer);
-    scf::ParallelOp inner = getInnerReduction(outer);
-    if (!count || !inner)
+    std::optional<LoopAroundReduction> loop = getLoopAroundReduction(outer);
+    if (!loop)
       return rewriter.notifyMatchFailure(outer, "no reduction inside");
-    unsigned lanes = getLanes(info, unsigned(*count));
+    int64_t count = loop->count;
+    scf::ParallelOp inner = loop->inner;
+    unsigned lanes = getLanes(info, unsigned(count));
     if (lanes == 1)
       return rewriter.notifyMatchFailure(outer, "one lane");
     unsigned chunks =
         std::max(1u, getMaxAccumulators(info) / inner.getNumResults());
-    while (chunks > 1 && *count % (int64_t(lanes) * chunks) != 0)
+    while (chunks > 1 && count % (int64_t(lanes) * chunks) != 0)
       chunks /= 2;
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(inner);

@@ -161,12 +161,17 @@ mlir::scf::ForOp buildSerialLoop(mlir::OpBuilder &b, mlir::scf::ParallelOp loop,
                                  mlir::Value first, mlir::Value stride,
                                  mlir::ValueRange inits,
                                  const mlir::IRMapping &outer = {});
-/// The one parallel loop with reductions in the body of the kernel
-/// program's parallel loop `outer`, after only arithmetic and loads (a
-/// row's addresses and bounds) and before ops with no parallel loop in them
-/// (what is done with its results): a reduction over tokens inside a loop
-/// over channels or heads. Null otherwise.
-mlir::scf::ParallelOp getInnerReduction(mlir::scf::ParallelOp outer);
+/// A kernel program's 1-D parallel loop over [0, N), N a constant, no
+/// parallel loop around it, whose body is arithmetic and loads (a row's
+/// addresses and bounds), then one parallel loop with reductions, then ops
+/// with no parallel loop in them (what is done with its results): a
+/// reduction over tokens inside a loop over channels or heads.
+struct LoopAroundReduction {
+  int64_t count;
+  mlir::scf::ParallelOp inner;
+};
+std::optional<LoopAroundReduction>
+getLoopAroundReduction(mlir::scf::ParallelOp outer);
 /// Whether `op` of a kernel program computes without touching memory: pure
 /// ops, loops and branches (whose ops are checked one by one), and the LLVM
 /// intrinsics kvq's arithmetic builder calls (fabs, sqrt, ...), which
