@@ -28,3 +28,15 @@ llvm_config.add_tool_substitutions(tools, [config.kvq_tools_dir, config.llvm_too
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+
+# Host forms run on upstream's JIT runner, with its runtime libraries.
+runner_libs = [
+    os.path.join(config.llvm_tools_dir, "..", "lib", name)
+    for name in ("libmlir_c_runner_utils.so", "libmlir_runner_utils.so")
+]
+if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")) and all(
+    os.path.exists(lib) for lib in runner_libs
+):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_runner_libs", ",".join(runner_libs)))
+
