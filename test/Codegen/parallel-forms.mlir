@@ -869,5 +869,35 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
+
+    // A row whose view the inner loop makes itself: read element by element
+    // in the thread's loop (its view is made there, after the loop starts).
+    // DEVICE-LABEL: gpu.func @inner_view
+    // DEVICE: scf.for %[[C:.*]] = %c0{{.*}} to %c16{{.*}} step %c1{{.*}} iter_args(
+    // DEVICE-NEXT: %[[ROW:.*]] = memref.assume_alignment
+    // DEVICE-NEXT: memref.load %[[ROW]][%[[C]]]
+    // DEVICE-NOT: vector.load
+    // DEVICE: gpu.barrier
+    gpu.func @inner_view(%k: memref<16xf16>, %s: memref<?xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%t) = (%c0) to (%n) step (%c1) {
+        %d = scf.parallel (%c) = (%c0) to (%c16) step (%c1) init (%zero) -> f32 {
+          %row = memref.assume_alignment %k, 16 : memref<16xf16>
+          %x = memref.load %row[%c] : memref<16xf16>
+          %x32 = arith.extf %x : f16 to f32
+          scf.reduce(%x32 : f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %d, %s[%t] : memref<?xf32>
+        scf.reduce
+      }
+      gpu.return
+    }
   }
 }

@@ -101,18 +101,28 @@ getWideLoads(scf::ParallelOp loop, unsigned loadBytes) {
       getParallelTripCount(loop, /*withReductions=*/true);
   if (!count || loadBytes == 0)
     return {{}, 1};
+  WalkResult writes = loop.getBody()->walk([](Operation *op) {
+    return isArithmetic(op) || isa<memref::LoadOp, scf::ReduceOp>(op)
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  });
+  if (writes.wasInterrupted())
+    return {{}, 1};
   Value iv = loop.getInductionVars()[0];
   llvm::DenseSet<Value> varying = {iv};
   SmallVector<memref::LoadOp> rows;
   uint64_t narrowest = loadBytes;
   for (Operation &op : loop.getBody()->without_terminator()) {
-    if (!isArithmetic(&op) && !isa<memref::LoadOp>(op))
-      return {{}, 1};
     if (llvm::any_of(op.getOperands(),
                      [&](Value v) { return varying.contains(v); }))
       varying.insert(op.getResults().begin(), op.getResults().end());
+    // A row whose view the body makes is read element by element: its
+    // run is loaded before the body's copies.
     auto load = dyn_cast<memref::LoadOp>(op);
-    if (!load || !isLaneAccess(load, iv, varying))
+    if (!load || !isLaneAccess(load, iv, varying) ||
+        llvm::any_of(load->getOperands(), [&](Value v) {
+          return v != iv && loop->isAncestor(v.getParentBlock()->getParentOp());
+        }))
       continue;
     rows.push_back(load);
     narrowest = std::min<uint64_t>(narrowest,
