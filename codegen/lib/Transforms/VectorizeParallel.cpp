@@ -618,13 +618,11 @@ struct KVQVectorizeParallelPass
         return signalPassFailure();
       if (!*cache)
         continue;
+      TargetInfo info = getCPUTargetInfo(getCacheTarget(*cache));
       RewritePatternSet patterns(&getContext());
-      patterns.add<VectorizeParallelLoop>(
-          &getContext(), getCPUTargetInfo(getCacheTarget(*cache)));
-      patterns.add<VectorizeAroundReduction>(
-          &getContext(), getCPUTargetInfo(getCacheTarget(*cache)));
-      populateVectorizeTileCopiesPatterns(
-          patterns, getCPUTargetInfo(getCacheTarget(*cache)));
+      patterns.add<VectorizeParallelLoop, VectorizeAroundReduction>(
+          &getContext(), info);
+      populateVectorizeTileCopiesPatterns(patterns, info);
       walkAndApplyPatterns(host, std::move(patterns));
     }
   }
