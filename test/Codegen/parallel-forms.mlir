@@ -899,5 +899,44 @@ module attributes {gpu.container_module} {
       }
       gpu.return
     }
+
+    // A reduction with a parallel loop inside it is no team's: a team's
+    // workers would run the inner loop as an outermost one. The outer loop
+    // is the threads', the two inside it each thread's own.
+    // DEVICE-LABEL: gpu.func @three_deep
+    // DEVICE: gpu.thread_id x
+    // DEVICE-NOT: gpu.shuffle
+    // DEVICE-NOT: gpu.all_reduce
+    // DEVICE-NOT: scf.parallel
+    // DEVICE: gpu.barrier
+    // DEVICE-NEXT: gpu.return
+    gpu.func @three_deep(%x: memref<?xf32>, %out: memref<4xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%r) = (%c0) to (%c4) step (%c1) {
+        %s = scf.parallel (%t) = (%c0) to (%n) step (%c1) init (%zero) -> f32 {
+          %u = scf.parallel (%j) = (%c0) to (%c8) step (%c1) init (%zero) -> f32 {
+            %i = arith.addi %t, %j : index
+            %v = memref.load %x[%i] : memref<?xf32>
+            scf.reduce(%v : f32) {
+            ^bb0(%a: f32, %b: f32):
+              %sum = arith.addf %a, %b : f32
+              scf.reduce.return %sum : f32
+            }
+          }
+          scf.reduce(%u : f32) {
+          ^bb0(%a: f32, %b: f32):
+            %sum = arith.addf %a, %b : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %s, %out[%r] : memref<4xf32>
+        scf.reduce
+      }
+      gpu.return
+    }
   }
 }

@@ -296,5 +296,11 @@ kvq::getLoopAroundReduction(scf::ParallelOp outer) {
   }
   if (!inner || inner.getNumLoops() != 1 || inner.getNumResults() == 0)
     return std::nullopt;
+  // The forms make the two loops one thread's or lanes' work: a parallel
+  // loop deeper inside would lose the loop around it.
+  WalkResult deeper = inner.getBody()->walk(
+      [](scf::ParallelOp) { return WalkResult::interrupt(); });
+  if (deeper.wasInterrupted())
+    return std::nullopt;
   return LoopAroundReduction{*count, inner};
 }

@@ -247,16 +247,24 @@ struct DistributeNestedReduction : OpRewritePattern<scf::ParallelOp> {
     auto index = [&](int64_t value) -> Value {
       return arith::ConstantIndexOp::create(rewriter, loc, value);
     };
+    // Shuffles need every thread of a warp: the teams fill whole warps,
+    // those past the loop's iterations repeating its last one, storing
+    // nothing.
+    int64_t warp = info.maxWorkers;
+    int64_t padded = (units * team + warp - 1) / warp * warp / team;
     Value thread = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
     Value first = arith::DivUIOp::create(rewriter, loc, thread, index(team));
     Value worker = arith::RemUIOp::create(rewriter, loc, thread, index(team));
     auto reduce = cast<scf::ReduceOp>(inner.getBody()->getTerminator());
     scf::ForOp::create(
-        rewriter, loc, first, index(units),
+        rewriter, loc, first, index(padded),
         index(int64_t(info.blockThreads) / team), ValueRange(),
         [&](OpBuilder &b, Location, Value unit, ValueRange) {
           IRMapping mapping;
-          mapping.map(outer.getInductionVars()[0], unit);
+          mapping.map(outer.getInductionVars()[0],
+                      padded == units ? unit
+                                      : arith::MinUIOp::create(
+                                            b, loc, unit, index(units - 1)));
           Block *body = outer.getBody();
           for (Operation &op :
                llvm::make_range(body->begin(), inner->getIterator()))
@@ -287,6 +295,11 @@ struct DistributeNestedReduction : OpRewritePattern<scf::ParallelOp> {
           }
           Value lead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                              worker, index(0));
+          if (padded != units)
+            lead = arith::AndIOp::create(
+                b, loc, lead,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, unit,
+                                      index(units)));
           scf::IfOp::create(b, loc, lead, [&](OpBuilder &then, Location) {
             for (Operation &op :
                  llvm::make_range(std::next(inner->getIterator()),

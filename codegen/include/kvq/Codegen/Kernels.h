@@ -163,7 +163,8 @@ mlir::scf::ForOp buildSerialLoop(mlir::OpBuilder &b, mlir::scf::ParallelOp loop,
                                  const mlir::IRMapping &outer = {});
 /// A kernel program's 1-D parallel loop over [0, N), N a constant, no
 /// parallel loop around it, whose body is arithmetic and loads (a row's
-/// addresses and bounds), then one parallel loop with reductions, then ops
+/// addresses and bounds), then one parallel loop with reductions (and no
+/// parallel loop inside it), then ops
 /// with no parallel loop in them (what is done with its results): a
 /// reduction over tokens inside a loop over channels or heads.
 struct LoopAroundReduction {
