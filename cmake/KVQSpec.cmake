@@ -1,7 +1,7 @@
 ##===- cmake/KVQSpec.cmake - Compile kvq specs at build time --*- cmake -*-===##
 #
-# kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [OUTPUT_DIR <dir>]
-#              [HOST_CPU <cpu>])
+# kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [ATTEND_PROGRAMS]
+#              [OUTPUT_DIR <dir>] [HOST_CPU <cpu>])
 #
 # Adds a build step running `kvq-opt --kvq-compile=<dir> <spec>` (whenever the
 # spec or kvq-opt changes) and an INTERFACE target <target> that
@@ -17,7 +17,9 @@
 # defaults to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq. HOST_CPU (default
 # KVQ_HOST_CPU, else native) is the CPU the host code is compiled for
 # (`kvq-opt --kvq-host-cpu`): name a generic one (x86-64-v2, x86-64-v3) for an
-# artifact that ships to other machines.
+# artifact that ships to other machines. ATTEND_PROGRAMS builds the attend
+# kernels of full-precision layers as programs (`kvq-opt
+# --kvq-attend-programs`).
 #
 # kvq-opt is the in-tree target when it exists, else KVQ_OPT_EXECUTABLE (set
 # by kvqConfig.cmake for installed packages).
@@ -28,7 +30,8 @@
 ##===----------------------------------------------------------------------===##
 
 function(kvq_add_spec target spec)
-  cmake_parse_arguments(ARG "ARTIFACT_ONLY" "OUTPUT_DIR;HOST_CPU" "" ${ARGN})
+  cmake_parse_arguments(ARG "ARTIFACT_ONLY;ATTEND_PROGRAMS"
+                        "OUTPUT_DIR;HOST_CPU" "" ${ARGN})
   if(NOT ARG_HOST_CPU)
     set(ARG_HOST_CPU ${KVQ_HOST_CPU})
   endif()
@@ -52,12 +55,17 @@ function(kvq_add_spec target spec)
     message(FATAL_ERROR "kvq_add_spec: no kvq-opt (set KVQ_OPT_EXECUTABLE)")
   endif()
 
+  set(flags)
+  if(ARG_ATTEND_PROGRAMS)
+    list(APPEND flags --kvq-attend-programs)
+  endif()
+
   set(outputs "${dir}/manifest.json" "${dir}/kernels.o" "${dir}/kernels.so")
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
     COMMAND ${opt} "--kvq-compile=${dir}" "--kvq-host-cpu=${ARG_HOST_CPU}"
-            "${spec}" -o "${dir}/compiled.mlir"
+            ${flags} "${spec}" -o "${dir}/compiled.mlir"
     DEPENDS "${spec}" ${opt_dep}
     COMMENT "Compiling kvq spec ${spec}"
     VERBATIM)

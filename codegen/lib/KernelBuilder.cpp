@@ -2,6 +2,8 @@
 
 #include "kvq/Codegen/KernelBuilder.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
+
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -152,6 +154,9 @@ Value KernelBuilder::callIntrinsic(StringRef name, ValueRange operands) {
       .getResult(0);
 }
 Value KernelBuilder::fabs(Value x) { return callIntrinsic("llvm.fabs", x); }
+Value KernelBuilder::exp2(Value x) {
+  return target ? target->exp2(*this, x) : math::Exp2Op::create(b, loc, x);
+}
 Value KernelBuilder::fneg(Value x) { return arith::NegFOp::create(b, loc, x); }
 Value KernelBuilder::sqrt(Value x) { return callIntrinsic("llvm.sqrt", x); }
 Value KernelBuilder::roundEven(Value x) {

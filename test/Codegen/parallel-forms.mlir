@@ -176,8 +176,8 @@ module attributes {gpu.container_module} {
     // HOST: %[[GT:.*]] = arith.cmpf ogt, %[[M]], %[[X]] : vector<16xf32>
     // HOST: %[[M1:.*]] = arith.select %[[GT]], %[[M]], %[[X]] : vector<16xi1>, vector<16xf32>
     // HOST: scf.yield %[[S1]], %[[M1]]
-    // HOST: %[[LO:.*]] = vector.extract_strided_slice %[[R]]#0 {offsets = [0], sizes = [8], strides = [1]}
-    // HOST: %[[HI:.*]] = vector.extract_strided_slice %[[R]]#0 {offsets = [8], sizes = [8], strides = [1]}
+    // HOST: %[[LO:.*]] = vector.shuffle %[[R]]#0, %[[R]]#0 [0, 1, 2, 3, 4, 5, 6, 7]
+    // HOST: %[[HI:.*]] = vector.shuffle %[[R]]#0, %[[R]]#0 [8, 9, 10, 11, 12, 13, 14, 15]
     // HOST: arith.addf %[[LO]], %[[HI]] : vector<8xf32>
     // HOST: arith.addf %{{.*}}, %{{.*}} : vector<4xf32>
     // HOST: arith.addf %{{.*}}, %{{.*}} : vector<2xf32>

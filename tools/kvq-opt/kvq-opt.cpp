@@ -45,6 +45,12 @@ static llvm::cl::opt<std::string> hostCpu(
                    "for (native, or an LLVM CPU name such as x86-64-v3)"),
     llvm::cl::value_desc("CPU"), llvm::cl::init("native"));
 
+static llvm::cl::opt<bool> attendPrograms(
+    "kvq-attend-programs",
+    llvm::cl::desc("With --kvq-compile: build the attend kernels of "
+                   "full-precision layers as programs"),
+    llvm::cl::init(false));
+
 static llvm::cl::opt<bool> helpKvq(
     "help-kvq",
     llvm::cl::desc("List only kvq's passes, pipelines and options, and exit"),
@@ -83,6 +89,7 @@ struct ArtifactWriterHook : mlir::PassInstrumentation {
 static void setUpCompile(mlir::PassManager &pm) {
   kvq::KVQCompilePipelineOptions options;
   options.hostCpu = hostCpu;
+  options.attendPrograms = attendPrograms;
   kvq::buildKVQCompilePipeline(pm, options);
   mlir::Pass *last = nullptr;
   for (mlir::Pass &pass : pm.getPasses())

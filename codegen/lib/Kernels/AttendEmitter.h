@@ -138,19 +138,6 @@ inline bool hasFieldCodes(const SliceLayout &slice) {
          slice.WordsPerGroup * 32 == quant.getGroup() * 3;
 }
 
-/// The most query heads one pass over the tokens serves: each has a dot
-/// product and an output accumulator in registers.
-constexpr unsigned kMaxTileHeads = 8;
-
-/// The largest divisor of `ratio` not above kMaxTileHeads, so that tiles are
-/// whole and no head needs a bounds check.
-inline unsigned getTileHeads(unsigned ratio) {
-  unsigned heads = std::min(ratio, kMaxTileHeads);
-  while (ratio % heads != 0)
-    --heads;
-  return heads;
-}
-
 /// A thread of the block as the matrix unit's fragments see it: its warp,
 /// its groupID g and threadID_in_group t in the warp, and the head of B's
 /// column g (g, or the last head for columns past the tile's heads: never
@@ -168,7 +155,7 @@ public:
         model(layout.model), layers{layers, args.tableRow},
         layer(this->layers.first()), split(entry.blockId[0]),
         head(entry.blockId[1]), batch(entry.blockId[2]),
-        ratio(model.getGroupRatio()), heads(getTileHeads(ratio)),
+        ratio(model.getGroupRatio()), heads(getAttendTileHeads(ratio)),
         dim(model.getHeadDim()),
         splitTokens(kb.getTarget().getSplitTokens(layout)) {}
 

@@ -38,7 +38,7 @@ public:
                      const TargetInfo &info, MLIRContext *ctx)
       : layout(layout), keys(layout.keys.layers[layer]),
         values(layout.values.layers[layer]), info(info), ctx(ctx),
-        heads(getTileHeads(layout.model.getGroupRatio())),
+        heads(getAttendTileHeads(layout.model.getGroupRatio())),
         dim(layout.model.getHeadDim()),
         rope(keys.isQuantized() && keys.quant.getPreRope()) {}
 

@@ -410,8 +410,7 @@ void AttendEmitter::accumulateValues() {
   Type outputType = getPartialOutputType(layout, kb.builder().getContext());
   SmallVector<Value> inverseSum;
   for (unsigned r = 0; r < heads; ++r)
-    inverseSum.push_back(kb.select(kb.flt(kb.f32(0), sumExp[r]),
-                                   kb.fdiv(kb.f32(1), sumExp[r]), kb.f32(0)));
+    inverseSum.push_back(inverseOrZero(kb, sumExp[r]));
   kb.getTarget().accumulate(
       kb, kb.i32(dim), dim, heads, /*unroll=*/4, steps,
       [&](Value c, ValueRange sums) {

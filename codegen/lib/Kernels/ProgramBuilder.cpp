@@ -128,18 +128,43 @@ Value ProgramBuilder::loadConstant(StringRef name, Value index,
   return loadElement(table, index);
 }
 
-Value ProgramBuilder::allocBlockLocal(Type element, int64_t count) {
-  MLIRContext *ctx = builder().getContext();
-  auto type = MemRefType::get(
+/// A 1-D memref of `count` elements in the workgroup address space.
+static MemRefType getBlockLocalType(Type element, int64_t count) {
+  return MemRefType::get(
       {count}, element, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
-  return memref::AllocaOp::create(builder(), getLoc(), type);
+      gpu::AddressSpaceAttr::get(element.getContext(),
+                                 gpu::AddressSpace::Workgroup));
+}
+
+Value ProgramBuilder::allocBlockLocal(Type element, int64_t count,
+                                      unsigned alignment) {
+  assert(alignment <= 16 && "the targets align block-local memory to 16");
+  OpBuilder &b = builder();
+  return memref::AllocaOp::create(
+      b, getLoc(), getBlockLocalType(element, count), ValueRange{},
+      alignment ? b.getI64IntegerAttr(alignment) : IntegerAttr());
+}
+
+Value ProgramBuilder::allocSplitLocal(Type element, int64_t perToken,
+                                      Value splitTokens) {
+  OpBuilder &b = builder();
+  Value count =
+      arith::MulIOp::create(b, getLoc(), toIndex(splitTokens), index(perToken));
+  auto alloca = memref::AllocaOp::create(
+      b, getLoc(), getBlockLocalType(element, ShapedType::kDynamic),
+      ValueRange{count});
+  alloca->setAttr(kSplitLocalAttr, b.getI64IntegerAttr(perToken));
+  return alloca;
 }
 
 void ProgramBuilder::parallelFor(int64_t count,
                                  function_ref<void(Value)> body) {
+  parallelFor(index(count), body);
+}
+
+void ProgramBuilder::parallelFor(Value count, function_ref<void(Value)> body) {
   scf::ParallelOp::create(
-      builder(), getLoc(), ValueRange{index(0)}, ValueRange{index(count)},
+      builder(), getLoc(), ValueRange{index(0)}, ValueRange{count},
       ValueRange{index(1)},
       [&](OpBuilder &, Location, ValueRange ivs) { body(ivs[0]); });
 }

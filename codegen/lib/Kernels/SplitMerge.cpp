@@ -25,6 +25,24 @@ Value kvq::getPartialOutputs(KernelBuilder &kb, Value partial, Value row) {
   return kb.gep(partial, kb.mul(kb.toI64(kb.add(row, kb.i32(2))), kb.i64(4)));
 }
 
+Value kvq::weighSplit(KernelBuilder &kb, Value maxScore,
+                      function_ref<Value()> score, function_ref<Value()> sum) {
+  return kb.fmul(kb.exp2(kb.fsub(score(), maxScore)), sum());
+}
+
+Value kvq::mergeOutputs(KernelBuilder &kb, Value weighted, Value total) {
+  auto vector = dyn_cast<VectorType>(weighted.getType());
+  auto like = [&](Value x) {
+    return vector ? kb.splat(x, vector.getNumElements()) : x;
+  };
+  return kb.select(kb.flt(kb.f32(0), total), kb.fdiv(weighted, like(total)),
+                   like(kb.f32(0)));
+}
+
+Value kvq::inverseOrZero(KernelBuilder &kb, Value l) {
+  return kb.select(kb.flt(kb.f32(0), l), kb.fdiv(kb.f32(1), l), kb.f32(0));
+}
+
 void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
                       Value partial, Value out, Value numSplits, Value firstRow,
                       unsigned rows) {
@@ -58,8 +76,7 @@ void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
     // -inf only for an empty split (m = -inf, l = 0) and 2^(m_s - M) l_s
     // is 0 there with no test (2^x <= 1 for x <= 0 on both targets).
     Value maxScore =
-        kb.forLoop(kb.i32(0), numSplits, kb.i32(1),
-                   {kb.f32(-std::numeric_limits<float>::max())},
+        kb.forLoop(kb.i32(0), numSplits, kb.i32(1), {kb.f32(kLowestSplitMax)},
                    [&](Value s, ValueRange acc) -> SmallVector<Value> {
                      return {kb.runningMax(acc[0], field(rowOf(s), 0))};
                    })[0];
@@ -73,8 +90,9 @@ void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
         {kb.f32(0), kb.splat(kb.f32(0), lanes)},
         [&](Value s, ValueRange acc) -> SmallVector<Value> {
           Value rowPtr = rowOf(s);
-          Value weight = kb.fmul(kb.exp2(kb.fsub(field(rowPtr, 0), maxScore)),
-                                 field(rowPtr, 1));
+          Value weight = weighSplit(
+              kb, maxScore, [&] { return field(rowPtr, 0); },
+              [&] { return field(rowPtr, 1); });
           Value outputs = kb.load(vectorOf(outputType), rowPtr, at,
                                   std::min(8u, lanes * outputBytes));
           if (!outputType.isF32())
@@ -83,9 +101,7 @@ void kvq::mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
           return {kb.fadd(acc[0], weight),
                   kb.fadd(acc[1], kb.fmul(kb.splat(weight, lanes), outputs))};
         });
-    Value result = kb.select(kb.flt(kb.f32(0), sums[0]),
-                             kb.fdiv(sums[1], kb.splat(sums[0], lanes)),
-                             kb.splat(kb.f32(0), lanes));
+    Value result = mergeOutputs(kb, sums[1], sums[0]);
     // An engine's output tensor need only hold aligned floats.
     kb.store(result, out,
              kb.mul(kb.toI64(kb.add(kb.mul(row, kb.i32(dim)), c0)), kb.i64(4)),

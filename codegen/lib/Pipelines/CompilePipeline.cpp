@@ -39,12 +39,15 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQAssignLayout());
   pm.addPass(createKVQPlanKernels());
   pm.addPass(createKVQSelectForms());
-  pm.addPass(createKVQLowerKernels());
+  KVQLowerKernelsOptions lower;
+  lower.attendPrograms = options.attendPrograms;
+  pm.addPass(createKVQLowerKernels(lower));
   pm.addPass(createKVQInstantiatePrograms());
   pm.addPass(createKVQExpandHadamard());
   pm.addPass(createKVQRunningExtrema());
   pm.addPass(createKVQVectorizeParallel());
   pm.addPass(createKVQDistributeParallel());
+  pm.addPass(createKVQExpandMath());
   pm.addPass(createKVQPipelineLoads());
   pm.addPass(createKVQExpandDequantize());
   pm.addPass(createKVQExpandUnpack());

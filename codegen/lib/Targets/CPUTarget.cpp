@@ -196,7 +196,9 @@ public:
   /// Taylor polynomial (relative error < 2e-7), all in vectorizable
   /// arithmetic: a libm call per softmax weight would dominate decode time.
   Value exp2(KernelBuilder &kb, Value x) override {
-    Value clamped = kb.fmax(kb.fmin(x, kb.f32(126.0)), kb.f32(-126.0));
+    // Of an f32 or a vector of them (a kernel program's vectorized loop).
+    Value clamped =
+        kb.fmax(kb.fmin(x, kb.f32Like(x, 126.0)), kb.f32Like(x, -126.0));
     Value whole = kb.roundEven(clamped);
     Value f = kb.fsub(clamped, whole);
     // (ln 2)^k / k!
@@ -206,10 +208,11 @@ public:
       coefficients.push_back(coefficient);
       coefficient *= M_LN2 / (k + 1);
     }
-    Value poly = kb.f32(coefficients.back());
+    Value poly = kb.f32Like(x, coefficients.back());
     for (int k = 5; k >= 0; --k)
-      poly = kb.fadd(kb.fmul(poly, f), kb.f32(coefficients[k]));
-    Value exponent = kb.shl(kb.add(kb.fptosi(whole), kb.i32(127)), kb.i32(23));
+      poly = kb.fadd(kb.fmul(poly, f), kb.f32Like(x, coefficients[k]));
+    Value exponent =
+        kb.shl(kb.add(kb.fptosi(whole), kb.i32Like(x, 127)), kb.i32Like(x, 23));
     return kb.fmul(poly, kb.bitcast(kb.builder().getF32Type(), exponent));
   }
 

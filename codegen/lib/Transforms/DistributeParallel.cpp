@@ -304,6 +304,10 @@ struct KVQDistributeParallelPass
 
   void distribute(gpu::GPUModuleOp device, const TargetInfo &info) {
     MLIRContext *ctx = &getContext();
+    // A stream's page ahead is the host's caches' need: a GPU thread keeps
+    // its own loads in flight instead (kvq-pipeline-loads), and a loop
+    // whose body asks for lines is no row run's.
+    device.walk([](memref::PrefetchOp prefetch) { prefetch.erase(); });
     RewritePatternSet interchange(ctx);
     interchange.add<FlattenNestedParallel, InterchangeParallelOutward>(ctx);
     walkAndApplyPatterns(device, std::move(interchange));

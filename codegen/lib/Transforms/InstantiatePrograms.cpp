@@ -14,6 +14,7 @@
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/ProgramBuilder.h"
 #include "kvq/Codegen/Targets.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -70,18 +71,32 @@ static bool isBlockLocal(Operation *op) {
                        alloca.getType().getMemorySpace());
 }
 
+/// The elements per split token of block-local memory sized per split
+/// (kSplitLocalAttr); nullopt for any other.
+static std::optional<int64_t> getSplitLocalElements(memref::AllocaOp alloca) {
+  auto perToken = alloca->getAttrOfType<IntegerAttr>(kSplitLocalAttr);
+  if (!perToken)
+    return std::nullopt;
+  return perToken.getInt();
+}
+
 /// Fails (with a diagnostic) where `program` allocates block-local memory
-/// the targets cannot: anything but a static 1-D memref at its top level.
+/// the targets cannot: anything but a 1-D memref at its top level, static,
+/// or of one dynamic size marked as sized per split token.
 static LogicalResult checkBlockLocal(func::FuncOp program) {
   WalkResult result = program.walk([&](memref::AllocaOp alloca) {
     if (!isBlockLocal(alloca))
       return WalkResult::advance();
     MemRefType type = alloca.getType();
-    if (type.getRank() == 1 && type.hasStaticShape() &&
-        type.getLayout().isIdentity() && alloca->getParentOp() == program)
+    std::optional<int64_t> perToken = getSplitLocalElements(alloca);
+    bool sized = type.hasStaticShape() ? !perToken : perToken && *perToken > 0;
+    if (type.getRank() == 1 && sized && type.getLayout().isIdentity() &&
+        alloca->getParentOp() == program)
       return WalkResult::advance();
-    alloca.emitOpError("block-local memory must be a static 1-D memref "
-                       "allocated at the program's top level");
+    alloca.emitOpError("block-local memory must be a 1-D memref allocated "
+                       "at the program's top level, static or sized per "
+                       "split token (")
+        << kSplitLocalAttr << ")";
     return WalkResult::interrupt();
   });
   return failure(result.wasInterrupted());
@@ -89,15 +104,28 @@ static LogicalResult checkBlockLocal(func::FuncOp program) {
 
 /// The target's block-local memory for `alloca` (shared memory on the GPU,
 /// the host function's stack on the CPU), as a view in the default memory
-/// space.
+/// space: memory sized per split token holds the target's split capacity.
 static Value allocBlockLocal(OpBuilder &b, memref::AllocaOp alloca,
-                             KernelTarget &target) {
+                             KernelTarget &target, const CacheLayout &layout) {
   MemRefType type = alloca.getType();
-  KernelBuilder kb(b, alloca.getLoc(), target);
+  Location loc = alloca.getLoc();
+  KernelBuilder kb(b, loc, target);
+  int64_t count = type.hasStaticShape()
+                      ? type.getNumElements()
+                      : *getSplitLocalElements(alloca) *
+                            int64_t(target.getSplitTokens(layout));
   unsigned bytes = type.getElementTypeBitWidth() / 8;
-  Value memory = target.allocShared(kb, type.getNumElements() * bytes);
-  return viewOf(b, alloca.getLoc(), memory,
-                MemRefType::get(type.getShape(), type.getElementType()));
+  Value memory = target.allocShared(kb, count * bytes);
+  Value view =
+      viewOf(b, loc, memory, MemRefType::get({count}, type.getElementType()));
+  // The alignment the program asked for (the targets give 16 bytes), for
+  // the forms that read its rows a vector at a time.
+  if (std::optional<uint64_t> alignment = alloca.getAlignment())
+    view = memref::AssumeAlignmentOp::create(b, loc, view, *alignment);
+  if (type.hasStaticShape())
+    return view;
+  return memref::CastOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), view);
 }
 
 /// The program's blocks (along x) an entry's block of `target` runs: a
@@ -126,7 +154,8 @@ static void copyGlobals(ArrayRef<Operation *> body, func::FuncOp program,
 
 /// Emits `program` through `target` into its module; returns the program's
 /// blocks one of the entry's runs (getEntryUnits).
-static unsigned instantiate(func::FuncOp program, KernelTarget &target) {
+static unsigned instantiate(func::FuncOp program, KernelTarget &target,
+                            const CacheLayout &layout) {
   OpBuilder b(program.getContext());
   Location loc = program.getLoc();
   std::optional<LoweredKernel> kernel = getLoweredKernel(program);
@@ -147,8 +176,9 @@ static unsigned instantiate(func::FuncOp program, KernelTarget &target) {
   Block &programBlock = program.getBody().front();
   for (Operation &op : programBlock.without_terminator())
     if (isBlockLocal(&op))
-      mapping.map(op.getResult(0),
-                  allocBlockLocal(b, cast<memref::AllocaOp>(op), target));
+      mapping.map(
+          op.getResult(0),
+          allocBlockLocal(b, cast<memref::AllocaOp>(op), target, layout));
   // Several of the program's blocks an entry block: program block x is
   // x * units + u for u in turn.
   unsigned units = getEntryUnits(program, target);
@@ -235,15 +265,24 @@ struct KVQInstantiateProgramsPass
     TargetAttr target = getCacheTarget(cache);
     std::unique_ptr<KernelTarget> cpu = createCPUTarget(host, target);
     std::unique_ptr<KernelTarget> gpu = createGPUTarget(device, target);
+    // The layout gives the split capacities of memory sized per split
+    // token; a cache with no such memory needs none.
+    bool perSplit = false;
+    program.walk([&](memref::AllocaOp alloca) {
+      perSplit |= getSplitLocalElements(alloca).has_value();
+    });
+    FailureOr<CacheLayout> layout = CacheLayout();
+    if (perSplit && failed(layout = getCacheLayout(cache)))
+      return failure();
     for (auto func : program.getOps<func::FuncOp>()) {
       if (!getLoweredKernel(func))
         return func.emitError("kernel program without a kvq.kernel");
       if (failed(checkBlockLocal(func)))
         return failure();
-      instantiate(func, *cpu);
+      instantiate(func, *cpu, *layout);
       // The host code runs one program block a block; the manifest takes
       // the GPU's from the host function (as for the emitted kernels).
-      if (unsigned units = instantiate(func, *gpu); units > 1)
+      if (unsigned units = instantiate(func, *gpu, *layout); units > 1)
         setDeviceUnits(host, func.getName(), units);
     }
     return success();

@@ -210,6 +210,9 @@ struct KVQLowerKernelsPass
                  BuildKernelProgram<KeyNormKernelOp, buildKeyNormProgram>,
                  BuildKernelProgram<TrackKernelOp, buildTrackProgram>,
                  LowerKernelOp<AttendKernelOp>>(&getContext(), *caches);
+    if (attendPrograms)
+      patterns.add<BuildKernelProgram<AttendKernelOp, buildAttendProgram,
+                                      isAttendProgram>>(&getContext(), *caches);
     // One in-order sweep: kernels are emitted in declaration order.
     walkAndApplyPatterns(module, std::move(patterns));
     WalkResult left = module.walk([](Operation *op) {

@@ -35,6 +35,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -45,6 +46,12 @@ namespace kvq {
 
 using namespace mlir;
 using namespace kvq;
+
+/// Whether `op` is a kernel program's load from a memref: an element, or a
+/// run of them (a GPU thread's row run, kvq-distribute-parallel).
+static bool isMemRefLoad(Operation *op) {
+  return isa<memref::LoadOp, vector::LoadOp>(op);
+}
 
 /// The buffer a memref views or a pointer points into: through subviews,
 /// casts and address arithmetic (GEPs) to the value that defines the memory
@@ -60,10 +67,36 @@ static Value getRootBuffer(Value address) {
   }
 }
 
+/// Whether `buffer` (a root buffer) is the block's own memory: a view
+/// kvq-instantiate-programs made of the target's block-local memory (a GPU
+/// shared global, a host alloca), whose descriptor points at it.
+static bool isBlockLocalMemory(Value buffer) {
+  if (auto cast = buffer.getDefiningOp<memref::CastOp>())
+    buffer = cast.getSource();
+  auto cast = buffer.getDefiningOp<UnrealizedConversionCastOp>();
+  if (!cast || cast.getInputs().size() != 1)
+    return false;
+  Value descriptor = cast.getInputs()[0];
+  while (auto insert = descriptor.getDefiningOp<LLVM::InsertValueOp>()) {
+    if (insert.getPosition() != ArrayRef<int64_t>{0}) {
+      descriptor = insert.getContainer();
+      continue;
+    }
+    Value pointer = insert.getValue();
+    if (auto space = pointer.getDefiningOp<LLVM::AddrSpaceCastOp>())
+      pointer = space.getArg();
+    return isa_and_present<LLVM::AddressOfOp, LLVM::AllocaOp>(
+        pointer.getDefiningOp());
+  }
+  return false;
+}
+
 /// The buffer a load or store reads or writes; null for other ops.
 static Value getAccessedBuffer(Operation *op) {
   if (Value memref = getMemRefAccess(op).first)
     return getRootBuffer(memref);
+  if (auto load = dyn_cast<vector::LoadOp>(op))
+    return getRootBuffer(load.getBase());
   if (auto load = dyn_cast<LLVM::LoadOp>(op))
     return getRootBuffer(load.getAddr());
   if (auto store = dyn_cast<LLVM::StoreOp>(op))
@@ -83,7 +116,8 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
       return {};
     if (isa<memref::StoreOp, LLVM::StoreOp>(op))
       written.insert(getAccessedBuffer(&op));
-    else if (!isArithmetic(&op) && !isa<memref::LoadOp, LLVM::LoadOp>(op))
+    else if (!isArithmetic(&op) &&
+             !(isMemRefLoad(&op) || isa<LLVM::LoadOp>(op)))
       return {};
   }
   // An op issues a stream load where it is one, or computes an operand of
@@ -93,12 +127,24 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
   // where it is marked invariant: its emitter's word that nothing writes
   // the memory during the launch.
   llvm::SmallPtrSet<Operation *, 16> issue;
-  auto isStreamLoad = [&](Operation *op) {
+  auto isUnwrittenLoad = [&](Operation *op) {
     auto pointerLoad = dyn_cast<LLVM::LoadOp>(op);
-    if (!isa<memref::LoadOp>(op) &&
-        !(pointerLoad && pointerLoad.getInvariant()))
+    if (!isMemRefLoad(op) && !(pointerLoad && pointerLoad.getInvariant()))
       return false;
     return !written.contains(getAccessedBuffer(op));
+  };
+  // Where the loop also streams from memory outside the block (a program's
+  // rows of keys beside the block's queries), only those loads are its
+  // streams: the block's own memory answers within a few cycles and would
+  // only hold registers stages ahead.
+  bool streamsFromOutside =
+      llvm::any_of(body->without_terminator(), [&](Operation &op) {
+        return isMemRefLoad(&op) && isUnwrittenLoad(&op) &&
+               !isBlockLocalMemory(getAccessedBuffer(&op));
+      });
+  auto isStreamLoad = [&](Operation *op) {
+    return isUnwrittenLoad(op) && !(streamsFromOutside && isMemRefLoad(op) &&
+                                    isBlockLocalMemory(getAccessedBuffer(op)));
   };
   std::function<bool(Operation *)> canIssue = [&](Operation *op) {
     if (issue.contains(op))
@@ -144,7 +190,7 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
     return op;
   Location loc = op->getLoc();
   rewriter.setInsertionPoint(op);
-  if (isa<memref::LoadOp, LLVM::LoadOp>(op)) {
+  if (isMemRefLoad(op) || isa<LLVM::LoadOp>(op)) {
     Type type = op->getResult(0).getType();
     auto branch = scf::IfOp::create(
         rewriter, loc, pred,
@@ -175,7 +221,7 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
 static unsigned getLoadRegisters(ArrayRef<Operation *> issue) {
   uint64_t bits = 0;
   for (Operation *op : issue) {
-    if (!isa<memref::LoadOp, LLVM::LoadOp>(op))
+    if (!(isMemRefLoad(op) || isa<LLVM::LoadOp>(op)))
       continue;
     Type type = op->getResult(0).getType();
     if (auto vector = dyn_cast<VectorType>(type))

@@ -452,10 +452,11 @@ static Value combine(OpBuilder &b, Block &combiner, Value x, Value y,
 static Value combineLanes(OpBuilder &b, Location loc, Block &combiner,
                           Value shares, unsigned lanes) {
   for (int64_t half = lanes / 2; half >= 1; half /= 2) {
+    // A half as a shuffle: the host's LLVM lowering has no pattern for a
+    // strided slice.
     auto slice = [&](int64_t offset) {
-      return vector::ExtractStridedSliceOp::create(
-          b, loc, shares, ArrayRef<int64_t>{offset}, ArrayRef<int64_t>{half},
-          ArrayRef<int64_t>{1});
+      auto mask = llvm::to_vector(llvm::seq<int64_t>(offset, offset + half));
+      return vector::ShuffleOp::create(b, loc, shares, shares, mask);
     };
     Value low = slice(0), high = slice(half);
     shares = combine(b, combiner, low, high, unsigned(half));
@@ -497,13 +498,16 @@ static SmallVector<Value> combineEachLanes(OpBuilder &b, scf::ReduceOp reduce,
   return results;
 }
 
-/// scf.parallel over [0, N) with step 1, one dimension, N a multiple of
-/// `lanes`, as an scf.for over vectors of them. Its reductions (each a
+/// scf.parallel over [0, N) with step 1, one dimension, as an scf.for over
+/// vectors of `lanes`, N a multiple of them or, `withRest`, any: the last
+/// N mod lanes iterations then run one by one. Its reductions (each a
 /// combiner with an identity) are carried as vectors of each lane's share,
 /// from the identity, whose lanes are then combined with the loop's initial
-/// value. Fails, changing nothing, where the body is not elementwise.
+/// value (and the rest's). Fails, changing nothing, where the body is not
+/// elementwise.
 static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
-                                   scf::ParallelOp loop, unsigned lanes) {
+                                   scf::ParallelOp loop, unsigned lanes,
+                                   bool withRest = false) {
   Location loc = loop.getLoc();
   std::optional<SmallVector<TypedAttr>> identities =
       getReductionIdentities(loop);
@@ -522,9 +526,13 @@ static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
         DenseElementsAttr::get(VectorType::get({lanes}, identity.getType()),
                                identity)));
   Value stepValue = arith::ConstantIndexOp::create(rewriter, loc, lanes);
+  Value count = loop.getUpperBound()[0], vectorEnd = count;
+  if (withRest)
+    vectorEnd = arith::SubIOp::create(
+        rewriter, loc, count,
+        arith::RemUIOp::create(rewriter, loc, count, stepValue));
   auto vectorLoop = scf::ForOp::create(
-      rewriter, loc, loop.getLowerBound()[0], loop.getUpperBound()[0],
-      stepValue, shares,
+      rewriter, loc, loop.getLowerBound()[0], vectorEnd, stepValue, shares,
       [&](OpBuilder &b, Location, Value first, ValueRange acc) {
         IRMapping mapping;
         vectorizer.widen(*loop.getBody(), b, mapping, first);
@@ -542,8 +550,22 @@ static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
   for (auto [k, init] : llvm::enumerate(loop.getInitVals()))
     results.push_back(combineByReduction(
         rewriter, reduce.getReductions()[k].front(), init, all[k]));
+  if (withRest) {
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    results =
+        buildSerialLoop(rewriter, loop, vectorEnd, one, results).getResults();
+  }
   rewriter.replaceOp(loop, results);
   return success();
+}
+
+/// Whether the 1-D `loop` is over [0, N) in steps of 1, N known only at run
+/// time.
+static bool isRunTimeLoop(scf::ParallelOp loop) {
+  return loop.getNumLoops() == 1 &&
+         matchPattern(loop.getLowerBound()[0], m_Zero()) &&
+         matchPattern(loop.getStep()[0], m_One()) &&
+         !matchPattern(loop.getUpperBound()[0], m_Constant());
 }
 
 /// A 1-D scf.parallel over [0, N) in steps of 1 as vectors of the host's
@@ -556,6 +578,11 @@ struct VectorizeParallelLoop : OpRewritePattern<scf::ParallelOp> {
                                 PatternRewriter &rewriter) const override {
     std::optional<int64_t> count =
         getParallelTripCount(loop, /*withReductions=*/true);
+    // A trip count known at run time only (a split's tokens): whole
+    // vectors, then the rest.
+    if (!count && isRunTimeLoop(loop) && info.vectorLanes > 1)
+      return vectorizeLoop(rewriter, loop, info.vectorLanes,
+                           /*withRest=*/true);
     if (!count)
       return rewriter.notifyMatchFailure(
           loop, "not one loop over [0, N) in steps of 1");
@@ -589,6 +616,12 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
     unsigned lanes = getLanes(info, unsigned(count));
     if (lanes == 1)
       return rewriter.notifyMatchFailure(outer, "one lane");
+    // The inner body must read the outer loop's rows at its induction
+    // variable (not, say, a row per head of the inner loop's elements,
+    // which are the inner loop's vectors instead).
+    if (!Vectorizer(outer.getInductionVars()[0], lanes)
+             .analyze(*inner.getBody()))
+      return rewriter.notifyMatchFailure(outer, "inner body not lanes");
     unsigned chunks =
         std::max(1u, getMaxAccumulators(info) / inner.getNumResults());
     while (chunks > 1 && count % (int64_t(lanes) * chunks) != 0)

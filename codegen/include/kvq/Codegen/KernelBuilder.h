@@ -353,8 +353,10 @@ public:
   mlir::Value fneg(mlir::Value x);
   mlir::Value sqrt(mlir::Value x);
   mlir::Value roundEven(mlir::Value x);
-  /// 2^x through the target (attention only: never codes).
-  mlir::Value exp2(mlir::Value x) { return getTarget().exp2(*this, x); }
+  /// 2^x through the target (attention only: never codes); `math.exp2`
+  /// for a builder of no target (a kernel program: kvq-expand-math makes
+  /// it each target's).
+  mlir::Value exp2(mlir::Value x);
   mlir::Value floor(mlir::Value x);
   /// A call of LLVM intrinsic `name` returning the type of its first operand.
   mlir::Value callIntrinsic(llvm::StringRef name, mlir::ValueRange operands);

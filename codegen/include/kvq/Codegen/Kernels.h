@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <limits>
 #include <string>
 
 namespace kvq {
@@ -112,12 +113,39 @@ mlir::Type getPartialOutputType(const CacheLayout &layout,
                                 mlir::MLIRContext *ctx);
 mlir::Value getPartialOutputs(KernelBuilder &kb, mlir::Value partial,
                               mlir::Value row);
+/// The arithmetic of flash-decoding splits (SplitMerge.cpp), one builder for
+/// the emitted kernels and the attend program. The splits' maximum M
+/// starts at the lowest finite float, so that an empty split (m = -inf,
+/// l = 0) weighs 0 with no test; weighSplit: w_s = 2^(m_s - M) l_s, m_s and
+/// l_s built by `score` then `sum`; mergeOutputs: sum_s w_s o_s / sum_s w_s
+/// (`weighted` a value or a vector), 0 where no split has a weight;
+/// inverseOrZero: 1 / l, 0 for an empty split.
+constexpr float kLowestSplitMax = -std::numeric_limits<float>::max();
+mlir::Value weighSplit(KernelBuilder &kb, mlir::Value maxScore,
+                       llvm::function_ref<mlir::Value()> score,
+                       llvm::function_ref<mlir::Value()> sum);
+mlir::Value mergeOutputs(KernelBuilder &kb, mlir::Value weighted,
+                         mlir::Value total);
+mlir::Value inverseOrZero(KernelBuilder &kb, mlir::Value l);
 /// Merges the `numSplits` partial rows of each of the `rows` output rows
 /// from `firstRow` (b * Hq + hq) into their D f32 outputs at `out`
 /// (SplitMerge.cpp).
 void mergeSplits(KernelBuilder &kb, const CacheLayout &layout,
                  mlir::Value partial, mlir::Value out, mlir::Value numSplits,
                  mlir::Value firstRow, unsigned rows);
+
+/// The most query heads one pass over the tokens serves: each has a dot
+/// product and an output accumulator in registers.
+constexpr unsigned kMaxTileHeads = 8;
+
+/// The largest divisor of `ratio` not above kMaxTileHeads, so that tiles are
+/// whole and no head needs a bounds check.
+inline unsigned getAttendTileHeads(unsigned ratio) {
+  unsigned heads = std::min(ratio, kMaxTileHeads);
+  while (ratio % heads != 0)
+    --heads;
+  return heads;
+}
 
 /// Emits kernel `spec` of `layout` (an attend kernel) through `target`.
 void emitKernel(const KernelSpec &spec, const CacheLayout &layout,
@@ -190,7 +218,14 @@ void buildTrackProgram(mlir::OpBuilder &b, mlir::Location loc,
 void buildFlushProgram(mlir::OpBuilder &b, mlir::Location loc,
                        const KernelSpec &spec, const CacheLayout &layout);
 
-/// The attend kernel, the one kind still emitted for each target
+/// Whether attend kernel `spec` of `layout` is built as a program (its
+/// layers' keys and values are full-precision rows, with no outlier pool or
+/// key norms); buildAttendProgram builds it (AttendProgram.cpp).
+bool isAttendProgram(const KernelSpec &spec, const CacheLayout &layout);
+void buildAttendProgram(mlir::OpBuilder &b, mlir::Location loc,
+                        const KernelSpec &spec, const CacheLayout &layout);
+
+/// The attend kernels emitted for each target
 /// (AttendKernel.cpp).
 void emitAttendKernel(KernelBuilder &kb, const KernelEntry &entry,
                       const CacheLayout &layout, llvm::ArrayRef<int64_t> layers,

@@ -104,13 +104,24 @@ def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
     Each function keeps what the manifest needs from its kernel op in a
     `kvq.kernel` attribute (kind, tensor, layers); each host module names
     its cache (`kvq.cache`) and the CPU its code is for (`kvq.host_cpu`,
-    from the cache's `kvq.target`). The `kvq.cache` ops stay.
+    from the cache's `kvq.target`). The `kvq.cache` ops stay. Flush,
+    key-norm and track kernels, and with `attend-programs` the attend
+    kernels of full-precision layers (isAttendProgram), are built instead
+    as one program for both targets in `builtin.module @<cache>_program`
+    (kvq-instantiate-programs makes them each target's). The attend
+    program is opt-in until the GPU's latency model matches the emitted
+    kernel's (docs/Performance.md, "The attend program").
   }];
+  let options = [
+    Option<"attendPrograms", "attend-programs", "bool", /*default=*/"false",
+           "Build the attend kernels of full-precision layers as programs">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::NVVM::NVVMDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+    "::mlir::NVVM::NVVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 
@@ -173,7 +184,10 @@ def KVQDistributeParallel
     : Pass<"kvq-distribute-parallel", "::mlir::ModuleOp"> {
   let summary = "Spread GPU kernels' parallel loops over the block's threads";
   let description = [{
-    In each GPU module (naming its `kvq.cache`): turns `scf.for` around an `scf.parallel`
+    In each GPU module (naming its `kvq.cache`): drops `memref.prefetch`
+    (a stream's lines a page ahead, for the host's caches: a GPU thread keeps
+    its loads in flight instead, `kvq-pipeline-loads`), turns `scf.for`
+    around an `scf.parallel`
     whose iterations each keep to their own elements inside out (each
     thread then runs the sequence for its elements, without a barrier per
     step), makes a parallel loop over a row's elements around a reduction
@@ -229,6 +243,21 @@ def KVQRunningExtrema : Pass<"kvq-running-extrema", "::mlir::ModuleOp"> {
     which is one instruction on the host (vminps) and valid on every target.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def KVQExpandMath : Pass<"kvq-expand-math", "::mlir::ModuleOp"> {
+  let summary = "Kernel programs' math ops as each target's arithmetic";
+  let description = [{
+    In each host and GPU module (naming its `kvq.cache`): `math.exp2` on f32
+    or vectors of f32 becomes the target's 2^x (`KernelTarget::exp2`): on
+    the host a polynomial of the fraction times the power of two of the
+    rounded exponent, exact to a few ulp with no library call; on the GPU
+    `llvm.exp2` (`ex2.approx.f32`). The emitted kernels call the same
+    function, so a program's softmax computes what theirs does.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def KVQExpandDequantize : Pass<"kvq-expand-dequantize", "::mlir::ModuleOp"> {

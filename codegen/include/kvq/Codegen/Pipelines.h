@@ -34,6 +34,11 @@ struct KVQCompilePipelineOptions
   ListOption<std::string> chips{
       *this, "chips",
       llvm::cl::desc("GPU chips to emit PTX for (default: sm_80,sm_90)")};
+  Option<bool> attendPrograms{
+      *this, "attend-programs",
+      llvm::cl::desc("Build the attend kernels of full-precision layers as "
+                     "programs (kvq-lower-kernels)"),
+      llvm::cl::init(false)};
 
   /// `chips`, or the chips every artifact carries if none are named.
   llvm::SmallVector<std::string> getChips() const;

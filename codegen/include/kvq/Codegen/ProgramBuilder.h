@@ -22,6 +22,10 @@
 
 namespace kvq {
 
+/// The attribute of a block-local `memref.alloca` sized per token of a split
+/// (ProgramBuilder::allocSplitLocal): the elements per token, an i64.
+constexpr llvm::StringLiteral kSplitLocalAttr = "kvq.split_local";
+
 /// KernelBuilder's arithmetic plus the memory and structure of a program.
 class ProgramBuilder : public KernelBuilder {
 public:
@@ -70,12 +74,23 @@ public:
   loadConstant(llvm::StringRef name, mlir::Value index,
                llvm::function_ref<llvm::SmallVector<int32_t>()> build);
   /// `count` elements of block-local memory, every thread's view of one
-  /// buffer.
-  mlir::Value allocBlockLocal(mlir::Type element, int64_t count);
+  /// buffer, starting on `alignment` bytes (at most 16: the targets').
+  mlir::Value allocBlockLocal(mlir::Type element, int64_t count,
+                              unsigned alignment = 0);
+  /// Block-local memory of `perToken` elements for each token of a split
+  /// of `splitTokens` (an index) tokens, the planned split size of an
+  /// attend kernel: a `memref<?xelement>` marked `kvq.split_local`, whose
+  /// storage kvq-instantiate-programs sizes for the target's split capacity
+  /// (KernelTarget::getSplitTokens, which bounds the plan).
+  mlir::Value allocSplitLocal(mlir::Type element, int64_t perToken,
+                              mlir::Value splitTokens);
   /// Runs `body(i)`, `i` an index, for every i in [0, count): the block's
   /// threads share the iterations, and what one writes the next op of the
   /// block reads.
   void parallelFor(int64_t count, llvm::function_ref<void(mlir::Value)> body);
+  /// The same for `count` (an index) known at run time only.
+  void parallelFor(mlir::Value count,
+                   llvm::function_ref<void(mlir::Value)> body);
 
 private:
   /// The program createProgram made.

@@ -1,0 +1,512 @@
+//===- AttendProgram.cpp - the full-precision attend kernel as a program --===//
+//
+// Block (s, h, b) attends the R = Hq / Hkv query heads of kv-head h of
+// sequence b over split s of its tokens (flash-decoding), for caches whose
+// keys and values are full-precision rows (fp16 or bf16 pages, sinks and
+// window rings). The program is the emitted kernel's phases written once
+// for both targets, each phase a loop shape the targets' patterns know
+// (docs/Rationale.md, "The kernel program"):
+//   1. queries: a flat loop over a tile's R x D elements, scaled by softmax
+//      scale * log2(e), into block-local memory;
+//   2. scores, per region (sink rows, page rows through the block table,
+//      the window ring): token dots, `parallel t { parallel c reduce }`;
+//   3. softmax statistics: per head a reduction over the split's tokens for
+//      the maximum, a flat loop for the weights 2^(s - m), a reduction for
+//      their sum;
+//   4. value sums per region: `parallel c { parallel t reduce }`, the
+//      regions' sums added in block-local memory, the last one normalised
+//      into the split's partial row;
+//   5. the last block of (b, h) to arrive merges the splits of its R heads
+//      (the arrive-last idiom: a one-iteration loop with an atomic add
+//      between fences).
+// Rows are typed views of byte buffers (`memref.view`) with their alignment
+// stated, so that the targets read them 16 bytes at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kvq/Codegen/ProgramBuilder.h"
+
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/SliceAccess.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kvq;
+
+bool kvq::isAttendProgram(const KernelSpec &spec, const CacheLayout &layout) {
+  unsigned layer = unsigned(spec.layers.front());
+  return spec.kind == KernelKind::Attend &&
+         !layout.keys.layers[layer].isQuantized() &&
+         !layout.values.layers[layer].isQuantized() && !layout.hasPool(layer) &&
+         !layout.hasKeyNorm(layer);
+}
+
+namespace {
+
+/// Tokens [begin, end) of the sequence (i32).
+struct TokenRange {
+  Value begin, end;
+};
+
+class AttendProgram {
+public:
+  AttendProgram(OpBuilder &b, Location loc, const CacheLayout &layout,
+                unsigned layer)
+      : b(b), pb(b, loc), layout(layout), model(layout.model), layer(layer),
+        ratio(model.getGroupRatio()), heads(getAttendTileHeads(ratio)),
+        dim(model.getHeadDim()) {
+    // Dots and sums in any order (fused multiply-adds, lanes' shares), as
+    // the emitted attend kernels: outputs are compared within a tolerance.
+    pb.setReassociate(true);
+  }
+
+  void build(StringRef name);
+
+private:
+  using A = abi::AttendArgs;
+  Value arg(unsigned id) { return func.getArgument(id); }
+  Value index(int64_t value) { return pb.index(value); }
+  Value toIndex(Value i32) { return pb.toIndex(i32); }
+  Location loc() { return pb.getLoc(); }
+  Value descriptor(unsigned field);
+  /// The part of `range` inside [lo, hi).
+  TokenRange clip(TokenRange range, Value lo, Value hi);
+  /// The D elements of a full-precision row at byte `byteOffset` (i64) of
+  /// the byte buffer `bytes`, aligned as rows are; rowView: at element
+  /// `element` (i32).
+  Value rowAt(Value bytes, Value byteOffset);
+  Value rowView(Value bytes, Value element);
+  /// Token `t` (i32) of region `region` (0 sinks, 1 pages, 2 window) of the
+  /// keys or the values: its row.
+  Value tokenRow(bool isKeys, unsigned region, Value t);
+  /// The row of page row `pageToken` (i32) of the page at block-table entry
+  /// `entry` (i32) of the sequence.
+  Value pageRow(bool isKeys, Value entry, Value pageToken);
+  /// Asks for the row of token `t`'s place in the next page of `range`'s
+  /// (the last page asks for itself): a stream a page ahead, for caches
+  /// whose prefetchers stop at a page (kvq-distribute-parallel drops it on
+  /// the GPU, which keeps loads in flight instead).
+  void prefetchNextPage(bool isKeys, TokenRange range, Value t);
+  /// `parallel i < count` (an index) whose body returns a value per init,
+  /// each reduced by `combine` from its init; parallelSum: `sums` values
+  /// added from zero.
+  scf::ParallelOp reduceInParallel(Value count, ValueRange inits,
+                                   function_ref<SmallVector<Value>(Value)> body,
+                                   function_ref<Value(Value, Value)> combine);
+  scf::ParallelOp parallelSum(Value count, unsigned sums,
+                              function_ref<SmallVector<Value>(Value)> body);
+
+  void loadQueries(Value firstQueryHead);
+  void scoreRegion(TokenRange range, unsigned region);
+  void softmax();
+  void sumValues(Value firstQueryHead);
+  void mergeIfLast(Value firstHead);
+  void merge(Value firstRow);
+  /// Element `at` (index) of the split's scores of head `r` (index).
+  Value scoreAt(Value r, Value at);
+  /// The first `count` (index) scores of head `r` (index), a view.
+  Value scoreRow(Value r, Value count);
+
+  OpBuilder &b;
+  ProgramBuilder pb;
+  const CacheLayout &layout;
+  ModelAttr model;
+  /// The first layer the kernel serves: its slices are all of theirs.
+  unsigned layer;
+  unsigned ratio, heads, dim;
+  func::FuncOp func;
+  Value split, head, batch, slot, tokens, splitTokens;
+  /// Per tensor (keys, values): sink, page and window token counts and the
+  /// window ring's oldest row.
+  Value sink[2], paged[2], ringHead[2];
+  TokenRange splitRange;
+  /// Block-local: the tile's queries [R][D], scores [R][splitTokens], the
+  /// statistics (m, l) of each head, the value sums [R][D], the verdict of
+  /// the arrival.
+  Value queries, scores, stats, sums, verdict;
+};
+
+} // namespace
+
+Value AttendProgram::descriptor(unsigned field) {
+  Value at =
+      pb.add(pb.mul(batch, pb.i32(abi::SeqsFields::NumFields)), pb.i32(field));
+  return pb.loadElement(arg(A::Seqs), at);
+}
+
+TokenRange AttendProgram::clip(TokenRange range, Value lo, Value hi) {
+  Value begin = pb.maxS(range.begin, lo);
+  Value end = pb.maxS(pb.select(pb.ult(hi, range.end), hi, range.end), begin);
+  return {begin, end};
+}
+
+Value AttendProgram::rowAt(Value bytes, Value byteOffset) {
+  Value row = pb.view(bytes, byteOffset, model.getDtype(), dim);
+  // Rows start on whole rows of the buffers and pages (kLayoutAlignment):
+  // 16 bytes where a row is a multiple of 16.
+  if (dim * layout.dtypeBytes % 16 != 0)
+    return row;
+  return memref::AssumeAlignmentOp::create(b, loc(), row, 16);
+}
+
+Value AttendProgram::rowView(Value bytes, Value element) {
+  return rowAt(bytes, pb.mul(pb.toI64(element), pb.i64(layout.dtypeBytes)));
+}
+
+Value AttendProgram::tokenRow(bool isKeys, unsigned region, Value t) {
+  const TensorLayout &tensor = layout.get(isKeys);
+  unsigned id = isKeys ? 0 : 1;
+  if (region == 0)
+    return rowView(
+        arg(isKeys ? A::KSink : A::VSink),
+        fullPrecisionRow(pb, model, tensor.window.getSink(), slot, t, head));
+  if (region == 2)
+    return rowView(arg(isKeys ? A::KWindow : A::VWindow),
+                   windowElement(pb, model, tensor.windowCapacity, slot,
+                                 ringHead[id],
+                                 pb.sub(t, pb.add(sink[id], paged[id])), head));
+  // Page rows: the block table's page, the kv-head's slice, the token's row.
+  Value qpos = pb.sub(t, sink[id]);
+  Value pageTokens = pb.i32(layout.pageTokens);
+  return pageRow(isKeys, pb.divU(qpos, pageTokens), pb.remU(qpos, pageTokens));
+}
+
+Value AttendProgram::pageRow(bool isKeys, Value entry, Value pageToken) {
+  const TensorLayout &tensor = layout.get(isKeys);
+  Value tableAt = pb.add(pb.mul(slot, arg(A::MaxPagesPerSeq)), entry);
+  Value page = pb.loadElement(arg(isKeys ? A::KTables : A::VTables), tableAt);
+  Value sliceBytes =
+      sliceByteOffset(pb, tensor, tensor.layers[layer], page, head);
+  Value rowBytes =
+      pb.mul(pb.toI64(pageToken), pb.i64(int64_t(dim) * layout.dtypeBytes));
+  return rowAt(arg(isKeys ? A::KPages : A::VPages),
+               pb.add(sliceBytes, rowBytes));
+}
+
+void AttendProgram::prefetchNextPage(bool isKeys, TokenRange range, Value t) {
+  Value first = sink[isKeys ? 0 : 1];
+  Value pageTokens = pb.i32(layout.pageTokens);
+  Value qpos = pb.sub(t, first);
+  Value lastPage =
+      pb.divU(pb.sub(pb.sub(range.end, first), pb.i32(1)), pageTokens);
+  Value next = pb.minU(pb.add(pb.divU(qpos, pageTokens), pb.i32(1)), lastPage);
+  Value row = pageRow(isKeys, next, pb.remU(qpos, pageTokens));
+  // Each 64-byte line of the row, into L2 (as the emitted kernels ask).
+  unsigned perLine = 64 / layout.dtypeBytes;
+  for (unsigned c = 0; c < dim; c += perLine)
+    memref::PrefetchOp::create(b, loc(), row, ValueRange{index(c)},
+                               /*isWrite=*/false, /*localityHint=*/2,
+                               /*isDataCache=*/true);
+}
+
+scf::ParallelOp
+AttendProgram::reduceInParallel(Value count, ValueRange inits,
+                                function_ref<SmallVector<Value>(Value)> body,
+                                function_ref<Value(Value, Value)> combine) {
+  auto loop =
+      scf::ParallelOp::create(b, loc(), ValueRange{index(0)}, ValueRange{count},
+                              ValueRange{index(1)}, inits, nullptr);
+  OpBuilder::InsertionGuard guard(b);
+  // The reduction below is the body's terminator.
+  if (!loop.getBody()->empty())
+    loop.getBody()->getTerminator()->erase();
+  b.setInsertionPointToEnd(loop.getBody());
+  auto reduce =
+      scf::ReduceOp::create(b, loc(), body(loop.getInductionVars()[0]));
+  // Each combiner's block (with its two arguments) exists already.
+  for (Region &region : reduce.getReductions()) {
+    Block *combiner = &region.front();
+    b.setInsertionPointToEnd(combiner);
+    scf::ReduceReturnOp::create(
+        b, loc(), combine(combiner->getArgument(0), combiner->getArgument(1)));
+  }
+  return loop;
+}
+
+scf::ParallelOp
+AttendProgram::parallelSum(Value count, unsigned sumCount,
+                           function_ref<SmallVector<Value>(Value)> body) {
+  return reduceInParallel(count, SmallVector<Value>(sumCount, pb.f32(0)), body,
+                          [&](Value x, Value y) { return pb.fadd(x, y); });
+}
+
+Value AttendProgram::scoreRow(Value r, Value count) {
+  Value first = arith::MulIOp::create(b, loc(), r, toIndex(splitTokens));
+  return memref::SubViewOp::create(
+      b, loc(), scores, ArrayRef<OpFoldResult>{first},
+      ArrayRef<OpFoldResult>{count}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+}
+
+Value AttendProgram::scoreAt(Value r, Value at) {
+  Value first = arith::MulIOp::create(b, loc(), r, toIndex(splitTokens));
+  return arith::AddIOp::create(b, loc(), first, at);
+}
+
+void AttendProgram::loadQueries(Value firstQueryHead) {
+  // The tile's rows are consecutive in q.
+  Value tileRow =
+      pb.add(pb.mul(batch, pb.i32(model.getHeads())), firstQueryHead);
+  Value first = toIndex(pb.mul(tileRow, pb.i32(dim)));
+  Value scale = pb.f32(model.getSoftmaxScale() * M_LOG2E);
+  pb.parallelFor(heads * dim, [&](Value i) {
+    Value at = arith::AddIOp::create(b, loc(), first, i);
+    Value q = pb.loadElementAsF32(arg(A::Q), at);
+    pb.storeElement(pb.fmul(q, scale), queries, i);
+  });
+}
+
+void AttendProgram::scoreRegion(TokenRange range, unsigned region) {
+  // The heads' query rows, views at whole rows of the aligned buffer.
+  SmallVector<Value> rows;
+  for (unsigned r = 0; r < heads; ++r)
+    rows.push_back(pb.row(queries, index(r * dim), dim));
+  Value count = toIndex(pb.sub(range.end, range.begin));
+  pb.parallelFor(count, [&](Value i) {
+    Value t = pb.add(range.begin, pb.indexToI32(i));
+    Value keys = tokenRow(/*isKeys=*/true, region, t);
+    if (region == 1)
+      prefetchNextPage(/*isKeys=*/true, range, t);
+    scf::ParallelOp dots = parallelSum(index(dim), heads, [&](Value c) {
+      Value k = pb.loadElementAsF32(keys, c);
+      SmallVector<Value> products;
+      for (Value row : rows)
+        products.push_back(pb.fmul(pb.loadElement(row, c), k));
+      return products;
+    });
+    Value local = toIndex(pb.sub(t, splitRange.begin));
+    for (unsigned r = 0; r < heads; ++r)
+      pb.storeElement(dots.getResult(r), scores, scoreAt(index(r), local));
+  });
+}
+
+void AttendProgram::softmax() {
+  Value count = toIndex(pb.sub(splitRange.end, splitRange.begin));
+  // Per head a team of threads (a warp's on the GPU) or the host's lanes
+  // over the split's tokens: the maximum, then after the weights their sum.
+  auto perHead = [&](unsigned statistic, Value init,
+                     function_ref<Value(Value, Value)> combine) {
+    pb.parallelFor(heads, [&](Value r) {
+      // The head's row, so that its tokens are the host's lanes.
+      Value row = scoreRow(r, count);
+      Value result = reduceInParallel(
+                         count, init,
+                         [&](Value t) -> SmallVector<Value> {
+                           return {pb.loadElement(row, t)};
+                         },
+                         combine)
+                         .getResult(0);
+      Value at = arith::AddIOp::create(
+          b, loc(), arith::MulIOp::create(b, loc(), r, index(2)),
+          index(statistic));
+      pb.storeElement(result, stats, at);
+    });
+  };
+  perHead(0, pb.f32(-INFINITY),
+          [&](Value x, Value y) { return pb.selectMax(x, y); });
+  // A split with no tokens has m = -inf and no weights.
+  for (unsigned r = 0; r < heads; ++r) {
+    Value m = pb.loadElement(stats, index(2 * r));
+    Value row = scoreRow(index(r), count);
+    pb.parallelFor(count, [&](Value t) {
+      Value p = pb.exp2(pb.fsub(pb.loadElement(row, t), m));
+      pb.storeElement(p, row, t);
+    });
+  }
+  perHead(1, pb.f32(0), [&](Value x, Value y) { return pb.fadd(x, y); });
+}
+
+void AttendProgram::sumValues(Value firstQueryHead) {
+  Value sinkEnd = sink[1], pagedEnd = pb.add(sink[1], paged[1]);
+  TokenRange ranges[3] = {clip(splitRange, pb.i32(0), sinkEnd),
+                          clip(splitRange, sinkEnd, pagedEnd),
+                          clip(splitRange, pagedEnd, tokens)};
+  // The partial rows of the tile's heads: [D + 2] f32 slots each, m and l,
+  // then the outputs normalised by l from byte 8 (getPartialOutputType).
+  Type outputType = getPartialOutputType(layout, b.getContext());
+  SmallVector<Value> partialRows;
+  for (unsigned r = 0; r < heads; ++r) {
+    Value row = pb.add(pb.mul(batch, pb.i32(model.getHeads())),
+                       pb.add(firstQueryHead, pb.i32(r)));
+    Value slot0 =
+        pb.mul(pb.add(pb.mul(row, arg(A::NumSplits)), split), pb.i32(dim + 2));
+    partialRows.push_back(pb.mul(pb.toI64(slot0), pb.i64(4)));
+  }
+  for (unsigned region = 0; region < 3; ++region) {
+    TokenRange range = ranges[region];
+    Value count = toIndex(pb.sub(range.end, range.begin));
+    // Each head's sums as a row, so that the channels are the host's lanes.
+    SmallVector<Value> sumRows;
+    for (unsigned r = 0; r < heads; ++r)
+      sumRows.push_back(pb.row(sums, index(r * dim), dim));
+    pb.parallelFor(dim, [&](Value c) {
+      scf::ParallelOp loop = parallelSum(count, heads, [&](Value i) {
+        Value t = pb.add(range.begin, pb.indexToI32(i));
+        Value v = pb.loadElementAsF32(tokenRow(/*isKeys=*/false, region, t), c);
+        if (region == 1)
+          prefetchNextPage(/*isKeys=*/false, range, t);
+        Value local = toIndex(pb.sub(t, splitRange.begin));
+        SmallVector<Value> products;
+        for (unsigned r = 0; r < heads; ++r)
+          products.push_back(
+              pb.fmul(pb.loadElement(scores, scoreAt(index(r), local)), v));
+        return products;
+      });
+      for (unsigned r = 0; r < heads; ++r) {
+        Value sum = loop.getResult(r);
+        if (region > 0)
+          sum = pb.fadd(pb.loadElement(sumRows[r], c), sum);
+        if (region < 2) {
+          pb.storeElement(sum, sumRows[r], c);
+          continue;
+        }
+        // The last region: normalised by l (an empty split stores zeros).
+        Value l = pb.loadElement(stats, index(2 * r + 1));
+        Value output = pb.fmul(sum, inverseOrZero(pb, l));
+        if (!outputType.isF32())
+          output = arith::TruncFOp::create(b, loc(), outputType, output);
+        Value outputs =
+            pb.view(arg(A::Partial), pb.add(partialRows[r], pb.i64(8)),
+                    outputType, dim);
+        pb.storeElement(output, outputs, c);
+      }
+    });
+  }
+  // m and l of each head, by one thread.
+  pb.parallelFor(1, [&](Value) {
+    for (unsigned r = 0; r < heads; ++r) {
+      Value fields =
+          pb.view(arg(A::Partial), partialRows[r], b.getF32Type(), 2);
+      for (unsigned k = 0; k < 2; ++k)
+        pb.storeElement(pb.loadElement(stats, index(2 * r + k)), fields,
+                        index(k));
+    }
+  });
+}
+
+void AttendProgram::mergeIfLast(Value firstHead) {
+  // Blocks (s, h, b) of every split s count themselves at arrivals[b][h],
+  // one thread of each after the block's writes; the last resets the
+  // counter. The fences are explicit: LLVM 22's NVPTX backend drops an
+  // atomicrmw's ordering.
+  Value counter =
+      toIndex(pb.add(pb.mul(batch, pb.i32(model.getKvHeads())), head));
+  pb.parallelFor(1, [&](Value) {
+    LLVM::FenceOp::create(b, loc(), LLVM::AtomicOrdering::acq_rel);
+    Value arrived = memref::AtomicRMWOp::create(
+        b, loc(), arith::AtomicRMWKind::addi, pb.i32(1), arg(A::Arrivals),
+        ValueRange{counter});
+    Value last = pb.eq(arrived, pb.sub(arg(A::NumSplits), pb.i32(1)));
+    pb.ifThen(last, [&] {
+      LLVM::FenceOp::create(b, loc(), LLVM::AtomicOrdering::acq_rel);
+      pb.storeElement(pb.i32(0), arg(A::Arrivals), counter);
+    });
+    pb.storeElement(arith::ExtUIOp::create(b, loc(), b.getI32Type(), last),
+                    verdict, index(0));
+  });
+  Value last = pb.eq(pb.loadElement(verdict, index(0)), pb.i32(1));
+  pb.ifThen(last, [&] {
+    merge(pb.add(pb.mul(batch, pb.i32(model.getHeads())), firstHead));
+  });
+}
+
+void AttendProgram::merge(Value firstRow) {
+  // o = sum_s w_s o_s / sum_s w_s, w_s = 2^(m_s - M) l_s, per head and
+  // channel; M at least the lowest finite float, so that an empty split
+  // (m = -inf, l = 0) weighs 0 with no test.
+  Type outputType = getPartialOutputType(layout, b.getContext());
+  Value numSplits = arg(A::NumSplits);
+  pb.forEach(pb.i32(0), pb.i32(ratio), [&](Value r) {
+    Value row = pb.add(firstRow, r);
+    Value rowSlots = pb.mul(pb.mul(row, numSplits), pb.i32(dim + 2));
+    auto splitBytes = [&](Value s) {
+      return pb.mul(pb.toI64(pb.add(rowSlots, pb.mul(s, pb.i32(dim + 2)))),
+                    pb.i64(4));
+    };
+    auto field = [&](Value s, unsigned k) {
+      Value fields = pb.view(arg(A::Partial), splitBytes(s), b.getF32Type(), 2);
+      return pb.loadElement(fields, index(k));
+    };
+    Value out = pb.row(arg(A::Out), pb.mul(row, pb.i32(dim)), dim);
+    pb.parallelFor(dim, [&](Value c) {
+      Value maxScore =
+          pb.forLoop(pb.i32(0), numSplits, pb.i32(1), {pb.f32(kLowestSplitMax)},
+                     [&](Value s, ValueRange acc) -> SmallVector<Value> {
+                       return {pb.selectMax(field(s, 0), acc[0])};
+                     })[0];
+      SmallVector<Value> totals =
+          pb.forLoop(pb.i32(0), numSplits, pb.i32(1), {pb.f32(0), pb.f32(0)},
+                     [&](Value s, ValueRange acc) -> SmallVector<Value> {
+                       Value weight = weighSplit(
+                           pb, maxScore, [&] { return field(s, 0); },
+                           [&] { return field(s, 1); });
+                       Value outputs = pb.view(arg(A::Partial),
+                                               pb.add(splitBytes(s), pb.i64(8)),
+                                               outputType, dim);
+                       Value o = pb.loadElementAsF32(outputs, c);
+                       return {pb.fadd(acc[0], weight),
+                               pb.fadd(acc[1], pb.fmul(weight, o))};
+                     });
+      pb.storeElement(mergeOutputs(pb, totals[1], totals[0]), out, c);
+    });
+  });
+}
+
+void AttendProgram::build(StringRef name) {
+  Type i32 = b.getI32Type(), i8 = b.getI8Type(), f32 = b.getF32Type();
+  SmallVector<Type> args(A::NumArgs, i32);
+  for (unsigned id : {A::Partial, A::KPages, A::VPages, A::KSink, A::VSink,
+                      A::KWindow, A::VWindow, A::KPool, A::VPool})
+    args[id] = ProgramBuilder::getBufferType(i8);
+  for (unsigned id :
+       {A::Arrivals, A::Seqs, A::KTables, A::VTables, A::PoolIndex})
+    args[id] = ProgramBuilder::getBufferType(i32);
+  args[A::Q] = ProgramBuilder::getBufferType(model.getDtype());
+  args[A::Out] = ProgramBuilder::getBufferType(f32);
+  args[A::Norms] = ProgramBuilder::getBufferType(f32);
+  OpBuilder::InsertionGuard guard(b);
+  func = pb.createProgram(name, args);
+  splitTokens = arg(A::SplitTokens);
+  queries = pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16);
+  scores = pb.allocSplitLocal(f32, heads, toIndex(splitTokens));
+  stats = pb.allocBlockLocal(f32, heads * 2);
+  sums = pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16);
+  verdict = pb.allocBlockLocal(i32, 1);
+  split = pb.getBlockId(gpu::Dimension::x);
+  head = pb.getBlockId(gpu::Dimension::y);
+  batch = pb.getBlockId(gpu::Dimension::z);
+  using F = abi::SeqsFields;
+  slot = descriptor(F::Slot);
+  tokens = descriptor(F::Tokens);
+  sink[0] = descriptor(F::KSink);
+  paged[0] = descriptor(F::KQuantized);
+  ringHead[0] = descriptor(F::KWindowHead);
+  sink[1] = descriptor(F::VSink);
+  paged[1] = descriptor(F::VQuantized);
+  ringHead[1] = descriptor(F::VWindowHead);
+  // The planned split: at most the target's capacity (the runtime's plan),
+  // empty past the sequence's end.
+  Value begin = pb.mul(split, splitTokens);
+  splitRange = clip({begin, pb.add(begin, splitTokens)}, pb.i32(0), tokens);
+  Value firstHead = pb.mul(head, pb.i32(ratio));
+  pb.forEach(pb.i32(0), pb.i32(ratio / heads), [&](Value tile) {
+    Value firstQueryHead = pb.add(firstHead, pb.mul(tile, pb.i32(heads)));
+    loadQueries(firstQueryHead);
+    Value sinkEnd = sink[0], pagedEnd = pb.add(sink[0], paged[0]);
+    scoreRegion(clip(splitRange, pb.i32(0), sinkEnd), 0);
+    scoreRegion(clip(splitRange, sinkEnd, pagedEnd), 1);
+    scoreRegion(clip(splitRange, pagedEnd, tokens), 2);
+    softmax();
+    sumValues(firstQueryHead);
+  });
+  mergeIfLast(firstHead);
+  func::ReturnOp::create(b, loc());
+}
+
+void kvq::buildAttendProgram(OpBuilder &b, Location loc, const KernelSpec &spec,
+                             const CacheLayout &layout) {
+  AttendProgram(b, loc, layout, unsigned(spec.layers.front())).build(spec.name);
+}

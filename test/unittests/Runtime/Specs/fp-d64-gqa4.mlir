@@ -1,0 +1,14 @@
+// Test-only: full-precision keys and values with sinks and windows of
+// different sizes per tensor, so that a split crosses the three regions of
+// each (sinks, pages, the window ring) at different tokens; 64-token splits
+// on both backends, so that a call has several and the last block merges
+// them. AttendProgramTests runs its attend kernel emitted and built as a
+// program.
+kvq.cache @fp_d64_gqa4 model <layers = 1, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v3", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 64, host_split_tokens = 64>} {
+  kvq.keys window <sink = 2, recent = 8, flush = 4> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+  kvq.values window <sink = 4, recent = 24, flush = 8> {
+    kvq.layers 0 to 1 : #kvq.full_precision
+  }
+}
