@@ -546,10 +546,19 @@ static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
       });
   SmallVector<Value> all =
       combineEachLanes(rewriter, reduce, vectorLoop.getResults(), lanes);
+  // Combined with the initial value, unless that is the identity the
+  // shares started from: combining with it again changes nothing (a sum
+  // from +0 is never -0).
   SmallVector<Value> results;
-  for (auto [k, init] : llvm::enumerate(loop.getInitVals()))
+  for (auto [k, init] : llvm::enumerate(loop.getInitVals())) {
+    Attribute start;
+    if (matchPattern(init, m_Constant(&start)) && start == (*identities)[k]) {
+      results.push_back(all[k]);
+      continue;
+    }
     results.push_back(combineByReduction(
         rewriter, reduce.getReductions()[k].front(), init, all[k]));
+  }
   if (withRest) {
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     results =
