@@ -38,9 +38,15 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM-SAME: attributes {kvq.kernel = {kind = "attend", layers = array<i64: 0>}}
 // PROGRAM: %[[QUERIES:.*]] = memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
 // PROGRAM: %[[SCORES:.*]] = memref.alloca(%{{.*}}) {kvq.split_local = 4 : i64} : memref<?xf32, #gpu.address_space<workgroup>>
+// PROGRAM: %[[KEYPAGES:.*]] = memref.alloca(%{{.*}}) {kvq.split_local = 1 : i64} : memref<?xi32, #gpu.address_space<workgroup>>
 // PROGRAM: gpu.block_id  x
 // PROGRAM: gpu.block_id  y
 // PROGRAM: gpu.block_id  z
+// The block-table entries of the split's key pages, into block-local memory.
+// PROGRAM: %[[ENTRIES:.*]] = memref.subview %[[KTABLES]]
+// PROGRAM: scf.parallel
+// PROGRAM: memref.load %[[ENTRIES]]
+// PROGRAM: memref.store %{{.*}}, %[[KEYPAGES]]
 // The tile's queries, scaled, into block-local memory.
 // PROGRAM: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c256) step
 // PROGRAM: memref.load %[[Q]]
@@ -53,12 +59,12 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: scf.parallel (%[[C:.*]]) = (%{{.*}}) to (%c64{{.*}}) step (%{{.*}}) init (%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) -> (f32, f32, f32, f32) {
 // PROGRAM: memref.load %[[SINKKEYS]][%[[C]]] : memref<64xf16>
 // PROGRAM: memref.store %{{.*}}, %[[SCORES]]
-// Page keys: the block table's page, the next page's row asked for (its 2
+// Page keys: the split's page, the next page's row asked for (its 2
 // lines), the dots.
-// PROGRAM: memref.load %[[KTABLES]]
+// PROGRAM: memref.load %[[KEYPAGES]]
 // PROGRAM: memref.view %[[KPAGES]]
 // PROGRAM: arith.minui
-// PROGRAM: memref.load %[[KTABLES]]
+// PROGRAM: memref.load %[[KEYPAGES]]
 // PROGRAM: %[[NEXT:.*]] = memref.view %[[KPAGES]]
 // PROGRAM: %[[NEXTROW:.*]] = memref.assume_alignment %[[NEXT]], 16
 // PROGRAM: memref.prefetch %[[NEXTROW]][%c0{{.*}}], read, locality<2>, data

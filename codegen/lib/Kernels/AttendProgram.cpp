@@ -83,8 +83,12 @@ private:
   /// Token `t` (i32) of region `region` (0 sinks, 1 pages, 2 window) of the
   /// keys or the values: its row.
   Value tokenRow(bool isKeys, unsigned region, Value t);
+  /// Copies the block-table entries of the split's pages into block-local
+  /// memory, so that a token's page is no dependent load from global memory
+  /// (the emitted kernels look a page up once for its tokens).
+  void loadSplitPages(bool isKeys);
   /// The row of page row `pageToken` (i32) of the page at block-table entry
-  /// `entry` (i32) of the sequence.
+  /// `entry` (i32) of the sequence, one of the split's pages.
   Value pageRow(bool isKeys, Value entry, Value pageToken);
   /// Asks for the row of token `t`'s place in the next page of `range`'s
   /// (the last page asks for itself): a stream a page ahead, for caches
@@ -123,6 +127,9 @@ private:
   /// Per tensor (keys, values): sink, page and window token counts and the
   /// window ring's oldest row.
   Value sink[2], paged[2], ringHead[2];
+  /// Per tensor: the split's pages (block-local, loadSplitPages) and the
+  /// block-table entry of the first.
+  Value splitPages[2], firstEntry[2];
   TokenRange splitRange;
   /// Block-local: the tile's queries [R][D], scores [R][splitTokens], the
   /// statistics (m, l) of each head, the value sums [R][D], the verdict of
@@ -175,10 +182,33 @@ Value AttendProgram::tokenRow(bool isKeys, unsigned region, Value t) {
   return pageRow(isKeys, pb.divU(qpos, pageTokens), pb.remU(qpos, pageTokens));
 }
 
+void AttendProgram::loadSplitPages(bool isKeys) {
+  // The block-table entries of the pages the split's page rows lie in,
+  // [first, last]: none where the split has no page row.
+  unsigned id = isKeys ? 0 : 1;
+  TokenRange range = clip(splitRange, sink[id], pb.add(sink[id], paged[id]));
+  Value pageTokens = pb.i32(layout.pageTokens);
+  Value first = pb.divU(pb.sub(range.begin, sink[id]), pageTokens);
+  Value last =
+      pb.divU(pb.sub(pb.sub(range.end, sink[id]), pb.i32(1)), pageTokens);
+  Value count = pb.select(pb.ult(range.begin, range.end),
+                          pb.add(pb.sub(last, first), pb.i32(1)), pb.i32(0));
+  Value entries = memref::SubViewOp::create(
+      b, loc(), arg(isKeys ? A::KTables : A::VTables),
+      ArrayRef<OpFoldResult>{
+          toIndex(pb.add(pb.mul(slot, arg(A::MaxPagesPerSeq)), first))},
+      ArrayRef<OpFoldResult>{toIndex(count)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  pb.parallelFor(toIndex(count), [&](Value j) {
+    pb.storeElement(pb.loadElement(entries, j), splitPages[id], j);
+  });
+  firstEntry[id] = first;
+}
+
 Value AttendProgram::pageRow(bool isKeys, Value entry, Value pageToken) {
   const TensorLayout &tensor = layout.get(isKeys);
-  Value tableAt = pb.add(pb.mul(slot, arg(A::MaxPagesPerSeq)), entry);
-  Value page = pb.loadElement(arg(isKeys ? A::KTables : A::VTables), tableAt);
+  unsigned id = isKeys ? 0 : 1;
+  Value page = pb.loadElement(splitPages[id], pb.sub(entry, firstEntry[id]));
   Value sliceBytes =
       sliceByteOffset(pb, tensor, tensor.layers[layer], page, head);
   Value rowBytes =
@@ -475,6 +505,9 @@ void AttendProgram::build(StringRef name) {
   stats = pb.allocBlockLocal(f32, heads * 2);
   sums = pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16);
   verdict = pb.allocBlockLocal(i32, 1);
+  // A split's pages: at most one a token.
+  for (Value &pages : splitPages)
+    pages = pb.allocSplitLocal(i32, 1, toIndex(splitTokens));
   split = pb.getBlockId(gpu::Dimension::x);
   head = pb.getBlockId(gpu::Dimension::y);
   batch = pb.getBlockId(gpu::Dimension::z);
@@ -491,6 +524,8 @@ void AttendProgram::build(StringRef name) {
   // empty past the sequence's end.
   Value begin = pb.mul(split, splitTokens);
   splitRange = clip({begin, pb.add(begin, splitTokens)}, pb.i32(0), tokens);
+  loadSplitPages(/*isKeys=*/true);
+  loadSplitPages(/*isKeys=*/false);
   Value firstHead = pb.mul(head, pb.i32(ratio));
   pb.forEach(pb.i32(0), pb.i32(ratio / heads), [&](Value tile) {
     Value firstQueryHead = pb.add(firstHead, pb.mul(tile, pb.i32(heads)));
