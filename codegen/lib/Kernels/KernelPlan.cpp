@@ -151,23 +151,29 @@ FailureOr<CacheOp> kvq::getKernelModuleCache(ModuleOp top, Operation *module) {
   return cache;
 }
 
-LogicalResult kvq::forEachKernelModule(
-    ModuleOp top,
-    function_ref<LogicalResult(Operation *, const TargetInfo &)> fn) {
+LogicalResult
+kvq::forEachCacheModule(ModuleOp top,
+                        function_ref<LogicalResult(Operation *, CacheOp)> fn) {
   for (Operation &op : *top.getBody()) {
     if (!isa<ModuleOp, gpu::GPUModuleOp>(op))
       continue;
     FailureOr<CacheOp> cache = getKernelModuleCache(top, &op);
     if (failed(cache))
       return failure();
-    if (!*cache)
-      continue;
-    TargetAttr target = getCacheTarget(*cache);
-    if (failed(fn(&op, isa<gpu::GPUModuleOp>(op) ? getGPUTargetInfo(target)
-                                                 : getCPUTargetInfo(target))))
+    if (*cache && failed(fn(&op, *cache)))
       return failure();
   }
   return success();
+}
+
+LogicalResult kvq::forEachKernelModule(
+    ModuleOp top,
+    function_ref<LogicalResult(Operation *, const TargetInfo &)> fn) {
+  return forEachCacheModule(top, [&](Operation *module, CacheOp cache) {
+    TargetAttr target = getCacheTarget(cache);
+    return fn(module, isa<gpu::GPUModuleOp>(module) ? getGPUTargetInfo(target)
+                                                    : getCPUTargetInfo(target));
+  });
 }
 
 std::string kvq::getProgramModuleName(CacheOp cache) {

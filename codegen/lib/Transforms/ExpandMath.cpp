@@ -45,24 +45,19 @@ struct Exp2AsTarget : OpRewritePattern<math::Exp2Op> {
 
 struct KVQExpandMathPass : kvq::impl::KVQExpandMathBase<KVQExpandMathPass> {
   void runOnOperation() override {
-    ModuleOp top = getOperation();
-    for (Operation &op : *top.getBody()) {
-      if (!isa<ModuleOp, gpu::GPUModuleOp>(op))
-        continue;
-      FailureOr<CacheOp> cache = getKernelModuleCache(top, &op);
-      if (failed(cache))
-        return signalPassFailure();
-      if (!*cache)
-        continue;
-      TargetAttr target = getCacheTarget(*cache);
+    auto expand = [&](Operation *module, CacheOp cache) {
+      TargetAttr target = getCacheTarget(cache);
       std::unique_ptr<KernelTarget> kernelTarget =
-          isa<ModuleOp>(op)
-              ? createCPUTarget(cast<ModuleOp>(op), target)
-              : createGPUTarget(cast<gpu::GPUModuleOp>(op), target);
+          isa<ModuleOp>(module)
+              ? createCPUTarget(cast<ModuleOp>(module), target)
+              : createGPUTarget(cast<gpu::GPUModuleOp>(module), target);
       RewritePatternSet patterns(&getContext());
       patterns.add<Exp2AsTarget>(&getContext(), *kernelTarget);
-      walkAndApplyPatterns(&op, std::move(patterns));
-    }
+      walkAndApplyPatterns(module, std::move(patterns));
+      return success();
+    };
+    if (failed(forEachCacheModule(getOperation(), expand)))
+      signalPassFailure();
   }
 };
 

@@ -12,13 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/PTXInterp/InterpDriver.h"
-#include "kvq/Runtime/Runtime.h"
+#include "OneSequenceCache.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
-#include <random>
 
 using namespace kvq::runtime;
 
@@ -28,57 +26,22 @@ struct Spec {
   const char *Name, *Emitted, *Program;
 };
 
-/// A cache of `Dir`'s artifact holding one sequence, on the CPU backend or
-/// the PTX interpreter.
-struct Side {
-  std::unique_ptr<Cache> C;
-  SequenceId Seq = 0;
-};
-
-Side makeSide(const char *Dir, bool Interpreter) {
-  Expected<std::shared_ptr<const Artifact>> A = Artifact::open(Dir);
-  EXPECT_TRUE(A.ok()) << A.message();
-  if (!A.ok())
-    return {};
-  CacheOptions O;
-  O.MaxSequences = 1;
-  O.PagesPerTensor = 64;
-  Expected<std::unique_ptr<Cache>> C =
-      Interpreter ? [&]() -> Expected<std::unique_ptr<Cache>> {
-    auto B = createDeviceBackend(
-        **A, std::make_unique<kvq::ptx::InterpDriver>(), "sm_80");
-    if (!B.ok())
-      return B.status();
-    return Cache::create(*A, O, std::move(*B));
-  }()
-      : Cache::create(*A, O);
-  EXPECT_TRUE(C.ok()) << C.message();
-  if (!C.ok())
-    return {};
-  Side S{std::move(*C)};
-  S.Seq = *S.C->addSequence();
-  return S;
-}
-
 class AttendProgramTest : public ::testing::TestWithParam<Spec> {};
 
 TEST_P(AttendProgramTest, MatchesTheEmittedKernel) {
   const Spec &P = GetParam();
   for (bool Interpreter : {false, true}) {
     SCOPED_TRACE(Interpreter ? "PTX interpreter" : "host code");
-    Side Emitted = makeSide(P.Emitted, Interpreter);
-    Side Program = makeSide(P.Program, Interpreter);
-    ASSERT_TRUE(Emitted.C && Program.C);
-    const Manifest &M = Emitted.C->manifest();
+    // A sequence of 308 tokens: 20 pages of 16.
+    auto Emitted = kvq::test::makeOneSequenceCache(P.Emitted, Interpreter, 24);
+    auto Program = kvq::test::makeOneSequenceCache(P.Program, Interpreter, 24);
+    ASSERT_TRUE(Emitted && Program);
+    SequenceId EmittedSeq = *Emitted->addSequence();
+    SequenceId ProgramSeq = *Program->addSequence();
+    const Manifest &M = Emitted->manifest();
     size_t Row = size_t(M.Model.KvHeads) * M.Model.HeadDim;
     std::mt19937 Rng(11);
-    std::normal_distribution<float> Normal(0.0f, 1.0f);
-    auto Random = [&](size_t N) {
-      std::vector<float> X(N);
-      for (float &V : X)
-        V = Normal(Rng);
-      return X;
-    };
+    auto Random = [&](size_t N) { return kvq::test::normalValues(Rng, N); };
     // A prompt of several pages and splits, then decode steps that move
     // tokens from the windows to the pages; the first query meets a
     // sequence of one token.
@@ -86,13 +49,13 @@ TEST_P(AttendProgramTest, MatchesTheEmittedKernel) {
       SCOPED_TRACE("append of " + std::to_string(N));
       std::vector<float> K = Random(N * Row), V = Random(N * Row);
       ASSERT_TRUE(
-          Emitted.C->append(0, {{Emitted.Seq, N, K.data(), V.data()}}).ok());
+          Emitted->append(0, {{EmittedSeq, N, K.data(), V.data()}}).ok());
       ASSERT_TRUE(
-          Program.C->append(0, {{Program.Seq, N, K.data(), V.data()}}).ok());
+          Program->append(0, {{ProgramSeq, N, K.data(), V.data()}}).ok());
       std::vector<float> Q = Random(size_t(M.Model.Heads) * M.Model.HeadDim);
       std::vector<float> Want, Got;
-      ASSERT_TRUE(Emitted.C->attendF32(0, {Emitted.Seq}, Q, Want).ok());
-      Status S = Program.C->attendF32(0, {Program.Seq}, Q, Got);
+      ASSERT_TRUE(Emitted->attendF32(0, {EmittedSeq}, Q, Want).ok());
+      Status S = Program->attendF32(0, {ProgramSeq}, Q, Got);
       ASSERT_TRUE(S.ok()) << S.message();
       ASSERT_EQ(Got.size(), Want.size());
       double MaxRef = 0, MaxErr = 0;

@@ -12,13 +12,16 @@
 
 #include "gtest/gtest.h"
 
+#include <random>
+
 namespace kvq::test {
 
-/// A one-sequence cache (8 pages a tensor) of the artifact in `dir` on the
-/// CPU backend or on the PTX interpreter (sm_80); null after a test failure
-/// where it cannot be made.
+/// A one-sequence cache (`pages` pages a tensor) of the artifact in `dir`
+/// on the CPU backend or on the PTX interpreter (sm_80); null after a test
+/// failure where it cannot be made.
 inline std::unique_ptr<runtime::Cache>
-makeOneSequenceCache(const std::string &dir, bool interpreter) {
+makeOneSequenceCache(const std::string &dir, bool interpreter,
+                     unsigned pages = 8) {
   using namespace runtime;
   auto artifact = Artifact::open(dir);
   EXPECT_TRUE(artifact.ok()) << artifact.message();
@@ -26,7 +29,7 @@ makeOneSequenceCache(const std::string &dir, bool interpreter) {
     return nullptr;
   CacheOptions options;
   options.MaxSequences = 1;
-  options.PagesPerTensor = 8;
+  options.PagesPerTensor = pages;
   auto create = [&]() -> Expected<std::unique_ptr<Cache>> {
     if (!interpreter)
       return Cache::create(*artifact, options);
@@ -39,6 +42,15 @@ makeOneSequenceCache(const std::string &dir, bool interpreter) {
   Expected<std::unique_ptr<Cache>> cache = create();
   EXPECT_TRUE(cache.ok()) << cache.message();
   return cache.ok() ? std::move(*cache) : nullptr;
+}
+
+/// `n` values drawn from N(0, 1) by `rng`: keys, values and queries.
+inline std::vector<float> normalValues(std::mt19937 &rng, size_t n) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float &value : values)
+    value = normal(rng);
+  return values;
 }
 
 } // namespace kvq::test

@@ -5,6 +5,7 @@
 
 #include "kvq/Codegen/KernelBuilder.h"
 #include "kvq/Dialect/KVQ/KVQAttrs.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include <memory>
 
@@ -21,10 +22,16 @@ TargetInfo getCPUTargetInfo(TargetAttr target);
 /// of warp_size, 8-lane runs of registers, its matrix unit.
 TargetInfo getGPUTargetInfo(TargetAttr target);
 
-/// Runs `fn(module, info)` on each host and GPU module directly in `top`
-/// that names a kvq.cache, `info` its target's (getCPUTargetInfo or
-/// getGPUTargetInfo); stops at the first failure (with a diagnostic, from
-/// `fn` or for a module naming no cache).
+/// Runs `fn(module, cache)` on each host and GPU module directly in `top`
+/// that names a kvq.cache; stops at the first failure (with a diagnostic,
+/// from `fn` or for a module naming no cache).
+mlir::LogicalResult forEachCacheModule(
+    mlir::ModuleOp top,
+    llvm::function_ref<mlir::LogicalResult(mlir::Operation *module,
+                                           CacheOp cache)>
+        fn);
+/// The same with `info`, the module's target's (getCPUTargetInfo or
+/// getGPUTargetInfo).
 mlir::LogicalResult forEachKernelModule(
     mlir::ModuleOp top,
     llvm::function_ref<mlir::LogicalResult(mlir::Operation *module,
