@@ -2,14 +2,16 @@
 //
 // Block (s, h, b) attends the R = Hq / Hkv query heads of kv-head h of
 // sequence b over split s of its tokens (flash-decoding), for caches whose
-// keys and values are full-precision rows (fp16 or bf16 pages, sinks and
-// window rings). The program is the emitted kernel's phases written once
+// keys and values are full-precision rows (pages, sinks and window rings in
+// the model's dtype). The program is the emitted kernel's phases written once
 // for both targets, each phase a loop shape the targets' patterns know
 // (docs/Rationale.md, "The kernel program"):
 //   1. queries: a flat loop over a tile's R x D elements, scaled by softmax
 //      scale * log2(e), into block-local memory;
-//   2. scores, per region (sink rows, page rows through the block table,
-//      the window ring): token dots, `parallel t { parallel c reduce }`;
+//   2. scores, per region (sink rows, page rows through the split's pages,
+//      whose block-table entries the block copies once into block-local
+//      memory, the window ring): token dots,
+//      `parallel t { parallel c reduce }`;
 //   3. softmax statistics: per head a reduction over the split's tokens for
 //      the maximum, a flat loop for the weights 2^(s - m), a reduction for
 //      their sum;

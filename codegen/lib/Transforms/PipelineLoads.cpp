@@ -5,8 +5,13 @@
 // does not write (a stream: keys, pool rows, a block's scratch read back)
 // is issued, with the addresses it needs, `loadsInFlight` iterations
 // before the rest of its iteration uses it. The loads are the kernel
-// programs' memref loads and the emitted kernels' pointer loads marked
-// invariant (pages, windows, sinks: nothing writes them during a launch).
+// programs' memref loads (elements, and a GPU thread's runs of a row,
+// `vector.load`) and the emitted kernels' pointer loads marked invariant
+// (pages, windows, sinks: nothing writes them during a launch). In a loop
+// that also streams from outside the block, the block's own memory is no
+// stream: it answers within a few cycles, and its loads would only hold
+// registers stages ahead (the attend program's query rows, 32 registers an
+// iteration, kept its key rows from being pipelined at all).
 // A GPU thread issues in order and stalls at the first use of a load, so
 // without this it keeps one load in flight; the CPU's out-of-order core
 // runs ahead by itself (its loadsInFlight is 1: nothing to do). The number

@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace kvq::runtime;
@@ -28,43 +29,65 @@ struct Spec {
 
 class AttendProgramTest : public ::testing::TestWithParam<Spec> {};
 
+/// The largest |got - want| within 2e-3 of the largest |want|, plus 1e-4.
+void expectClose(const std::vector<float> &Got,
+                 const std::vector<float> &Want) {
+  ASSERT_EQ(Got.size(), Want.size());
+  double MaxRef = 0, MaxErr = 0;
+  for (size_t I = 0; I < Want.size(); ++I) {
+    MaxRef = std::max(MaxRef, double(std::fabs(Want[I])));
+    MaxErr = std::max(MaxErr, double(std::fabs(Got[I] - Want[I])));
+  }
+  EXPECT_GT(MaxRef, 0.0);
+  EXPECT_LE(MaxErr, 2e-3 * MaxRef + 1e-4);
+}
+
 TEST_P(AttendProgramTest, MatchesTheEmittedKernel) {
   const Spec &P = GetParam();
   for (bool Interpreter : {false, true}) {
     SCOPED_TRACE(Interpreter ? "PTX interpreter" : "host code");
-    // A sequence of 308 tokens: 20 pages of 16.
-    auto Emitted = kvq::test::makeOneSequenceCache(P.Emitted, Interpreter, 24);
-    auto Program = kvq::test::makeOneSequenceCache(P.Program, Interpreter, 24);
+    // Two sequences, the longer of 308 tokens (20 pages of 16 a tensor).
+    auto Emitted = kvq::test::makeTestCache(P.Emitted, Interpreter, 48, 2);
+    auto Program = kvq::test::makeTestCache(P.Program, Interpreter, 48, 2);
     ASSERT_TRUE(Emitted && Program);
-    SequenceId EmittedSeq = *Emitted->addSequence();
-    SequenceId ProgramSeq = *Program->addSequence();
+    SequenceId EmittedSeqs[2], ProgramSeqs[2];
+    for (unsigned S = 0; S < 2; ++S) {
+      EmittedSeqs[S] = *Emitted->addSequence();
+      ProgramSeqs[S] = *Program->addSequence();
+    }
     const Manifest &M = Emitted->manifest();
     size_t Row = size_t(M.Model.KvHeads) * M.Model.HeadDim;
+    size_t QueryRow = size_t(M.Model.Heads) * M.Model.HeadDim;
     std::mt19937 Rng(11);
     auto Random = [&](size_t N) { return kvq::test::normalValues(Rng, N); };
     // A prompt of several pages and splits, then decode steps that move
     // tokens from the windows to the pages; the first query meets a
-    // sequence of one token.
-    for (unsigned N : {1u, 299u, 1u, 1u, 1u, 5u}) {
-      SCOPED_TRACE("append of " + std::to_string(N));
-      std::vector<float> K = Random(N * Row), V = Random(N * Row);
-      ASSERT_TRUE(
-          Emitted->append(0, {{EmittedSeq, N, K.data(), V.data()}}).ok());
-      ASSERT_TRUE(
-          Program->append(0, {{ProgramSeq, N, K.data(), V.data()}}).ok());
-      std::vector<float> Q = Random(size_t(M.Model.Heads) * M.Model.HeadDim);
-      std::vector<float> Want, Got;
-      ASSERT_TRUE(Emitted->attendF32(0, {EmittedSeq}, Q, Want).ok());
-      Status S = Program->attendF32(0, {ProgramSeq}, Q, Got);
-      ASSERT_TRUE(S.ok()) << S.message();
-      ASSERT_EQ(Got.size(), Want.size());
-      double MaxRef = 0, MaxErr = 0;
-      for (size_t I = 0; I < Want.size(); ++I) {
-        MaxRef = std::max(MaxRef, double(std::fabs(Want[I])));
-        MaxErr = std::max(MaxErr, double(std::fabs(Got[I] - Want[I])));
+    // sequence of one token. The second sequence attends beside the first
+    // from the third step on, at its own length.
+    unsigned Steps[] = {1, 299, 1, 1, 1, 5};
+    for (unsigned Step = 0; Step < 6; ++Step) {
+      unsigned N = Steps[Step];
+      SCOPED_TRACE("step " + std::to_string(Step));
+      bool Both = Step >= 2;
+      unsigned Count = Both ? 2 : 1;
+      for (unsigned S = 0; S < Count; ++S) {
+        unsigned Tokens = S == 0 ? N : 17 * Step;
+        std::vector<float> K = Random(Tokens * Row), V = Random(Tokens * Row);
+        ASSERT_TRUE(
+            Emitted->append(0, {{EmittedSeqs[S], Tokens, K.data(), V.data()}})
+                .ok());
+        ASSERT_TRUE(
+            Program->append(0, {{ProgramSeqs[S], Tokens, K.data(), V.data()}})
+                .ok());
       }
-      EXPECT_GT(MaxRef, 0.0);
-      EXPECT_LE(MaxErr, 2e-3 * MaxRef + 1e-4);
+      std::vector<float> Q = Random(Count * QueryRow);
+      std::vector<float> Want, Got;
+      std::vector<SequenceId> EmittedBatch(EmittedSeqs, EmittedSeqs + Count);
+      std::vector<SequenceId> ProgramBatch(ProgramSeqs, ProgramSeqs + Count);
+      ASSERT_TRUE(Emitted->attendF32(0, EmittedBatch, Q, Want).ok());
+      Status S = Program->attendF32(0, ProgramBatch, Q, Got);
+      ASSERT_TRUE(S.ok()) << S.message();
+      expectClose(Got, Want);
     }
   }
 }

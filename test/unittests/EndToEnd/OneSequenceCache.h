@@ -16,19 +16,20 @@
 
 namespace kvq::test {
 
-/// A one-sequence cache (`pages` pages a tensor) of the artifact in `dir`
-/// on the CPU backend or on the PTX interpreter (sm_80); null after a test
-/// failure where it cannot be made.
-inline std::unique_ptr<runtime::Cache>
-makeOneSequenceCache(const std::string &dir, bool interpreter,
-                     unsigned pages = 8) {
+/// A cache of up to `sequences` sequences (`pages` pages a tensor) of the
+/// artifact in `dir` on the CPU backend or on the PTX interpreter (sm_80);
+/// null after a test failure where it cannot be made.
+inline std::unique_ptr<runtime::Cache> makeTestCache(const std::string &dir,
+                                                     bool interpreter,
+                                                     unsigned pages,
+                                                     unsigned sequences) {
   using namespace runtime;
   auto artifact = Artifact::open(dir);
   EXPECT_TRUE(artifact.ok()) << artifact.message();
   if (!artifact.ok())
     return nullptr;
   CacheOptions options;
-  options.MaxSequences = 1;
+  options.MaxSequences = sequences;
   options.PagesPerTensor = pages;
   auto create = [&]() -> Expected<std::unique_ptr<Cache>> {
     if (!interpreter)
@@ -42,6 +43,12 @@ makeOneSequenceCache(const std::string &dir, bool interpreter,
   Expected<std::unique_ptr<Cache>> cache = create();
   EXPECT_TRUE(cache.ok()) << cache.message();
   return cache.ok() ? std::move(*cache) : nullptr;
+}
+
+/// A one-sequence cache (8 pages a tensor) of the artifact in `dir`.
+inline std::unique_ptr<runtime::Cache>
+makeOneSequenceCache(const std::string &dir, bool interpreter) {
+  return makeTestCache(dir, interpreter, /*pages=*/8, /*sequences=*/1);
 }
 
 /// `n` values drawn from N(0, 1) by `rng`: keys, values and queries.

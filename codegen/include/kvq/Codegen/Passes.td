@@ -218,7 +218,10 @@ def KVQPipelineLoads : Pass<"kvq-pipeline-loads", "::mlir::ModuleOp"> {
     the target's `loadRegisters` registers (none ahead below two). The GPU
     keeps that many loads in flight per thread; the CPU (1) is left as it
     is. The loads are the kernel programs' memref
-    loads and the emitted kernels' pointer loads marked invariant. Dynamic
+    loads (and a GPU thread's row runs, `vector.load`) and the emitted
+    kernels' pointer loads marked invariant; in a loop that also streams
+    from outside the block, loads of the block's own memory are not
+    issued early. Dynamic
     trip counts are predicated; the epilogue is not peeled (the loop runs
     its original iterations, its loads of iterations past the end
     predicated), so that the body is not copied again: a peeled epilogue
