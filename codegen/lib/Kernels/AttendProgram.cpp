@@ -367,13 +367,13 @@ void AttendProgram::sumValues(Value firstQueryHead) {
         pb.mul(pb.add(pb.mul(row, arg(A::NumSplits)), split), pb.i32(dim + 2));
     partialRows.push_back(pb.mul(pb.toI64(slot0), pb.i64(4)));
   }
+  // Each head's sums as a row, so that the channels are the host's lanes.
+  SmallVector<Value> sumRows;
+  for (unsigned r = 0; r < heads; ++r)
+    sumRows.push_back(pb.row(sums, index(r * dim), dim));
   for (unsigned region = 0; region < 3; ++region) {
     TokenRange range = ranges[region];
     Value count = toIndex(pb.sub(range.end, range.begin));
-    // Each head's sums as a row, so that the channels are the host's lanes.
-    SmallVector<Value> sumRows;
-    for (unsigned r = 0; r < heads; ++r)
-      sumRows.push_back(pb.row(sums, index(r * dim), dim));
     pb.parallelFor(dim, [&](Value c) {
       scf::ParallelOp loop = parallelSum(count, heads, [&](Value i) {
         Value t = pb.add(range.begin, pb.indexToI32(i));

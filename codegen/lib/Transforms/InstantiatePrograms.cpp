@@ -118,6 +118,7 @@ static Value allocBlockLocal(OpBuilder &b, memref::AllocaOp alloca,
   Value memory = target.allocShared(kb, count * bytes);
   Value view =
       viewOf(b, loc, memory, MemRefType::get({count}, type.getElementType()));
+  view.getDefiningOp()->setAttr(kBlockLocalViewAttr, b.getUnitAttr());
   // The alignment the program asked for (the targets give 16 bytes), for
   // the forms that read its rows a vector at a time.
   if (std::optional<uint64_t> alignment = alloca.getAlignment())

@@ -33,6 +33,7 @@
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/ProgramBuilder.h"
 #include "kvq/Codegen/Targets.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -52,12 +53,6 @@ namespace kvq {
 using namespace mlir;
 using namespace kvq;
 
-/// Whether `op` is a kernel program's load from a memref: an element, or a
-/// run of them (a GPU thread's row run, kvq-distribute-parallel).
-static bool isMemRefLoad(Operation *op) {
-  return isa<memref::LoadOp, vector::LoadOp>(op);
-}
-
 /// The buffer a memref views or a pointer points into: through subviews,
 /// casts and address arithmetic (GEPs) to the value that defines the memory
 /// (a kernel argument, a scratch buffer).
@@ -72,28 +67,23 @@ static Value getRootBuffer(Value address) {
   }
 }
 
+/// Whether `op` is a kernel program's load from a memref (an element, or a
+/// GPU thread's run of a row, kvq-distribute-parallel), and isLoad: that or
+/// an emitted kernel's pointer load.
+static bool isMemRefLoad(Operation *op) {
+  return isa<memref::LoadOp, vector::LoadOp>(op);
+}
+static bool isLoad(Operation *op) {
+  return isMemRefLoad(op) || isa<LLVM::LoadOp>(op);
+}
+
 /// Whether `buffer` (a root buffer) is the block's own memory: a view
-/// kvq-instantiate-programs made of the target's block-local memory (a GPU
-/// shared global, a host alloca), whose descriptor points at it.
+/// kvq-instantiate-programs made of the target's block-local memory.
 static bool isBlockLocalMemory(Value buffer) {
   if (auto cast = buffer.getDefiningOp<memref::CastOp>())
     buffer = cast.getSource();
-  auto cast = buffer.getDefiningOp<UnrealizedConversionCastOp>();
-  if (!cast || cast.getInputs().size() != 1)
-    return false;
-  Value descriptor = cast.getInputs()[0];
-  while (auto insert = descriptor.getDefiningOp<LLVM::InsertValueOp>()) {
-    if (insert.getPosition() != ArrayRef<int64_t>{0}) {
-      descriptor = insert.getContainer();
-      continue;
-    }
-    Value pointer = insert.getValue();
-    if (auto space = pointer.getDefiningOp<LLVM::AddrSpaceCastOp>())
-      pointer = space.getArg();
-    return isa_and_present<LLVM::AddressOfOp, LLVM::AllocaOp>(
-        pointer.getDefiningOp());
-  }
-  return false;
+  Operation *view = buffer.getDefiningOp();
+  return view && view->hasAttr(kBlockLocalViewAttr);
 }
 
 /// The buffer a load or store reads or writes; null for other ops.
@@ -121,8 +111,7 @@ static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
       return {};
     if (isa<memref::StoreOp, LLVM::StoreOp>(op))
       written.insert(getAccessedBuffer(&op));
-    else if (!isArithmetic(&op) &&
-             !(isMemRefLoad(&op) || isa<LLVM::LoadOp>(op)))
+    else if (!isArithmetic(&op) && !isLoad(&op))
       return {};
   }
   // An op issues a stream load where it is one, or computes an operand of
@@ -195,7 +184,7 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
     return op;
   Location loc = op->getLoc();
   rewriter.setInsertionPoint(op);
-  if (isMemRefLoad(op) || isa<LLVM::LoadOp>(op)) {
+  if (isLoad(op)) {
     Type type = op->getResult(0).getType();
     auto branch = scf::IfOp::create(
         rewriter, loc, pred,
@@ -226,7 +215,7 @@ static Operation *predicate(RewriterBase &rewriter, Operation *op, Value pred) {
 static unsigned getLoadRegisters(ArrayRef<Operation *> issue) {
   uint64_t bits = 0;
   for (Operation *op : issue) {
-    if (!(isMemRefLoad(op) || isa<LLVM::LoadOp>(op)))
+    if (!isLoad(op))
       continue;
     Type type = op->getResult(0).getType();
     if (auto vector = dyn_cast<VectorType>(type))

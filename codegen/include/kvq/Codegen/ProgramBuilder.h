@@ -25,6 +25,10 @@ namespace kvq {
 /// The attribute of a block-local `memref.alloca` sized per token of a split
 /// (ProgramBuilder::allocSplitLocal): the elements per token, an i64.
 constexpr llvm::StringLiteral kSplitLocalAttr = "kvq.split_local";
+/// The unit attribute kvq-instantiate-programs puts on the op whose result
+/// is a target's view of block-local memory, for the passes that treat the
+/// block's own memory apart from the buffers it streams.
+constexpr llvm::StringLiteral kBlockLocalViewAttr = "kvq.block_local";
 
 /// KernelBuilder's arithmetic plus the memory and structure of a program.
 class ProgramBuilder : public KernelBuilder {
