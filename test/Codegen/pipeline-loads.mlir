@@ -1,7 +1,8 @@
 // kvq-pipeline-loads: a streaming loop's loads, with their addresses, run
 // the target's loadsInFlight iterations (4 on the GPU) ahead of their use;
 // the prologue's loads and the loop's loads of iterations past the end are
-// predicated, since trip counts are dynamic and may be shorter. Loops it
+// predicated, since trip counts are dynamic and may be shorter. A kernel
+// program's pipelined loop is unrolled by that distance. Loops it
 // cannot reorder, and the host's (the out-of-order core runs ahead by
 // itself), are left alone.
 // RUN: kvq-opt %s --kvq-pipeline-loads | FileCheck %s
@@ -40,16 +41,29 @@ module attributes {gpu.container_module} {
   gpu.module @c_kernels attributes {kvq.cache = @c} {
     // A row per token, summed into a scratch element: the row's address and
     // load are issued 4 tokens ahead. The prologue loads tokens 0..3 where
-    // they exist; the loop carries 4 loaded values and loads token t + 4
-    // where it exists. No epilogue: the loop runs the original iterations.
+    // they exist. The loop is unrolled by 4 (modulo variable expansion):
+    // each copy loads token t + 4 + k where it exists and uses the value
+    // loaded 4 copies before, so the loop yields its 4 loads as they are and
+    // no value moves between registers while in flight. The iterations past
+    // the last whole 4 run in a second loop; no epilogue is peeled. Both
+    // loops end no earlier than they start (upstream's unrolling takes the
+    // bounds' difference as unsigned).
     // CHECK-LABEL: gpu.func @stream
     // CHECK-COUNT-4: memref.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>
-    // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f16, f16, f16, f16) {
+    // CHECK: %[[END:.*]] = arith.maxsi %{{.*}}, %{{.*}} : index
+    // CHECK: %[[MAIN:.*]]:4 = scf.for %{{.*}} = %{{.*}} to %[[WHOLE:.*]] step %{{.*}} iter_args(%[[A0:[^ ]*]] = %{{[^ ]*}}, %[[A1:[^ ]*]] = %{{[^ ]*}}, %[[A2:[^ ]*]] = %{{[^ ]*}}, %[[A3:[^ ]*]] = %{{[^ ]*}}) -> (f16, f16, f16, f16) {
+    // CHECK: %[[L0:.*]] = scf.if
     // CHECK: memref.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>
-    // CHECK: memref.load %{{.*}} : memref<64xf32>
+    // CHECK: arith.extf %[[A0]] : f16 to f32
     // CHECK: memref.store %{{.*}} : memref<64xf32>
-    // CHECK: scf.yield
-    // CHECK-NOT: scf.if
+    // CHECK: %[[L1:.*]] = scf.if
+    // CHECK: arith.extf %[[A1]] : f16 to f32
+    // CHECK: %[[L2:.*]] = scf.if
+    // CHECK: arith.extf %[[A2]] : f16 to f32
+    // CHECK: %[[L3:.*]] = scf.if
+    // CHECK: arith.extf %[[A3]] : f16 to f32
+    // CHECK: scf.yield %[[L0]], %[[L1]], %[[L2]], %[[L3]] : f16, f16, f16, f16
+    // CHECK: scf.for %{{.*}} = %[[WHOLE]] to %[[END]] step %{{.*}} iter_args(%{{.*}} = %[[MAIN]]#0, %{{.*}} = %[[MAIN]]#1, %{{.*}} = %[[MAIN]]#2, %{{.*}} = %[[MAIN]]#3) -> (f16, f16, f16, f16) {
     // CHECK: gpu.return
     gpu.func @stream(%src: memref<?xf16>, %acc: memref<64xf32>, %first: index, %last: index) kernel {
       %c0 = arith.constant 0 : index
@@ -63,6 +77,48 @@ module attributes {gpu.container_module} {
         %a = memref.load %acc[%c0] : memref<64xf32>
         %s = arith.addf %a, %y : f32
         memref.store %s, %acc[%c0] : memref<64xf32>
+      }
+      gpu.return
+    }
+
+    // A page row through a block-local page table, weighted by a block-local
+    // score: the table entry is part of the row's address, so it is issued
+    // with the row, 4 tokens ahead; the score is block-local memory read in
+    // a loop that streams from outside the block, so it is no stream and
+    // stays with its use.
+    // CHECK-LABEL: gpu.func @paged_stream
+    // CHECK-NOT: memref.load %{{.*}} : memref<1024xf32>
+    // CHECK-COUNT-4: memref.load %{{.*}} : memref<64xi32>
+    // CHECK-NOT: memref.load %{{.*}} : memref<1024xf32>
+    // CHECK: scf.for
+    // CHECK: memref.load %{{.*}} : memref<64xi32>
+    // CHECK: memref.load %{{.*}} : memref<?xf16>
+    // CHECK: arith.extf %[[V:[^ ]*]] : f16 to f32
+    // CHECK: memref.load %{{.*}} : memref<1024xf32>
+    // CHECK: gpu.return
+    gpu.func @paged_stream(%p: !llvm.ptr, %s: !llvm.ptr, %src: memref<?xf16>, %acc: memref<64xf32>, %first: index, %last: index) kernel {
+      %pages = builtin.unrealized_conversion_cast %p : !llvm.ptr to memref<64xi32> {kvq.block_local}
+      %scores = builtin.unrealized_conversion_cast %s : !llvm.ptr to memref<1024xf32> {kvq.block_local}
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %c64 = arith.constant 64 : index
+      %c1024 = arith.constant 1024 : index
+      scf.for %t = %first to %last step %c1 {
+        %i = arith.divui %t, %c16 : index
+        %page = memref.load %pages[%i] : memref<64xi32>
+        %pi = arith.index_cast %page : i32 to index
+        %base = arith.muli %pi, %c1024 : index
+        %r = arith.remui %t, %c16 : index
+        %ro = arith.muli %r, %c64 : index
+        %off = arith.addi %base, %ro : index
+        %x = memref.load %src[%off] : memref<?xf16>
+        %y = arith.extf %x : f16 to f32
+        %w = memref.load %scores[%t] : memref<1024xf32>
+        %p2 = arith.mulf %w, %y : f32
+        %a = memref.load %acc[%c0] : memref<64xf32>
+        %sum = arith.addf %a, %p2 : f32
+        memref.store %sum, %acc[%c0] : memref<64xf32>
       }
       gpu.return
     }

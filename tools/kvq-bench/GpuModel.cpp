@@ -8,7 +8,9 @@
 //   every sector read once from DRAM, re-reads served by L2);
 // - latency: a warp that uses a load's data waits for it (the interpreter's
 //   LoadWaits: each use of a register a global load has yet to write, all
-//   loads issued before it arriving there), each wait a DRAM latency where
+//   loads issued before it arriving there; splitting such a register into
+//   halves, no instruction on the GPU, passes the wait on to the halves'
+//   first use), each wait a DRAM latency where
 //   a load in flight reads a sector first in the launch, else an L2
 //   latency (the merge reads the partial rows other blocks wrote). The
 //   warps resident at once (by the registers and shared memory ptxas gives
@@ -248,7 +250,7 @@ void printHottestBlocks(const ptx::Counters &C, const std::string &Ptx,
   }
   struct Block {
     size_t Line = 0;
-    uint64_t Instructions = 0, Visits = 0;
+    uint64_t Instructions = 0, Visits = 0, Waits = 0;
   };
   std::map<size_t, Block> Blocks;
   size_t Start = 0;
@@ -265,6 +267,8 @@ void printHottestBlocks(const ptx::Counters &C, const std::string &Ptx,
     B.Line = Start;
     B.Instructions += N;
     B.Visits = std::max(B.Visits, N);
+    if (Line < C.LoadWaitsByLine.size())
+      B.Waits += C.LoadWaitsByLine[Line];
   }
   std::vector<Block> Sorted;
   for (auto &[Line, B] : Blocks)
@@ -277,9 +281,11 @@ void printHottestBlocks(const ptx::Counters &C, const std::string &Ptx,
     std::string Head = Lines[B.Line].substr(0, 48);
     Head.erase(0, Head.find_first_not_of(" \t"));
     std::printf("%-22s %-10s %5.1f%% of warp instructions: PTX line %zu "
-                "(%s), %.0f per visit\n",
+                "(%s), %.0f per visit, %.1f%% of load waits\n",
                 "", "", 100.0 * B.Instructions / C.WarpInstructions, B.Line,
-                Head.c_str(), double(B.Instructions) / double(B.Visits));
+                Head.c_str(), double(B.Instructions) / double(B.Visits),
+                C.LoadWaits.total() ? 100.0 * B.Waits / C.LoadWaits.total()
+                                    : 0.0);
   }
 }
 

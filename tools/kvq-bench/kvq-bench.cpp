@@ -40,7 +40,8 @@
 //
 // --gpu-model replaces the CPU timings by a model of the attention kernels
 // on an H200, counted on the PTX interpreter (GpuModel.h); --profile N
-// lists each kernel's N basic blocks with the most warp instructions.
+// lists each kernel's N basic blocks with the most warp instructions, and
+// each one's share of the load waits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,7 +152,8 @@ void printHelp() {
       "                      kernels on an H200 (issue, bytes, latency),\n"
       "                      counted on the PTX interpreter\n"
       "  --profile N         with --gpu-model: each kernel's N hottest basic\n"
-      "                      blocks (default 0)\n"
+      "                      blocks and their share of the load waits\n"
+      "                      (default 0)\n"
       "  -h, --help          this help\n"
       "\n"
       "`ninja -C build kvq-bench-run` builds the shipped benchmark specs\n"

@@ -8,9 +8,9 @@
 // (docs/Rationale.md, "The kernel program"):
 //   1. queries: a flat loop over a tile's R x D elements, scaled by softmax
 //      scale * log2(e), into block-local memory;
-//   2. scores, per region (sink rows, page rows through the split's pages,
-//      whose block-table entries the block copies once into block-local
-//      memory, the window ring): token dots,
+//   2. scores, per region the spec keeps (sink rows, page rows through the
+//      split's pages, whose block-table entries the block copies once into
+//      block-local memory, the window ring): token dots,
 //      `parallel t { parallel c reduce }`;
 //   3. softmax statistics: per head a reduction over the split's tokens for
 //      the maximum, a flat loop for the weights 2^(s - m), a reduction for
@@ -291,6 +291,18 @@ void AttendProgram::loadQueries(Value firstQueryHead) {
   });
 }
 
+/// The regions `tensor`'s tokens can lie in (0 sinks, 1 pages, 2 window):
+/// the sinks and the window only where the spec keeps them.
+static SmallVector<unsigned, 3> getRegions(const TensorLayout &tensor) {
+  SmallVector<unsigned, 3> regions;
+  if (tensor.window.getSink() > 0)
+    regions.push_back(0);
+  regions.push_back(1);
+  if (tensor.windowCapacity > 0)
+    regions.push_back(2);
+  return regions;
+}
+
 void AttendProgram::scoreRegion(TokenRange range, unsigned region) {
   // The heads' query rows, views at whole rows of the aligned buffer.
   SmallVector<Value> rows;
@@ -371,7 +383,9 @@ void AttendProgram::sumValues(Value firstQueryHead) {
   SmallVector<Value> sumRows;
   for (unsigned r = 0; r < heads; ++r)
     sumRows.push_back(pb.row(sums, index(r * dim), dim));
-  for (unsigned region = 0; region < 3; ++region) {
+  SmallVector<unsigned, 3> regions = getRegions(layout.values);
+  for (unsigned region : regions) {
+    bool first = region == regions.front(), last = region == regions.back();
     TokenRange range = ranges[region];
     Value count = toIndex(pb.sub(range.end, range.begin));
     pb.parallelFor(dim, [&](Value c) {
@@ -389,9 +403,9 @@ void AttendProgram::sumValues(Value firstQueryHead) {
       });
       for (unsigned r = 0; r < heads; ++r) {
         Value sum = loop.getResult(r);
-        if (region > 0)
+        if (!first)
           sum = pb.fadd(pb.loadElement(sumRows[r], c), sum);
-        if (region < 2) {
+        if (!last) {
           pb.storeElement(sum, sumRows[r], c);
           continue;
         }
@@ -533,9 +547,11 @@ void AttendProgram::build(StringRef name) {
     Value firstQueryHead = pb.add(firstHead, pb.mul(tile, pb.i32(heads)));
     loadQueries(firstQueryHead);
     Value sinkEnd = sink[0], pagedEnd = pb.add(sink[0], paged[0]);
-    scoreRegion(clip(splitRange, pb.i32(0), sinkEnd), 0);
-    scoreRegion(clip(splitRange, sinkEnd, pagedEnd), 1);
-    scoreRegion(clip(splitRange, pagedEnd, tokens), 2);
+    TokenRange ranges[3] = {clip(splitRange, pb.i32(0), sinkEnd),
+                            clip(splitRange, sinkEnd, pagedEnd),
+                            clip(splitRange, pagedEnd, tokens)};
+    for (unsigned region : getRegions(layout.keys))
+      scoreRegion(ranges[region], region);
     softmax();
     sumValues(firstQueryHead);
   });

@@ -1143,12 +1143,45 @@ unsigned BlockRunner::countGlobal(const uint64_t *Addrs, uint32_t Mask,
   return Distinct;
 }
 
+/// Whether `I` splits a register into parts or joins parts into one
+/// (`mov.b32 {%rs1, %rs2}, %r1` and back), register to register.
+static bool isRegisterSplitOrJoin(const Instruction &I) {
+  if (I.Op != Opcode::Mov || I.NumOps != 2)
+    return false;
+  Operand::Kind To = I.Ops[0].K, From = I.Ops[1].K;
+  return (To == Operand::Vec && From == Operand::Reg) ||
+         (To == Operand::Reg && From == Operand::Vec);
+}
+
 void BlockRunner::waitForLoads(Warp &W, const Instruction &I) {
   LoadScoreboard &S = W.Loads;
   size_t Base = static_cast<size_t>(W.Frame - W.R.data()) / 32;
   auto IsPending = [&](int32_t Reg) {
     return Reg >= 0 && S.Pending[Base + Reg];
   };
+  if (isRegisterSplitOrJoin(I) && !IsPending(I.Pred)) {
+    // No instruction on the GPU (ptxas addresses a register's halves in
+    // place): the parts inherit the load's wait, paid at their first use.
+    auto ForEachRegister = [](const Operand &Op, auto F) {
+      if (Op.K == Operand::Reg)
+        F(Op.RegIdx);
+      else
+        for (unsigned E = 0; E < Op.VecCount; ++E)
+          if (!((Op.ImmMask >> E) & 1))
+            F(Op.Elems[E]);
+    };
+    bool FromLoad = false;
+    ForEachRegister(I.Ops[1], [&](int32_t Reg) { FromLoad |= IsPending(Reg); });
+    if (FromLoad) {
+      ForEachRegister(I.Ops[0], [&](int32_t Reg) {
+        if (Reg >= 0 && !S.Pending[Base + Reg]) {
+          S.Pending[Base + Reg] = 1;
+          ++S.PendingRegs;
+        }
+      });
+      return;
+    }
+  }
   bool Waits = IsPending(I.Pred);
   for (unsigned O = 0; O < I.NumOps && !Waits; ++O) {
     const Operand &Op = I.Ops[O];
@@ -1164,6 +1197,11 @@ void BlockRunner::waitForLoads(Warp &W, const Instruction &I) {
      : S.Farthest == LoadLevel::L2 ? S.Waits.L2
                                    : S.Waits.L1);
   K.SectorBytesAtWaits += S.BytesInFlight;
+  if (C.CountLines) {
+    if (I.Line >= K.LoadWaitsByLine.size())
+      K.LoadWaitsByLine.resize(I.Line + 1);
+    ++K.LoadWaitsByLine[I.Line];
+  }
   std::fill(S.Pending.begin(), S.Pending.end(), 0);
   S.PendingRegs = 0;
   S.BytesInFlight = 0;

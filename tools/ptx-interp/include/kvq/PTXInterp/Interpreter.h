@@ -103,6 +103,9 @@ struct Counters {
   /// 1), counted only with LaunchConfig::CountLines: where a kernel's
   /// instructions go, block by block (`kvq-bench --gpu-model --profile`).
   std::vector<uint64_t> WarpInstructionsByLine;
+  /// Load waits by the line of the instruction that waited (with
+  /// CountLines and CountLoadWaits).
+  std::vector<uint64_t> LoadWaitsByLine;
   double Seconds = 0;
 
   /// Requested bytes / (sectors * 32); 1.0 for perfectly coalesced access.
