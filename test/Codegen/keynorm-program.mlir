@@ -99,10 +99,12 @@ kvq.cache @kn model <layers = 1, heads = 4, kv_heads = 2, head_dim = 32, dtype =
 // GPU: gpu.barrier
 // GPU: } else {
 
-// Pipelined, each GPU thread keeps the keys of 4 tokens in flight: the
-// token loop carries them; the host's vector loop is as it was.
+// Pipelined, each GPU thread keeps the keys of 8 tokens in flight: the
+// token loop, unrolled by 8, carries them, and the tokens past the last
+// whole 8 run in a second loop; the host's vector loop is as it was.
 // PIPELINED-LABEL: module @kn_host
 // PIPELINED-NOT: iter_args({{.*}}) -> (vector<16xf16>
 // PIPELINED-LABEL: gpu.module @kn_kernels
 // PIPELINED: gpu.func @kn_keynorm(
-// PIPELINED: scf.for {{.*}} iter_args({{.*}}) -> (f16, f16, f16, f16)
+// PIPELINED: %[[MAIN:.*]]:8 = scf.for {{.*}} iter_args({{.*}}) -> (f16, f16, f16, f16, f16, f16, f16, f16)
+// PIPELINED: scf.for {{.*}} iter_args({{.*}} = %[[MAIN]]#0, {{.*}}) -> (f16, f16, f16, f16, f16, f16, f16, f16)

@@ -1,8 +1,9 @@
 // kvq-pipeline-loads: a streaming loop's loads, with their addresses, run
-// the target's loadsInFlight iterations (4 on the GPU) ahead of their use;
-// the prologue's loads and the loop's loads of iterations past the end are
-// predicated, since trip counts are dynamic and may be shorter. A kernel
-// program's pipelined loop is unrolled by that distance. Loops it
+// the target's loadsInFlight iterations (4 on the GPU; a kernel program's,
+// expandedLoadsInFlight: 8) ahead of their use; the prologue's loads and
+// the loop's loads of iterations past the end are predicated, since trip
+// counts are dynamic and may be shorter. A kernel program's pipelined loop
+// is unrolled by that distance. Loops it
 // cannot reorder, and the host's (the out-of-order core runs ahead by
 // itself), are left alone.
 // RUN: kvq-opt %s --kvq-pipeline-loads | FileCheck %s
@@ -39,31 +40,30 @@ module attributes {gpu.container_module} {
   }
 
   gpu.module @c_kernels attributes {kvq.cache = @c} {
-    // A row per token, summed into a scratch element: the row's address and
-    // load are issued 4 tokens ahead. The prologue loads tokens 0..3 where
-    // they exist. The loop is unrolled by 4 (modulo variable expansion):
-    // each copy loads token t + 4 + k where it exists and uses the value
-    // loaded 4 copies before, so the loop yields its 4 loads as they are and
-    // no value moves between registers while in flight. The iterations past
-    // the last whole 4 run in a second loop; no epilogue is peeled. Both
-    // loops end no earlier than they start (upstream's unrolling takes the
-    // bounds' difference as unsigned).
+    // A row per token, summed into a scratch element, in a kernel program
+    // (memref loads): the row's address and load are issued 8 tokens ahead
+    // (the target's expandedLoadsInFlight). The prologue loads tokens 0..7
+    // where they exist. The loop is unrolled by 8 (modulo variable
+    // expansion): each copy loads token t + 8 + k where it exists and uses
+    // the value loaded 8 copies before, so the loop yields its 8 loads as
+    // they are and no value moves between registers while in flight. The
+    // iterations past the last whole 8 run in a second loop; no epilogue is
+    // peeled. Both loops end no earlier than they start (upstream's
+    // unrolling takes the bounds' difference as unsigned).
     // CHECK-LABEL: gpu.func @stream
-    // CHECK-COUNT-4: memref.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>
+    // CHECK-COUNT-8: memref.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>
     // CHECK: %[[END:.*]] = arith.maxsi %{{.*}}, %{{.*}} : index
-    // CHECK: %[[MAIN:.*]]:4 = scf.for %{{.*}} = %{{.*}} to %[[WHOLE:.*]] step %{{.*}} iter_args(%[[A0:[^ ]*]] = %{{[^ ]*}}, %[[A1:[^ ]*]] = %{{[^ ]*}}, %[[A2:[^ ]*]] = %{{[^ ]*}}, %[[A3:[^ ]*]] = %{{[^ ]*}}) -> (f16, f16, f16, f16) {
+    // CHECK: %[[MAIN:.*]]:8 = scf.for %{{.*}} = %{{.*}} to %[[WHOLE:.*]] step %{{.*}} iter_args(%[[A0:[^ ]*]] = %{{[^ ]*}}, %[[A1:[^ ]*]] = %{{[^ ]*}}, %{{[^ ]*}} = %{{[^ ]*}}, %{{[^ ]*}} = %{{[^ ]*}}, %{{[^ ]*}} = %{{[^ ]*}}, %{{[^ ]*}} = %{{[^ ]*}}, %{{[^ ]*}} = %{{[^ ]*}}, %[[A7:[^ ]*]] = %{{[^ ]*}}) -> (f16, f16, f16, f16, f16, f16, f16, f16) {
     // CHECK: %[[L0:.*]] = scf.if
     // CHECK: memref.load %{{.*}} : memref<64xf16, strided<[1], offset: ?>>
     // CHECK: arith.extf %[[A0]] : f16 to f32
     // CHECK: memref.store %{{.*}} : memref<64xf32>
     // CHECK: %[[L1:.*]] = scf.if
     // CHECK: arith.extf %[[A1]] : f16 to f32
-    // CHECK: %[[L2:.*]] = scf.if
-    // CHECK: arith.extf %[[A2]] : f16 to f32
-    // CHECK: %[[L3:.*]] = scf.if
-    // CHECK: arith.extf %[[A3]] : f16 to f32
-    // CHECK: scf.yield %[[L0]], %[[L1]], %[[L2]], %[[L3]] : f16, f16, f16, f16
-    // CHECK: scf.for %{{.*}} = %[[WHOLE]] to %[[END]] step %{{.*}} iter_args(%{{.*}} = %[[MAIN]]#0, %{{.*}} = %[[MAIN]]#1, %{{.*}} = %[[MAIN]]#2, %{{.*}} = %[[MAIN]]#3) -> (f16, f16, f16, f16) {
+    // CHECK-COUNT-6: scf.if
+    // CHECK: arith.extf %[[A7]] : f16 to f32
+    // CHECK: scf.yield %[[L0]], %[[L1]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{[^ ]*}} : f16, f16, f16, f16, f16, f16, f16, f16
+    // CHECK: scf.for %{{.*}} = %[[WHOLE]] to %[[END]] step %{{.*}} iter_args(%{{.*}} = %[[MAIN]]#0, %{{.*}} = %[[MAIN]]#1, %{{.*}} = %[[MAIN]]#2, %{{.*}} = %[[MAIN]]#3, %{{.*}} = %[[MAIN]]#4, %{{.*}} = %[[MAIN]]#5, %{{.*}} = %[[MAIN]]#6, %{{.*}} = %[[MAIN]]#7) -> (f16, f16, f16, f16, f16, f16, f16, f16) {
     // CHECK: gpu.return
     gpu.func @stream(%src: memref<?xf16>, %acc: memref<64xf32>, %first: index, %last: index) kernel {
       %c0 = arith.constant 0 : index
@@ -83,12 +83,12 @@ module attributes {gpu.container_module} {
 
     // A page row through a block-local page table, weighted by a block-local
     // score: the table entry is part of the row's address, so it is issued
-    // with the row, 4 tokens ahead; the score is block-local memory read in
+    // with the row, 8 tokens ahead; the score is block-local memory read in
     // a loop that streams from outside the block, so it is no stream and
     // stays with its use.
     // CHECK-LABEL: gpu.func @paged_stream
     // CHECK-NOT: memref.load %{{.*}} : memref<1024xf32>
-    // CHECK-COUNT-4: memref.load %{{.*}} : memref<64xi32>
+    // CHECK-COUNT-8: memref.load %{{.*}} : memref<64xi32>
     // CHECK-NOT: memref.load %{{.*}} : memref<1024xf32>
     // CHECK: scf.for
     // CHECK: memref.load %{{.*}} : memref<64xi32>

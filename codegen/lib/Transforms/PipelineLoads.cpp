@@ -11,13 +11,16 @@
 // that also streams from outside the block, the block's own memory is no
 // stream: it answers within a few cycles, and its loads would only hold
 // registers stages ahead (the attend program's query rows, 32 registers an
-// iteration, kept its key rows from being pipelined at all).
+// iteration, kept its key rows from being pipelined at all), except where
+// a stream's address reads it (a row's page from the split's pages).
 // A GPU thread issues in order and stalls at the first use of a load, so
 // without this it keeps one load in flight; the CPU's out-of-order core
 // runs ahead by itself (its loadsInFlight is 1: nothing to do). The number
-// of stages is the target's (TargetInfo::loadsInFlight), fewer where an
-// iteration's loads would hold more than TargetInfo::loadRegisters; both
-// are read here and nowhere else for these loops.
+// of stages is the target's (TargetInfo::loadsInFlight, for a kernel
+// program's loop expandedLoadsInFlight), fewer where an iteration's loads
+// would hold more than TargetInfo::loadRegisters; these are read here and
+// nowhere else for these loops. A kernel program's pipelined loop is then
+// unrolled by its distance (expandModuloVariables).
 //
 // The loops' trip counts are dynamic (a chunk's tokens), possibly shorter
 // than the distance: the prologue's loads, and the loop's loads of the
@@ -230,8 +233,9 @@ static unsigned getLoadRegisters(ArrayRef<Operation *> issue) {
   return unsigned(llvm::divideCeil(bits, 32));
 }
 
-/// Modulo variable expansion of a kernel program's pipelined `loop`: the
-/// loop is unrolled by the `distance` its loads run ahead, so that each
+/// Modulo variable expansion of the pipelined `loop` of a kernel program
+/// (`isProgramLoop`: its streams are memref loads): the loop is unrolled
+/// by the `distance` its loads run ahead, so that each
 /// load writes the registers its use reads, `distance` copies later. Else
 /// every iteration moves each load's value one stage along, and a GPU
 /// thread stalls at the first move of a value still in flight: the loads
@@ -239,10 +243,9 @@ static unsigned getLoadRegisters(ArrayRef<Operation *> issue) {
 /// value sums waited for every load). The emitted kernels' loops keep the
 /// moves: unrolled, fp16's attend kernel took 255 registers and spilled
 /// 3.5 KB on sm_90.
-static LogicalResult expandModuloVariables(scf::ForOp loop,
-                                           ArrayRef<Operation *> issue,
+static LogicalResult expandModuloVariables(scf::ForOp loop, bool isProgramLoop,
                                            unsigned distance) {
-  if (!llvm::any_of(issue, isMemRefLoad))
+  if (!isProgramLoop)
     return success();
   // Upstream's unrolling divides the bounds' difference without a sign: a
   // loop that runs no iteration must end where it starts.
@@ -255,7 +258,8 @@ static LogicalResult expandModuloVariables(scf::ForOp loop,
                    "kvq-pipeline-loads: cannot unroll this pipelined loop");
 }
 
-/// Pipelines `loop` with its stream loads up to `info.loadsInFlight`
+/// Pipelines `loop` with its stream loads up to `info.loadsInFlight` (a
+/// kernel program's: `info.expandedLoadsInFlight`)
 /// iterations ahead, as many as fit `info.loadRegisters`; leaves it as it
 /// was where it is no streaming loop, where fewer than two iterations fit,
 /// or where the pipeliner declines before changing it. Fails (with a
@@ -265,8 +269,12 @@ static LogicalResult pipelineLoop(scf::ForOp loop, const TargetInfo &info) {
   SmallVector<Operation *> issue = getStreamIssue(loop);
   if (issue.empty() || loop.getUnsignedCmp())
     return success();
+  // A kernel program's loop is unrolled by its distance after pipelining;
+  // an emitted kernel's keeps its rotation, a move per loaded register and
+  // stage each iteration.
+  bool isProgramLoop = llvm::any_of(issue, isMemRefLoad);
   unsigned distance =
-      std::min(info.loadsInFlight,
+      std::min(isProgramLoop ? info.expandedLoadsInFlight : info.loadsInFlight,
                info.loadRegisters / std::max(1u, getLoadRegisters(issue)));
   if (distance < 2)
     return success();
@@ -290,7 +298,7 @@ static LogicalResult pipelineLoop(scf::ForOp loop, const TargetInfo &info) {
   FailureOr<scf::ForOp> pipelined =
       scf::pipelineForLoop(rewriter, loop, options, &modified);
   if (succeeded(pipelined))
-    return expandModuloVariables(*pipelined, issue, distance);
+    return expandModuloVariables(*pipelined, isProgramLoop, distance);
   if (!modified)
     return success();
   return emitError(loc, "kvq-pipeline-loads: the scf pipeliner failed after "
@@ -299,7 +307,7 @@ static LogicalResult pipelineLoop(scf::ForOp loop, const TargetInfo &info) {
 
 /// Pipelines the streaming loops of every kernel of `module`.
 static LogicalResult pipelineModule(Operation *module, const TargetInfo &info) {
-  if (info.loadsInFlight <= 1)
+  if (std::max(info.loadsInFlight, info.expandedLoadsInFlight) <= 1)
     return success();
   SmallVector<scf::ForOp> loops;
   module->walk([&](scf::ForOp loop) { loops.push_back(loop); });

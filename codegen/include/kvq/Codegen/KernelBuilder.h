@@ -100,6 +100,10 @@ struct TargetInfo {
   /// use of a load (the GPU's warps, too few of which fit on an SM to hide
   /// DRAM latency alone).
   unsigned loadsInFlight = 1;
+  /// Iterations a kernel program's pipelined loop keeps in flight: that
+  /// loop is unrolled by its distance, so its stages cost no moves and it
+  /// can run deeper than the emitted forms' loadsInFlight.
+  unsigned expandedLoadsInFlight = 1;
   /// The most 32-bit registers a thread's loads issued ahead of their use
   /// may hold in one loop: a loop whose iteration loads more keeps fewer
   /// iterations in flight (none ahead where it loads this many alone), so
