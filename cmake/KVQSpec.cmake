@@ -1,6 +1,6 @@
 ##===- cmake/KVQSpec.cmake - Compile kvq specs at build time --*- cmake -*-===##
 #
-# kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [ATTEND_PROGRAMS]
+# kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [EMITTED_ATTEND]
 #              [OUTPUT_DIR <dir>] [HOST_CPU <cpu>])
 #
 # Adds a build step running `kvq-opt --kvq-compile=<dir> <spec>` (whenever the
@@ -17,9 +17,9 @@
 # defaults to ${CMAKE_CURRENT_BINARY_DIR}/<target>.kvq. HOST_CPU (default
 # KVQ_HOST_CPU, else native) is the CPU the host code is compiled for
 # (`kvq-opt --kvq-host-cpu`): name a generic one (x86-64-v2, x86-64-v3) for an
-# artifact that ships to other machines. ATTEND_PROGRAMS builds the attend
-# kernels of full-precision layers as programs (`kvq-opt
-# --kvq-attend-programs`).
+# artifact that ships to other machines. EMITTED_ATTEND emits the attend
+# kernels of full-precision layers instead of building them as programs
+# (`kvq-opt --kvq-attend-programs=false`), for side-by-side tests.
 #
 # kvq-opt is the in-tree target when it exists, else KVQ_OPT_EXECUTABLE (set
 # by kvqConfig.cmake for installed packages).
@@ -30,7 +30,7 @@
 ##===----------------------------------------------------------------------===##
 
 function(kvq_add_spec target spec)
-  cmake_parse_arguments(ARG "ARTIFACT_ONLY;ATTEND_PROGRAMS"
+  cmake_parse_arguments(ARG "ARTIFACT_ONLY;EMITTED_ATTEND"
                         "OUTPUT_DIR;HOST_CPU" "" ${ARGN})
   if(NOT ARG_HOST_CPU)
     set(ARG_HOST_CPU ${KVQ_HOST_CPU})
@@ -56,8 +56,8 @@ function(kvq_add_spec target spec)
   endif()
 
   set(flags)
-  if(ARG_ATTEND_PROGRAMS)
-    list(APPEND flags --kvq-attend-programs)
+  if(ARG_EMITTED_ATTEND)
+    list(APPEND flags --kvq-attend-programs=false)
   endif()
 
   set(outputs "${dir}/manifest.json" "${dir}/kernels.o" "${dir}/kernels.so")

@@ -10,13 +10,13 @@
 // The forms passes make it each target's: the host's vectors (channels the
 // lanes of the dots and value sums, tokens those of the softmax, a page
 // ahead asked for) and the GPU's threads (16-byte row loads, teams of a
-// warp's threads, no page asked for). The program is opt-in
-// (`attend-programs`): by default the kernel is emitted for each target.
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=EMITTED
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=true | FileCheck %s --check-prefix=PROGRAM
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=true | FileCheck %s --check-prefix=CLEAN
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=true --kvq-instantiate-programs --kvq-vectorize-parallel | FileCheck %s --check-prefix=HOST
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=true --kvq-instantiate-programs --kvq-distribute-parallel | FileCheck %s --check-prefix=DEVICE
+// warp's threads, no page asked for). The program is the default;
+// `attend-programs=false` emits the kernel for each target instead.
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=false | FileCheck %s --check-prefix=EMITTED
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=PROGRAM
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=CLEAN
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-instantiate-programs --kvq-vectorize-parallel | FileCheck %s --check-prefix=HOST
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels --kvq-instantiate-programs --kvq-distribute-parallel | FileCheck %s --check-prefix=DEVICE
 
 kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
   kvq.keys window <sink = 2, recent = 8, flush = 4> {

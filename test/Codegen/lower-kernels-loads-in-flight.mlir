@@ -1,5 +1,8 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=false | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=false | FileCheck %s --check-prefix=CPU
+// The emitted fp16 attend kernel (`attend-programs=false`; by default it
+// is the attend program, whose loops kvq-pipeline-loads keeps in flight:
+// pipeline-loads.mlir, attend-program.mlir).
 
 // The GPU's streaming loops emit KernelTarget::getLoadsInFlight() = 4
 // iterations at a time (KernelBuilder::forLoopInFlight), so that a thread

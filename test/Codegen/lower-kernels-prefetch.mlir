@@ -1,5 +1,8 @@
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=CPU
-// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels | FileCheck %s --check-prefix=GPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=false | FileCheck %s --check-prefix=CPU
+// RUN: kvq-opt %s --kvq-assign-layout --kvq-plan-kernels --kvq-select-forms --kvq-lower-kernels=attend-programs=false | FileCheck %s --check-prefix=GPU
+// The fp16 kernels are the emitted ones (`attend-programs=false`); the
+// attend program asks for the next page's row the same way
+// (attend-program.mlir, HOST).
 
 // The CPU's attend kernel streams the next page's slice in while it reads
 // one (its hardware prefetchers stop at 4 KiB pages; slices are 32 KiB

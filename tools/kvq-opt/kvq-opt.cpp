@@ -48,8 +48,8 @@ static llvm::cl::opt<std::string> hostCpu(
 static llvm::cl::opt<bool> attendPrograms(
     "kvq-attend-programs",
     llvm::cl::desc("With --kvq-compile: build the attend kernels of "
-                   "full-precision layers as programs"),
-    llvm::cl::init(false));
+                   "full-precision layers as programs (=false: emitted)"),
+    llvm::cl::init(true));
 
 static llvm::cl::opt<bool> helpKvq(
     "help-kvq",

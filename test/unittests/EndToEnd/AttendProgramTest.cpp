@@ -1,8 +1,9 @@
 //===- AttendProgramTest.cpp - the attend program against the emitted kernel
 //===//
 //
-// The attend kernel of full-precision caches built as a program
-// (kvq-opt --kvq-attend-programs) computes what the emitted kernel does, on
+// The attend kernel of full-precision caches built as a program (the
+// default) computes what the emitted kernel (kvq-opt
+// --kvq-attend-programs=false) does, on
 // the CPU backend and on the PTX interpreter: the same appends and queries
 // on a cache of each give outputs within
 //   max |program - emitted| <= 2e-3 * max |emitted| + 1e-4

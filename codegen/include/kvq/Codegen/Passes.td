@@ -105,15 +105,15 @@ def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
     `kvq.kernel` attribute (kind, tensor, layers); each host module names
     its cache (`kvq.cache`) and the CPU its code is for (`kvq.host_cpu`,
     from the cache's `kvq.target`). The `kvq.cache` ops stay. Flush,
-    key-norm and track kernels, and with `attend-programs` the attend
-    kernels of full-precision layers (isAttendProgram), are built instead
-    as one program for both targets in `builtin.module @<cache>_program`
-    (kvq-instantiate-programs makes them each target's). The attend
-    program is opt-in until the GPU's latency model matches the emitted
-    kernel's (docs/Performance.md, "The attend program").
+    key-norm and track kernels, and the attend kernels of full-precision
+    layers (isAttendProgram), are built instead as one program for both
+    targets in `builtin.module @<cache>_program` (kvq-instantiate-programs
+    makes them each target's). `attend-programs=false` emits those attend
+    kernels instead, for side-by-side comparison (docs/Performance.md,
+    "The attend program").
   }];
   let options = [
-    Option<"attendPrograms", "attend-programs", "bool", /*default=*/"false",
+    Option<"attendPrograms", "attend-programs", "bool", /*default=*/"true",
            "Build the attend kernels of full-precision layers as programs">
   ];
   let dependentDialects = [

@@ -37,8 +37,8 @@ struct KVQCompilePipelineOptions
   Option<bool> attendPrograms{
       *this, "attend-programs",
       llvm::cl::desc("Build the attend kernels of full-precision layers as "
-                     "programs (kvq-lower-kernels)"),
-      llvm::cl::init(false)};
+                     "programs (kvq-lower-kernels; false: emitted)"),
+      llvm::cl::init(true)};
 
   /// `chips`, or the chips every artifact carries if none are named.
   llvm::SmallVector<std::string> getChips() const;
