@@ -65,6 +65,7 @@ void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
   host.addPass(arith::createArithExpandOpsPass(expand));
   host.addPass(createConvertToLLVMPass());
   host.addPass(createReconcileUnrealizedCastsPass());
+  host.addPass(createKVQMoveBF16AsBits());
 }
 
 void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {

@@ -9,7 +9,8 @@
 //   max |program - emitted| <= 2e-3 * max |emitted| + 1e-4
 // (the kernels differ in summation order). The specs split calls into many
 // splits (merged by the last block), cross sinks, pages and window rings,
-// and tile 16 query heads a kv-head in two.
+// tile 16 query heads a kv-head in two, and hold a bf16 model's rows with
+// host code for x86-64-v3.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,7 +100,10 @@ INSTANTIATE_TEST_SUITE_P(
                            KVQ_ARTIFACT_DIR_E2E_FP_D64_GQA4_PROGRAMS},
                       Spec{"fp_f32_d128_gqa16",
                            KVQ_ARTIFACT_DIR_E2E_FP_F32_D128_GQA16,
-                           KVQ_ARTIFACT_DIR_E2E_FP_F32_D128_GQA16_PROGRAMS}),
+                           KVQ_ARTIFACT_DIR_E2E_FP_F32_D128_GQA16_PROGRAMS},
+                      Spec{"fp_bf16_d64_gqa4",
+                           KVQ_ARTIFACT_DIR_E2E_FP_BF16_D64_GQA4,
+                           KVQ_ARTIFACT_DIR_E2E_FP_BF16_D64_GQA4_PROGRAMS}),
     [](const ::testing::TestParamInfo<Spec> &Info) {
       return std::string(Info.param.Name);
     });

@@ -248,6 +248,23 @@ def KVQRunningExtrema : Pass<"kvq-running-extrema", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def KVQMoveBF16AsBits : Pass<"kvq-move-bf16-as-bits", "::mlir::ModuleOp"> {
+  let summary = "bf16 loads and stores of a host module as i16";
+  let description = [{
+    Every `llvm.load` and `llvm.store` of bf16 values (scalars or vectors)
+    moves their bits as i16, with an `llvm.bitcast` at the value. x86
+    without AVX512-BF16 has no bf16 registers: LLVM's legalisation widens a
+    bf16 value to f32 and rounds it back for the store, through
+    `__truncsfbf2`, which Debian 12's libgcc lacks, so a full-precision
+    flush of a bf16 model (a copy of rows) compiled for x86-64-v3 left a
+    `kernels.so` that could not be loaded. A bitcast to and from i16 costs
+    nothing and folds away where a loaded value is stored again. Runs on the
+    host modules after their conversion to the LLVM dialect
+    (`kvq-host-to-llvm`).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def KVQExpandMath : Pass<"kvq-expand-math", "::mlir::ModuleOp"> {
   let summary = "Kernel programs' math ops as each target's arithmetic";
   let description = [{
