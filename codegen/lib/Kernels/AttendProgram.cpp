@@ -34,6 +34,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -77,6 +78,9 @@ private:
   Value descriptor(unsigned field);
   /// The part of `range` inside [lo, hi).
   TokenRange clip(TokenRange range, Value lo, Value hi);
+  /// The split's tokens in each region of the keys (`id` 0) or values (1):
+  /// sinks, page rows, the window ring.
+  std::array<TokenRange, 3> getRegionRanges(unsigned id);
   /// The D elements of a full-precision row at byte `byteOffset` (i64) of
   /// the byte buffer `bytes`, aligned as rows are; rowView: at element
   /// `element` (i32).
@@ -151,6 +155,13 @@ TokenRange AttendProgram::clip(TokenRange range, Value lo, Value hi) {
   Value begin = pb.maxS(range.begin, lo);
   Value end = pb.maxS(pb.select(pb.ult(hi, range.end), hi, range.end), begin);
   return {begin, end};
+}
+
+std::array<TokenRange, 3> AttendProgram::getRegionRanges(unsigned id) {
+  Value sinkEnd = sink[id], pagedEnd = pb.add(sink[id], paged[id]);
+  return {clip(splitRange, pb.i32(0), sinkEnd),
+          clip(splitRange, sinkEnd, pagedEnd),
+          clip(splitRange, pagedEnd, tokens)};
 }
 
 Value AttendProgram::rowAt(Value bytes, Value byteOffset) {
@@ -364,10 +375,7 @@ void AttendProgram::softmax() {
 }
 
 void AttendProgram::sumValues(Value firstQueryHead) {
-  Value sinkEnd = sink[1], pagedEnd = pb.add(sink[1], paged[1]);
-  TokenRange ranges[3] = {clip(splitRange, pb.i32(0), sinkEnd),
-                          clip(splitRange, sinkEnd, pagedEnd),
-                          clip(splitRange, pagedEnd, tokens)};
+  std::array<TokenRange, 3> ranges = getRegionRanges(/*id=*/1);
   // The partial rows of the tile's heads: [D + 2] f32 slots each, m and l,
   // then the outputs normalised by l from byte 8 (getPartialOutputType).
   Type outputType = getPartialOutputType(layout, b.getContext());
@@ -546,10 +554,7 @@ void AttendProgram::build(StringRef name) {
   pb.forEach(pb.i32(0), pb.i32(ratio / heads), [&](Value tile) {
     Value firstQueryHead = pb.add(firstHead, pb.mul(tile, pb.i32(heads)));
     loadQueries(firstQueryHead);
-    Value sinkEnd = sink[0], pagedEnd = pb.add(sink[0], paged[0]);
-    TokenRange ranges[3] = {clip(splitRange, pb.i32(0), sinkEnd),
-                            clip(splitRange, sinkEnd, pagedEnd),
-                            clip(splitRange, pagedEnd, tokens)};
+    std::array<TokenRange, 3> ranges = getRegionRanges(/*id=*/0);
     for (unsigned region : getRegions(layout.keys))
       scoreRegion(ranges[region], region);
     softmax();

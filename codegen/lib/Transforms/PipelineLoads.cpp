@@ -233,9 +233,8 @@ static unsigned getLoadRegisters(ArrayRef<Operation *> issue) {
   return unsigned(llvm::divideCeil(bits, 32));
 }
 
-/// Modulo variable expansion of the pipelined `loop` of a kernel program
-/// (`isProgramLoop`: its streams are memref loads): the loop is unrolled
-/// by the `distance` its loads run ahead, so that each
+/// Modulo variable expansion of a kernel program's pipelined `loop`: the
+/// loop is unrolled by the `distance` its loads run ahead, so that each
 /// load writes the registers its use reads, `distance` copies later. Else
 /// every iteration moves each load's value one stage along, and a GPU
 /// thread stalls at the first move of a value still in flight: the loads
@@ -243,10 +242,7 @@ static unsigned getLoadRegisters(ArrayRef<Operation *> issue) {
 /// value sums waited for every load). The emitted kernels' loops keep the
 /// moves: unrolled, fp16's attend kernel took 255 registers and spilled
 /// 3.5 KB on sm_90.
-static LogicalResult expandModuloVariables(scf::ForOp loop, bool isProgramLoop,
-                                           unsigned distance) {
-  if (!isProgramLoop)
-    return success();
+static LogicalResult expandModuloVariables(scf::ForOp loop, unsigned distance) {
   // Upstream's unrolling divides the bounds' difference without a sign: a
   // loop that runs no iteration must end where it starts.
   OpBuilder b(loop);
@@ -298,7 +294,8 @@ static LogicalResult pipelineLoop(scf::ForOp loop, const TargetInfo &info) {
   FailureOr<scf::ForOp> pipelined =
       scf::pipelineForLoop(rewriter, loop, options, &modified);
   if (succeeded(pipelined))
-    return expandModuloVariables(*pipelined, isProgramLoop, distance);
+    return isProgramLoop ? expandModuloVariables(*pipelined, distance)
+                         : success();
   if (!modified)
     return success();
   return emitError(loc, "kvq-pipeline-loads: the scf pipeliner failed after "

@@ -214,18 +214,21 @@ def KVQPipelineLoads : Pass<"kvq-pipeline-loads", "::mlir::ModuleOp"> {
     every innermost `scf.for` that loads from buffers it does not write,
     with upstream's scf loop pipeliner, so that those loads (and their
     addresses) run the target's `loadsInFlight` iterations ahead of the
-    rest of the loop, fewer where the loaded values would take more than
-    the target's `loadRegisters` registers (none ahead below two). The GPU
-    keeps that many loads in flight per thread; the CPU (1) is left as it
-    is. The loads are the kernel programs' memref
-    loads (and a GPU thread's row runs, `vector.load`) and the emitted
-    kernels' pointer loads marked invariant; in a loop that also streams
-    from outside the block, loads of the block's own memory are not
-    issued early. Dynamic
-    trip counts are predicated; the epilogue is not peeled (the loop runs
-    its original iterations, its loads of iterations past the end
-    predicated), so that the body is not copied again: a peeled epilogue
-    took fp16's attend kernel on sm_90 from 168 to 255 registers.
+    rest of the loop (a kernel program's loop: `expandedLoadsInFlight`),
+    fewer where the loaded values would take more than the target's
+    `loadRegisters` registers (none ahead below two). The GPU keeps that
+    many loads in flight per thread; the CPU (1) is left as it is. The
+    loads are the kernel programs' memref loads (and a GPU thread's row
+    runs, `vector.load`) and the emitted kernels' pointer loads marked
+    invariant; in a loop that also streams from outside the block, loads
+    of the block's own memory are issued early only where a stream's
+    address reads them. Dynamic trip counts are predicated; the epilogue
+    is not peeled (the loop runs its original iterations, its loads of
+    iterations past the end predicated), so that the body is not copied
+    again: a peeled epilogue took fp16's attend kernel on sm_90 from 168
+    to 255 registers. A kernel program's pipelined loop is then unrolled
+    by its distance (modulo variable expansion), so that no loaded value
+    moves between registers while in flight.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"
