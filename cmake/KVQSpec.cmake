@@ -1,7 +1,7 @@
 ##===- cmake/KVQSpec.cmake - Compile kvq specs at build time --*- cmake -*-===##
 #
 # kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [EMITTED_ATTEND]
-#              [OUTPUT_DIR <dir>] [HOST_CPU <cpu>])
+#              [QUANTIZED_ATTEND_PROGRAMS] [OUTPUT_DIR <dir>] [HOST_CPU <cpu>])
 #
 # Adds a build step running `kvq-opt --kvq-compile=<dir> <spec>` (whenever the
 # spec or kvq-opt changes) and an INTERFACE target <target> that
@@ -19,7 +19,9 @@
 # (`kvq-opt --kvq-host-cpu`): name a generic one (x86-64-v2, x86-64-v3) for an
 # artifact that ships to other machines. EMITTED_ATTEND emits the attend
 # kernels of full-precision layers instead of building them as programs
-# (`kvq-opt --kvq-attend-programs=false`), for side-by-side tests.
+# (`kvq-opt --kvq-attend-programs=false`), for side-by-side tests;
+# QUANTIZED_ATTEND_PROGRAMS builds those of quantized layers in channel
+# order as programs (`kvq-opt --kvq-quantized-attend-programs`).
 #
 # kvq-opt is the in-tree target when it exists, else KVQ_OPT_EXECUTABLE (set
 # by kvqConfig.cmake for installed packages).
@@ -30,7 +32,8 @@
 ##===----------------------------------------------------------------------===##
 
 function(kvq_add_spec target spec)
-  cmake_parse_arguments(ARG "ARTIFACT_ONLY;EMITTED_ATTEND"
+  cmake_parse_arguments(ARG
+                        "ARTIFACT_ONLY;EMITTED_ATTEND;QUANTIZED_ATTEND_PROGRAMS"
                         "OUTPUT_DIR;HOST_CPU" "" ${ARGN})
   if(NOT ARG_HOST_CPU)
     set(ARG_HOST_CPU ${KVQ_HOST_CPU})
@@ -58,6 +61,9 @@ function(kvq_add_spec target spec)
   set(flags)
   if(ARG_EMITTED_ATTEND)
     list(APPEND flags --kvq-attend-programs=false)
+  endif()
+  if(ARG_QUANTIZED_ATTEND_PROGRAMS)
+    list(APPEND flags --kvq-quantized-attend-programs)
   endif()
 
   set(outputs "${dir}/manifest.json" "${dir}/kernels.o" "${dir}/kernels.so")

@@ -51,6 +51,13 @@ static llvm::cl::opt<bool> attendPrograms(
                    "full-precision layers as programs (=false: emitted)"),
     llvm::cl::init(true));
 
+static llvm::cl::opt<bool> quantizedAttendPrograms(
+    "kvq-quantized-attend-programs",
+    llvm::cl::desc("With --kvq-compile: build the attend kernels of quantized "
+                   "layers in channel order as programs too (default: "
+                   "emitted)"),
+    llvm::cl::init(false));
+
 static llvm::cl::opt<bool> helpKvq(
     "help-kvq",
     llvm::cl::desc("List only kvq's passes, pipelines and options, and exit"),
@@ -90,6 +97,7 @@ static void setUpCompile(mlir::PassManager &pm) {
   kvq::KVQCompilePipelineOptions options;
   options.hostCpu = hostCpu;
   options.attendPrograms = attendPrograms;
+  options.quantizedAttendPrograms = quantizedAttendPrograms;
   kvq::buildKVQCompilePipeline(pm, options);
   mlir::Pass *last = nullptr;
   for (mlir::Pass &pass : pm.getPasses())

@@ -1,9 +1,12 @@
 //===- AttendProgram.cpp - the full-precision attend kernel as a program --===//
 //
 // Block (s, h, b) attends the R = Hq / Hkv query heads of kv-head h of
-// sequence b over split s of its tokens (flash-decoding), for caches whose
-// keys and values are full-precision rows (pages, sinks and window rings in
-// the model's dtype). The program is the emitted kernel's phases written once
+// sequence b over split s of its tokens (flash-decoding). Sinks and window
+// rings are full-precision rows in the model's dtype; a page row is one
+// too, or a quantized slice's codes and parameters, read an element at a
+// time as `kvq.dequantize` of its code (the shared `loadCodeAt`) and its
+// group's scale and zero-point (key norms folded into the query). The
+// program is the emitted kernel's phases written once
 // for both targets, each phase a loop shape the targets' patterns know
 // (docs/Rationale.md, "The kernel program"):
 //   1. queries: a flat loop over a tile's R x D elements, scaled by softmax
@@ -30,6 +33,7 @@
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -44,8 +48,26 @@ bool kvq::isAttendProgram(const KernelSpec &spec, const CacheLayout &layout) {
   unsigned layer = unsigned(spec.layers.front());
   return spec.kind == KernelKind::Attend &&
          !layout.keys.layers[layer].isQuantized() &&
-         !layout.values.layers[layer].isQuantized() && !layout.hasPool(layer) &&
-         !layout.hasKeyNorm(layer);
+         !layout.values.layers[layer].isQuantized() && !layout.hasPool(layer);
+}
+
+/// Whether the program reads `slice`'s page rows: full precision, or
+/// quantized in channel order (no reorder, rotation or pre-RoPE keys).
+static bool isProgramSlice(const SliceLayout &slice) {
+  if (!slice.isQuantized())
+    return true;
+  QuantAttr quant = slice.quant;
+  return !slice.hasReorder() && !quant.isRotated() && !quant.getPreRope();
+}
+
+bool kvq::isQuantizedAttendProgram(const KernelSpec &spec,
+                                   const CacheLayout &layout) {
+  unsigned layer = unsigned(spec.layers.front());
+  const SliceLayout &keys = layout.keys.layers[layer];
+  const SliceLayout &values = layout.values.layers[layer];
+  return spec.kind == KernelKind::Attend &&
+         (keys.isQuantized() || values.isQuantized()) && isProgramSlice(keys) &&
+         isProgramSlice(values) && !layout.hasPool(layer);
 }
 
 namespace {
@@ -53,6 +75,14 @@ namespace {
 /// Tokens [begin, end) of the sequence (i32).
 struct TokenRange {
   Value begin, end;
+};
+
+/// A token's keys or values as the program reads them: a full-precision row
+/// (`row`, D elements), or a quantized page row (`pageToken` of the page
+/// whose slice's codes, scales and zero-points, null for sym, are views).
+struct TokenRow {
+  Value row;
+  Value pageToken, codes, scales, zeros;
 };
 
 class AttendProgram {
@@ -88,14 +118,21 @@ private:
   Value rowView(Value bytes, Value element);
   /// Token `t` (i32) of region `region` (0 sinks, 1 pages, 2 window) of the
   /// keys or the values: its row.
-  Value tokenRow(bool isKeys, unsigned region, Value t);
+  TokenRow tokenRow(bool isKeys, unsigned region, Value t);
+  /// Element `c` (index) of `row`, as f32: a quantized one dequantized.
+  Value element(bool isKeys, const TokenRow &row, Value c);
   /// Copies the block-table entries of the split's pages into block-local
   /// memory, so that a token's page is no dependent load from global memory
   /// (the emitted kernels look a page up once for its tokens).
   void loadSplitPages(bool isKeys);
   /// The row of page row `pageToken` (i32) of the page at block-table entry
   /// `entry` (i32) of the sequence, one of the split's pages.
-  Value pageRow(bool isKeys, Value entry, Value pageToken);
+  TokenRow pageRow(bool isKeys, Value entry, Value pageToken);
+  /// The byte offset (i64) of the kv-head's slice of that page.
+  Value pageSlice(bool isKeys, Value entry);
+  /// The quantized slice at `slice` (pageSlice): views of its codes (the
+  /// owner layer's where it shares them), scales and zero-points.
+  TokenRow quantizedRow(bool isKeys, Value slice, Value pageToken);
   /// Asks for the row of token `t`'s place in the next page of `range`'s
   /// (the last page asks for itself): a stream a page ahead, for caches
   /// whose prefetchers stop at a page (kvq-distribute-parallel drops it on
@@ -137,10 +174,11 @@ private:
   /// block-table entry of the first.
   Value splitPages[2], firstEntry[2];
   TokenRange splitRange;
-  /// Block-local: the tile's queries [R][D], scores [R][splitTokens], the
-  /// statistics (m, l) of each head, the value sums [R][D], the verdict of
-  /// the arrival.
-  Value queries, scores, stats, sums, verdict;
+  /// Block-local: the tile's queries [R][D] (and times the key norms, for
+  /// the quantized keys: `normQueries`, else the same buffer), scores
+  /// [R][splitTokens], the statistics (m, l) of each head, the value sums
+  /// [R][D], the verdict of the arrival.
+  Value queries, normQueries, scores, stats, sums, verdict;
 };
 
 } // namespace
@@ -177,18 +215,18 @@ Value AttendProgram::rowView(Value bytes, Value element) {
   return rowAt(bytes, pb.mul(pb.toI64(element), pb.i64(layout.dtypeBytes)));
 }
 
-Value AttendProgram::tokenRow(bool isKeys, unsigned region, Value t) {
+TokenRow AttendProgram::tokenRow(bool isKeys, unsigned region, Value t) {
   const TensorLayout &tensor = layout.get(isKeys);
   unsigned id = isKeys ? 0 : 1;
   if (region == 0)
-    return rowView(
+    return {rowView(
         arg(isKeys ? A::KSink : A::VSink),
-        fullPrecisionRow(pb, model, tensor.window.getSink(), slot, t, head));
+        fullPrecisionRow(pb, model, tensor.window.getSink(), slot, t, head))};
   if (region == 2)
-    return rowView(arg(isKeys ? A::KWindow : A::VWindow),
-                   windowElement(pb, model, tensor.windowCapacity, slot,
-                                 ringHead[id],
-                                 pb.sub(t, pb.add(sink[id], paged[id])), head));
+    return {rowView(
+        arg(isKeys ? A::KWindow : A::VWindow),
+        windowElement(pb, model, tensor.windowCapacity, slot, ringHead[id],
+                      pb.sub(t, pb.add(sink[id], paged[id])), head))};
   // Page rows: the block table's page, the kv-head's slice, the token's row.
   Value qpos = pb.sub(t, sink[id]);
   Value pageTokens = pb.i32(layout.pageTokens);
@@ -218,16 +256,72 @@ void AttendProgram::loadSplitPages(bool isKeys) {
   firstEntry[id] = first;
 }
 
-Value AttendProgram::pageRow(bool isKeys, Value entry, Value pageToken) {
+Value AttendProgram::pageSlice(bool isKeys, Value entry) {
   const TensorLayout &tensor = layout.get(isKeys);
   unsigned id = isKeys ? 0 : 1;
   Value page = pb.loadElement(splitPages[id], pb.sub(entry, firstEntry[id]));
-  Value sliceBytes =
-      sliceByteOffset(pb, tensor, tensor.layers[layer], page, head);
+  return sliceByteOffset(pb, tensor, tensor.layers[layer], page, head);
+}
+
+TokenRow AttendProgram::pageRow(bool isKeys, Value entry, Value pageToken) {
+  Value slice = pageSlice(isKeys, entry);
+  if (layout.get(isKeys).layers[layer].isQuantized())
+    return quantizedRow(isKeys, slice, pageToken);
   Value rowBytes =
       pb.mul(pb.toI64(pageToken), pb.i64(int64_t(dim) * layout.dtypeBytes));
-  return rowAt(arg(isKeys ? A::KPages : A::VPages),
-               pb.add(sliceBytes, rowBytes));
+  return {rowAt(arg(isKeys ? A::KPages : A::VPages), pb.add(slice, rowBytes))};
+}
+
+TokenRow AttendProgram::quantizedRow(bool isKeys, Value slice,
+                                     Value pageToken) {
+  const SliceLayout &layer = layout.get(isKeys).layers[this->layer];
+  Value pages = arg(isKeys ? A::KPages : A::VPages);
+  Type bitsType = Quantizer(pb, layer.quant).getParamBitsType();
+  auto params = [&](uint64_t offset) {
+    return pb.view(pages, pb.add(slice, pb.i64(offset)), bitsType,
+                   layer.GroupsPerPage);
+  };
+  TokenRow row;
+  row.pageToken = pageToken;
+  Value codes = slice;
+  if (layer.sharesCodes())
+    codes = pb.add(
+        slice, pb.add(pb.i64(layer.CodesLayerDelta),
+                      pb.mul(pb.toI64(head), pb.i64(layer.CodesHeadDelta))));
+  row.codes = pb.view(pages, codes, b.getI32Type(),
+                      int64_t(layer.GroupsPerPage) * layer.WordsPerGroup);
+  row.scales = params(layer.ScalesOffset);
+  if (layer.hasZeros())
+    row.zeros = params(layer.ZerosOffset);
+  return row;
+}
+
+Value AttendProgram::element(bool isKeys, const TokenRow &row, Value c) {
+  if (row.row)
+    return pb.loadElementAsF32(row.row, c);
+  const SliceLayout &slice = layout.get(isKeys).layers[layer];
+  QuantAttr quant = slice.quant;
+  unsigned group = quant.getGroup();
+  // Group n of the page and the element's place k in it (docs/KernelABI.md).
+  Value channel = pb.indexToI32(c), n, k;
+  if (quant.getSpan() == Span::Channels) {
+    n = pb.add(pb.mul(row.pageToken, pb.i32(slice.GroupsPerToken)),
+               pb.divU(channel, pb.i32(group)));
+    k = pb.remU(channel, pb.i32(group));
+  } else {
+    n = pb.add(pb.mul(pb.divU(row.pageToken, pb.i32(group)), pb.i32(dim)),
+               channel);
+    k = pb.remU(row.pageToken, pb.i32(group));
+  }
+  Value code =
+      loadCodeAt(pb, quant.getBits(), pb.mul(n, pb.i32(slice.WordsPerGroup)), k,
+                 [&](Value i) { return pb.loadElement(row.codes, i); });
+  Quantizer quantizer(pb, quant);
+  Value scale = quantizer.paramFromBits(pb.loadElement(row.scales, n));
+  Value zero = row.zeros ? quantizer.paramFromBits(pb.loadElement(row.zeros, n))
+                         : pb.f32(0);
+  return DequantizeOp::create(b, loc(), b.getF32Type(), code, scale, zero,
+                              quant);
 }
 
 void AttendProgram::prefetchNextPage(bool isKeys, TokenRange range, Value t) {
@@ -237,13 +331,31 @@ void AttendProgram::prefetchNextPage(bool isKeys, TokenRange range, Value t) {
   Value lastPage =
       pb.divU(pb.sub(pb.sub(range.end, first), pb.i32(1)), pageTokens);
   Value next = pb.minU(pb.add(pb.divU(qpos, pageTokens), pb.i32(1)), lastPage);
-  Value row = pageRow(isKeys, next, pb.remU(qpos, pageTokens));
+  Value pageToken = pb.remU(qpos, pageTokens);
+  auto prefetch = [&](Value buffer, Value at) {
+    memref::PrefetchOp::create(b, loc(), buffer, ValueRange{at},
+                               /*isWrite=*/false, /*localityHint=*/2,
+                               /*isDataCache=*/true);
+  };
+  const SliceLayout &slice = layout.get(isKeys).layers[layer];
+  if (slice.isQuantized()) {
+    // A quantized row is no run of bytes (span=tokens codes lie a group
+    // apart): the page's tokens share the slice's 64-byte lines instead,
+    // token p asking for lines [p * n, p * n + n).
+    unsigned lines = llvm::divideCeil(slice.SliceBytes, 64);
+    unsigned perToken = llvm::divideCeil(lines, layout.pageTokens);
+    Value first = pb.add(pageSlice(isKeys, next),
+                         pb.mul(pb.toI64(pageToken), pb.i64(64 * perToken)));
+    Value pages = arg(isKeys ? A::KPages : A::VPages);
+    for (unsigned line = 0; line < perToken; ++line)
+      prefetch(pages, toIndex(pb.add(first, pb.i64(64 * line))));
+    return;
+  }
+  Value row = pageRow(isKeys, next, pageToken).row;
   // Each 64-byte line of the row, into L2 (as the emitted kernels ask).
   unsigned perLine = 64 / layout.dtypeBytes;
   for (unsigned c = 0; c < dim; c += perLine)
-    memref::PrefetchOp::create(b, loc(), row, ValueRange{index(c)},
-                               /*isWrite=*/false, /*localityHint=*/2,
-                               /*isDataCache=*/true);
+    prefetch(row, index(c));
 }
 
 scf::ParallelOp
@@ -295,10 +407,22 @@ void AttendProgram::loadQueries(Value firstQueryHead) {
       pb.add(pb.mul(batch, pb.i32(model.getHeads())), firstQueryHead);
   Value first = toIndex(pb.mul(tileRow, pb.i32(dim)));
   Value scale = pb.f32(model.getSoftmaxScale() * M_LOG2E);
+  // Key norms: the kv-head's row of the sequence's norms.
+  Value norms;
+  if (normQueries != queries)
+    norms =
+        pb.row(arg(A::Norms),
+               pb.mul(pb.add(pb.mul(slot, pb.i32(model.getKvHeads())), head),
+                      pb.i32(dim)),
+               dim);
   pb.parallelFor(heads * dim, [&](Value i) {
     Value at = arith::AddIOp::create(b, loc(), first, i);
-    Value q = pb.loadElementAsF32(arg(A::Q), at);
-    pb.storeElement(pb.fmul(q, scale), queries, i);
+    Value q = pb.fmul(pb.loadElementAsF32(arg(A::Q), at), scale);
+    pb.storeElement(q, queries, i);
+    if (!norms)
+      return;
+    Value c = arith::RemUIOp::create(b, loc(), i, index(dim));
+    pb.storeElement(pb.fmul(q, pb.loadElement(norms, c)), normQueries, i);
   });
 }
 
@@ -315,18 +439,20 @@ static SmallVector<unsigned, 3> getRegions(const TensorLayout &tensor) {
 }
 
 void AttendProgram::scoreRegion(TokenRange range, unsigned region) {
-  // The heads' query rows, views at whole rows of the aligned buffer.
+  // The heads' query rows, views at whole rows of the aligned buffer; the
+  // pages' quantized keys meet them times the key norms.
+  Value buffer = region == 1 ? normQueries : queries;
   SmallVector<Value> rows;
   for (unsigned r = 0; r < heads; ++r)
-    rows.push_back(pb.row(queries, index(r * dim), dim));
+    rows.push_back(pb.row(buffer, index(r * dim), dim));
   Value count = toIndex(pb.sub(range.end, range.begin));
   pb.parallelFor(count, [&](Value i) {
     Value t = pb.add(range.begin, pb.indexToI32(i));
-    Value keys = tokenRow(/*isKeys=*/true, region, t);
+    TokenRow keys = tokenRow(/*isKeys=*/true, region, t);
     if (region == 1)
       prefetchNextPage(/*isKeys=*/true, range, t);
     scf::ParallelOp dots = parallelSum(index(dim), heads, [&](Value c) {
-      Value k = pb.loadElementAsF32(keys, c);
+      Value k = element(/*isKeys=*/true, keys, c);
       SmallVector<Value> products;
       for (Value row : rows)
         products.push_back(pb.fmul(pb.loadElement(row, c), k));
@@ -399,7 +525,8 @@ void AttendProgram::sumValues(Value firstQueryHead) {
     pb.parallelFor(dim, [&](Value c) {
       scf::ParallelOp loop = parallelSum(count, heads, [&](Value i) {
         Value t = pb.add(range.begin, pb.indexToI32(i));
-        Value v = pb.loadElementAsF32(tokenRow(/*isKeys=*/false, region, t), c);
+        Value v =
+            element(/*isKeys=*/false, tokenRow(/*isKeys=*/false, region, t), c);
         if (region == 1)
           prefetchNextPage(/*isKeys=*/false, range, t);
         Value local = toIndex(pb.sub(t, splitRange.begin));
@@ -525,6 +652,9 @@ void AttendProgram::build(StringRef name) {
   func = pb.createProgram(name, args);
   splitTokens = arg(A::SplitTokens);
   queries = pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16);
+  normQueries = layout.hasKeyNorm(layer)
+                    ? pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16)
+                    : queries;
   scores = pb.allocSplitLocal(f32, heads, toIndex(splitTokens));
   stats = pb.allocBlockLocal(f32, heads * 2);
   sums = pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16);

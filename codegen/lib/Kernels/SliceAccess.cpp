@@ -38,19 +38,8 @@ Value SliceAccess::loadCode(Value n, Value k) {
 }
 
 Value SliceAccess::loadCodeAt(Value firstWord, Value k) {
-  unsigned bits = slice.quant.getBits();
-  Value bit = kb.mul(k, kb.i32(bits));
-  Value word = kb.add(firstWord, kb.divU(bit, kb.i32(32)));
-  Value shift = kb.toI64(kb.remU(bit, kb.i32(32)));
-  Value code = kb.toI64(loadWord(word));
-  if (32 % bits != 0) {
-    // A code may straddle two words. Read the next one too, branch-free so
-    // that CPU loops vectorize: it exists, since the parameters follow the
-    // codes in every slice.
-    Value next = kb.toI64(loadWord(kb.add(word, kb.i32(1))));
-    code = kb.bitOr(code, kb.shl(next, kb.i64(32)));
-  }
-  return kb.bitAnd(kb.toI32(kb.shrU(code, shift)), kb.i32((1u << bits) - 1));
+  return kvq::loadCodeAt(kb, slice.quant.getBits(), firstWord, k,
+                         [&](Value index) { return loadWord(index); });
 }
 
 Value SliceAccess::loadGroupWord(Value n, unsigned w) {
@@ -150,6 +139,22 @@ void SliceAccess::storeScale(Value n, Value bits) {
 void SliceAccess::storeZero(Value n, Value bits) {
   if (slice.ZerosOffset >= 0)
     kb.store(bits, base, paramOffset(slice.ZerosOffset, n), slice.ParamBytes);
+}
+
+Value kvq::loadCodeAt(KernelBuilder &kb, unsigned bits, Value firstWord,
+                      Value k, function_ref<Value(Value)> loadWord) {
+  Value bit = kb.mul(k, kb.i32(bits));
+  Value word = kb.add(firstWord, kb.divU(bit, kb.i32(32)));
+  Value shift = kb.toI64(kb.remU(bit, kb.i32(32)));
+  Value code = kb.toI64(loadWord(word));
+  if (32 % bits != 0) {
+    // A code may straddle two words. Read the next one too, branch-free so
+    // that CPU loops vectorize: it exists, since the parameters follow the
+    // codes in every slice.
+    Value next = kb.toI64(loadWord(kb.add(word, kb.i32(1))));
+    code = kb.bitOr(code, kb.shl(next, kb.i64(32)));
+  }
+  return kb.bitAnd(kb.toI32(kb.shrU(code, shift)), kb.i32((1u << bits) - 1));
 }
 
 Value kvq::extractCode(KernelBuilder &kb, ArrayRef<Value> words,

@@ -41,6 +41,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQSelectForms());
   KVQLowerKernelsOptions lower;
   lower.attendPrograms = options.attendPrograms;
+  lower.quantizedAttendPrograms = options.quantizedAttendPrograms;
   pm.addPass(createKVQLowerKernels(lower));
   pm.addPass(createKVQInstantiatePrograms());
   pm.addPass(createKVQExpandHadamard());

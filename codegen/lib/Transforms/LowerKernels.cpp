@@ -213,6 +213,10 @@ struct KVQLowerKernelsPass
     if (attendPrograms)
       patterns.add<BuildKernelProgram<AttendKernelOp, buildAttendProgram,
                                       isAttendProgram>>(&getContext(), *caches);
+    if (quantizedAttendPrograms)
+      patterns.add<BuildKernelProgram<AttendKernelOp, buildAttendProgram,
+                                      isQuantizedAttendProgram>>(&getContext(),
+                                                                 *caches);
     // One in-order sweep: kernels are emitted in declaration order.
     walkAndApplyPatterns(module, std::move(patterns));
     WalkResult left = module.walk([](Operation *op) {

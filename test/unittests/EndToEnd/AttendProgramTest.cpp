@@ -1,16 +1,19 @@
 //===- AttendProgramTest.cpp - the attend program against the emitted kernel
 //===//
 //
-// The attend kernel of full-precision caches built as a program (the
-// default) computes what the emitted kernel (kvq-opt
-// --kvq-attend-programs=false) does, on
-// the CPU backend and on the PTX interpreter: the same appends and queries
-// on a cache of each give outputs within
+// The attend kernel built as a program computes what the emitted kernel
+// does, on the CPU backend and on the PTX interpreter: the same appends and
+// queries on a cache of each give outputs within
 //   max |program - emitted| <= 2e-3 * max |emitted| + 1e-4
-// (the kernels differ in summation order). The specs split calls into many
-// splits (merged by the last block), cross sinks, pages and window rings,
-// tile 16 query heads a kv-head in two, and hold a bf16 model's rows with
-// host code for x86-64-v3.
+// (the kernels differ in summation order). Full-precision caches: the
+// program (the default) against kvq-opt --kvq-attend-programs=false; the
+// full-precision specs split calls into many splits (merged by the last
+// block), cross sinks, pages and window rings, tile 16 query heads a
+// kv-head in two, and hold a bf16 model's rows with host code for
+// x86-64-v3. Quantized caches: --kvq-quantized-attend-programs against the
+// emitted forms (the default), every layer of specs with codes of 1 to 8
+// bits, spans of tokens and channels, sym, asym and hybrid modes, key
+// norms, sinks, code sharing and 12 query heads a kv-head.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +30,8 @@ namespace {
 
 struct Spec {
   const char *Name, *Emitted, *Program;
+  /// The layers checked, from layer 0.
+  unsigned Layers = 1;
 };
 
 class AttendProgramTest : public ::testing::TestWithParam<Spec> {};
@@ -72,38 +77,54 @@ TEST_P(AttendProgramTest, MatchesTheEmittedKernel) {
       SCOPED_TRACE("step " + std::to_string(Step));
       bool Both = Step >= 2;
       unsigned Count = Both ? 2 : 1;
-      for (unsigned S = 0; S < Count; ++S) {
-        unsigned Tokens = S == 0 ? N : 17 * Step;
-        std::vector<float> K = Random(Tokens * Row), V = Random(Tokens * Row);
-        ASSERT_TRUE(
-            Emitted->append(0, {{EmittedSeqs[S], Tokens, K.data(), V.data()}})
-                .ok());
-        ASSERT_TRUE(
-            Program->append(0, {{ProgramSeqs[S], Tokens, K.data(), V.data()}})
-                .ok());
-      }
-      std::vector<float> Q = Random(Count * QueryRow);
-      std::vector<float> Want, Got;
+      for (unsigned Layer = 0; Layer < P.Layers; ++Layer)
+        for (unsigned S = 0; S < Count; ++S) {
+          unsigned Tokens = S == 0 ? N : 17 * Step;
+          std::vector<float> K = Random(Tokens * Row), V = Random(Tokens * Row);
+          ASSERT_TRUE(Emitted
+                          ->append(Layer, {{EmittedSeqs[S], Tokens, K.data(),
+                                            V.data()}})
+                          .ok());
+          ASSERT_TRUE(Program
+                          ->append(Layer, {{ProgramSeqs[S], Tokens, K.data(),
+                                            V.data()}})
+                          .ok());
+        }
       std::vector<SequenceId> EmittedBatch(EmittedSeqs, EmittedSeqs + Count);
       std::vector<SequenceId> ProgramBatch(ProgramSeqs, ProgramSeqs + Count);
-      ASSERT_TRUE(Emitted->attendF32(0, EmittedBatch, Q, Want).ok());
-      Status S = Program->attendF32(0, ProgramBatch, Q, Got);
-      ASSERT_TRUE(S.ok()) << S.message();
-      expectClose(Got, Want);
+      for (unsigned Layer = 0; Layer < P.Layers; ++Layer) {
+        SCOPED_TRACE("layer " + std::to_string(Layer));
+        std::vector<float> Q = Random(Count * QueryRow);
+        std::vector<float> Want, Got;
+        ASSERT_TRUE(Emitted->attendF32(Layer, EmittedBatch, Q, Want).ok());
+        Status S = Program->attendF32(Layer, ProgramBatch, Q, Got);
+        ASSERT_TRUE(S.ok()) << S.message();
+        expectClose(Got, Want);
+      }
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Specs, AttendProgramTest,
-    ::testing::Values(Spec{"fp_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_FP_D64_GQA4,
-                           KVQ_ARTIFACT_DIR_E2E_FP_D64_GQA4_PROGRAMS},
-                      Spec{"fp_f32_d128_gqa16",
-                           KVQ_ARTIFACT_DIR_E2E_FP_F32_D128_GQA16,
-                           KVQ_ARTIFACT_DIR_E2E_FP_F32_D128_GQA16_PROGRAMS},
-                      Spec{"fp_bf16_d64_gqa4",
-                           KVQ_ARTIFACT_DIR_E2E_FP_BF16_D64_GQA4,
-                           KVQ_ARTIFACT_DIR_E2E_FP_BF16_D64_GQA4_PROGRAMS}),
+    ::testing::Values(
+        Spec{"fp_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_FP_D64_GQA4,
+             KVQ_ARTIFACT_DIR_E2E_FP_D64_GQA4_PROGRAMS},
+        Spec{"fp_f32_d128_gqa16", KVQ_ARTIFACT_DIR_E2E_FP_F32_D128_GQA16,
+             KVQ_ARTIFACT_DIR_E2E_FP_F32_D128_GQA16_PROGRAMS},
+        Spec{"fp_bf16_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_FP_BF16_D64_GQA4,
+             KVQ_ARTIFACT_DIR_E2E_FP_BF16_D64_GQA4_PROGRAMS},
+        Spec{"kivi2_d64_gqa12", KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA12,
+             KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA12_PROGRAMS},
+        Spec{"innerq_base_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA4,
+             KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA4_PROGRAMS},
+        Spec{"innerq_hybrid_d64_gqa1",
+             KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D64_GQA1,
+             KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D64_GQA1_PROGRAMS},
+        Spec{"xquant_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4,
+             KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4_PROGRAMS, 2},
+        Spec{"vector_forms_d64_gqa4", KVQ_ARTIFACT_DIR_SHIPPED_VECTOR_FORMS,
+             KVQ_ARTIFACT_DIR_E2E_VECTOR_FORMS_D64_GQA4_PROGRAMS, 5}),
     [](const ::testing::TestParamInfo<Spec> &Info) {
       return std::string(Info.param.Name);
     });

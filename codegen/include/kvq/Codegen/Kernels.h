@@ -219,9 +219,14 @@ void buildFlushProgram(mlir::OpBuilder &b, mlir::Location loc,
                        const KernelSpec &spec, const CacheLayout &layout);
 
 /// Whether attend kernel `spec` of `layout` is built as a program (its
-/// layers' keys and values are full-precision rows, with no outlier pool or
-/// key norms); buildAttendProgram builds it (AttendProgram.cpp).
+/// layers' keys and values are full-precision rows, with no outlier pool);
+/// buildAttendProgram builds it (AttendProgram.cpp).
 bool isAttendProgram(const KernelSpec &spec, const CacheLayout &layout);
+/// The same for the attend kernels of quantized layers the program reads:
+/// codes in channel order (no reorder, rotation or pre-RoPE keys), no
+/// outlier pool.
+bool isQuantizedAttendProgram(const KernelSpec &spec,
+                              const CacheLayout &layout);
 void buildAttendProgram(mlir::OpBuilder &b, mlir::Location loc,
                         const KernelSpec &spec, const CacheLayout &layout);
 

@@ -110,11 +110,20 @@ def KVQLowerKernels : Pass<"kvq-lower-kernels", "::mlir::ModuleOp"> {
     targets in `builtin.module @<cache>_program` (kvq-instantiate-programs
     makes them each target's). `attend-programs=false` emits those attend
     kernels instead, for side-by-side comparison (docs/Performance.md,
-    "The attend program").
+    "The attend program"). `quantized-attend-programs` builds the attend
+    kernels of quantized layers whose codes are in channel order
+    (isQuantizedAttendProgram: no reorder, rotation, pre-RoPE keys or
+    outlier pool) as the same program, each element dequantized by
+    `kvq.dequantize`; it is opt-in while the targets have no patterns that
+    make it as fast as the emitted forms.
   }];
   let options = [
     Option<"attendPrograms", "attend-programs", "bool", /*default=*/"true",
-           "Build the attend kernels of full-precision layers as programs">
+           "Build the attend kernels of full-precision layers as programs">,
+    Option<"quantizedAttendPrograms", "quantized-attend-programs", "bool",
+           /*default=*/"false",
+           "Build the attend kernels of quantized layers in channel order as "
+           "programs too">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

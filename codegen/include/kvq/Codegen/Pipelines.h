@@ -39,6 +39,12 @@ struct KVQCompilePipelineOptions
       llvm::cl::desc("Build the attend kernels of full-precision layers as "
                      "programs (kvq-lower-kernels; false: emitted)"),
       llvm::cl::init(true)};
+  Option<bool> quantizedAttendPrograms{
+      *this, "quantized-attend-programs",
+      llvm::cl::desc("Build the attend kernels of quantized layers in channel "
+                     "order as programs too (kvq-lower-kernels; default: "
+                     "emitted)"),
+      llvm::cl::init(false)};
 
   /// `chips`, or the chips every artifact carries if none are named.
   llvm::SmallVector<std::string> getChips() const;

@@ -85,6 +85,13 @@ mlir::Value sliceByteOffset(KernelBuilder &kb, const TensorLayout &tensor,
                             const SliceLayout &slice, mlir::Value page,
                             mlir::Value head);
 
+/// Code `k` (i32) of `bits` bits of the group whose packed words start at
+/// word `firstWord` (i32) of a slice's codes, `loadWord(i)` giving word i
+/// (a pointer load in the emitted kernels, a memref load in the programs).
+mlir::Value loadCodeAt(KernelBuilder &kb, unsigned bits, mlir::Value firstWord,
+                       mlir::Value k,
+                       llvm::function_ref<mlir::Value(mlir::Value)> loadWord);
+
 /// Code `k` (b bits) of the group whose packed words start at
 /// `words[firstWord]`, extracted from words already in registers: positions
 /// are compile-time constants.
