@@ -3,10 +3,15 @@
 // Block (s, h, b) attends the R = Hq / Hkv query heads of kv-head h of
 // sequence b over split s of its tokens (flash-decoding). Sinks and window
 // rings are full-precision rows in the model's dtype; a page row is one
-// too, or a quantized slice's codes and parameters, read an element at a
-// time as `kvq.dequantize` of its code (the shared `loadCodeAt`) and its
-// group's scale and zero-point (key norms folded into the query). The
-// program is the emitted kernel's phases written once
+// too, or a quantized slice's codes and parameters: an element
+// `kvq.dequantize` of its code (the shared `loadCodeAt`) and its group's
+// scale and zero-point, or a group at a time where a group's codes fill
+// whole words and meet one tile of the other operand: span=channels keys
+// (the query's channels) and span=tokens values (the weights of the
+// group's tokens). Its codes are then one `kvq.unpack` of its words, and
+// its scale and zero-point are folded into its dot with the tile
+// (Quantizer::foldedDot, with the tile's sum); key norms are folded into
+// the query. The program is the emitted kernel's phases written once
 // for both targets, each phase a loop shape the targets' patterns know
 // (docs/Rationale.md, "The kernel program"):
 //   1. queries: a flat loop over a tile's R x D elements, scaled by softmax
@@ -37,6 +42,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <array>
 #include <cmath>
@@ -75,6 +81,14 @@ namespace {
 /// Tokens [begin, end) of the sequence (i32).
 struct TokenRange {
   Value begin, end;
+};
+
+/// Tokens of a value region whose sums are one loop: an element at a time,
+/// or (`byGroup`) span=tokens groups, whole ones from `range.begin`.
+struct ValuePiece {
+  TokenRange range;
+  unsigned region;
+  bool byGroup;
 };
 
 /// A token's keys or values as the program reads them: a full-precision row
@@ -148,8 +162,28 @@ private:
                               function_ref<SmallVector<Value>(Value)> body);
 
   void loadQueries(Value firstQueryHead);
+  /// Whether the page keys' dots run a group at a time: span=channels
+  /// groups whose codes fill whole words, of at most 64 channels (a GPU
+  /// thread keeps the group's codes as a tile).
+  bool dotsByGroup() const;
+  /// Each head's query sum over each key group, for the folded dots.
+  void sumQueryGroups();
+  /// The dots of the tile's heads with quantized page keys `keys`, a group
+  /// of the token at a time; `rows`: the heads' query rows.
+  scf::ParallelOp groupDots(const TokenRow &keys, ArrayRef<Value> rows);
   void scoreRegion(TokenRange range, unsigned region);
   void softmax();
+  /// Whether the page values' sums run a group at a time: span=tokens
+  /// groups whose codes fill whole words, of at most 64 tokens.
+  bool sumsByGroup() const;
+  /// The value regions' pieces: the page rows, with sumsByGroup, a head
+  /// and a tail an element at a time around whole groups.
+  SmallVector<ValuePiece> getValuePieces();
+  /// Each head's weight sum over each whole group of `piece`.
+  void sumWeightGroups(const ValuePiece &piece);
+  /// The sums of the tile's heads for channel `c` over the whole groups of
+  /// `piece`.
+  scf::ParallelOp groupSums(const ValuePiece &piece, Value c);
   void sumValues(Value firstQueryHead);
   void mergeIfLast(Value firstHead);
   void merge(Value firstRow);
@@ -179,6 +213,11 @@ private:
   /// [R][splitTokens], the statistics (m, l) of each head, the value sums
   /// [R][D], the verdict of the arrival.
   Value queries, normQueries, scores, stats, sums, verdict;
+  /// Block-local, with dotsByGroup: each head's query sum over each key
+  /// group, [R][groups]; with sumsByGroup: each head's weight sum over
+  /// each value group of the split, [R][splitTokens] (the first of each
+  /// head's row used).
+  Value querySums, weightSums;
 };
 
 } // namespace
@@ -438,6 +477,56 @@ static SmallVector<unsigned, 3> getRegions(const TensorLayout &tensor) {
   return regions;
 }
 
+bool AttendProgram::dotsByGroup() const {
+  const SliceLayout &keys = layout.keys.layers[layer];
+  if (!keys.isQuantized() || keys.quant.getSpan() != Span::Channels)
+    return false;
+  unsigned group = keys.quant.getGroup();
+  return group * keys.quant.getBits() % 32 == 0 && group <= 64;
+}
+
+void AttendProgram::sumQueryGroups() {
+  unsigned group = layout.keys.layers[layer].quant.getGroup();
+  pb.parallelFor(heads * dim / group, [&](Value i) {
+    Value first = arith::MulIOp::create(b, loc(), i, index(group));
+    pb.storeElement(pb.reduceAdd(pb.loadVectorAsF32(normQueries, first, group)),
+                    querySums, i);
+  });
+}
+
+scf::ParallelOp AttendProgram::groupDots(const TokenRow &keys,
+                                         ArrayRef<Value> rows) {
+  const SliceLayout &slice = layout.keys.layers[layer];
+  QuantAttr quant = slice.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  unsigned groups = slice.GroupsPerToken;
+  Quantizer quantizer(pb, quant);
+  return parallelSum(index(groups), heads, [&](Value g) {
+    Value n = pb.add(pb.mul(keys.pageToken, pb.i32(groups)), pb.indexToI32(g));
+    Value words = vector::LoadOp::create(
+        b, loc(), VectorType::get({slice.WordsPerGroup}, b.getI32Type()),
+        keys.codes, toIndex(pb.mul(n, pb.i32(slice.WordsPerGroup))));
+    Value codes = pb.uitofp(
+        UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
+                         words, b.getI32IntegerAttr(bits),
+                         b.getI32IntegerAttr(0), b.getI32IntegerAttr(bits)));
+    Value scale = quantizer.paramFromBits(pb.loadElement(keys.scales, n));
+    Value zero = keys.zeros
+                     ? quantizer.paramFromBits(pb.loadElement(keys.zeros, n))
+                     : pb.f32(0);
+    Value first = arith::MulIOp::create(b, loc(), g, index(group));
+    SmallVector<Value> dots;
+    for (auto [r, row] : llvm::enumerate(rows)) {
+      Value q = pb.loadVectorAsF32(row, first, group);
+      Value qSum = pb.loadElement(
+          querySums, arith::AddIOp::create(b, loc(), index(r * groups), g));
+      dots.push_back(quantizer.foldedDot(
+          scale, zero, pb.reduceAdd(pb.fmul(q, codes)), qSum));
+    }
+    return dots;
+  });
+}
+
 void AttendProgram::scoreRegion(TokenRange range, unsigned region) {
   // The heads' query rows, views at whole rows of the aligned buffer; the
   // pages' quantized keys meet them times the key norms.
@@ -451,13 +540,16 @@ void AttendProgram::scoreRegion(TokenRange range, unsigned region) {
     TokenRow keys = tokenRow(/*isKeys=*/true, region, t);
     if (region == 1)
       prefetchNextPage(/*isKeys=*/true, range, t);
-    scf::ParallelOp dots = parallelSum(index(dim), heads, [&](Value c) {
-      Value k = element(/*isKeys=*/true, keys, c);
-      SmallVector<Value> products;
-      for (Value row : rows)
-        products.push_back(pb.fmul(pb.loadElement(row, c), k));
-      return products;
-    });
+    scf::ParallelOp dots =
+        region == 1 && dotsByGroup()
+            ? groupDots(keys, rows)
+            : parallelSum(index(dim), heads, [&](Value c) {
+                Value k = element(/*isKeys=*/true, keys, c);
+                SmallVector<Value> products;
+                for (Value row : rows)
+                  products.push_back(pb.fmul(pb.loadElement(row, c), k));
+                return products;
+              });
     Value local = toIndex(pb.sub(t, splitRange.begin));
     for (unsigned r = 0; r < heads; ++r)
       pb.storeElement(dots.getResult(r), scores, scoreAt(index(r), local));
@@ -500,8 +592,94 @@ void AttendProgram::softmax() {
   perHead(1, pb.f32(0), [&](Value x, Value y) { return pb.fadd(x, y); });
 }
 
-void AttendProgram::sumValues(Value firstQueryHead) {
+bool AttendProgram::sumsByGroup() const {
+  const SliceLayout &values = layout.values.layers[layer];
+  if (!values.isQuantized() || values.quant.getSpan() != Span::Tokens)
+    return false;
+  unsigned group = values.quant.getGroup();
+  return group * values.quant.getBits() % 32 == 0 && group <= 64;
+}
+
+SmallVector<ValuePiece> AttendProgram::getValuePieces() {
   std::array<TokenRange, 3> ranges = getRegionRanges(/*id=*/1);
+  SmallVector<ValuePiece> pieces;
+  for (unsigned region : getRegions(layout.values)) {
+    TokenRange range = ranges[region];
+    if (region != 1 || !sumsByGroup()) {
+      pieces.push_back({range, region, false});
+      continue;
+    }
+    // Groups start at multiples of the group size from the first page row:
+    // [begin, the first start), the whole groups, [the last start, end).
+    Value first = sink[1];
+    Value group = pb.i32(layout.values.layers[layer].quant.getGroup());
+    Value qBegin = pb.sub(range.begin, first), qEnd = pb.sub(range.end, first);
+    Value up =
+        pb.mul(pb.divU(pb.add(qBegin, pb.sub(group, pb.i32(1))), group), group);
+    Value down = pb.mul(pb.divU(qEnd, group), group);
+    Value headEnd = pb.add(first, pb.minU(up, qEnd));
+    Value groupsEnd = pb.maxS(pb.add(first, down), headEnd);
+    pieces.push_back({{range.begin, headEnd}, region, false});
+    pieces.push_back({{headEnd, groupsEnd}, region, true});
+    pieces.push_back({{groupsEnd, range.end}, region, false});
+  }
+  return pieces;
+}
+
+void AttendProgram::sumWeightGroups(const ValuePiece &piece) {
+  unsigned group = layout.values.layers[layer].quant.getGroup();
+  Value count = toIndex(
+      pb.divU(pb.sub(piece.range.end, piece.range.begin), pb.i32(group)));
+  Value first = toIndex(pb.sub(piece.range.begin, splitRange.begin));
+  pb.parallelFor(count, [&](Value j) {
+    Value at = arith::AddIOp::create(
+        b, loc(), first, arith::MulIOp::create(b, loc(), j, index(group)));
+    for (unsigned r = 0; r < heads; ++r) {
+      Value p = pb.loadVectorAsF32(scores, scoreAt(index(r), at), group);
+      pb.storeElement(pb.reduceAdd(p), weightSums, scoreAt(index(r), j));
+    }
+  });
+}
+
+scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
+  const SliceLayout &slice = layout.values.layers[layer];
+  QuantAttr quant = slice.quant;
+  unsigned group = quant.getGroup(), bits = quant.getBits();
+  Quantizer quantizer(pb, quant);
+  Value count = toIndex(
+      pb.divU(pb.sub(piece.range.end, piece.range.begin), pb.i32(group)));
+  return parallelSum(count, heads, [&](Value j) {
+    Value t =
+        pb.add(piece.range.begin, pb.mul(pb.indexToI32(j), pb.i32(group)));
+    TokenRow values = tokenRow(/*isKeys=*/false, /*region=*/1, t);
+    // The group of channel c over the tokens [t, t + group).
+    Value n =
+        pb.add(pb.mul(pb.divU(values.pageToken, pb.i32(group)), pb.i32(dim)),
+               pb.indexToI32(c));
+    Value words = vector::LoadOp::create(
+        b, loc(), VectorType::get({slice.WordsPerGroup}, b.getI32Type()),
+        values.codes, toIndex(pb.mul(n, pb.i32(slice.WordsPerGroup))));
+    Value codes = pb.uitofp(
+        UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
+                         words, b.getI32IntegerAttr(bits),
+                         b.getI32IntegerAttr(0), b.getI32IntegerAttr(bits)));
+    Value scale = quantizer.paramFromBits(pb.loadElement(values.scales, n));
+    Value zero = values.zeros
+                     ? quantizer.paramFromBits(pb.loadElement(values.zeros, n))
+                     : pb.f32(0);
+    Value local = toIndex(pb.sub(t, splitRange.begin));
+    SmallVector<Value> sums;
+    for (unsigned r = 0; r < heads; ++r) {
+      Value p = pb.loadVectorAsF32(scores, scoreAt(index(r), local), group);
+      Value pSum = pb.loadElement(weightSums, scoreAt(index(r), j));
+      sums.push_back(quantizer.foldedDot(
+          scale, zero, pb.reduceAdd(pb.fmul(p, codes)), pSum));
+    }
+    return sums;
+  });
+}
+
+void AttendProgram::sumValues(Value firstQueryHead) {
   // The partial rows of the tile's heads: [D + 2] f32 slots each, m and l,
   // then the outputs normalised by l from byte 8 (getPartialOutputType).
   Type outputType = getPartialOutputType(layout, b.getContext());
@@ -517,25 +695,34 @@ void AttendProgram::sumValues(Value firstQueryHead) {
   SmallVector<Value> sumRows;
   for (unsigned r = 0; r < heads; ++r)
     sumRows.push_back(pb.row(sums, index(r * dim), dim));
-  SmallVector<unsigned, 3> regions = getRegions(layout.values);
-  for (unsigned region : regions) {
-    bool first = region == regions.front(), last = region == regions.back();
-    TokenRange range = ranges[region];
+  SmallVector<ValuePiece> pieces = getValuePieces();
+  for (const ValuePiece &piece : pieces) {
+    if (piece.byGroup)
+      sumWeightGroups(piece);
+  }
+  for (const ValuePiece &piece : pieces) {
+    bool first = &piece == &pieces.front(), last = &piece == &pieces.back();
+    TokenRange range = piece.range;
+    unsigned region = piece.region;
     Value count = toIndex(pb.sub(range.end, range.begin));
     pb.parallelFor(dim, [&](Value c) {
-      scf::ParallelOp loop = parallelSum(count, heads, [&](Value i) {
-        Value t = pb.add(range.begin, pb.indexToI32(i));
-        Value v =
-            element(/*isKeys=*/false, tokenRow(/*isKeys=*/false, region, t), c);
-        if (region == 1)
-          prefetchNextPage(/*isKeys=*/false, range, t);
-        Value local = toIndex(pb.sub(t, splitRange.begin));
-        SmallVector<Value> products;
-        for (unsigned r = 0; r < heads; ++r)
-          products.push_back(
-              pb.fmul(pb.loadElement(scores, scoreAt(index(r), local)), v));
-        return products;
-      });
+      scf::ParallelOp loop =
+          piece.byGroup
+              ? groupSums(piece, c)
+              : parallelSum(count, heads, [&](Value i) {
+                  Value t = pb.add(range.begin, pb.indexToI32(i));
+                  Value v = element(
+                      /*isKeys=*/false, tokenRow(/*isKeys=*/false, region, t),
+                      c);
+                  if (region == 1)
+                    prefetchNextPage(/*isKeys=*/false, range, t);
+                  Value local = toIndex(pb.sub(t, splitRange.begin));
+                  SmallVector<Value> products;
+                  for (unsigned r = 0; r < heads; ++r)
+                    products.push_back(pb.fmul(
+                        pb.loadElement(scores, scoreAt(index(r), local)), v));
+                  return products;
+                });
       for (unsigned r = 0; r < heads; ++r) {
         Value sum = loop.getResult(r);
         if (!first)
@@ -657,6 +844,11 @@ void AttendProgram::build(StringRef name) {
                     : queries;
   scores = pb.allocSplitLocal(f32, heads, toIndex(splitTokens));
   stats = pb.allocBlockLocal(f32, heads * 2);
+  if (dotsByGroup())
+    querySums = pb.allocBlockLocal(
+        f32, heads * layout.keys.layers[layer].GroupsPerToken);
+  if (sumsByGroup())
+    weightSums = pb.allocSplitLocal(f32, heads, toIndex(splitTokens));
   sums = pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16);
   verdict = pb.allocBlockLocal(i32, 1);
   // A split's pages: at most one a token.
@@ -684,6 +876,8 @@ void AttendProgram::build(StringRef name) {
   pb.forEach(pb.i32(0), pb.i32(ratio / heads), [&](Value tile) {
     Value firstQueryHead = pb.add(firstHead, pb.mul(tile, pb.i32(heads)));
     loadQueries(firstQueryHead);
+    if (dotsByGroup())
+      sumQueryGroups();
     std::array<TokenRange, 3> ranges = getRegionRanges(/*id=*/0);
     for (unsigned region : getRegions(layout.keys))
       scoreRegion(ranges[region], region);

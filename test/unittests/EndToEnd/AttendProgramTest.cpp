@@ -13,7 +13,9 @@
 // x86-64-v3. Quantized caches: --kvq-quantized-attend-programs against the
 // emitted forms (the default), every layer of specs with codes of 1 to 8
 // bits, spans of tokens and channels, sym, asym and hybrid modes, key
-// norms, sinks, code sharing and 12 query heads a kv-head.
+// norms, sinks, code sharing and 12 query heads a kv-head, and a spec whose
+// 64-token splits cut the value groups (read a group at a time between
+// partial groups read an element at a time).
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,7 +126,10 @@ INSTANTIATE_TEST_SUITE_P(
         Spec{"xquant_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4,
              KVQ_ARTIFACT_DIR_E2E_XQUANT_D64_GQA4_PROGRAMS, 2},
         Spec{"vector_forms_d64_gqa4", KVQ_ARTIFACT_DIR_SHIPPED_VECTOR_FORMS,
-             KVQ_ARTIFACT_DIR_E2E_VECTOR_FORMS_D64_GQA4_PROGRAMS, 5}),
+             KVQ_ARTIFACT_DIR_E2E_VECTOR_FORMS_D64_GQA4_PROGRAMS, 5},
+        Spec{"quant_splits_d64_gqa4",
+             KVQ_ARTIFACT_DIR_E2E_QUANT_SPLITS_D64_GQA4,
+             KVQ_ARTIFACT_DIR_E2E_QUANT_SPLITS_D64_GQA4_PROGRAMS}),
     [](const ::testing::TestParamInfo<Spec> &Info) {
       return std::string(Info.param.Name);
     });
