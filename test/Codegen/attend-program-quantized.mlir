@@ -3,7 +3,9 @@
 // `quantized-attend-programs`). A span=channels page key whose groups fill
 // whole words (3-bit codes, groups of 32: 3 words) is scored a group at a
 // time: its words one vector load from a view of the slice's code words,
-// one `kvq.unpack` of its 32 codes, its dot with each head's query tile,
+// one `kvq.unpack` of its 32 codes, its dot with each head's query tile
+// (fused multiply-adds allowed; loads with the alignment the program
+// knows: 16 bytes for the query tiles, the words' own for the codes),
 // and its scale folded in once with the head's query sum over the group
 // (Quantizer::foldedDot: sym, so no zero-point); the key norms are folded
 // into a second copy of the queries, which the page keys meet and the
@@ -35,10 +37,11 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: func.func @c_attend_0(%[[Q:arg[0-9]+]]: memref<?xf16>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi32>, %[[KPAGES:arg[0-9]+]]: memref<?xi8>, %[[VPAGES:arg[0-9]+]]: memref<?xi8>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi32>, %[[KSINK:arg[0-9]+]]: memref<?xi8>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi8>, %{{.*}}: memref<?xi8>, %[[NORMS:arg[0-9]+]]: memref<?xf32>,
 // PROGRAM: %[[QUERIES:.*]] = memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
 // PROGRAM: %[[NORMQ:.*]] = memref.alloca() {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>
-// The scores (4 heads a split token), the heads' statistics (m, l), their
-// query sums over the key groups and their weight sums over the value
-// groups (4 heads a split token: at most one group a token).
-// PROGRAM: %[[SCORES:.*]] = memref.alloca(%{{.*}}) {kvq.split_local = 4 : i64}
+// The scores (4 heads a split token, aligned: the value groups read tiles
+// of them), the heads' statistics (m, l), their query sums over the key
+// groups and their weight sums over the value groups (4 heads a split
+// token: at most one group a token).
+// PROGRAM: %[[SCORES:.*]] = memref.alloca(%{{.*}}) {alignment = 16 : i64, kvq.split_local = 4 : i64}
 // PROGRAM: memref.alloca() : memref<8xf32, #gpu.address_space<workgroup>>
 // PROGRAM: %[[GROUPSUMS:.*]] = memref.alloca() : memref<8xf32, #gpu.address_space<workgroup>>
 // PROGRAM: %[[WEIGHTSUMS:.*]] = memref.alloca(%{{.*}}) {kvq.split_local = 4 : i64}
@@ -52,7 +55,7 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: memref.store %[[NQ]], %[[NORMQ]][%[[I]]]
 // Each head's query sum over each key group of 32.
 // PROGRAM: scf.parallel (%[[G:.*]]) = (%{{.*}}) to (%c8) step
-// PROGRAM: vector.load %[[NORMQ]][%{{.*}}] : memref<256xf32, #gpu.address_space<workgroup>>, vector<32xf32>
+// PROGRAM: vector.load %[[NORMQ]][%{{.*}}] {alignment = 16 : i64} : memref<256xf32, #gpu.address_space<workgroup>>, vector<32xf32>
 // PROGRAM: vector.reduction <add>
 // PROGRAM: memref.store %{{.*}}, %[[GROUPSUMS]][%[[G]]]
 // Sink keys: full-precision rows, against the plain queries.
@@ -66,16 +69,16 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // A page ahead: the next page's slice lines shared among its tokens.
 // PROGRAM: memref.prefetch %[[KPAGES]]
 // PROGRAM: scf.parallel (%[[KG:.*]]) = (%{{.*}}) to (%c2{{.*}}) step (%{{.*}}) init
-// PROGRAM: %[[WORDS:.*]] = vector.load %[[KCODES]][%{{.*}}] : memref<192xi32>, vector<3xi32>
+// PROGRAM: %[[WORDS:.*]] = vector.load %[[KCODES]][%{{.*}}] {alignment = 4 : i64} : memref<192xi32>, vector<3xi32>
 // PROGRAM: %[[CODES:.*]] = kvq.unpack %[[WORDS]] {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
 // PROGRAM: %[[CODESF:.*]] = arith.uitofp %[[CODES]] : vector<32xi32> to vector<32xf32>
 // PROGRAM: %[[SBITS:.*]] = memref.load %[[KSCALES]]
 // PROGRAM: %[[SF16:.*]] = arith.bitcast %[[SBITS]] : i16 to f16
 // PROGRAM: %[[SCALE:.*]] = arith.extf %[[SF16]] : f16 to f32
-// PROGRAM: %[[QTILE:.*]] = vector.load %[[NQROW]][%{{.*}}] : {{.*}}, vector<32xf32>
+// PROGRAM: %[[QTILE:.*]] = vector.load %[[NQROW]][%{{.*}}] {alignment = 16 : i64} : {{.*}}, vector<32xf32>
 // PROGRAM: %[[QSUM:.*]] = memref.load %[[GROUPSUMS]]
 // PROGRAM: %[[PRODUCTS:.*]] = arith.mulf %[[QTILE]], %[[CODESF]]
-// PROGRAM: %[[CODEDOT:.*]] = vector.reduction <add>, %[[PRODUCTS]]
+// PROGRAM: %[[CODEDOT:.*]] = vector.reduction <add>, %[[PRODUCTS]] fastmath<reassoc,contract>
 // The sym offset, -2^(3-1), times the scale and the query sum.
 // PROGRAM: %[[OFFSET:.*]] = arith.mulf %cst{{.*}}, %[[SCALE]]
 // PROGRAM: %[[ZTERM:.*]] = arith.mulf %[[OFFSET]], %[[QSUM]]
@@ -89,19 +92,19 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // the scale and zero-point folded in with the weight sum), the rows after
 // the last whole group an element at a time.
 // PROGRAM: scf.parallel (%[[J:.*]]) = (%{{.*}}) to (%{{.*}}) step
-// PROGRAM: %[[W:.*]] = vector.load %[[SCORES]][%{{.*}}] : memref<?xf32, #gpu.address_space<workgroup>>, vector<32xf32>
+// PROGRAM: %[[W:.*]] = vector.load %[[SCORES]][%{{.*}}] {alignment = 16 : i64} : memref<?xf32, #gpu.address_space<workgroup>>, vector<32xf32>
 // PROGRAM: %[[WSUM:.*]] = vector.reduction <add>, %[[W]]
 // PROGRAM: memref.store %[[WSUM]], %[[WEIGHTSUMS]]
 // PROGRAM: kvq.dequantize %{{.*}}, %{{.*}}, %{{.*}} : <bits = 2, mode = asym, span = tokens, group = 32>
 // PROGRAM: %[[VCODES:.*]] = memref.view %[[VPAGES]][%{{.*}}][] : memref<?xi8> to memref<128xi32>
 // PROGRAM: %[[VSCALES:.*]] = memref.view %[[VPAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi16>
 // PROGRAM: %[[VZEROS:.*]] = memref.view %[[VPAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi16>
-// PROGRAM: %[[VWORDS:.*]] = vector.load %[[VCODES]][%{{.*}}] : memref<128xi32>, vector<2xi32>
+// PROGRAM: %[[VWORDS:.*]] = vector.load %[[VCODES]][%{{.*}}] {alignment = 8 : i64} : memref<128xi32>, vector<2xi32>
 // PROGRAM: %[[VCODE:.*]] = kvq.unpack %[[VWORDS]] {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<2xi32> -> vector<32xi32>
 // PROGRAM: %[[VCODEF:.*]] = arith.uitofp %[[VCODE]]
 // PROGRAM: memref.load %[[VSCALES]]
 // PROGRAM: memref.load %[[VZEROS]]
-// PROGRAM: %[[WTILE:.*]] = vector.load %[[SCORES]][%{{.*}}] : memref<?xf32, #gpu.address_space<workgroup>>, vector<32xf32>
+// PROGRAM: %[[WTILE:.*]] = vector.load %[[SCORES]][%{{.*}}] {alignment = 16 : i64} : memref<?xf32, #gpu.address_space<workgroup>>, vector<32xf32>
 // PROGRAM: memref.load %[[WEIGHTSUMS]]
 // PROGRAM: arith.mulf %[[WTILE]], %[[VCODEF]]
 // PROGRAM: kvq.dequantize %{{.*}}, %{{.*}}, %{{.*}} : <bits = 2, mode = asym, span = tokens, group = 32>

@@ -46,6 +46,7 @@
 
 #include <array>
 #include <cmath>
+#include <numeric>
 
 using namespace mlir;
 using namespace kvq;
@@ -171,6 +172,10 @@ private:
   /// The dots of the tile's heads with quantized page keys `keys`, a group
   /// of the token at a time; `rows`: the heads' query rows.
   scf::ParallelOp groupDots(const TokenRow &keys, ArrayRef<Value> rows);
+  /// The `words` code words of group `n` of a slice's codes view.
+  Value loadGroupWords(Value codes, Value n, unsigned words);
+  /// The bytes a value group's tile of a head's scores is aligned to.
+  unsigned getWeightTileAlignment() const;
   void scoreRegion(TokenRange range, unsigned region);
   void softmax();
   /// Whether the page values' sums run a group at a time: span=tokens
@@ -477,6 +482,21 @@ static SmallVector<unsigned, 3> getRegions(const TensorLayout &tensor) {
   return regions;
 }
 
+/// The alignment of an address `bytes` past one aligned to `alignment` (a
+/// power of two).
+static unsigned getAlignment(unsigned alignment, uint64_t bytes) {
+  return unsigned(std::gcd(uint64_t(alignment), bytes));
+}
+
+Value AttendProgram::loadGroupWords(Value codes, Value n, unsigned words) {
+  // A slice's codes start on kLayoutAlignment bytes (a sharing layer's,
+  // the owner's, too), and group n's words n * words words after.
+  return vector::LoadOp::create(
+      b, loc(), VectorType::get({words}, b.getI32Type()), codes,
+      ValueRange{toIndex(pb.mul(n, pb.i32(words)))}, /*nontemporal=*/false,
+      llvm::MaybeAlign(getAlignment(abi::kLayoutAlignment, words * 4)));
+}
+
 bool AttendProgram::dotsByGroup() const {
   const SliceLayout &keys = layout.keys.layers[layer];
   if (!keys.isQuantized() || keys.quant.getSpan() != Span::Channels)
@@ -489,8 +509,9 @@ void AttendProgram::sumQueryGroups() {
   unsigned group = layout.keys.layers[layer].quant.getGroup();
   pb.parallelFor(heads * dim / group, [&](Value i) {
     Value first = arith::MulIOp::create(b, loc(), i, index(group));
-    pb.storeElement(pb.reduceAdd(pb.loadVectorAsF32(normQueries, first, group)),
-                    querySums, i);
+    Value q = pb.loadVectorAsF32(normQueries, first, group,
+                                 getAlignment(16, group * 4));
+    pb.storeElement(pb.reduceAdd(q), querySums, i);
   });
 }
 
@@ -503,9 +524,7 @@ scf::ParallelOp AttendProgram::groupDots(const TokenRow &keys,
   Quantizer quantizer(pb, quant);
   return parallelSum(index(groups), heads, [&](Value g) {
     Value n = pb.add(pb.mul(keys.pageToken, pb.i32(groups)), pb.indexToI32(g));
-    Value words = vector::LoadOp::create(
-        b, loc(), VectorType::get({slice.WordsPerGroup}, b.getI32Type()),
-        keys.codes, toIndex(pb.mul(n, pb.i32(slice.WordsPerGroup))));
+    Value words = loadGroupWords(keys.codes, n, slice.WordsPerGroup);
     Value codes = pb.uitofp(
         UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
                          words, b.getI32IntegerAttr(bits),
@@ -516,12 +535,13 @@ scf::ParallelOp AttendProgram::groupDots(const TokenRow &keys,
                      : pb.f32(0);
     Value first = arith::MulIOp::create(b, loc(), g, index(group));
     SmallVector<Value> dots;
+    // The heads' rows start on their whole rows of an aligned buffer.
+    unsigned alignment = getAlignment(getAlignment(16, dim * 4), group * 4);
     for (auto [r, row] : llvm::enumerate(rows)) {
-      Value q = pb.loadVectorAsF32(row, first, group);
+      Value q = pb.loadVectorAsF32(row, first, group, alignment);
       Value qSum = pb.loadElement(
           querySums, arith::AddIOp::create(b, loc(), index(r * groups), g));
-      dots.push_back(quantizer.foldedDot(
-          scale, zero, pb.reduceAdd(pb.fmul(q, codes)), qSum));
+      dots.push_back(quantizer.foldedDot(scale, zero, pb.dot(q, codes), qSum));
     }
     return dots;
   });
@@ -592,6 +612,18 @@ void AttendProgram::softmax() {
   perHead(1, pb.f32(0), [&](Value x, Value y) { return pb.fadd(x, y); });
 }
 
+unsigned AttendProgram::getWeightTileAlignment() const {
+  // Splits start on multiples of the split granule, each head's scores on
+  // multiples of the planned split size (one too), and value groups on
+  // multiples of the group size past the sinks, which are full before any
+  // page row: a tile starts sinks + a multiple of gcd(granule, group) tokens
+  // into the aligned scores.
+  unsigned step = std::gcd(layout.splitGranule,
+                           layout.values.layers[layer].quant.getGroup());
+  unsigned sinks = layout.values.window.getSink();
+  return getAlignment(16, 4 * std::gcd(step, sinks));
+}
+
 bool AttendProgram::sumsByGroup() const {
   const SliceLayout &values = layout.values.layers[layer];
   if (!values.isQuantized() || values.quant.getSpan() != Span::Tokens)
@@ -635,7 +667,8 @@ void AttendProgram::sumWeightGroups(const ValuePiece &piece) {
     Value at = arith::AddIOp::create(
         b, loc(), first, arith::MulIOp::create(b, loc(), j, index(group)));
     for (unsigned r = 0; r < heads; ++r) {
-      Value p = pb.loadVectorAsF32(scores, scoreAt(index(r), at), group);
+      Value p = pb.loadVectorAsF32(scores, scoreAt(index(r), at), group,
+                                   getWeightTileAlignment());
       pb.storeElement(pb.reduceAdd(p), weightSums, scoreAt(index(r), j));
     }
   });
@@ -656,9 +689,7 @@ scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
     Value n =
         pb.add(pb.mul(pb.divU(values.pageToken, pb.i32(group)), pb.i32(dim)),
                pb.indexToI32(c));
-    Value words = vector::LoadOp::create(
-        b, loc(), VectorType::get({slice.WordsPerGroup}, b.getI32Type()),
-        values.codes, toIndex(pb.mul(n, pb.i32(slice.WordsPerGroup))));
+    Value words = loadGroupWords(values.codes, n, slice.WordsPerGroup);
     Value codes = pb.uitofp(
         UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
                          words, b.getI32IntegerAttr(bits),
@@ -670,10 +701,10 @@ scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
     Value local = toIndex(pb.sub(t, splitRange.begin));
     SmallVector<Value> sums;
     for (unsigned r = 0; r < heads; ++r) {
-      Value p = pb.loadVectorAsF32(scores, scoreAt(index(r), local), group);
+      Value p = pb.loadVectorAsF32(scores, scoreAt(index(r), local), group,
+                                   getWeightTileAlignment());
       Value pSum = pb.loadElement(weightSums, scoreAt(index(r), j));
-      sums.push_back(quantizer.foldedDot(
-          scale, zero, pb.reduceAdd(pb.fmul(p, codes)), pSum));
+      sums.push_back(quantizer.foldedDot(scale, zero, pb.dot(p, codes), pSum));
     }
     return sums;
   });
@@ -842,7 +873,9 @@ void AttendProgram::build(StringRef name) {
   normQueries = layout.hasKeyNorm(layer)
                     ? pb.allocBlockLocal(f32, heads * dim, /*alignment=*/16)
                     : queries;
-  scores = pb.allocSplitLocal(f32, heads, toIndex(splitTokens));
+  // Aligned where the value groups read tiles of a head's scores.
+  scores = pb.allocSplitLocal(f32, heads, toIndex(splitTokens),
+                              sumsByGroup() ? 16 : 0);
   stats = pb.allocBlockLocal(f32, heads * 2);
   if (dotsByGroup())
     querySums = pb.allocBlockLocal(

@@ -65,11 +65,19 @@ Value ProgramBuilder::loadElementAsF32(Value memref, Value at) {
   return asF32(loadElement(memref, at));
 }
 
-Value ProgramBuilder::loadVectorAsF32(Value memref, Value at, int64_t count) {
+Value ProgramBuilder::loadVectorAsF32(Value memref, Value at, int64_t count,
+                                      unsigned alignment) {
   auto type = VectorType::get(
       {count}, cast<MemRefType>(memref.getType()).getElementType());
-  return asF32(
-      vector::LoadOp::create(builder(), getLoc(), type, memref, toIndex(at)));
+  return asF32(vector::LoadOp::create(
+      builder(), getLoc(), type, memref, ValueRange{toIndex(at)},
+      /*nontemporal=*/false, llvm::MaybeAlign(alignment)));
+}
+
+Value ProgramBuilder::dot(Value x, Value y) {
+  return vector::ReductionOp::create(
+      builder(), getLoc(), vector::CombiningKind::ADD, fmul(x, y),
+      arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
 }
 
 Value ProgramBuilder::asF32(Value x) {
@@ -146,13 +154,15 @@ Value ProgramBuilder::allocBlockLocal(Type element, int64_t count,
 }
 
 Value ProgramBuilder::allocSplitLocal(Type element, int64_t perToken,
-                                      Value splitTokens) {
+                                      Value splitTokens, unsigned alignment) {
+  assert(alignment <= 16 && "the targets align block-local memory to 16");
   OpBuilder &b = builder();
   Value count =
       arith::MulIOp::create(b, getLoc(), toIndex(splitTokens), index(perToken));
   auto alloca = memref::AllocaOp::create(
       b, getLoc(), getBlockLocalType(element, ShapedType::kDynamic),
-      ValueRange{count});
+      ValueRange{count}, ValueRange{},
+      alignment ? b.getI64IntegerAttr(alignment) : IntegerAttr());
   alloca->setAttr(kSplitLocalAttr, b.getI64IntegerAttr(perToken));
   return alloca;
 }

@@ -56,9 +56,13 @@ public:
   mlir::Value loadElement(mlir::Value memref, mlir::Value at);
   mlir::Value loadElementAsF32(mlir::Value memref, mlir::Value at);
   /// Elements [at, at + count) of a 1-D memref of floats, as a vector of
-  /// f32.
-  mlir::Value loadVectorAsF32(mlir::Value memref, mlir::Value at,
-                              int64_t count);
+  /// f32; `alignment`: the bytes their address is known to be aligned to
+  /// (0: the element's).
+  mlir::Value loadVectorAsF32(mlir::Value memref, mlir::Value at, int64_t count,
+                              unsigned alignment = 0);
+  /// The sum of x * y over the lanes of two f32 vectors, in any order and
+  /// with fused multiply-adds (attention's dots with a tile).
+  mlir::Value dot(mlir::Value x, mlir::Value y);
   /// A float, or a vector of them, as f32.
   mlir::Value asF32(mlir::Value x);
   void storeElement(mlir::Value value, mlir::Value memref, mlir::Value at);
@@ -85,9 +89,10 @@ public:
   /// of `splitTokens` (an index) tokens, the planned split size of an
   /// attend kernel: a `memref<?xelement>` marked `kvq.split_local`, whose
   /// storage kvq-instantiate-programs sizes for the target's split capacity
-  /// (KernelTarget::getSplitTokens, which bounds the plan).
+  /// (KernelTarget::getSplitTokens, which bounds the plan), starting on
+  /// `alignment` bytes (at most 16).
   mlir::Value allocSplitLocal(mlir::Type element, int64_t perToken,
-                              mlir::Value splitTokens);
+                              mlir::Value splitTokens, unsigned alignment = 0);
   /// Runs `body(i)`, `i` an index, for every i in [0, count): the block's
   /// threads share the iterations, and what one writes the next op of the
   /// block reads.
