@@ -70,15 +70,15 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: memref.prefetch %[[KPAGES]]
 // PROGRAM: scf.parallel (%[[KG:.*]]) = (%{{.*}}) to (%c2{{.*}}) step (%{{.*}}) init
 // PROGRAM: %[[WORDS:.*]] = vector.load %[[KCODES]][%{{.*}}] {alignment = 4 : i64} : memref<192xi32>, vector<3xi32>
-// PROGRAM: %[[CODES:.*]] = kvq.unpack %[[WORDS]] {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
-// PROGRAM: %[[CODESF:.*]] = arith.uitofp %[[CODES]] : vector<32xi32> to vector<32xf32>
 // PROGRAM: %[[SBITS:.*]] = memref.load %[[KSCALES]]
 // PROGRAM: %[[SF16:.*]] = arith.bitcast %[[SBITS]] : i16 to f16
 // PROGRAM: %[[SCALE:.*]] = arith.extf %[[SF16]] : f16 to f32
+// PROGRAM: %[[CODES:.*]] = kvq.unpack %[[WORDS]] {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
+// PROGRAM: %[[CODESF:.*]] = arith.uitofp %[[CODES]] : vector<32xi32> to vector<32xf32>
 // PROGRAM: %[[QTILE:.*]] = vector.load %[[NQROW]][%{{.*}}] {alignment = 16 : i64} : {{.*}}, vector<32xf32>
-// PROGRAM: %[[QSUM:.*]] = memref.load %[[GROUPSUMS]]
 // PROGRAM: %[[PRODUCTS:.*]] = arith.mulf %[[QTILE]], %[[CODESF]]
 // PROGRAM: %[[CODEDOT:.*]] = vector.reduction <add>, %[[PRODUCTS]] fastmath<reassoc,contract>
+// PROGRAM: %[[QSUM:.*]] = memref.load %[[GROUPSUMS]]
 // The sym offset, -2^(3-1), times the scale and the query sum.
 // PROGRAM: %[[OFFSET:.*]] = arith.mulf %cst{{.*}}, %[[SCALE]]
 // PROGRAM: %[[ZTERM:.*]] = arith.mulf %[[OFFSET]], %[[QSUM]]
@@ -100,13 +100,13 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: %[[VSCALES:.*]] = memref.view %[[VPAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi16>
 // PROGRAM: %[[VZEROS:.*]] = memref.view %[[VPAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi16>
 // PROGRAM: %[[VWORDS:.*]] = vector.load %[[VCODES]][%{{.*}}] {alignment = 8 : i64} : memref<128xi32>, vector<2xi32>
-// PROGRAM: %[[VCODE:.*]] = kvq.unpack %[[VWORDS]] {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<2xi32> -> vector<32xi32>
-// PROGRAM: %[[VCODEF:.*]] = arith.uitofp %[[VCODE]]
 // PROGRAM: memref.load %[[VSCALES]]
 // PROGRAM: memref.load %[[VZEROS]]
+// PROGRAM: %[[VCODE:.*]] = kvq.unpack %[[VWORDS]] {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<2xi32> -> vector<32xi32>
+// PROGRAM: %[[VCODEF:.*]] = arith.uitofp %[[VCODE]]
 // PROGRAM: %[[WTILE:.*]] = vector.load %[[SCORES]][%{{.*}}] {alignment = 16 : i64} : memref<?xf32, #gpu.address_space<workgroup>>, vector<32xf32>
-// PROGRAM: memref.load %[[WEIGHTSUMS]]
 // PROGRAM: arith.mulf %[[WTILE]], %[[VCODEF]]
+// PROGRAM: memref.load %[[WEIGHTSUMS]]
 // PROGRAM: kvq.dequantize %{{.*}}, %{{.*}}, %{{.*}} : <bits = 2, mode = asym, span = tokens, group = 32>
 
 // CLEAN-LABEL: func.func @c_attend_0(

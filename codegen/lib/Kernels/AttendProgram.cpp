@@ -174,6 +174,10 @@ private:
   scf::ParallelOp groupDots(const TokenRow &keys, ArrayRef<Value> rows);
   /// The `words` code words of group `n` of a slice's codes view.
   Value loadGroupWords(Value codes, Value n, unsigned words);
+  /// Each head's dot of a group's `group` codes of `bits` bits (packed in
+  /// `words`, unpacked at once) with its tile of `group` lanes, `tile(r)`.
+  SmallVector<Value> codeDots(Value words, unsigned bits, unsigned group,
+                              function_ref<Value(unsigned r)> tile);
   /// The bytes a value group's tile of a head's scores is aligned to.
   unsigned getWeightTileAlignment() const;
   void scoreRegion(TokenRange range, unsigned region);
@@ -525,23 +529,20 @@ scf::ParallelOp AttendProgram::groupDots(const TokenRow &keys,
   return parallelSum(index(groups), heads, [&](Value g) {
     Value n = pb.add(pb.mul(keys.pageToken, pb.i32(groups)), pb.indexToI32(g));
     Value words = loadGroupWords(keys.codes, n, slice.WordsPerGroup);
-    Value codes = pb.uitofp(
-        UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
-                         words, b.getI32IntegerAttr(bits),
-                         b.getI32IntegerAttr(0), b.getI32IntegerAttr(bits)));
     Value scale = quantizer.paramFromBits(pb.loadElement(keys.scales, n));
     Value zero = keys.zeros
                      ? quantizer.paramFromBits(pb.loadElement(keys.zeros, n))
                      : pb.f32(0);
     Value first = arith::MulIOp::create(b, loc(), g, index(group));
-    SmallVector<Value> dots;
     // The heads' rows start on their whole rows of an aligned buffer.
     unsigned alignment = getAlignment(getAlignment(16, dim * 4), group * 4);
-    for (auto [r, row] : llvm::enumerate(rows)) {
-      Value q = pb.loadVectorAsF32(row, first, group, alignment);
+    SmallVector<Value> dots = codeDots(words, bits, group, [&](unsigned r) {
+      return pb.loadVectorAsF32(rows[r], first, group, alignment);
+    });
+    for (unsigned r = 0; r < heads; ++r) {
       Value qSum = pb.loadElement(
           querySums, arith::AddIOp::create(b, loc(), index(r * groups), g));
-      dots.push_back(quantizer.foldedDot(scale, zero, pb.dot(q, codes), qSum));
+      dots[r] = quantizer.foldedDot(scale, zero, dots[r], qSum);
     }
     return dots;
   });
@@ -610,6 +611,19 @@ void AttendProgram::softmax() {
     });
   }
   perHead(1, pb.f32(0), [&](Value x, Value y) { return pb.fadd(x, y); });
+}
+
+SmallVector<Value>
+AttendProgram::codeDots(Value words, unsigned bits, unsigned group,
+                        function_ref<Value(unsigned r)> tile) {
+  Value codes = pb.uitofp(
+      UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
+                       words, b.getI32IntegerAttr(bits), b.getI32IntegerAttr(0),
+                       b.getI32IntegerAttr(bits)));
+  SmallVector<Value> dots;
+  for (unsigned r = 0; r < heads; ++r)
+    dots.push_back(pb.dot(tile(r), codes));
+  return dots;
 }
 
 unsigned AttendProgram::getWeightTileAlignment() const {
@@ -690,21 +704,19 @@ scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
         pb.add(pb.mul(pb.divU(values.pageToken, pb.i32(group)), pb.i32(dim)),
                pb.indexToI32(c));
     Value words = loadGroupWords(values.codes, n, slice.WordsPerGroup);
-    Value codes = pb.uitofp(
-        UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
-                         words, b.getI32IntegerAttr(bits),
-                         b.getI32IntegerAttr(0), b.getI32IntegerAttr(bits)));
     Value scale = quantizer.paramFromBits(pb.loadElement(values.scales, n));
     Value zero = values.zeros
                      ? quantizer.paramFromBits(pb.loadElement(values.zeros, n))
                      : pb.f32(0);
     Value local = toIndex(pb.sub(t, splitRange.begin));
-    SmallVector<Value> sums;
+    unsigned alignment = getWeightTileAlignment();
+    SmallVector<Value> sums = codeDots(words, bits, group, [&](unsigned r) {
+      return pb.loadVectorAsF32(scores, scoreAt(index(r), local), group,
+                                alignment);
+    });
     for (unsigned r = 0; r < heads; ++r) {
-      Value p = pb.loadVectorAsF32(scores, scoreAt(index(r), local), group,
-                                   getWeightTileAlignment());
       Value pSum = pb.loadElement(weightSums, scoreAt(index(r), j));
-      sums.push_back(quantizer.foldedDot(scale, zero, pb.dot(p, codes), pSum));
+      sums[r] = quantizer.foldedDot(scale, zero, sums[r], pSum);
     }
     return sums;
   });
