@@ -1,4 +1,4 @@
-//===- AttendProgram.cpp - the full-precision attend kernel as a program --===//
+//===- AttendProgram.cpp - the attend kernel as a program -----------------===//
 //
 // Block (s, h, b) attends the R = Hq / Hkv query heads of kv-head h of
 // sequence b over split s of its tokens (flash-decoding). Sinks and window
@@ -145,9 +145,14 @@ private:
   TokenRow pageRow(bool isKeys, Value entry, Value pageToken);
   /// The byte offset (i64) of the kv-head's slice of that page.
   Value pageSlice(bool isKeys, Value entry);
-  /// The quantized slice at `slice` (pageSlice): views of its codes (the
-  /// owner layer's where it shares them), scales and zero-points.
-  TokenRow quantizedRow(bool isKeys, Value slice, Value pageToken);
+  /// The quantized slice at byte `sliceBytes` (pageSlice): views of its
+  /// codes (the owner layer's where it shares them), scales and
+  /// zero-points.
+  TokenRow quantizedRow(bool isKeys, Value sliceBytes, Value pageToken);
+  /// The stored scale and zero-point (0 for sym) of group `n` of the
+  /// quantized page row `row`, as f32.
+  std::pair<Value, Value> loadParams(Quantizer &quantizer, const TokenRow &row,
+                                     Value n);
   /// Asks for the row of token `t`'s place in the next page of `range`'s
   /// (the last page asks for itself): a stream a page ahead, for caches
   /// whose prefetchers stop at a page (kvq-distribute-parallel drops it on
@@ -320,28 +325,37 @@ TokenRow AttendProgram::pageRow(bool isKeys, Value entry, Value pageToken) {
   return {rowAt(arg(isKeys ? A::KPages : A::VPages), pb.add(slice, rowBytes))};
 }
 
-TokenRow AttendProgram::quantizedRow(bool isKeys, Value slice,
+TokenRow AttendProgram::quantizedRow(bool isKeys, Value sliceBytes,
                                      Value pageToken) {
-  const SliceLayout &layer = layout.get(isKeys).layers[this->layer];
+  const SliceLayout &slice = layout.get(isKeys).layers[layer];
   Value pages = arg(isKeys ? A::KPages : A::VPages);
-  Type bitsType = Quantizer(pb, layer.quant).getParamBitsType();
+  Type bitsType = Quantizer(pb, slice.quant).getParamBitsType();
   auto params = [&](uint64_t offset) {
-    return pb.view(pages, pb.add(slice, pb.i64(offset)), bitsType,
-                   layer.GroupsPerPage);
+    return pb.view(pages, pb.add(sliceBytes, pb.i64(offset)), bitsType,
+                   slice.GroupsPerPage);
   };
   TokenRow row;
   row.pageToken = pageToken;
-  Value codes = slice;
-  if (layer.sharesCodes())
-    codes = pb.add(
-        slice, pb.add(pb.i64(layer.CodesLayerDelta),
-                      pb.mul(pb.toI64(head), pb.i64(layer.CodesHeadDelta))));
+  Value codes = sliceBytes;
+  if (slice.sharesCodes())
+    codes =
+        pb.add(sliceBytes,
+               pb.add(pb.i64(slice.CodesLayerDelta),
+                      pb.mul(pb.toI64(head), pb.i64(slice.CodesHeadDelta))));
   row.codes = pb.view(pages, codes, b.getI32Type(),
-                      int64_t(layer.GroupsPerPage) * layer.WordsPerGroup);
-  row.scales = params(layer.ScalesOffset);
-  if (layer.hasZeros())
-    row.zeros = params(layer.ZerosOffset);
+                      int64_t(slice.GroupsPerPage) * slice.WordsPerGroup);
+  row.scales = params(slice.ScalesOffset);
+  if (slice.hasZeros())
+    row.zeros = params(slice.ZerosOffset);
   return row;
+}
+
+std::pair<Value, Value>
+AttendProgram::loadParams(Quantizer &quantizer, const TokenRow &row, Value n) {
+  Value scale = quantizer.paramFromBits(pb.loadElement(row.scales, n));
+  Value zero = row.zeros ? quantizer.paramFromBits(pb.loadElement(row.zeros, n))
+                         : pb.f32(0);
+  return {scale, zero};
 }
 
 Value AttendProgram::element(bool isKeys, const TokenRow &row, Value c) {
@@ -365,9 +379,7 @@ Value AttendProgram::element(bool isKeys, const TokenRow &row, Value c) {
       loadCodeAt(pb, quant.getBits(), pb.mul(n, pb.i32(slice.WordsPerGroup)), k,
                  [&](Value i) { return pb.loadElement(row.codes, i); });
   Quantizer quantizer(pb, quant);
-  Value scale = quantizer.paramFromBits(pb.loadElement(row.scales, n));
-  Value zero = row.zeros ? quantizer.paramFromBits(pb.loadElement(row.zeros, n))
-                         : pb.f32(0);
+  auto [scale, zero] = loadParams(quantizer, row, n);
   return DequantizeOp::create(b, loc(), b.getF32Type(), code, scale, zero,
                               quant);
 }
@@ -529,10 +541,7 @@ scf::ParallelOp AttendProgram::groupDots(const TokenRow &keys,
   return parallelSum(index(groups), heads, [&](Value g) {
     Value n = pb.add(pb.mul(keys.pageToken, pb.i32(groups)), pb.indexToI32(g));
     Value words = loadGroupWords(keys.codes, n, slice.WordsPerGroup);
-    Value scale = quantizer.paramFromBits(pb.loadElement(keys.scales, n));
-    Value zero = keys.zeros
-                     ? quantizer.paramFromBits(pb.loadElement(keys.zeros, n))
-                     : pb.f32(0);
+    auto [scale, zero] = loadParams(quantizer, keys, n);
     Value first = arith::MulIOp::create(b, loc(), g, index(group));
     // The heads' rows start on their whole rows of an aligned buffer.
     unsigned alignment = getAlignment(getAlignment(16, dim * 4), group * 4);
@@ -704,10 +713,7 @@ scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
         pb.add(pb.mul(pb.divU(values.pageToken, pb.i32(group)), pb.i32(dim)),
                pb.indexToI32(c));
     Value words = loadGroupWords(values.codes, n, slice.WordsPerGroup);
-    Value scale = quantizer.paramFromBits(pb.loadElement(values.scales, n));
-    Value zero = values.zeros
-                     ? quantizer.paramFromBits(pb.loadElement(values.zeros, n))
-                     : pb.f32(0);
+    auto [scale, zero] = loadParams(quantizer, values, n);
     Value local = toIndex(pb.sub(t, splitRange.begin));
     unsigned alignment = getWeightTileAlignment();
     SmallVector<Value> sums = codeDots(words, bits, group, [&](unsigned r) {
