@@ -168,9 +168,8 @@ private:
                               function_ref<SmallVector<Value>(Value)> body);
 
   void loadQueries(Value firstQueryHead);
-  /// Whether the page keys' dots run a group at a time: span=channels
-  /// groups whose codes fill whole words, of at most 64 channels (a GPU
-  /// thread keeps the group's codes as a tile).
+  /// Whether the page keys' dots run a group at a time (span=channels
+  /// groups: isReadByGroup).
   bool dotsByGroup() const;
   /// Each head's query sum over each key group, for the folded dots.
   void sumQueryGroups();
@@ -187,8 +186,8 @@ private:
   unsigned getWeightTileAlignment() const;
   void scoreRegion(TokenRange range, unsigned region);
   void softmax();
-  /// Whether the page values' sums run a group at a time: span=tokens
-  /// groups whose codes fill whole words, of at most 64 tokens.
+  /// Whether the page values' sums run a group at a time (span=tokens
+  /// groups: isReadByGroup).
   bool sumsByGroup() const;
   /// The value regions' pieces: the page rows, with sumsByGroup, a head
   /// and a tail an element at a time around whole groups.
@@ -513,12 +512,18 @@ Value AttendProgram::loadGroupWords(Value codes, Value n, unsigned words) {
       llvm::MaybeAlign(getAlignment(abi::kLayoutAlignment, words * 4)));
 }
 
-bool AttendProgram::dotsByGroup() const {
-  const SliceLayout &keys = layout.keys.layers[layer];
-  if (!keys.isQuantized() || keys.quant.getSpan() != Span::Channels)
+/// Whether `slice`'s groups are read a group at a time: quantized with
+/// `span`, so that a group lies along the tile it meets, its codes filling
+/// whole words, at most 64 of them (a GPU thread keeps them as a tile).
+static bool isReadByGroup(const SliceLayout &slice, Span span) {
+  if (!slice.isQuantized() || slice.quant.getSpan() != span)
     return false;
-  unsigned group = keys.quant.getGroup();
-  return group * keys.quant.getBits() % 32 == 0 && group <= 64;
+  unsigned group = slice.quant.getGroup();
+  return group * slice.quant.getBits() % 32 == 0 && group <= 64;
+}
+
+bool AttendProgram::dotsByGroup() const {
+  return isReadByGroup(layout.keys.layers[layer], Span::Channels);
 }
 
 void AttendProgram::sumQueryGroups() {
@@ -648,11 +653,7 @@ unsigned AttendProgram::getWeightTileAlignment() const {
 }
 
 bool AttendProgram::sumsByGroup() const {
-  const SliceLayout &values = layout.values.layers[layer];
-  if (!values.isQuantized() || values.quant.getSpan() != Span::Tokens)
-    return false;
-  unsigned group = values.quant.getGroup();
-  return group * values.quant.getBits() % 32 == 0 && group <= 64;
+  return isReadByGroup(layout.values.layers[layer], Span::Tokens);
 }
 
 SmallVector<ValuePiece> AttendProgram::getValuePieces() {
