@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -93,9 +93,13 @@ def _read_spec(spec: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Artifact:
-    """A compiled artifact directory (docs/KernelABI.md)."""
+    """A compiled artifact directory (docs/KernelABI.md). One that
+    kvq.compile made in a temporary directory owns it: the directory is
+    removed once neither the artifact nor a Cache on it is left."""
 
     dir: str
+    _temporary: tempfile.TemporaryDirectory | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def manifest_path(self) -> str:
@@ -106,12 +110,20 @@ def compile(
     spec: str, out_dir: str | None = None, host_cpu: str = "native"
 ) -> Artifact:
     """Compiles `spec` (text or a .mlir path) as `kvq-opt --kvq-compile`
-    does, into `out_dir` (a new temporary directory if None)."""
+    does, into `out_dir` (if None, a temporary directory the artifact
+    owns)."""
     text, name = _read_spec(spec)
+    temporary = None
     if out_dir is None:
-        out_dir = tempfile.mkdtemp(prefix="kvq-artifact-")
-    _kvq.compile(text, out_dir, host_cpu, name)
-    return Artifact(out_dir)
+        temporary = tempfile.TemporaryDirectory(prefix="kvq-artifact-")
+        out_dir = temporary.name
+    try:
+        _kvq.compile(text, out_dir, host_cpu, name)
+    except BaseException:
+        if temporary is not None:
+            temporary.cleanup()
+        raise
+    return Artifact(out_dir, temporary)
 
 
 def set_model(
@@ -212,6 +224,9 @@ class Cache:
     ):
         directory = artifact.dir if isinstance(artifact, Artifact) else artifact
         self._cache = _kvq.Cache(directory, backend, max_sequences, pages, threads)
+        # The artifact's directory lives as long as the cache (kvq.compile's
+        # temporary one is removed with the last reference).
+        self._artifact = artifact
 
     layers = property(lambda self: self._cache.layers,
                       doc="Layers of the artifact's model.")

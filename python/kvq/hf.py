@@ -148,8 +148,8 @@ class KvqCache(Cache):
 
     `spec` is a shipped spec's name ("kivi-2bit") or a .mlir path; it is
     restated for the model's layers, heads and head_dim (clamping groups
-    wider than a head) and compiled into `work_dir` (a new temporary
-    directory if None). `channel_order` ("interleaved" or "half") is the
+    wider than a head) and compiled into `work_dir` (if None, a temporary
+    directory removed with the cache). `channel_order` ("interleaved" or "half") is the
     order kvq takes channels in for a spec that states none (see the module
     docstring); it must agree with one that does. `threads` are the kvq
     cache's threads.
@@ -177,8 +177,7 @@ class KvqCache(Cache):
         self.spec = kvq_eval.restate(spec, layers, self.heads, self.kv_heads,
                                      self.head_dim, dtype)
         self.artifact = kvq.compile(
-            self.spec, os.path.join(work_dir or tempfile.mkdtemp(prefix="kvq-hf-"),
-                                    kvq_eval.spec_label(spec)))
+            self.spec, os.path.join(self._work_dir(work_dir), kvq_eval.spec_label(spec)))
         with open(self.artifact.manifest_path) as f:
             manifest = json.load(f)
         self.page_tokens = manifest["page_tokens"]
@@ -212,6 +211,13 @@ class KvqCache(Cache):
             raise kvq.Error(f"the spec takes its channels in {stated} order (its "
                             f"channel_order or pre-RoPE rotation), not {requested}")
         return stated
+
+    def _work_dir(self, work_dir: str | None) -> str:
+        """`work_dir`, or a temporary directory the cache owns."""
+        if work_dir is not None:
+            return work_dir
+        self._temporary = tempfile.TemporaryDirectory(prefix="kvq-hf-")
+        return self._temporary.name
 
     def _check_rope(self, model, config):
         """A spec of pre-RoPE keys must rotate them by the model's RoPE, which

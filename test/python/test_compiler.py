@@ -1,8 +1,10 @@
 """kvq.compile, kvq.set_model and kvq.report_bits against kvq-opt's
 behaviour: same artifacts, same diagnostics, same accounting."""
 
+import gc
 import json
 import os
+import tempfile
 
 import pytest
 
@@ -55,6 +57,27 @@ def test_cache_names_must_be_identifiers(tmp_path, name):
     assert "<spec>:1:1:" in str(error.value)
     assert isinstance(error.value, kvq.Error)
     assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_compile_without_out_dir_owns_its_temporary_directory():
+    artifact = kvq.compile(_full_precision_cache("owned"))
+    directory = artifact.dir
+    assert os.path.isfile(artifact.manifest_path)
+    cache = kvq.Cache(artifact, max_sequences=1, pages=2)
+    del artifact
+    gc.collect()
+    assert os.path.isfile(os.path.join(directory, "manifest.json"))  # the cache's
+    del cache
+    gc.collect()
+    assert not os.path.exists(directory)
+
+
+def test_failed_compile_leaves_no_temporary_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(kvq.SpecError):
+        kvq.compile("kvq.cache @x model <layers = 1, heads = 2, kv_heads = 3, "
+                    "head_dim = 4, dtype = f16> page 1 {}")
+    assert os.listdir(tmp_path) == []
 
 
 def test_unsupported_feature_is_a_spec_error():
