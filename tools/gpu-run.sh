@@ -8,7 +8,9 @@
 #                                  new) and copies it into .gpu/ (about 30
 #                                  MB), with the GPU model of the
 #                                  benchmark's four shapes, computed here on
-#                                  the PTX interpreter (5 minutes)
+#                                  the PTX interpreter (15 minutes: the
+#                                  quantized attend programs' cells are
+#                                  slow to interpret)
 #   tools/gpu-run.sh run [LOGS]    there, in the repository's root, .gpu/
 #                                  carried: the CUDA tests, then kvq-bench
 #                                  --device cuda at the four shapes with the
@@ -26,11 +28,17 @@ set -euo pipefail
 PACK=.gpu
 SHAPES=(--contexts "4096,32768" --batches "1,8")
 BENCH_SPECS=(fp16-gqa kivi-2bit-gqa innerq-base-gqa)
+# The quantized specs' attend kernels built as programs, beside the emitted
+# ones (`<cache>@programs` in the tables).
+PROGRAM_SPECS=(kivi-2bit-gqa innerq-base-gqa)
 
 bench_artifacts() {
   local build=$1
   for spec in "${BENCH_SPECS[@]}"; do
     echo "$build/tools/kvq-bench/kvq_bench_$spec.kvq"
+  done
+  for spec in "${PROGRAM_SPECS[@]}"; do
+    echo "$build/tools/kvq-bench/programs/kvq_bench_$spec.kvq"
   done
 }
 
@@ -54,7 +62,7 @@ pack() {
       test/unittests/EndToEnd/EngineApiTests \
       test/unittests/EndToEnd/*.kvq \
       test/unittests/PTXInterp/PTXInterpTests \
-      tools/kvq-bench/*.kvq "$OLDPWD/$PACK/build/"
+      tools/kvq-bench/*.kvq tools/kvq-bench/programs "$OLDPWD/$PACK/build/"
   )
   echo "gpu-run: modelling the four shapes on the PTX interpreter" >&2
   local artifacts

@@ -455,7 +455,7 @@ std::vector<AttendResult> runAttend(Bench &bench,
 
 /// Prints the GPU model of attention at every context.
 void runGpuModel(Bench &bench, std::shared_ptr<const Artifact> artifact,
-                 unsigned batch) {
+                 const std::string &name, unsigned batch) {
   const Options &options = bench.options;
   const ModelShape &model = artifact->manifest().Model;
   growThroughContexts(
@@ -466,8 +466,7 @@ void runGpuModel(Bench &bench, std::shared_ptr<const Artifact> artifact,
         auto result = take(kvq::bench::modelAttend(
             artifact, cache, seqs, q, attendBytes(cache), elements,
             options.splitTokens, options.profileBlocks > 0));
-        kvq::bench::printGpuModel(artifact->manifest().Name + " " +
-                                      std::to_string(batch) + "/" +
+        kvq::bench::printGpuModel(name + " " + std::to_string(batch) + "/" +
                                       std::to_string(context) + "/" +
                                       std::to_string(result.SplitTokens),
                                   result, options.profileBlocks);
@@ -656,14 +655,27 @@ std::string parentName(std::string path) {
   return path.substr(path.rfind('/') + 1);
 }
 
+/// The name the tables give the artifact in `dir` named `name`, after the
+/// artifacts named `earlier`: the same spec compiled twice (before / after
+/// a change) is told apart by the folder that holds the artifact.
+std::string seriesName(std::string name, const std::string &dir,
+                       const std::vector<std::string> &earlier) {
+  for (const std::string &other : earlier)
+    if (other == name)
+      name += "@" + parentName(dir);
+  return name;
+}
+
 /// `--gpu-model`: the model table of every artifact, batch and context.
 int gpuModelMain(Bench &bench) {
   kvq::bench::printGpuModelHeader();
+  std::vector<std::string> names;
   for (const std::string &dir : bench.options.artifacts) {
     auto artifact = take(Artifact::open(dir));
     bench.usePool(artifact->manifest().Model);
+    names.push_back(seriesName(artifact->manifest().Name, dir, names));
     for (unsigned batch : bench.options.batches)
-      runGpuModel(bench, artifact, batch);
+      runGpuModel(bench, artifact, names.back(), batch);
   }
   return 0;
 }
@@ -698,12 +710,10 @@ int main(int argc, char **argv) {
     auto artifact = take(Artifact::open(dir));
     bench.usePool(artifact->manifest().Model);
     Series s;
-    s.name = artifact->manifest().Name;
-    // The same spec compiled twice (before / after a change): tell them
-    // apart by the folder that holds the artifact.
+    std::vector<std::string> earlier;
     for (const Series &other : series)
-      if (other.name == s.name)
-        s.name += "@" + parentName(dir);
+      earlier.push_back(other.name);
+    s.name = seriesName(artifact->manifest().Name, dir, earlier);
     for (unsigned batch : options.batches)
       s.attend.push_back(runAttend(bench, artifact, batch));
     s.append = runAppend(bench, artifact);
