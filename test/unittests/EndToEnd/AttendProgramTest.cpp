@@ -11,9 +11,10 @@
 // block), cross sinks, pages and window rings, tile 16 query heads a
 // kv-head in two, and hold a bf16 model's rows with host code for
 // x86-64-v3. Quantized caches: --kvq-quantized-attend-programs against the
-// emitted forms (the default), every layer of specs with codes of 1 to 8
-// bits, spans of tokens and channels, sym, asym and hybrid modes, key
-// norms, sinks, code sharing and 12 query heads a kv-head, and a spec whose
+// emitted forms (the default), on specs with codes of 1 to 8 bits, spans
+// of tokens and channels, sym, asym and hybrid modes, key norms, sinks,
+// code sharing (every layer where a spec's layers differ) and 12 query
+// heads a kv-head, and a spec whose
 // 64-token splits cut the value groups (read a group at a time between
 // partial groups read an element at a time).
 //
