@@ -14,9 +14,9 @@
 // emitted forms (the default), on specs with codes of 1 to 8 bits, spans
 // of tokens and channels, sym, asym and hybrid modes, key norms, sinks,
 // code sharing (every layer where a spec's layers differ) and 12 query
-// heads a kv-head, and a spec whose
-// 64-token splits cut the value groups (read a group at a time between
-// partial groups read an element at a time).
+// heads a kv-head, and a spec whose 64-token splits cut the value groups
+// (read a group at a time between partial groups read an element at a
+// time).
 //
 //===----------------------------------------------------------------------===//
 
