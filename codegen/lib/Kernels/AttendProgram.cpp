@@ -178,10 +178,14 @@ private:
   scf::ParallelOp groupDots(const TokenRow &keys, ArrayRef<Value> rows);
   /// The `words` code words of group `n` of a slice's codes view.
   Value loadGroupWords(Value codes, Value n, unsigned words);
-  /// Each head's dot of a group's `group` codes of `bits` bits (packed in
-  /// `words`, unpacked at once) with its tile of `group` lanes, `tile(r)`.
-  SmallVector<Value> codeDots(Value words, unsigned bits, unsigned group,
-                              function_ref<Value(unsigned r)> tile);
+  /// Each head's dot of a group (its `words`, stored `scale` and `zero`)
+  /// with its tile of the group's size, `tile(r)`: the codes one
+  /// `kvq.unpack`, the scale and zero-point applied once with the tile's sum
+  /// `tileSum(r)` (Quantizer::foldedDot).
+  SmallVector<Value> foldedGroupDots(Quantizer &quantizer, QuantAttr quant,
+                                     Value words, Value scale, Value zero,
+                                     function_ref<Value(unsigned r)> tile,
+                                     function_ref<Value(unsigned r)> tileSum);
   /// The bytes a value group's tile of a head's scores is aligned to.
   unsigned getWeightTileAlignment() const;
   void scoreRegion(TokenRange range, unsigned region);
@@ -539,26 +543,24 @@ void AttendProgram::sumQueryGroups() {
 scf::ParallelOp AttendProgram::groupDots(const TokenRow &keys,
                                          ArrayRef<Value> rows) {
   const SliceLayout &slice = layout.keys.layers[layer];
-  QuantAttr quant = slice.quant;
-  unsigned group = quant.getGroup(), bits = quant.getBits();
-  unsigned groups = slice.GroupsPerToken;
-  Quantizer quantizer(pb, quant);
+  unsigned group = slice.quant.getGroup(), groups = slice.GroupsPerToken;
+  Quantizer quantizer(pb, slice.quant);
+  // The heads' rows start on their whole rows of an aligned buffer.
+  unsigned alignment = getAlignment(getAlignment(16, dim * 4), group * 4);
   return parallelSum(index(groups), heads, [&](Value g) {
     Value n = pb.add(pb.mul(keys.pageToken, pb.i32(groups)), pb.indexToI32(g));
     Value words = loadGroupWords(keys.codes, n, slice.WordsPerGroup);
     auto [scale, zero] = loadParams(quantizer, keys, n);
     Value first = arith::MulIOp::create(b, loc(), g, index(group));
-    // The heads' rows start on their whole rows of an aligned buffer.
-    unsigned alignment = getAlignment(getAlignment(16, dim * 4), group * 4);
-    SmallVector<Value> dots = codeDots(words, bits, group, [&](unsigned r) {
-      return pb.loadVectorAsF32(rows[r], first, group, alignment);
-    });
-    for (unsigned r = 0; r < heads; ++r) {
-      Value qSum = pb.loadElement(
-          querySums, arith::AddIOp::create(b, loc(), index(r * groups), g));
-      dots[r] = quantizer.foldedDot(scale, zero, dots[r], qSum);
-    }
-    return dots;
+    return foldedGroupDots(
+        quantizer, slice.quant, words, scale, zero,
+        [&](unsigned r) {
+          return pb.loadVectorAsF32(rows[r], first, group, alignment);
+        },
+        [&](unsigned r) {
+          return pb.loadElement(
+              querySums, arith::AddIOp::create(b, loc(), index(r * groups), g));
+        });
   });
 }
 
@@ -628,8 +630,11 @@ void AttendProgram::softmax() {
 }
 
 SmallVector<Value>
-AttendProgram::codeDots(Value words, unsigned bits, unsigned group,
-                        function_ref<Value(unsigned r)> tile) {
+AttendProgram::foldedGroupDots(Quantizer &quantizer, QuantAttr quant,
+                               Value words, Value scale, Value zero,
+                               function_ref<Value(unsigned r)> tile,
+                               function_ref<Value(unsigned r)> tileSum) {
+  unsigned group = quant.getGroup(), bits = quant.getBits();
   Value codes = pb.uitofp(
       UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
                        words, b.getI32IntegerAttr(bits), b.getI32IntegerAttr(0),
@@ -637,6 +642,8 @@ AttendProgram::codeDots(Value words, unsigned bits, unsigned group,
   SmallVector<Value> dots;
   for (unsigned r = 0; r < heads; ++r)
     dots.push_back(pb.dot(tile(r), codes));
+  for (unsigned r = 0; r < heads; ++r)
+    dots[r] = quantizer.foldedDot(scale, zero, dots[r], tileSum(r));
   return dots;
 }
 
@@ -700,9 +707,9 @@ void AttendProgram::sumWeightGroups(const ValuePiece &piece) {
 
 scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
   const SliceLayout &slice = layout.values.layers[layer];
-  QuantAttr quant = slice.quant;
-  unsigned group = quant.getGroup(), bits = quant.getBits();
-  Quantizer quantizer(pb, quant);
+  unsigned group = slice.quant.getGroup();
+  Quantizer quantizer(pb, slice.quant);
+  unsigned alignment = getWeightTileAlignment();
   Value count = toIndex(
       pb.divU(pb.sub(piece.range.end, piece.range.begin), pb.i32(group)));
   return parallelSum(count, heads, [&](Value j) {
@@ -716,16 +723,15 @@ scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
     Value words = loadGroupWords(values.codes, n, slice.WordsPerGroup);
     auto [scale, zero] = loadParams(quantizer, values, n);
     Value local = toIndex(pb.sub(t, splitRange.begin));
-    unsigned alignment = getWeightTileAlignment();
-    SmallVector<Value> sums = codeDots(words, bits, group, [&](unsigned r) {
-      return pb.loadVectorAsF32(scores, scoreAt(index(r), local), group,
-                                alignment);
-    });
-    for (unsigned r = 0; r < heads; ++r) {
-      Value pSum = pb.loadElement(weightSums, scoreAt(index(r), j));
-      sums[r] = quantizer.foldedDot(scale, zero, sums[r], pSum);
-    }
-    return sums;
+    return foldedGroupDots(
+        quantizer, slice.quant, words, scale, zero,
+        [&](unsigned r) {
+          return pb.loadVectorAsF32(scores, scoreAt(index(r), local), group,
+                                    alignment);
+        },
+        [&](unsigned r) {
+          return pb.loadElement(weightSums, scoreAt(index(r), j));
+        });
   });
 }
 
