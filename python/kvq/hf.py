@@ -149,10 +149,10 @@ class KvqCache(Cache):
     `spec` is a shipped spec's name ("kivi-2bit") or a .mlir path; it is
     restated for the model's layers, heads and head_dim (clamping groups
     wider than a head) and compiled into `work_dir` (if None, a temporary
-    directory removed with the cache). `channel_order` ("interleaved" or "half") is the
-    order kvq takes channels in for a spec that states none (see the module
-    docstring); it must agree with one that does. `threads` are the kvq
-    cache's threads.
+    directory removed with the cache). `channel_order` ("interleaved" or
+    "half") is the order kvq takes channels in for a spec that states none
+    (see the module docstring); it must agree with one that does. `threads`
+    are the kvq cache's threads.
     The batch size is fixed by the first forward; capacity grows as
     sequences do. `reorder_cache` (beam search), `batch_repeat_interleave`
     and `batch_select_indices` fork or drop kvq sequences; `crop` removes
