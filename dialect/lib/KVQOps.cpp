@@ -579,6 +579,26 @@ LogicalResult UnpackOp::verify() {
   return success();
 }
 
+LogicalResult GroupDotOp::verify() {
+  if (getTiles().empty())
+    return emitOpError("has no tiles");
+  if (getSums().size() != getTiles().size())
+    return emitOpError("has ")
+           << getSums().size() << " sums for " << getTiles().size() << " tiles";
+  if (getDots().size() != getTiles().size())
+    return emitOpError("has ")
+           << getDots().size() << " dots for " << getTiles().size() << " tiles";
+  int64_t group = getCodes().getType().getNumElements();
+  for (auto [r, tile] : llvm::enumerate(getTiles())) {
+    int64_t length = cast<VectorType>(tile.getType()).getNumElements();
+    if (length != group)
+      return emitOpError("tile ")
+             << r << " has " << length << " elements for a group of " << group
+             << " codes";
+  }
+  return success();
+}
+
 LogicalResult PackOp::verify() {
   int64_t streamBits = getCodes().getType().getNumElements() * getBits();
   int64_t words = getWords().getType().getNumElements();

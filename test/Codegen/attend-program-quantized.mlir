@@ -4,10 +4,10 @@
 // whole words (3-bit codes, groups of 32: 3 words) is scored a group at a
 // time: its words one vector load from a view of the slice's code words,
 // one `kvq.unpack` of its 32 codes, its dot with each head's query tile
-// (fused multiply-adds allowed; loads with the alignment the program
-// knows: 16 bytes for the query tiles, the words' own for the codes),
-// and its scale folded in once with the head's query sum over the group
-// (Quantizer::foldedDot: sym, so no zero-point); the key norms are folded
+// (one `kvq.group_dot`; loads with the alignment the program knows: 16
+// bytes for the query tiles, the words' own for the codes), its scale and
+// sym offset folded in once with the head's query sum over the group; the
+// key norms are folded
 // into a second copy of the queries, which the page keys meet and the
 // sinks do not. Span=tokens page values are summed a group at a time too
 // (a group's 32 codes against its 32 tokens' weights), the tokens of a
@@ -74,16 +74,12 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: %[[SF16:.*]] = arith.bitcast %[[SBITS]] : i16 to f16
 // PROGRAM: %[[SCALE:.*]] = arith.extf %[[SF16]] : f16 to f32
 // PROGRAM: %[[CODES:.*]] = kvq.unpack %[[WORDS]] {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
-// PROGRAM: %[[CODESF:.*]] = arith.uitofp %[[CODES]] : vector<32xi32> to vector<32xf32>
-// PROGRAM: %[[QTILE:.*]] = vector.load %[[NQROW]][%{{.*}}] {alignment = 16 : i64} : {{.*}}, vector<32xf32>
-// PROGRAM: %[[PRODUCTS:.*]] = arith.mulf %[[QTILE]], %[[CODESF]]
-// PROGRAM: %[[CODEDOT:.*]] = vector.reduction <add>, %[[PRODUCTS]] fastmath<reassoc,contract>
-// PROGRAM: %[[QSUM:.*]] = memref.load %[[GROUPSUMS]]
-// The sym offset, -2^(3-1), times the scale and the query sum.
+// The sym offset, -2^(3-1), times the scale; the slope is the scale.
 // PROGRAM: %[[OFFSET:.*]] = arith.mulf %cst{{.*}}, %[[SCALE]]
-// PROGRAM: %[[ZTERM:.*]] = arith.mulf %[[OFFSET]], %[[QSUM]]
-// PROGRAM: %[[STERM:.*]] = arith.mulf %[[SCALE]], %[[CODEDOT]]
-// PROGRAM: arith.addf %[[STERM]], %[[ZTERM]]
+// PROGRAM: %[[QTILE:.*]] = vector.load %[[NQROW]][%{{.*}}] {alignment = 16 : i64} : {{.*}}, vector<32xf32>
+// PROGRAM: %[[QSUM:.*]] = memref.load %[[GROUPSUMS]]
+// PROGRAM: %[[DOTS:.*]]:4 = kvq.group_dot %[[CODES]] slope %[[SCALE]] offset %[[OFFSET]] tiles(%[[QTILE]], %{{.*}}, %{{.*}}, %{{.*}}) sums(%[[QSUM]], %{{.*}}, %{{.*}}, %{{.*}}) : vector<32xi32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32> -> f32, f32, f32, f32
+// PROGRAM: scf.reduce(%[[DOTS]]#0, %[[DOTS]]#1, %[[DOTS]]#2, %[[DOTS]]#3 : f32, f32, f32, f32)
 // Page values: each head's weight sum over each whole group of the
 // split's page rows; then per channel the page rows before the first whole
 // group an element at a time (2-bit codes, one word: kvq.dequantize of its
@@ -103,10 +99,9 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: memref.load %[[VSCALES]]
 // PROGRAM: memref.load %[[VZEROS]]
 // PROGRAM: %[[VCODE:.*]] = kvq.unpack %[[VWORDS]] {bits = 2 : i32, offset = 0 : i32, stride = 2 : i32} : vector<2xi32> -> vector<32xi32>
-// PROGRAM: %[[VCODEF:.*]] = arith.uitofp %[[VCODE]]
 // PROGRAM: %[[WTILE:.*]] = vector.load %[[SCORES]][%{{.*}}] {alignment = 16 : i64} : memref<?xf32, #gpu.address_space<workgroup>>, vector<32xf32>
-// PROGRAM: arith.mulf %[[WTILE]], %[[VCODEF]]
-// PROGRAM: memref.load %[[WEIGHTSUMS]]
+// PROGRAM: %[[WSUM0:.*]] = memref.load %[[WEIGHTSUMS]]
+// PROGRAM: kvq.group_dot %[[VCODE]] slope %{{.*}} offset %{{.*}} tiles(%[[WTILE]], %{{.*}}, %{{.*}}, %{{.*}}) sums(%[[WSUM0]], %{{.*}}, %{{.*}}, %{{.*}})
 // PROGRAM: kvq.dequantize %{{.*}}, %{{.*}}, %{{.*}} : <bits = 2, mode = asym, span = tokens, group = 32>
 
 // CLEAN-LABEL: func.func @c_attend_0(

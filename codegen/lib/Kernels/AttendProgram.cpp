@@ -9,11 +9,11 @@
 // whole words and meet one tile of the other operand: span=channels keys
 // (the query's channels) and span=tokens values (the weights of the
 // group's tokens). Its codes are then one `kvq.unpack` of its words, and
-// its scale and zero-point are folded into its dot with the tile
-// (Quantizer::foldedDot, with the tile's sum); key norms are folded into
-// the query. The program is the emitted kernel's phases written once
-// for both targets, each phase a loop shape the targets' patterns know
-// (docs/Rationale.md, "The kernel program"):
+// its dots with the heads' tiles one `kvq.group_dot`, its scale and
+// zero-point folded in with the tiles' sums (the targets' forms:
+// kvq-expand-group-dots); key norms are folded into the query. The program is
+// the emitted kernel's phases written once for both targets, each phase a loop
+// shape the targets' patterns know (docs/Rationale.md, "The kernel program"):
 //   1. queries: a flat loop over a tile's R x D elements, scaled by softmax
 //      scale * log2(e), into block-local memory;
 //   2. scores, per region the spec keeps (sink rows, page rows through the
@@ -180,8 +180,8 @@ private:
   Value loadGroupWords(Value codes, Value n, unsigned words);
   /// Each head's dot of a group (its `words`, stored `scale` and `zero`)
   /// with its tile of the group's size, `tile(r)`: the codes one
-  /// `kvq.unpack`, the scale and zero-point applied once with the tile's sum
-  /// `tileSum(r)` (Quantizer::foldedDot).
+  /// `kvq.unpack`, the dots one `kvq.group_dot` with the tiles' sums
+  /// `tileSum(r)`.
   SmallVector<Value> foldedGroupDots(Quantizer &quantizer, QuantAttr quant,
                                      Value words, Value scale, Value zero,
                                      function_ref<Value(unsigned r)> tile,
@@ -635,16 +635,19 @@ AttendProgram::foldedGroupDots(Quantizer &quantizer, QuantAttr quant,
                                function_ref<Value(unsigned r)> tile,
                                function_ref<Value(unsigned r)> tileSum) {
   unsigned group = quant.getGroup(), bits = quant.getBits();
-  Value codes = pb.uitofp(
+  Value codes =
       UnpackOp::create(b, loc(), VectorType::get({group}, b.getI32Type()),
                        words, b.getI32IntegerAttr(bits), b.getI32IntegerAttr(0),
-                       b.getI32IntegerAttr(bits)));
-  SmallVector<Value> dots;
-  for (unsigned r = 0; r < heads; ++r)
-    dots.push_back(pb.dot(tile(r), codes));
-  for (unsigned r = 0; r < heads; ++r)
-    dots[r] = quantizer.foldedDot(scale, zero, dots[r], tileSum(r));
-  return dots;
+                       b.getI32IntegerAttr(bits));
+  AffineTerms terms = quantizer.affine(scale, zero);
+  SmallVector<Value> tiles, sums;
+  for (unsigned r = 0; r < heads; ++r) {
+    tiles.push_back(tile(r));
+    sums.push_back(tileSum(r));
+  }
+  return GroupDotOp::create(b, loc(), SmallVector<Type>(heads, b.getF32Type()),
+                            codes, terms.slope, terms.offset, tiles, sums)
+      .getResults();
 }
 
 unsigned AttendProgram::getWeightTileAlignment() const {

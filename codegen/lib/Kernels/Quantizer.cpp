@@ -337,7 +337,11 @@ AffineTerms Quantizer::affine(Value scale, Value zero) {
   llvm_unreachable("unknown mode");
 }
 
-Value Quantizer::foldedDot(Value scale, Value zero, Value codeDot, Value qSum) {
-  AffineTerms terms = affine(scale, zero);
+Value kvq::foldAffineDot(KernelBuilder &kb, const AffineTerms &terms,
+                         Value codeDot, Value qSum) {
   return kb.fadd(kb.fmul(terms.slope, codeDot), kb.fmul(terms.offset, qSum));
+}
+
+Value Quantizer::foldedDot(Value scale, Value zero, Value codeDot, Value qSum) {
+  return foldAffineDot(kb, affine(scale, zero), codeDot, qSum);
 }

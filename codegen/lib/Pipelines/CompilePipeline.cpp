@@ -44,6 +44,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   lower.quantizedAttendPrograms = options.quantizedAttendPrograms;
   pm.addPass(createKVQLowerKernels(lower));
   pm.addPass(createKVQInstantiatePrograms());
+  pm.addPass(createKVQExpandGroupDots());
   pm.addPass(createKVQExpandHadamard());
   pm.addPass(createKVQRunningExtrema());
   pm.addPass(createKVQVectorizeParallel());

@@ -302,6 +302,24 @@ def KVQExpandDequantize : Pass<"kvq-expand-dequantize", "::mlir::ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def KVQExpandGroupDots : Pass<"kvq-expand-group-dots", "::mlir::ModuleOp"> {
+  let summary = "Lower kvq.group_dot by the forms of its module's target";
+  let description = [{
+    Rewrites each `kvq.group_dot` with the forms of its module's
+    kvq.target. Where a thread's vectors are registers of lanes (the
+    host's SIMD registers, whose sum across lanes is a tree of permutes):
+    an `scf.parallel` whose sums are one group dot's dots carries each
+    head's products, tile * (slope * codes), as a vector and the offsets
+    as scalars, and reduces each vector once after the loop. Elsewhere
+    (the GPU, a dot left over, modules of no cache): each dot a
+    `vector.reduction` of the tile times the codes, the slope and the
+    offset times the tile's sum applied to it.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def KVQExpandUnpack : Pass<"kvq-expand-unpack", "::mlir::ModuleOp"> {
   let summary = "Expand kvq.unpack into vector permutes and shifts";
   let description = [{

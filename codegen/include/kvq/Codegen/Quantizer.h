@@ -37,6 +37,11 @@ struct AffineTerms {
   mlir::Value slope, offset;
 };
 
+/// sum_k q_k * (slope * c_k + offset) from `codeDot` = sum_k q_k c_k and
+/// `qSum` = sum_k q_k: a group's dot with its reconstruction folded.
+mlir::Value foldAffineDot(KernelBuilder &kb, const AffineTerms &terms,
+                          mlir::Value codeDot, mlir::Value qSum);
+
 /// What a group's parameters are computed from: the range (asym, hybrid)
 /// and the largest magnitude (sym, hybrid), exact in any order.
 struct GroupStats {

@@ -260,6 +260,39 @@ def KVQ_UnpackOp : KVQ_Op<"unpack", [Pure]> {
   let hasVerifier = 1;
 }
 
+def KVQ_GroupDotOp : KVQ_Op<"group_dot", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Dots of tiles with one quantized group, its parameters folded";
+  let description = [{
+    Dot `r` is the dot of `tiles[r]` with the group whose stored codes are
+    `codes`, each element reconstructed as `slope * c + offset` (the affine
+    form of a group's stored parameters, docs/Numerics.md):
+    `slope * sum_k tiles[r][k] * codes[k] + offset * sums[r]`, where
+    `sums[r]` is the sum of tile r's elements. The parameters are applied
+    once a group, not once an element; the products are summed in any order
+    and with fused multiply-adds. Each target lowers it by its forms
+    (kvq-expand-group-dots): where a thread's vectors are registers of
+    lanes, the loop summing a row's groups carries the products as vectors
+    and reduces them once after it; elsewhere each dot is summed on its own.
+
+    ```mlir
+    %d0, %d1 = kvq.group_dot %codes slope %s offset %o tiles(%q0, %q1)
+                 sums(%s0, %s1)
+                 : vector<32xi32>, vector<32xf32>, vector<32xf32> -> f32, f32
+    ```
+  }];
+  let arguments = (ins VectorOfRankAndType<[1], [I32]>:$codes, F32:$slope,
+                   F32:$offset,
+                   Variadic<VectorOfRankAndType<[1], [F32]>>:$tiles,
+                   Variadic<F32>:$sums);
+  let results = (outs Variadic<F32>:$dots);
+  let assemblyFormat = [{
+    $codes `slope` $slope `offset` $offset `tiles` `(` $tiles `)`
+    `sums` `(` $sums `)` attr-dict `:` type($codes) `,` type($tiles) `->`
+    type($dots)
+  }];
+  let hasVerifier = 1;
+}
+
 def KVQ_PackOp : KVQ_Op<"pack", [Pure]> {
   let summary = "Packs a vector of b-bit codes into words";
   let description = [{

@@ -1,0 +1,107 @@
+// kvq-expand-group-dots: each kvq.group_dot in the forms of its module's
+// target. On the host (SIMD registers), a loop summing one group dot's dots
+// carries each head's products tile * (slope * codes) as a vector and its
+// offsets as a scalar, and reduces each vector once after the loop. On the
+// GPU, and for a dot no loop sums, each dot is reduced on its own and the
+// slope and offset applied to it.
+// RUN: kvq-opt %s --kvq-expand-group-dots | FileCheck %s
+
+module attributes {gpu.container_module} {
+  kvq.cache @c model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512>} {
+    kvq.keys window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32>
+    }
+    kvq.values window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.full_precision
+    }
+  }
+
+  module @c_host attributes {kvq.cache = @c} {
+    // CHECK-LABEL: func.func @carried
+    // CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<32xf32>
+    // CHECK: %[[SUMS:.*]]:4 = scf.parallel (%{{.*}}) = {{.*}} init (%[[ZERO]], %[[ZERO]], %{{.*}}, %{{.*}}) -> (vector<32xf32>, vector<32xf32>, f32, f32)
+    // CHECK-NOT: kvq.group_dot
+    // CHECK: %[[CODES:.*]] = arith.uitofp %{{.*}} : vector<32xi32> to vector<32xf32>
+    // CHECK: %[[SLOPE:.*]] = vector.broadcast %{{.*}} : f32 to vector<32xf32>
+    // CHECK: %[[SCALED:.*]] = arith.mulf %[[CODES]], %[[SLOPE]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: %[[P0:.*]] = arith.mulf %{{.*}}, %[[SCALED]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: %[[P1:.*]] = arith.mulf %{{.*}}, %[[SCALED]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: %[[O0:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+    // CHECK: %[[O1:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+    // CHECK: scf.reduce(%[[P0]], %[[P1]], %[[O0]], %[[O1]] : vector<32xf32>, vector<32xf32>, f32, f32)
+    // CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+    // CHECK: %[[D0:.*]] = vector.reduction <add>, %[[SUMS]]#0, %[[SUMS]]#2 fastmath<reassoc,contract> : vector<32xf32> into f32
+    // CHECK: %[[D1:.*]] = vector.reduction <add>, %[[SUMS]]#1, %[[SUMS]]#3 fastmath<reassoc,contract> : vector<32xf32> into f32
+    // CHECK: return %[[D0]], %[[D1]]
+    func.func @carried(%words: memref<?xi32>, %q: memref<?xf32>, %groups: index, %init: f32, %slope: f32, %offset: f32, %qs: f32) -> (f32, f32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %d:2 = scf.parallel (%g) = (%c0) to (%groups) step (%c1) init (%init, %init) -> (f32, f32) {
+        %w = vector.load %words[%g] : memref<?xi32>, vector<4xi32>
+        %codes = kvq.unpack %w {bits = 4 : i32, offset = 0 : i32, stride = 4 : i32} : vector<4xi32> -> vector<32xi32>
+        %q0 = vector.load %q[%g] : memref<?xf32>, vector<32xf32>
+        %q1 = vector.load %q[%c0] : memref<?xf32>, vector<32xf32>
+        %dot:2 = kvq.group_dot %codes slope %slope offset %offset tiles(%q0, %q1) sums(%qs, %qs) : vector<32xi32>, vector<32xf32>, vector<32xf32> -> f32, f32
+        scf.reduce(%dot#0, %dot#1 : f32, f32) {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }, {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %y, %x : f32
+          scf.reduce.return %s : f32
+        }
+      }
+      return %d#0, %d#1 : f32, f32
+    }
+
+    // A loop whose sums are not only the dots keeps them: each dot on its
+    // own.
+    // CHECK-LABEL: func.func @not_summed
+    // CHECK: scf.parallel {{.*}} -> (f32, f32)
+    // CHECK-NOT: kvq.group_dot
+    // CHECK: vector.reduction <add>
+    // CHECK: scf.reduce
+    // CHECK: arith.maximumf
+    func.func @not_summed(%words: memref<?xi32>, %q: memref<?xf32>, %groups: index, %init: f32, %slope: f32, %offset: f32, %qs: f32) -> (f32, f32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %d:2 = scf.parallel (%g) = (%c0) to (%groups) step (%c1) init (%init, %init) -> (f32, f32) {
+        %w = vector.load %words[%g] : memref<?xi32>, vector<4xi32>
+        %codes = kvq.unpack %w {bits = 4 : i32, offset = 0 : i32, stride = 4 : i32} : vector<4xi32> -> vector<32xi32>
+        %q0 = vector.load %q[%g] : memref<?xf32>, vector<32xf32>
+        %q1 = vector.load %q[%c0] : memref<?xf32>, vector<32xf32>
+        %dot:2 = kvq.group_dot %codes slope %slope offset %offset tiles(%q0, %q1) sums(%qs, %qs) : vector<32xi32>, vector<32xf32>, vector<32xf32> -> f32, f32
+        scf.reduce(%dot#0, %dot#1 : f32, f32) {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }, {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.maximumf %x, %y : f32
+          scf.reduce.return %s : f32
+        }
+      }
+      return %d#0, %d#1 : f32, f32
+    }
+  }
+
+  gpu.module @c_kernels attributes {kvq.cache = @c} {
+    // A thread's dots: each a reduction of the tile times the codes, then
+    // the slope, plus the offset times the tile's sum.
+    // CHECK-LABEL: func.func @each
+    // CHECK-NOT: kvq.group_dot
+    // CHECK: %[[CODES:.*]] = arith.uitofp %{{.*}} : vector<32xi32> to vector<32xf32>
+    // CHECK: %[[PRODUCTS:.*]] = arith.mulf %{{.*}}, %[[CODES]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: %[[DOT:.*]] = vector.reduction <add>, %[[PRODUCTS]] fastmath<reassoc,contract> : vector<32xf32> into f32
+    // CHECK-DAG: %[[SCALED:.*]] = arith.mulf %arg1, %[[DOT]] fastmath<reassoc,contract> : f32
+    // CHECK-DAG: %[[OFFSET:.*]] = arith.mulf %arg2, %arg4 fastmath<reassoc,contract> : f32
+    // CHECK: %[[RESULT:.*]] = arith.addf %[[SCALED]], %[[OFFSET]] fastmath<reassoc,contract> : f32
+    // CHECK: return %[[RESULT]]
+    func.func @each(%codes: vector<32xi32>, %slope: f32, %offset: f32, %q: vector<32xf32>, %qs: f32) -> f32 {
+      %d = kvq.group_dot %codes slope %slope offset %offset tiles(%q) sums(%qs) : vector<32xi32>, vector<32xf32> -> f32
+      return %d : f32
+    }
+  }
+}
