@@ -1,9 +1,9 @@
 // kvq-expand-group-dots: each kvq.group_dot in the forms of its module's
 // target. On the host (SIMD registers), a loop summing one group dot's dots
-// carries each head's products tile * (slope * codes) as a vector and its
-// offsets as a scalar, and reduces each vector once after the loop. On the
-// GPU, and for a dot no loop sums, each dot is reduced on its own and the
-// slope and offset applied to it.
+// carries each head's products with the reconstructed group, tile * (slope
+// * codes + offset), as a vector, and reduces each vector once after the
+// loop, the heads' vectors together, joined with the loop's init. On the GPU, and for a dot no loop sums,
+// each dot is reduced on its own and the slope and offset applied to it.
 // RUN: kvq-opt %s --kvq-expand-group-dots | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -19,20 +19,30 @@ module attributes {gpu.container_module} {
   module @c_host attributes {kvq.cache = @c} {
     // CHECK-LABEL: func.func @carried
     // CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<32xf32>
-    // CHECK: %[[SUMS:.*]]:4 = scf.parallel (%{{.*}}) = {{.*}} init (%[[ZERO]], %[[ZERO]], %{{.*}}, %{{.*}}) -> (vector<32xf32>, vector<32xf32>, f32, f32)
+    // CHECK: %[[SUMS:.*]]:2 = scf.parallel (%{{.*}}) = {{.*}} init (%[[ZERO]], %[[ZERO]]) -> (vector<32xf32>, vector<32xf32>)
     // CHECK-NOT: kvq.group_dot
-    // CHECK: %[[CODES:.*]] = arith.uitofp %{{.*}} : vector<32xi32> to vector<32xf32>
-    // CHECK: %[[SLOPE:.*]] = vector.broadcast %{{.*}} : f32 to vector<32xf32>
+    // CHECK-DAG: %[[CODES:.*]] = arith.uitofp %{{.*}} : vector<32xi32> to vector<32xf32>
+    // CHECK-DAG: %[[SLOPE:.*]] = vector.broadcast %arg4 : f32 to vector<32xf32>
+    // CHECK-DAG: %[[OFFSET:.*]] = vector.broadcast %arg5 : f32 to vector<32xf32>
     // CHECK: %[[SCALED:.*]] = arith.mulf %[[CODES]], %[[SLOPE]] fastmath<reassoc,contract> : vector<32xf32>
-    // CHECK: %[[P0:.*]] = arith.mulf %{{.*}}, %[[SCALED]] fastmath<reassoc,contract> : vector<32xf32>
-    // CHECK: %[[P1:.*]] = arith.mulf %{{.*}}, %[[SCALED]] fastmath<reassoc,contract> : vector<32xf32>
-    // CHECK: %[[O0:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
-    // CHECK: %[[O1:.*]] = arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
-    // CHECK: scf.reduce(%[[P0]], %[[P1]], %[[O0]], %[[O1]] : vector<32xf32>, vector<32xf32>, f32, f32)
+    // CHECK: %[[ELEMENTS:.*]] = arith.addf %[[SCALED]], %[[OFFSET]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: %[[P0:.*]] = arith.mulf %{{.*}}, %[[ELEMENTS]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: %[[P1:.*]] = arith.mulf %{{.*}}, %[[ELEMENTS]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: scf.reduce(%[[P0]], %[[P1]] : vector<32xf32>, vector<32xf32>)
     // CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : vector<32xf32>
-    // CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
-    // CHECK: %[[D0:.*]] = vector.reduction <add>, %[[SUMS]]#0, %[[SUMS]]#2 fastmath<reassoc,contract> : vector<32xf32> into f32
-    // CHECK: %[[D1:.*]] = vector.reduction <add>, %[[SUMS]]#1, %[[SUMS]]#3 fastmath<reassoc,contract> : vector<32xf32> into f32
+    // After the loop each head's vector halved to a register's 16 lanes,
+    // then both reduced together (combineEach), then the loop's init added.
+    // CHECK-DAG: %[[HIGH0:.*]] = vector.shuffle %[[SUMS]]#0, %[[SUMS]]#0 [16, 17, {{.*}}, 31] : vector<32xf32>, vector<32xf32>
+    // CHECK-DAG: %[[LOW0:.*]] = vector.shuffle %[[SUMS]]#0, %[[SUMS]]#0 [0, 1, {{.*}}, 15] : vector<32xf32>, vector<32xf32>
+    // CHECK: %[[HALF0:.*]] = arith.addf %[[LOW0]], %[[HIGH0]] fastmath<reassoc,contract> : vector<16xf32>
+    // CHECK: %[[HALF1:.*]] = arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : vector<16xf32>
+    // CHECK: vector.shuffle %[[HALF0]], %[[HALF1]] [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xf32>, vector<16xf32>
+    // CHECK-NOT: vector.reduction
+    // CHECK: %[[BOTH:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 8] : vector<16xf32>, vector<16xf32>
+    // CHECK: %[[L0:.*]] = vector.extract %[[BOTH]][0] : f32 from vector<2xf32>
+    // CHECK: %[[D0:.*]] = arith.addf %[[L0]], %arg3
+    // CHECK: %[[L1:.*]] = vector.extract %[[BOTH]][1] : f32 from vector<2xf32>
+    // CHECK: %[[D1:.*]] = arith.addf %[[L1]], %arg3
     // CHECK: return %[[D0]], %[[D1]]
     func.func @carried(%words: memref<?xi32>, %q: memref<?xf32>, %groups: index, %init: f32, %slope: f32, %offset: f32, %qs: f32) -> (f32, f32) {
       %c0 = arith.constant 0 : index
@@ -54,6 +64,41 @@ module attributes {gpu.container_module} {
         }
       }
       return %d#0, %d#1 : f32, f32
+    }
+
+    // Three heads, from zero: each vector halved to 16 lanes and reduced on
+    // its own (combineEach takes a power of two of vectors).
+    // CHECK-LABEL: func.func @three_heads
+    // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+    // CHECK: %[[SUMS:.*]]:3 = scf.parallel
+    // CHECK: %[[H0:.*]] = arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : vector<16xf32>
+    // CHECK: %[[H1:.*]] = arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : vector<16xf32>
+    // CHECK: %[[H2:.*]] = arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : vector<16xf32>
+    // CHECK: vector.reduction <add>, %[[H0]], %[[ZERO]] fastmath<reassoc,contract> : vector<16xf32> into f32
+    // CHECK: vector.reduction <add>, %[[H1]], %[[ZERO]]
+    // CHECK: vector.reduction <add>, %[[H2]], %[[ZERO]]
+    func.func @three_heads(%codes: vector<32xi32>, %q: memref<?xf32>, %groups: index, %slope: f32, %offset: f32, %qs: f32) -> (f32, f32, f32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %d:3 = scf.parallel (%g) = (%c0) to (%groups) step (%c1) init (%zero, %zero, %zero) -> (f32, f32, f32) {
+        %t = vector.load %q[%g] : memref<?xf32>, vector<32xf32>
+        %dot:3 = kvq.group_dot %codes slope %slope offset %offset tiles(%t, %t, %t) sums(%qs, %qs, %qs) : vector<32xi32>, vector<32xf32>, vector<32xf32>, vector<32xf32> -> f32, f32, f32
+        scf.reduce(%dot#0, %dot#1, %dot#2 : f32, f32, f32) {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }, {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }, {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }
+      }
+      return %d#0, %d#1, %d#2 : f32, f32, f32
     }
 
     // A loop whose sums are not only the dots keeps them: each dot on its

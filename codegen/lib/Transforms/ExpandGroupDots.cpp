@@ -56,7 +56,7 @@ LogicalResult expandGroupDots(Operation *root, const TargetInfo &info) {
   MLIRContext *ctx = root->getContext();
   if (info.lanePermutes) {
     RewritePatternSet carried(ctx);
-    populateCarriedGroupDotPatterns(carried);
+    populateCarriedGroupDotPatterns(carried, info);
     walkAndApplyPatterns(root, std::move(carried));
   }
   RewritePatternSet patterns(ctx);

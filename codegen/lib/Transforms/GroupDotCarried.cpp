@@ -3,10 +3,10 @@
 // A loop that sums a row's group dots (a token's key groups, a channel's
 // value groups) reduces each dot's products across the lanes once a group.
 // On a CPU that is a tree of shuffles and adds per head and group, more
-// than the dot itself. Folded, the products of each group are
-// tile * (slope * codes) and offset * sum: the loop carries the first as a
-// vector a head and the second as a scalar, and reduces the vectors once
-// after it.
+// than the dot itself. Here the loop carries each head's products with the
+// reconstructed group, tile * (slope * codes + offset), as a vector, and
+// reduces it once after the loop; the reconstruction is one multiply-add a
+// lane that all heads share, so the tiles' sums are not read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace kvq;
@@ -60,7 +61,8 @@ GroupDotOp getSummedGroupDot(scf::ParallelOp loop) {
 }
 
 struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
-  using OpRewritePattern::OpRewritePattern;
+  CarryGroupDots(MLIRContext *ctx, unsigned registerLanes)
+      : OpRewritePattern(ctx), registerLanes(registerLanes) {}
 
   LogicalResult matchAndRewrite(scf::ParallelOp loop,
                                 PatternRewriter &rewriter) const override {
@@ -72,33 +74,32 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
     kb.setReassociate(true);
     auto tileType = cast<VectorType>(dot.getTiles().front().getType());
     unsigned heads = dot.getDots().size();
-    // A vector of products and a scalar of offsets a head; the loop's inits
-    // start the scalars.
-    SmallVector<Value> inits;
+    // A vector of products a head, from zero; the loop's inits join them
+    // after it.
     Value zeros = arith::ConstantOp::create(rewriter, loc, tileType,
                                             rewriter.getZeroAttr(tileType));
-    inits.append(heads, zeros);
-    llvm::append_range(inits, loop.getInitVals());
     auto carried = scf::ParallelOp::create(
         rewriter, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
-        loop.getStep(), inits, nullptr);
+        loop.getStep(), SmallVector<Value>(heads, zeros), nullptr);
     if (!carried.getBody()->empty())
       rewriter.eraseOp(carried.getBody()->getTerminator());
     rewriter.mergeBlocks(loop.getBody(), carried.getBody(),
                          carried.getInductionVars());
     auto reduce = cast<scf::ReduceOp>(carried.getBody()->getTerminator());
 
+    // The group reconstructed, one multiply-add a lane for all heads: the
+    // tiles' sums are not needed.
     rewriter.setInsertionPoint(dot);
+    unsigned lanes = tileType.getNumElements();
     Value codes = kb.uitofp(dot.getCodes());
-    Value slopes = kb.splat(dot.getSlope(), tileType.getNumElements());
-    Value scaled = kb.fmul(codes, slopes);
-    SmallVector<Value> terms;
+    Value slopes = kb.splat(dot.getSlope(), lanes);
+    Value offsets = kb.splat(dot.getOffset(), lanes);
+    Value elements = kb.fadd(kb.fmul(codes, slopes), offsets);
+    SmallVector<Value> products;
     for (Value tile : dot.getTiles())
-      terms.push_back(kb.fmul(tile, scaled));
-    for (Value sum : dot.getSums())
-      terms.push_back(kb.fmul(dot.getOffset(), sum));
+      products.push_back(kb.fmul(tile, elements));
     rewriter.setInsertionPoint(reduce);
-    auto sums = scf::ReduceOp::create(rewriter, loc, terms);
+    auto sums = scf::ReduceOp::create(rewriter, loc, products);
     for (Region &region : sums.getReductions()) {
       Block *combiner = &region.front();
       rewriter.setInsertionPointToEnd(combiner);
@@ -110,19 +111,55 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
     rewriter.eraseOp(dot);
 
     rewriter.setInsertionPointAfter(carried);
-    SmallVector<Value> results;
-    for (unsigned r = 0; r < heads; ++r)
-      results.push_back(vector::ReductionOp::create(
-          rewriter, loc, vector::CombiningKind::ADD, carried.getResult(r),
-          carried.getResult(heads + r),
-          arith::FastMathFlags::reassoc | arith::FastMathFlags::contract));
-    rewriter.replaceOp(loop, results);
+    rewriter.replaceOp(loop,
+                       sumEach(kb, carried.getResults(), loop.getInitVals()));
     return success();
   }
+
+  /// Each of `vectors`' lanes summed, plus `inits`: the vectors reduced
+  /// together where they are a power of two (KernelBuilder::combineEach),
+  /// after each is halved down to a register's lanes.
+  SmallVector<Value> sumEach(KernelBuilder &kb, ValueRange vectors,
+                             ValueRange inits) const {
+    auto add = [&](Value x, Value y) { return kb.fadd(x, y); };
+    SmallVector<Value> sums;
+    SmallVector<Value> halved(vectors);
+    int64_t lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
+    for (; lanes > registerLanes && lanes % 2 == 0; lanes /= 2) {
+      SmallVector<int64_t> low, high;
+      for (int64_t i = 0; i < lanes / 2; ++i) {
+        low.push_back(i);
+        high.push_back(lanes / 2 + i);
+      }
+      for (Value &vector : halved)
+        vector = add(kb.shuffle(vector, low), kb.shuffle(vector, high));
+    }
+    if (halved.size() > 1 &&
+        KernelBuilder::combinesEach(halved.size(), lanes)) {
+      Value each = kb.combineEach(halved, add);
+      for (auto [r, init] : llvm::enumerate(inits)) {
+        Value sum = vector::ExtractOp::create(kb.builder(), kb.getLoc(), each,
+                                              ArrayRef<int64_t>{int64_t(r)});
+        // A sum from +0 (parallelSum's) is the lanes' sum.
+        sums.push_back(
+            matchPattern(init, m_PosZeroFloat()) ? sum : kb.fadd(sum, init));
+      }
+      return sums;
+    }
+    for (auto [vector, init] : llvm::zip(halved, inits))
+      sums.push_back(vector::ReductionOp::create(
+          kb.builder(), kb.getLoc(), vector::CombiningKind::ADD, vector, init,
+          arith::FastMathFlags::reassoc | arith::FastMathFlags::contract));
+    return sums;
+  }
+
+  /// The f32 lanes of the target's vector registers.
+  unsigned registerLanes;
 };
 
 } // namespace
 
-void kvq::populateCarriedGroupDotPatterns(RewritePatternSet &patterns) {
-  patterns.add<CarryGroupDots>(patterns.getContext());
+void kvq::populateCarriedGroupDotPatterns(RewritePatternSet &patterns,
+                                          const TargetInfo &info) {
+  patterns.add<CarryGroupDots>(patterns.getContext(), info.vectorLanes);
 }

@@ -11,14 +11,18 @@
 #ifndef KVQ_CODEGEN_TRANSFORMS_GROUPDOTFORMS_H
 #define KVQ_CODEGEN_TRANSFORMS_GROUPDOTFORMS_H
 
+#include "kvq/Codegen/KernelBuilder.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 namespace kvq {
 
 /// An `scf.parallel` whose reductions are the sums of one kvq.group_dot's
-/// dots: products carried as vectors of the group's lanes, each reduced once
-/// after the loop.
-void populateCarriedGroupDotPatterns(mlir::RewritePatternSet &patterns);
+/// dots: each head's products with the reconstructed group carried as a
+/// vector of the group's lanes, reduced once after the loop.
+/// `info` describes the target's vector registers.
+void populateCarriedGroupDotPatterns(mlir::RewritePatternSet &patterns,
+                                     const TargetInfo &info);
 
 } // namespace kvq
 

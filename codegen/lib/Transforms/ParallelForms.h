@@ -51,6 +51,11 @@ bool isAnyLaneBranch(mlir::scf::IfOp op,
 void widenAnyLaneBranch(mlir::OpBuilder &b, mlir::scf::IfOp op,
                         mlir::Value lanesTaken, mlir::IRMapping &mapping);
 
+/// The host's form of loads of a vector of no power of two of elements (a
+/// group's 3 code words): a masked load of the next power of two
+/// (OddLoads.cpp).
+void populateOddLoadPatterns(mlir::RewritePatternSet &patterns);
+
 /// The host's form of parallel loops over tiles (VectorizeTileCopies.cpp),
 /// for a CPU described by `info`.
 void populateVectorizeTileCopiesPatterns(mlir::RewritePatternSet &patterns,

@@ -666,6 +666,10 @@ struct KVQVectorizeParallelPass
           &getContext(), info);
       populateVectorizeTileCopiesPatterns(patterns, info);
       walkAndApplyPatterns(host, std::move(patterns));
+      // After the loops' forms, which read the loads as they are.
+      RewritePatternSet loads(&getContext());
+      populateOddLoadPatterns(loads);
+      walkAndApplyPatterns(host, std::move(loads));
     }
   }
 };

@@ -181,7 +181,11 @@ def KVQVectorizeParallel : Pass<"kvq-vectorize-parallel", "::mlir::ModuleOp"> {
     the lanes' shares. A reduction inside a parallel loop that is no vectors
     itself runs in order (an `scf.for`), and the loop around it is vectors
     carrying its sums, as many lanes as keep them in half the registers.
-    Other parallel loops are left to their sequential lowering.
+    Other parallel loops are left to their sequential lowering. Then a
+    `vector.load` of no power of two of elements (a group's 3 code words)
+    becomes a `vector.maskedload` of the next power of two, the lanes past
+    it masked off: one instruction, where LLVM inserts the elements one by
+    one.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
@@ -309,8 +313,8 @@ def KVQExpandGroupDots : Pass<"kvq-expand-group-dots", "::mlir::ModuleOp"> {
     kvq.target. Where a thread's vectors are registers of lanes (the
     host's SIMD registers, whose sum across lanes is a tree of permutes):
     an `scf.parallel` whose sums are one group dot's dots carries each
-    head's products, tile * (slope * codes), as a vector and the offsets
-    as scalars, and reduces each vector once after the loop. Elsewhere
+    head's products with the reconstructed group, tile * (slope * codes +
+    offset), as a vector, and reduces each vector once after the loop. Elsewhere
     (the GPU, a dot left over, modules of no cache): each dot a
     `vector.reduction` of the tile times the codes, the slope and the
     offset times the tile's sum applied to it.

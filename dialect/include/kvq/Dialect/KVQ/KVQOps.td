@@ -267,12 +267,14 @@ def KVQ_GroupDotOp : KVQ_Op<"group_dot", [Pure, AttrSizedOperandSegments]> {
     `codes`, each element reconstructed as `slope * c + offset` (the affine
     form of a group's stored parameters, docs/Numerics.md):
     `slope * sum_k tiles[r][k] * codes[k] + offset * sums[r]`, where
-    `sums[r]` is the sum of tile r's elements. The parameters are applied
-    once a group, not once an element; the products are summed in any order
-    and with fused multiply-adds. Each target lowers it by its forms
+    `sums[r]` must be the sum of tile r's elements (a form may use either
+    side of that identity). The products are summed in any order and with
+    fused multiply-adds. Each target lowers it by its forms
     (kvq-expand-group-dots): where a thread's vectors are registers of
-    lanes, the loop summing a row's groups carries the products as vectors
-    and reduces them once after it; elsewhere each dot is summed on its own.
+    lanes, the loop summing a row's groups carries the products with the
+    reconstructed group as vectors and reduces them once after it;
+    elsewhere each dot is summed on its own, the parameters applied once
+    after it.
 
     ```mlir
     %d0, %d1 = kvq.group_dot %codes slope %s offset %o tiles(%q0, %q1)
