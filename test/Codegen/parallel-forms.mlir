@@ -50,9 +50,15 @@ module attributes {gpu.container_module} {
       return
     }
 
-    // The induction variable as a value, not an address: left alone.
+    // The induction variable as a value, not an address: each lane's own,
+    // the first lane's plus the lane.
     // HOST-LABEL: func.func @index_as_value
-    // HOST: scf.parallel
+    // HOST: scf.for %[[FIRST:.*]] = %c0 to %c64 step %c16 {
+    // HOST-DAG: %[[STEPS:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : vector<16xindex>
+    // HOST-DAG: %[[FIRSTS:.*]] = vector.broadcast %[[FIRST]] : index to vector<16xindex>
+    // HOST: %[[LANES:.*]] = arith.addi %[[FIRSTS]], %[[STEPS]] : vector<16xindex>
+    // HOST: %[[I:.*]] = arith.index_cast %[[LANES]] : vector<16xindex> to vector<16xi32>
+    // HOST: vector.store %[[I]], %arg0[%[[FIRST]]] : memref<64xi32>, vector<16xi32>
     func.func @index_as_value(%m: memref<64xi32>) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -350,6 +356,108 @@ module attributes {gpu.container_module} {
         }
         memref.store %s#0, %o0[%c] : memref<64xf32>
         memref.store %s#1, %o1[%c] : memref<64xf32>
+        scf.reduce
+      }
+      return
+    }
+  }
+
+  module @c_codes attributes {kvq.cache = @c} {
+    // A quantized row's value sums (span=channels groups of 32 2-bit
+    // codes): a channel's code is bits 2 (c mod 16) of word c / 16 of its
+    // token's group c / 32. 16 channels share a word and a group, so they
+    // are the lanes (not the 64 the sums' registers would hold): the word
+    // and the group's parameters are loaded once (the first lane's), each
+    // lane shifts the word by its own place, and kvq.dequantize runs on the
+    // lanes.
+    // HOST-LABEL: func.func @code_sums
+    // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c16{{.*}} {
+    // HOST: scf.for %[[T:.*]] = %c0{{.*}} to %arg5 step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<16xf32>) {
+    // HOST: %[[WORD:.*]] = memref.load %arg0[%{{.*}}] : memref<?xi32>
+    // HOST: %[[SCALE:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf32>
+    // HOST: %[[ZERO:.*]] = memref.load %arg2[%{{.*}}] : memref<?xf32>
+    // HOST: %[[SHIFTED:.*]] = arith.shrui %{{.*}}, %{{.*}} : vector<16xi32>
+    // HOST: %[[CODE:.*]] = arith.andi %[[SHIFTED]], %{{.*}} : vector<16xi32>
+    // HOST: %[[CODEF:.*]] = arith.sitofp %[[CODE]] : vector<16xi32> to vector<16xf32>
+    // HOST: arith.mulf %[[CODEF]], %{{.*}} : vector<16xf32>
+    // HOST: vector.store %{{.*}}, %arg4[%[[C]]] : memref<64xf32>, vector<16xf32>
+    // HOST-NOT: kvq.dequantize
+    func.func @code_sums(%codes: memref<?xi32>, %scales: memref<?xf32>, %zeros: memref<?xf32>, %p: memref<?xf32>, %o: memref<64xf32>, %n: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %c2_i32 = arith.constant 2 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %c32_i32 = arith.constant 32 : i32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %s = scf.parallel (%t) = (%c0) to (%n) step (%c1) init (%zero) -> f32 {
+          %ci = arith.index_castui %c : index to i32
+          %ti = arith.index_castui %t : index to i32
+          %g = arith.divui %ci, %c32_i32 : i32
+          %k = arith.remui %ci, %c32_i32 : i32
+          %tg = arith.muli %ti, %c2_i32 : i32
+          %group = arith.addi %tg, %g : i32
+          %bit = arith.muli %k, %c2_i32 : i32
+          %w = arith.divui %bit, %c32_i32 : i32
+          %first = arith.muli %group, %c2_i32 : i32
+          %wi = arith.addi %first, %w : i32
+          %wx = arith.index_castui %wi : i32 to index
+          %word = memref.load %codes[%wx] : memref<?xi32>
+          %gx = arith.index_castui %group : i32 to index
+          %scale = memref.load %scales[%gx] : memref<?xf32>
+          %zp = memref.load %zeros[%gx] : memref<?xf32>
+          %shift = arith.remui %bit, %c32_i32 : i32
+          %shifted = arith.shrui %word, %shift : i32
+          %code = arith.andi %shifted, %c3_i32 : i32
+          %x = kvq.dequantize %code, %scale, %zp : <bits = 2, mode = asym, span = channels, group = 32>
+          %a = memref.load %p[%t] : memref<?xf32>
+          %ax = arith.mulf %a, %x : f32
+          scf.reduce(%ax : f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %s, %o[%c] : memref<64xf32>
+        scf.reduce
+      }
+      return
+    }
+
+    // 4-bit codes: 8 channels share a word, so 8 lanes.
+    // HOST-LABEL: func.func @wide_codes
+    // HOST: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8{{.*}} {
+    // HOST: memref.load %arg0[%{{.*}}] : memref<?xi32>
+    // HOST: arith.shrui %{{.*}}, %{{.*}} : vector<8xi32>
+    func.func @wide_codes(%codes: memref<?xi32>, %o: memref<64xi32>, %n: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %c0_i32 = arith.constant 0 : i32
+      %c4_i32 = arith.constant 4 : i32
+      %c8_i32 = arith.constant 8 : i32
+      %c15_i32 = arith.constant 15 : i32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %s = scf.parallel (%t) = (%c0) to (%n) step (%c1) init (%c0_i32) -> i32 {
+          %ci = arith.index_castui %c : index to i32
+          %ti = arith.index_castui %t : index to i32
+          %row = arith.muli %ti, %c8_i32 : i32
+          %w = arith.divui %ci, %c8_i32 : i32
+          %wi = arith.addi %row, %w : i32
+          %k = arith.remui %ci, %c8_i32 : i32
+          %shift = arith.muli %k, %c4_i32 : i32
+          %wx = arith.index_castui %wi : i32 to index
+          %word = memref.load %codes[%wx] : memref<?xi32>
+          %shifted = arith.shrui %word, %shift : i32
+          %code = arith.andi %shifted, %c15_i32 : i32
+          scf.reduce(%code : i32) {
+          ^bb0(%l: i32, %r: i32):
+            %sum = arith.addi %l, %r : i32
+            scf.reduce.return %sum : i32
+          }
+        }
+        memref.store %s, %o[%c] : memref<64xi32>
         scf.reduce
       }
       return

@@ -18,7 +18,9 @@
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/Passes.h"
+#include "kvq/Codegen/Quantizer.h"
 #include "kvq/Codegen/Targets.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -27,6 +29,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+#include <numeric>
 
 namespace kvq {
 #define GEN_PASS_DEF_KVQVECTORIZEPARALLEL
@@ -61,7 +65,26 @@ enum class Widening {
   /// variable: the lanes' rows are adjacent, so their interleaved elements
   /// are one store.
   RowStore,
+  /// Integer arithmetic of the induction variable whose value is the same
+  /// in every lane (a channel's group, the word holding its code): computed
+  /// once, from the first lane's.
+  Uniform,
+  /// Integer arithmetic of the induction variable that differs between
+  /// lanes in a known way (a code's place in its word): the same op on
+  /// vectors, the induction variable a vector of the lanes' own, and on the
+  /// first lane's scalars for the Uniform ops that use it.
+  LaneIndex,
+  /// A `kvq.dequantize` of codes that vary: its expansion on vectors.
+  Dequantize,
   Unsupported,
+};
+
+/// A body value across the lanes of one vector iteration, whose induction
+/// variable is `first + l` (`first` a multiple of the lanes, l in [0,
+/// lanes)): `U + offset + stride * l`, U an unknown multiple of `align`, or
+/// 0 where `align` is 0 (the value is then exact).
+struct LaneForm {
+  int64_t align = 1, offset = 0, stride = 0;
 };
 
 /// Classifies the ops of a loop body for vectorization over `lanes` of
@@ -82,6 +105,12 @@ public:
 
 private:
   Widening classify(Operation *op) const;
+  /// The lane form of `value`, where its arithmetic is known.
+  std::optional<LaneForm> getForm(Value value) const;
+  /// The lane form of `op`'s result, from its operands'.
+  std::optional<LaneForm> computeForm(Operation *op) const;
+  /// `value`'s first lane, a scalar (after widen() has seen its op).
+  Value firstLaneOf(IRMapping &mapping, Value value, Value first) const;
   /// Whether `op`, a vector.store, is a RowStore.
   bool isRowStore(vector::StoreOp op) const;
   void widenRowStore(vector::StoreOp op, OpBuilder &b, IRMapping &mapping,
@@ -93,6 +122,10 @@ private:
   Value iv;
   unsigned lanes;
   llvm::DenseSet<Value> varying;
+  /// The lane forms of the body's integer arithmetic of `iv`.
+  llvm::DenseMap<Value, LaneForm> forms;
+  /// The first lane's scalar of each LaneIndex value, while widening.
+  IRMapping firstLanes;
 };
 
 } // namespace
@@ -112,9 +145,121 @@ bool Vectorizer::isRowStore(vector::StoreOp op) const {
          int64_t(row.getType().getNumElements());
 }
 
+/// `x + y`.
+static LaneForm addForms(LaneForm x, LaneForm y) {
+  int64_t align = std::gcd(x.align, y.align), offset = x.offset + y.offset;
+  return {align, align ? offset % align : offset, x.stride + y.stride};
+}
+
+/// `x * k`, k a constant.
+static std::optional<LaneForm> scaleForm(LaneForm x, int64_t k) {
+  if (k < 0 || k > (int64_t(1) << 20) || x.align > (int64_t(1) << 40))
+    return std::nullopt;
+  return LaneForm{x.align * k, x.offset * k, x.stride * k};
+}
+
+/// `x / d` over `lanes` lanes, d a positive constant.
+static std::optional<LaneForm> divideForm(LaneForm x, int64_t d,
+                                          unsigned lanes) {
+  int64_t last = x.offset + x.stride * (lanes - 1);
+  if (x.align == 0 || x.align % d == 0) {
+    // U / d + (offset + stride * l) / d: the lanes' part the same quotient
+    // in every lane, or a multiple of d apart.
+    if (x.offset / d == last / d)
+      return LaneForm{x.align / d, x.offset / d, 0};
+    if (x.stride % d == 0)
+      return LaneForm{x.align / d, x.offset / d, x.stride / d};
+    return std::nullopt;
+  }
+  // U mod d is at most d - align: no lane reaches the next multiple of d.
+  if (d % x.align == 0 && last < x.align)
+    return LaneForm{};
+  return std::nullopt;
+}
+
+/// `x mod d` over `lanes` lanes, d a positive constant.
+static std::optional<LaneForm> remainderForm(LaneForm x, int64_t d,
+                                             unsigned lanes) {
+  int64_t span = x.stride * (lanes - 1);
+  if (x.align == 0 || x.align % d == 0) {
+    if (x.offset % d + span < d)
+      return LaneForm{0, x.offset % d, x.stride};
+    return std::nullopt;
+  }
+  if (d % x.align == 0 && x.offset + span < x.align)
+    return x;
+  return std::nullopt;
+}
+
+std::optional<LaneForm> Vectorizer::getForm(Value value) const {
+  if (value == iv)
+    return LaneForm{int64_t(lanes), 0, 1};
+  if (auto known = forms.find(value); known != forms.end())
+    return known->second;
+  if (varying.contains(value))
+    return std::nullopt;
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant)) &&
+      !constant.isNegative() && constant.getActiveBits() < 40)
+    return LaneForm{0, constant.getSExtValue(), 0};
+  return LaneForm{};
+}
+
+std::optional<LaneForm> Vectorizer::computeForm(Operation *op) const {
+  if (op->getNumResults() != 1 ||
+      !op->getResult(0).getType().isSignlessIntOrIndex())
+    return std::nullopt;
+  // Indices and their arithmetic are non-negative and fit their types.
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtUIOp,
+          arith::TruncIOp>(op))
+    return getForm(op->getOperand(0));
+  if (op->getNumOperands() != 2)
+    return std::nullopt;
+  std::optional<LaneForm> x = getForm(op->getOperand(0)),
+                          y = getForm(op->getOperand(1));
+  if (!x || !y || x->stride < 0 || y->stride < 0)
+    return std::nullopt;
+  auto isConstant = [](LaneForm form) {
+    return form.align == 0 && form.stride == 0;
+  };
+  if (isa<arith::AddIOp>(op))
+    return addForms(*x, *y);
+  if (isa<arith::MulIOp>(op)) {
+    if (isConstant(*y))
+      return scaleForm(*x, y->offset);
+    if (isConstant(*x))
+      return scaleForm(*y, x->offset);
+    return std::nullopt;
+  }
+  if (!isConstant(*y) || y->offset <= 0)
+    return std::nullopt;
+  if (isa<arith::DivUIOp>(op))
+    return divideForm(*x, y->offset, lanes);
+  if (isa<arith::RemUIOp>(op))
+    return remainderForm(*x, y->offset, lanes);
+  return std::nullopt;
+}
+
+Value Vectorizer::firstLaneOf(IRMapping &mapping, Value value,
+                              Value first) const {
+  if (value == iv)
+    return first;
+  if (Value scalar = firstLanes.lookupOrNull(value))
+    return scalar;
+  return mapping.lookupOrDefault(value);
+}
+
 Widening Vectorizer::classify(Operation *op) const {
   if (!usesAny(op, varying))
     return Widening::Scalar;
+  if (op->getNumResults() == 1) {
+    auto form = forms.find(op->getResult(0));
+    if (form != forms.end())
+      return form->second.stride == 0 ? Widening::Uniform
+                                      : Widening::LaneIndex;
+  }
+  if (isa<DequantizeOp>(op))
+    return Widening::Dequantize;
   if (auto branch = dyn_cast<scf::IfOp>(op))
     return isAnyLaneBranch(branch, varying) ? Widening::AnyLane
                                             : Widening::Unsupported;
@@ -158,14 +303,20 @@ Widening Vectorizer::classify(Operation *op) const {
 
 bool Vectorizer::analyze(Block &block) {
   for (Operation &op : block.without_terminator()) {
+    if (usesAny(&op, varying))
+      if (std::optional<LaneForm> form = computeForm(&op))
+        forms[op.getResult(0)] = *form;
     switch (classify(&op)) {
     case Widening::Scalar:
+    case Widening::Uniform:
       continue;
     case Widening::Unsupported:
       return false;
     case Widening::Vector:
     case Widening::Elementwise:
     case Widening::RowPart:
+    case Widening::LaneIndex:
+    case Widening::Dequantize:
       for (Value result : op.getResults())
         varying.insert(result);
       continue;
@@ -264,6 +415,46 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
     case Widening::Elementwise:
       widenElementwise(b, op, mapping, lanes);
       continue;
+    case Widening::Uniform:
+    case Widening::LaneIndex: {
+      // The first lane's value, from the first lane's operands.
+      IRMapping scalars;
+      for (Value operand : op.getOperands())
+        scalars.map(operand, firstLaneOf(mapping, operand, first));
+      Value scalar = b.clone(op, scalars)->getResult(0);
+      firstLanes.map(op.getResult(0), scalar);
+      if (classify(&op) == Widening::Uniform) {
+        mapping.map(op.getResult(0), scalar);
+        continue;
+      }
+      // Each lane's, the induction variable `first + l` in lane l.
+      if (!mapping.contains(iv)) {
+        SmallVector<APInt> steps;
+        for (unsigned l = 0; l < lanes; ++l)
+          steps.push_back(APInt(64, l));
+        auto type = VectorType::get({lanes}, b.getIndexType());
+        Value step = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(type, steps));
+        mapping.map(iv, arith::AddIOp::create(b, loc, asVector(b, loc, first),
+                                              step));
+      }
+      widenElementwise(b, op, mapping, lanes);
+      continue;
+    }
+    case Widening::Dequantize: {
+      auto dequantize = cast<DequantizeOp>(op);
+      KernelBuilder kb(b, loc);
+      kb.setLanes(lanes);
+      Quantizer quantizer(kb, dequantize.getScheme());
+      auto lanesOf = [&](Value value) {
+        return asVector(b, loc, mapping.lookupOrDefault(value));
+      };
+      mapping.map(dequantize.getResult(),
+                  quantizer.dequantize(lanesOf(dequantize.getCode()),
+                                       lanesOf(dequantize.getScale()),
+                                       lanesOf(dequantize.getZero())));
+      continue;
+    }
     case Widening::Loop: {
       auto loop = cast<scf::ForOp>(op);
       SmallVector<Value> inits;
@@ -622,18 +813,24 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
       return rewriter.notifyMatchFailure(outer, "no reduction inside");
     int64_t count = loop->count;
     scf::ParallelOp inner = loop->inner;
-    unsigned lanes = getLanes(info, unsigned(count));
-    if (lanes == 1)
-      return rewriter.notifyMatchFailure(outer, "one lane");
     // The inner body must read the outer loop's rows at its induction
     // variable (not, say, a row per head of the inner loop's elements,
-    // which are the inner loop's vectors instead).
-    if (!Vectorizer(outer.getInductionVars()[0], lanes)
-             .analyze(*inner.getBody()))
+    // which are the inner loop's vectors instead), or elements its lanes
+    // share (a quantized row's code word and group parameters: fewer lanes
+    // where more would cover more than one).
+    Value iv = outer.getInductionVars()[0];
+    unsigned lanes = getLanes(info, unsigned(count));
+    while (lanes > 1 && !Vectorizer(iv, lanes).analyze(*inner.getBody()))
+      lanes /= 2;
+    if (lanes == 1)
       return rewriter.notifyMatchFailure(outer, "inner body not lanes");
     unsigned chunks =
         std::max(1u, getMaxAccumulators(info) / inner.getNumResults());
-    while (chunks > 1 && count % (int64_t(lanes) * chunks) != 0)
+    // Lanes that cover more than a group of codes lose the group's word and
+    // parameters, which the lanes share.
+    while (chunks > 1 &&
+           (count % (int64_t(lanes) * chunks) != 0 ||
+            !Vectorizer(iv, lanes * chunks).analyze(*inner.getBody())))
       chunks /= 2;
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(inner);
