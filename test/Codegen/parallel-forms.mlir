@@ -425,6 +425,46 @@ module attributes {gpu.container_module} {
       return
     }
 
+    // A span=tokens group's code of channel c (2 words of 2-bit codes a
+    // group): word 2 (base + c) + w, its scale at base + c. The lanes'
+    // words are every second of 31 consecutive words (a masked load of 32,
+    // nothing past the 31st read), their scales 16 consecutive ones.
+    // HOST-LABEL: func.func @strided_codes
+    // HOST: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c16{{.*}} iter_args
+    // HOST: %[[LOADED:.*]] = vector.maskedload %arg0[%{{.*}}], %{{.*}}, %{{.*}} : memref<?xi32>, vector<32xi1>, vector<32xi32> into vector<32xi32>
+    // HOST: %[[WORDS:.*]] = vector.shuffle %[[LOADED]], %[[LOADED]] [0, 1, {{.*}}, 30] : vector<32xi32>, vector<32xi32>
+    // HOST: vector.shuffle %[[WORDS]], %[[WORDS]] [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<31xi32>, vector<31xi32>
+    // HOST: arith.shrui %{{.*}}, %{{.*}} : vector<16xi32>
+    // HOST: vector.load %arg1[%{{.*}}] : memref<?xf32>, vector<16xf32>
+    func.func @strided_codes(%codes: memref<?xi32>, %scales: memref<?xf32>, %base: i32, %w: i32, %shift: i32) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %c2_i32 = arith.constant 2 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %s = scf.parallel (%c) = (%c0) to (%c64) step (%c1) init (%zero) -> f32 {
+        %ci = arith.index_castui %c : index to i32
+        %n = arith.addi %base, %ci : i32
+        %first = arith.muli %n, %c2_i32 : i32
+        %wi = arith.addi %first, %w : i32
+        %wx = arith.index_castui %wi : i32 to index
+        %word = memref.load %codes[%wx] : memref<?xi32>
+        %shifted = arith.shrui %word, %shift : i32
+        %code = arith.andi %shifted, %c3_i32 : i32
+        %nx = arith.index_castui %n : i32 to index
+        %scale = memref.load %scales[%nx] : memref<?xf32>
+        %codef = arith.uitofp %code : i32 to f32
+        %x = arith.mulf %codef, %scale : f32
+        scf.reduce(%x : f32) {
+        ^bb0(%l: f32, %r: f32):
+          %sum = arith.addf %l, %r : f32
+          scf.reduce.return %sum : f32
+        }
+      }
+      return %s : f32
+    }
+
     // 4-bit codes: 8 channels share a word, so 8 lanes.
     // HOST-LABEL: func.func @wide_codes
     // HOST: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8{{.*}} {

@@ -76,6 +76,11 @@ enum class Widening {
   LaneIndex,
   /// A `kvq.dequantize` of codes that vary: its expansion on vectors.
   Dequantize,
+  /// A load whose last index has a lane form of stride s, 1 or 2 (a
+  /// channel's code word, s words a channel; a channel's group
+  /// parameters): the elements from the first lane's index to the last
+  /// lane's, one vector, every s-th of them.
+  StridedLoad,
   Unsupported,
 };
 
@@ -109,6 +114,10 @@ private:
   std::optional<LaneForm> getForm(Value value) const;
   /// The lane form of `op`'s result, from its operands'.
   std::optional<LaneForm> computeForm(Operation *op) const;
+  /// The lane stride of `op`'s last index, where `op` is a load of a row
+  /// (unit stride) at a last index with a lane form and other indices the
+  /// lanes share.
+  std::optional<int64_t> getLoadStride(Operation *op) const;
   /// `value`'s first lane, a scalar (after widen() has seen its op).
   Value firstLaneOf(IRMapping &mapping, Value value, Value first) const;
   /// Whether `op`, a vector.store, is a RowStore.
@@ -240,6 +249,29 @@ std::optional<LaneForm> Vectorizer::computeForm(Operation *op) const {
   return std::nullopt;
 }
 
+std::optional<int64_t> Vectorizer::getLoadStride(Operation *op) const {
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load || load.getIndices().empty() || varying.contains(load.getMemRef()))
+    return std::nullopt;
+  ValueRange indices = load.getIndices();
+  if (llvm::any_of(indices.drop_back(),
+                   [&](Value index) { return varying.contains(index); }))
+    return std::nullopt;
+  auto form = forms.find(indices.back());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  // At most 2 elements a lane apart (a span=tokens group's 2 words of
+  // 2-bit codes): the vector reads stride x the lanes' elements, and a loop
+  // over rows of many words each is better vectorized around (its rows'
+  // elements as the lanes: VectorizeAroundReduction).
+  if (form == forms.end() || form->second.stride < 1 ||
+      form->second.stride > 2 ||
+      failed(load.getMemRefType().getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1)
+    return std::nullopt;
+  return form->second.stride;
+}
+
 Value Vectorizer::firstLaneOf(IRMapping &mapping, Value value,
                               Value first) const {
   if (value == iv)
@@ -278,8 +310,9 @@ Widening Vectorizer::classify(Operation *op) const {
       return Widening::RowPart;
   if (isa<memref::LoadOp, memref::StoreOp>(op)) {
     // A stored value may vary.
-    return isLaneAccess(op, iv, varying) ? Widening::Vector
-                                         : Widening::Unsupported;
+    if (isLaneAccess(op, iv, varying))
+      return Widening::Vector;
+    return getLoadStride(op) ? Widening::StridedLoad : Widening::Unsupported;
   }
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
     for (Value bound :
@@ -317,6 +350,7 @@ bool Vectorizer::analyze(Block &block) {
     case Widening::RowPart:
     case Widening::LaneIndex:
     case Widening::Dequantize:
+    case Widening::StridedLoad:
       for (Value result : op.getResults())
         varying.insert(result);
       continue;
@@ -439,6 +473,28 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
                                               step));
       }
       widenElementwise(b, op, mapping, lanes);
+      continue;
+    }
+    case Widening::StridedLoad: {
+      auto load = cast<memref::LoadOp>(op);
+      int64_t stride = *getLoadStride(&op);
+      SmallVector<Value> indices;
+      for (Value index : load.getIndices().drop_back())
+        indices.push_back(mapping.lookupOrDefault(index));
+      indices.push_back(firstLaneOf(mapping, load.getIndices().back(), first));
+      // Exactly the span of the lanes: nothing past the last lane's element
+      // is read.
+      int64_t span = stride * (lanes - 1) + 1;
+      Value all = vector::LoadOp::create(
+          b, loc, VectorType::get({span}, load.getType()),
+          mapping.lookupOrDefault(load.getMemRef()), indices);
+      if (stride > 1) {
+        SmallVector<int64_t> picks;
+        for (unsigned l = 0; l < lanes; ++l)
+          picks.push_back(l * stride);
+        all = vector::ShuffleOp::create(b, loc, all, all, picks);
+      }
+      mapping.map(load.getResult(), all);
       continue;
     }
     case Widening::Dequantize: {
