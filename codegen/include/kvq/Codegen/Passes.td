@@ -181,6 +181,11 @@ def KVQVectorizeParallel : Pass<"kvq-vectorize-parallel", "::mlir::ModuleOp"> {
     the lanes' shares. A reduction inside a parallel loop that is no vectors
     itself runs in order (an `scf.for`), and the loop around it is vectors
     carrying its sums, as many lanes as keep them in half the registers.
+    Integer arithmetic of the induction variable is analysed across the
+    lanes: what the lanes share (a quantized row's code word and group) is
+    computed once from the first lane's, what differs (a code's place in
+    its word) on vectors; loads at a lane stride of 1 or 2 are one vector
+    load; `kvq.dequantize` of the lanes' codes runs on vectors.
     Other parallel loops are left to their sequential lowering. Then a
     `vector.load` of no power of two of elements (a group's 3 code words)
     becomes a `vector.maskedload` of the next power of two, the lanes past
