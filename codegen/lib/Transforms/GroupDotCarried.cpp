@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GroupDotForms.h"
+#include "ParallelForms.h"
 
 #include "kvq/Codegen/KernelBuilder.h"
 #include "kvq/Dialect/KVQ/KVQOps.h"
@@ -124,16 +125,8 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
     auto add = [&](Value x, Value y) { return kb.fadd(x, y); };
     SmallVector<Value> sums;
     SmallVector<Value> halved(vectors);
-    int64_t lanes = cast<VectorType>(vectors[0].getType()).getNumElements();
-    for (; lanes > registerLanes && lanes % 2 == 0; lanes /= 2) {
-      SmallVector<int64_t> low, high;
-      for (int64_t i = 0; i < lanes / 2; ++i) {
-        low.push_back(i);
-        high.push_back(lanes / 2 + i);
-      }
-      for (Value &vector : halved)
-        vector = add(kb.shuffle(vector, low), kb.shuffle(vector, high));
-    }
+    halveEach(kb, halved, registerLanes, add);
+    int64_t lanes = cast<VectorType>(halved[0].getType()).getNumElements();
     if (halved.size() > 1 &&
         KernelBuilder::combinesEach(halved.size(), lanes)) {
       Value each = kb.combineEach(halved, add);

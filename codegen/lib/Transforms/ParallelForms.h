@@ -51,6 +51,14 @@ bool isAnyLaneBranch(mlir::scf::IfOp op,
 void widenAnyLaneBranch(mlir::OpBuilder &b, mlir::scf::IfOp op,
                         mlir::Value lanesTaken, mlir::IRMapping &mapping);
 
+/// Each of `vectors` (of one width) halved by `combine`, low half against
+/// high half, while it has more than `lanes` lanes and an even number:
+/// tiles wider than a register folded into one before they are reduced.
+void halveEach(
+    KernelBuilder &kb, llvm::MutableArrayRef<mlir::Value> vectors,
+    int64_t lanes,
+    llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+
 /// The host's form of loads of a vector of no power of two of elements (a
 /// group's 3 code words): a masked load of the next power of two
 /// (OddLoads.cpp).

@@ -301,14 +301,8 @@ void TileCopier::copyReduction(OpBuilder &b, vector::ReductionOp op) {
   if (!combine || !llvm::isPowerOf2_64(lanes))
     return copyPerCopy(b, op);
   // Tiles wider than a register halved into one first, lane by lane.
-  for (; lanes > info.vectorLanes; lanes /= 2)
-    for (Value &tile : tiles) {
-      auto half = [&](int64_t from) {
-        return kb.shuffle(
-            tile, llvm::to_vector(llvm::seq<int64_t>(from, from + lanes / 2)));
-      };
-      tile = combine(half(0), half(lanes / 2));
-    }
+  halveEach(kb, tiles, info.vectorLanes, combine);
+  lanes = cast<VectorType>(tiles[0].getType()).getNumElements();
   if (!KernelBuilder::combinesEach(copies, lanes))
     return copyPerCopy(b, op);
   packed[op.getResult()] = kb.combineEach(tiles, combine);
@@ -413,6 +407,19 @@ struct VectorizeTileCopies : OpRewritePattern<scf::ParallelOp> {
 };
 
 } // namespace
+
+void kvq::halveEach(KernelBuilder &kb, MutableArrayRef<Value> vectors,
+                    int64_t lanes, function_ref<Value(Value, Value)> combine) {
+  int64_t width = cast<VectorType>(vectors[0].getType()).getNumElements();
+  for (; width > lanes && width % 2 == 0; width /= 2)
+    for (Value &vector : vectors) {
+      auto half = [&](int64_t from) {
+        return kb.shuffle(vector, llvm::to_vector(llvm::seq<int64_t>(
+                                      from, from + width / 2)));
+      };
+      vector = combine(half(0), half(width / 2));
+    }
+}
 
 void kvq::populateVectorizeTileCopiesPatterns(RewritePatternSet &patterns,
                                               const TargetInfo &info) {
