@@ -91,6 +91,9 @@ kvq.cache @c model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = 
 // PROGRAM: %[[W:.*]] = vector.load %[[SCORES]][%{{.*}}] {alignment = 16 : i64} : memref<?xf32, #gpu.address_space<workgroup>>, vector<32xf32>
 // PROGRAM: %[[WSUM:.*]] = vector.reduction <add>, %[[W]]
 // PROGRAM: memref.store %[[WSUM]], %[[WEIGHTSUMS]]
+// A 2-bit code lies in one word: shifted out of it as a 32-bit integer.
+// PROGRAM: %[[VSHIFTED:.*]] = arith.shrui %{{.*}}, %{{.*}} : i32
+// PROGRAM: arith.andi %[[VSHIFTED]], %c3{{.*}} : i32
 // PROGRAM: kvq.dequantize %{{.*}}, %{{.*}}, %{{.*}} : <bits = 2, mode = asym, span = tokens, group = 32>
 // PROGRAM: %[[VCODES:.*]] = memref.view %[[VPAGES]][%{{.*}}][] : memref<?xi8> to memref<128xi32>
 // PROGRAM: %[[VSCALES:.*]] = memref.view %[[VPAGES]][%{{.*}}][] : memref<?xi8> to memref<64xi16>
