@@ -366,13 +366,18 @@ module attributes {gpu.container_module} {
     // A quantized row's value sums (span=channels groups of 32 2-bit
     // codes): a channel's code is bits 2 (c mod 16) of word c / 16 of its
     // token's group c / 32. 16 channels share a word and a group, so they
-    // are the lanes (not the 64 the sums' registers would hold): the word
-    // and the group's parameters are loaded once (the first lane's), each
-    // lane shifts the word by its own place, and kvq.dequantize runs on the
-    // lanes.
+    // are the lanes: the word and the group's parameters are loaded once
+    // (the first lane's), each lane shifts the word by its own place, and
+    // kvq.dequantize runs on the lanes. The 64 channels the sums' registers
+    // hold are 4 such vectors, their loops over the tokens jammed into one
+    // pass carrying 4 sums.
     // HOST-LABEL: func.func @code_sums
-    // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c16{{.*}} {
-    // HOST: scf.for %[[T:.*]] = %c0{{.*}} to %arg5 step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<16xf32>) {
+    // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c64{{.*}} {
+    // HOST: %[[C16:.*]] = arith.addi %[[C]], %c16{{.*}} : index
+    // HOST: scf.for %[[T:.*]] = %c0{{.*}} to %arg5 step %c1{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+    // HOST: memref.load %arg0[%{{.*}}] : memref<?xi32>
+    // HOST: memref.load %arg0[%{{.*}}] : memref<?xi32>
+    // HOST: memref.load %arg0[%{{.*}}] : memref<?xi32>
     // HOST: %[[WORD:.*]] = memref.load %arg0[%{{.*}}] : memref<?xi32>
     // HOST: %[[SCALE:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf32>
     // HOST: %[[ZERO:.*]] = memref.load %arg2[%{{.*}}] : memref<?xf32>
@@ -381,6 +386,7 @@ module attributes {gpu.container_module} {
     // HOST: %[[CODEF:.*]] = arith.sitofp %[[CODE]] : vector<16xi32> to vector<16xf32>
     // HOST: arith.mulf %[[CODEF]], %{{.*}} : vector<16xf32>
     // HOST: vector.store %{{.*}}, %arg4[%[[C]]] : memref<64xf32>, vector<16xf32>
+    // HOST: vector.store %{{.*}}, %arg4[%[[C16]]] : memref<64xf32>, vector<16xf32>
     // HOST-NOT: kvq.dequantize
     func.func @code_sums(%codes: memref<?xi32>, %scales: memref<?xf32>, %zeros: memref<?xf32>, %p: memref<?xf32>, %o: memref<64xf32>, %n: index) {
       %c0 = arith.constant 0 : index
@@ -465,9 +471,11 @@ module attributes {gpu.container_module} {
       return %s : f32
     }
 
-    // 4-bit codes: 8 channels share a word, so 8 lanes.
+    // 4-bit codes: 8 channels share a word, so 8 lanes, 8 vectors of them
+    // a pass over the tokens.
     // HOST-LABEL: func.func @wide_codes
-    // HOST: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8{{.*}} {
+    // HOST: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c64{{.*}} {
+    // HOST: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>) {
     // HOST: memref.load %arg0[%{{.*}}] : memref<?xi32>
     // HOST: arith.shrui %{{.*}}, %{{.*}} : vector<8xi32>
     func.func @wide_codes(%codes: memref<?xi32>, %o: memref<64xi32>, %n: index) {

@@ -92,6 +92,16 @@ struct LaneForm {
   int64_t align = 1, offset = 0, stride = 0;
 };
 
+/// One copy of a vectorized body: the lanes `first + l` of the induction
+/// variable, `first` a multiple of the lanes, and its ops' values.
+struct LaneChunk {
+  explicit LaneChunk(Value first) : first(first) {}
+  Value first;
+  IRMapping mapping;
+  /// The first lane's scalar of each LaneIndex value.
+  IRMapping firstLanes;
+};
+
 /// Classifies the ops of a loop body for vectorization over `lanes` of
 /// induction variable `iv`: `varying` holds the values that differ between
 /// lanes.
@@ -104,9 +114,11 @@ public:
   /// Whether every op of `block` but its terminator can be widened;
   /// records what varies.
   bool analyze(Block &block);
-  /// Clones `block`'s ops but its terminator at `b` widened, with `first`,
-  /// the first lane's induction variable, in place of `iv`'s indices.
-  void widen(Block &block, OpBuilder &b, IRMapping &mapping, Value first);
+  /// Clones `block`'s ops but its terminator at `b` widened, once for each
+  /// chunk of lanes. The chunks' copies of a loop are one loop carrying
+  /// each chunk's values (unroll and jam): a pass over a loop's iterations
+  /// serves them all.
+  void widen(Block &block, OpBuilder &b, MutableArrayRef<LaneChunk> chunks);
 
 private:
   Widening classify(Operation *op) const;
@@ -119,11 +131,13 @@ private:
   /// lanes share.
   std::optional<int64_t> getLoadStride(Operation *op) const;
   /// `value`'s first lane, a scalar (after widen() has seen its op).
-  Value firstLaneOf(IRMapping &mapping, Value value, Value first) const;
+  Value firstLaneOf(LaneChunk &chunk, Value value) const;
   /// Whether `op`, a vector.store, is a RowStore.
   bool isRowStore(vector::StoreOp op) const;
-  void widenRowStore(vector::StoreOp op, OpBuilder &b, IRMapping &mapping,
-                     Value first);
+  void widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk);
+  void widenLoop(scf::ForOp loop, OpBuilder &b,
+                 MutableArrayRef<LaneChunk> chunks);
+  void widenRowStore(vector::StoreOp op, OpBuilder &b, LaneChunk &chunk);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
   Value asVector(OpBuilder &b, Location loc, Value value) const;
   Type vectorOf(Type type) const { return VectorType::get({lanes}, type); }
@@ -133,8 +147,6 @@ private:
   llvm::DenseSet<Value> varying;
   /// The lane forms of the body's integer arithmetic of `iv`.
   llvm::DenseMap<Value, LaneForm> forms;
-  /// The first lane's scalar of each LaneIndex value, while widening.
-  IRMapping firstLanes;
 };
 
 } // namespace
@@ -272,13 +284,12 @@ std::optional<int64_t> Vectorizer::getLoadStride(Operation *op) const {
   return form->second.stride;
 }
 
-Value Vectorizer::firstLaneOf(IRMapping &mapping, Value value,
-                              Value first) const {
+Value Vectorizer::firstLaneOf(LaneChunk &chunk, Value value) const {
   if (value == iv)
-    return first;
-  if (Value scalar = firstLanes.lookupOrNull(value))
+    return chunk.first;
+  if (Value scalar = chunk.firstLanes.lookupOrNull(value))
     return scalar;
-  return mapping.lookupOrDefault(value);
+  return chunk.mapping.lookupOrDefault(value);
 }
 
 Widening Vectorizer::classify(Operation *op) const {
@@ -403,26 +414,40 @@ Value Vectorizer::asVector(OpBuilder &b, Location loc, Value value) const {
   return broadcastTo(b, loc, value, lanes);
 }
 
-void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
-                       Value first) {
+void Vectorizer::widen(Block &block, OpBuilder &b,
+                       MutableArrayRef<LaneChunk> chunks) {
   for (Operation &op : block.without_terminator()) {
-    Location loc = op.getLoc();
+    if (classify(&op) == Widening::Loop) {
+      widenLoop(cast<scf::ForOp>(op), b, chunks);
+      continue;
+    }
+    for (LaneChunk &chunk : chunks)
+      widenOp(op, b, chunk);
+  }
+}
+
+void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
+  Location loc = op.getLoc();
+  IRMapping &mapping = chunk.mapping;
+  Value first = chunk.first;
+  {
     switch (classify(&op)) {
     case Widening::Unsupported:
-      llvm_unreachable("analyze() accepted the body");
+    case Widening::Loop:
+      llvm_unreachable("analyze() accepted the body; widen() widens loops");
     case Widening::Scalar:
       b.clone(op, mapping);
-      continue;
+      return;
     case Widening::AnyLane:
       widenAnyLaneBranch(
           b, cast<scf::IfOp>(op),
           mapping.lookupOrDefault(cast<scf::IfOp>(op).getCondition()), mapping);
-      continue;
+      return;
     case Widening::RowPart:
-      continue;
+      return;
     case Widening::RowStore:
-      widenRowStore(cast<vector::StoreOp>(op), b, mapping, first);
-      continue;
+      widenRowStore(cast<vector::StoreOp>(op), b, chunk);
+      return;
     case Widening::Vector: {
       auto indicesOf = [&](ValueRange indices) {
         SmallVector<Value> mapped;
@@ -437,29 +462,29 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
                                    mapping.lookupOrDefault(load.getMemRef()),
                                    indicesOf(load.getIndices()));
         mapping.map(load.getResult(), vector);
-        continue;
+        return;
       }
       auto store = cast<memref::StoreOp>(op);
       vector::StoreOp::create(
           b, loc, asVector(b, loc, mapping.lookupOrDefault(store.getValue())),
           mapping.lookupOrDefault(store.getMemRef()),
           indicesOf(store.getIndices()));
-      continue;
+      return;
     }
     case Widening::Elementwise:
       widenElementwise(b, op, mapping, lanes);
-      continue;
+      return;
     case Widening::Uniform:
     case Widening::LaneIndex: {
       // The first lane's value, from the first lane's operands.
       IRMapping scalars;
       for (Value operand : op.getOperands())
-        scalars.map(operand, firstLaneOf(mapping, operand, first));
+        scalars.map(operand, firstLaneOf(chunk, operand));
       Value scalar = b.clone(op, scalars)->getResult(0);
-      firstLanes.map(op.getResult(0), scalar);
+      chunk.firstLanes.map(op.getResult(0), scalar);
       if (classify(&op) == Widening::Uniform) {
         mapping.map(op.getResult(0), scalar);
-        continue;
+        return;
       }
       // Each lane's, the induction variable `first + l` in lane l.
       if (!mapping.contains(iv)) {
@@ -473,7 +498,7 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
                                               step));
       }
       widenElementwise(b, op, mapping, lanes);
-      continue;
+      return;
     }
     case Widening::StridedLoad: {
       auto load = cast<memref::LoadOp>(op);
@@ -481,7 +506,7 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
       SmallVector<Value> indices;
       for (Value index : load.getIndices().drop_back())
         indices.push_back(mapping.lookupOrDefault(index));
-      indices.push_back(firstLaneOf(mapping, load.getIndices().back(), first));
+      indices.push_back(firstLaneOf(chunk, load.getIndices().back()));
       // Exactly the span of the lanes: nothing past the last lane's element
       // is read.
       int64_t span = stride * (lanes - 1) + 1;
@@ -495,7 +520,7 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
         all = vector::ShuffleOp::create(b, loc, all, all, picks);
       }
       mapping.map(load.getResult(), all);
-      continue;
+      return;
     }
     case Widening::Dequantize: {
       auto dequantize = cast<DequantizeOp>(op);
@@ -509,45 +534,68 @@ void Vectorizer::widen(Block &block, OpBuilder &b, IRMapping &mapping,
                   quantizer.dequantize(lanesOf(dequantize.getCode()),
                                        lanesOf(dequantize.getScale()),
                                        lanesOf(dequantize.getZero())));
-      continue;
-    }
-    case Widening::Loop: {
-      auto loop = cast<scf::ForOp>(op);
-      SmallVector<Value> inits;
-      for (Value init : loop.getInitArgs())
-        inits.push_back(asVector(b, loc, mapping.lookupOrDefault(init)));
-      auto widened = scf::ForOp::create(
-          b, loc, mapping.lookupOrDefault(loop.getLowerBound()),
-          mapping.lookupOrDefault(loop.getUpperBound()),
-          mapping.lookupOrDefault(loop.getStep()), inits);
-      mapping.map(loop.getInductionVar(), widened.getInductionVar());
-      mapping.map(loop.getRegionIterArgs(), widened.getRegionIterArgs());
-      {
-        OpBuilder::InsertionGuard guard(b);
-        // The builder gave the loop a yield when it has no results.
-        Block *body = widened.getBody();
-        if (body->empty())
-          b.setInsertionPointToEnd(body);
-        else
-          b.setInsertionPoint(&body->back());
-        widen(*loop.getBody(), b, mapping, first);
-        if (!loop.getInitArgs().empty()) {
-          SmallVector<Value> yielded;
-          for (Value value : loop.getBody()->getTerminator()->getOperands())
-            yielded.push_back(asVector(b, loc, mapping.lookupOrDefault(value)));
-          scf::YieldOp::create(b, loc, yielded);
-        }
-      }
-      mapping.map(loop.getResults(), widened.getResults());
-      continue;
+      return;
     }
     }
   }
 }
 
+void Vectorizer::widenLoop(scf::ForOp loop, OpBuilder &b,
+                           MutableArrayRef<LaneChunk> chunks) {
+  Location loc = loop.getLoc();
+  // The chunks share one loop where they share its bounds and step (which
+  // vary with no lane, but may with the chunk: a channel's group).
+  IRMapping &bounds = chunks.front().mapping;
+  for (Value bound :
+       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+    for (LaneChunk &chunk : chunks.drop_front())
+      if (chunk.mapping.lookupOrDefault(bound) !=
+          bounds.lookupOrDefault(bound)) {
+        for (LaneChunk &each : chunks)
+          widenLoop(loop, b, each);
+        return;
+      }
+  SmallVector<Value> inits;
+  for (LaneChunk &chunk : chunks)
+    for (Value init : loop.getInitArgs())
+      inits.push_back(asVector(b, loc, chunk.mapping.lookupOrDefault(init)));
+  auto widened =
+      scf::ForOp::create(b, loc, bounds.lookupOrDefault(loop.getLowerBound()),
+                         bounds.lookupOrDefault(loop.getUpperBound()),
+                         bounds.lookupOrDefault(loop.getStep()), inits);
+  unsigned carried = loop.getNumRegionIterArgs();
+  for (auto [k, chunk] : llvm::enumerate(chunks)) {
+    chunk.mapping.map(loop.getInductionVar(), widened.getInductionVar());
+    chunk.mapping.map(loop.getRegionIterArgs(),
+                      widened.getRegionIterArgs().slice(k * carried, carried));
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    // The builder gave the loop a yield when it has no results.
+    Block *body = widened.getBody();
+    if (body->empty())
+      b.setInsertionPointToEnd(body);
+    else
+      b.setInsertionPoint(&body->back());
+    widen(*loop.getBody(), b, chunks);
+    if (carried != 0) {
+      SmallVector<Value> yielded;
+      for (LaneChunk &chunk : chunks)
+        for (Value value : loop.getBody()->getTerminator()->getOperands())
+          yielded.push_back(
+              asVector(b, loc, chunk.mapping.lookupOrDefault(value)));
+      scf::YieldOp::create(b, loc, yielded);
+    }
+  }
+  for (auto [k, chunk] : llvm::enumerate(chunks))
+    chunk.mapping.map(loop.getResults(),
+                      widened.getResults().slice(k * carried, carried));
+}
+
 void Vectorizer::widenRowStore(vector::StoreOp op, OpBuilder &b,
-                               IRMapping &mapping, Value first) {
+                               LaneChunk &chunk) {
   Location loc = op.getLoc();
+  IRMapping &mapping = chunk.mapping;
   auto row = op.getValueToStore().getDefiningOp<vector::FromElementsOp>();
   int64_t n = row.getType().getNumElements();
   // The row's elements, a vector of lanes each, concatenated...
@@ -575,7 +623,7 @@ void Vectorizer::widenRowStore(vector::StoreOp op, OpBuilder &b,
   for (Value index : op.getIndices().drop_back())
     indices.push_back(mapping.lookupOrDefault(index));
   indices.push_back(arith::MulIOp::create(
-      b, loc, first, arith::ConstantIndexOp::create(b, loc, n)));
+      b, loc, chunk.first, arith::ConstantIndexOp::create(b, loc, n)));
   vector::StoreOp::create(b, loc, all, mapping.lookupOrDefault(op.getBase()),
                           indices);
 }
@@ -750,11 +798,12 @@ static SmallVector<Value> combineEachLanes(OpBuilder &b, scf::ReduceOp reduce,
 /// N mod lanes iterations then run one by one. Its reductions (each a
 /// combiner with an identity) are carried as vectors of each lane's share,
 /// from the identity, whose lanes are then combined with the loop's initial
-/// value (and the rest's). Fails, changing nothing, where the body is not
-/// elementwise.
+/// value (and the rest's). Each vector iteration runs `chunks` chunks of
+/// lanes, their loops jammed (Vectorizer::widen). Fails, changing nothing,
+/// where the body is not elementwise.
 static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
                                    scf::ParallelOp loop, unsigned lanes,
-                                   bool withRest = false) {
+                                   bool withRest = false, unsigned chunks = 1) {
   Location loc = loop.getLoc();
   std::optional<SmallVector<TypedAttr>> identities =
       getReductionIdentities(loop);
@@ -772,7 +821,8 @@ static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
         rewriter, loc,
         DenseElementsAttr::get(VectorType::get({lanes}, identity.getType()),
                                identity)));
-  Value stepValue = arith::ConstantIndexOp::create(rewriter, loc, lanes);
+  Value stepValue =
+      arith::ConstantIndexOp::create(rewriter, loc, lanes * chunks);
   Value count = loop.getUpperBound()[0], vectorEnd = count;
   if (withRest)
     vectorEnd = arith::SubIOp::create(
@@ -781,14 +831,22 @@ static LogicalResult vectorizeLoop(PatternRewriter &rewriter,
   auto vectorLoop = scf::ForOp::create(
       rewriter, loc, loop.getLowerBound()[0], vectorEnd, stepValue, shares,
       [&](OpBuilder &b, Location, Value first, ValueRange acc) {
-        IRMapping mapping;
-        vectorizer.widen(*loop.getBody(), b, mapping, first);
-        SmallVector<Value> next;
-        for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
-          next.push_back(combine(
-              b, reduce.getReductions()[k].front(), acc[k],
-              broadcastTo(b, loc, mapping.lookupOrDefault(value), lanes),
-              lanes));
+        SmallVector<LaneChunk> lanesOf;
+        for (unsigned k = 0; k < chunks; ++k)
+          lanesOf.emplace_back(
+              k == 0 ? first
+                     : arith::AddIOp::create(
+                           b, loc, first,
+                           arith::ConstantIndexOp::create(b, loc, k * lanes)));
+        vectorizer.widen(*loop.getBody(), b, lanesOf);
+        SmallVector<Value> next(acc);
+        for (LaneChunk &chunk : lanesOf)
+          for (auto [k, value] : llvm::enumerate(reduce.getOperands()))
+            next[k] = combine(b, reduce.getReductions()[k].front(), next[k],
+                              broadcastTo(b, loc,
+                                          chunk.mapping.lookupOrDefault(value),
+                                          lanes),
+                              lanes);
         scf::YieldOp::create(b, loc, next);
       });
   SmallVector<Value> all =
@@ -882,12 +940,14 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
       return rewriter.notifyMatchFailure(outer, "inner body not lanes");
     unsigned chunks =
         std::max(1u, getMaxAccumulators(info) / inner.getNumResults());
-    // Lanes that cover more than a group of codes lose the group's word and
-    // parameters, which the lanes share.
-    while (chunks > 1 &&
-           (count % (int64_t(lanes) * chunks) != 0 ||
-            !Vectorizer(iv, lanes * chunks).analyze(*inner.getBody())))
+    while (chunks > 1 && count % (int64_t(lanes) * chunks) != 0)
       chunks /= 2;
+    // Lanes that cover more than a group of codes lose the group's word and
+    // parameters, which the lanes share: those chunks are vectors of their
+    // own, jammed into one pass over the tokens.
+    unsigned wide = lanes * chunks;
+    while (wide > lanes && !Vectorizer(iv, wide).analyze(*inner.getBody()))
+      wide /= 2;
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(inner);
     rewriter.replaceOp(
@@ -896,7 +956,8 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
     rewriter.setInsertionPoint(outer);
     // The reduction in order is a rewrite of its own where the loop around
     // it is no vectors.
-    (void)vectorizeLoop(rewriter, outer, lanes * chunks);
+    (void)vectorizeLoop(rewriter, outer, wide, /*withRest=*/false,
+                        lanes * chunks / wide);
     return success();
   }
 
