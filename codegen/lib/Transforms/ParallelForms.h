@@ -2,9 +2,9 @@
 //
 // Private to lib/Transforms: the pieces of the targets' forms of a kernel
 // program's parallel loops: the two of kvq-vectorize-parallel, a loop
-// widened over lanes (VectorizeParallel.cpp) and a loop over tiles copied
-// side by side (VectorizeTileCopies.cpp), and kvq-distribute-parallel's
-// loops inside another (DistributeNested.cpp).
+// widened over lanes (VectorizeParallel.cpp, with Vectorizer.h) and a loop
+// over tiles copied side by side (VectorizeTileCopies.cpp), and
+// kvq-distribute-parallel's loops inside another (DistributeNested.cpp).
 //
 //===----------------------------------------------------------------------===//
 

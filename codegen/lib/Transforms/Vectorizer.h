@@ -1,0 +1,156 @@
+//===- Vectorizer.h - a kernel program's loop body over lanes ---*- C++ -*-===//
+//
+// Private to lib/Transforms: the analysis and rewrite that widen the body
+// of a parallel loop over a vector of its iterations (the lanes), shared by
+// kvq-vectorize-parallel's loop forms: which values vary between the lanes,
+// the lane forms of the induction variable's integer arithmetic, and the
+// body's ops cloned on vectors, chunk by chunk.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZER_H
+#define KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZER_H
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <optional>
+
+namespace kvq {
+
+/// How an operation of a vectorized loop's body is rewritten.
+enum class Widening {
+  /// Depends on nothing that varies across the lanes: cloned as is.
+  Scalar,
+  /// A load or store whose last index is the induction variable.
+  Vector,
+  /// Elementwise arithmetic on values that vary: the same op on vectors.
+  Elementwise,
+  /// An `scf.for` whose body depends on the lanes: its results carried as
+  /// vectors.
+  Loop,
+  /// An `scf.if` on a condition that varies whose body only stores, or adds
+  /// as i32, lane-independent values at lane-independent places (a flag, a
+  /// counter): run once if any lane takes it, each addition times the
+  /// lanes that do.
+  AnyLane,
+  /// A RowStore's row (a `vector.from_elements` of values of one lane) or
+  /// its index (the induction variable scaled): widened with the store.
+  RowPart,
+  /// A `vector.store` of a Row of n elements at n times the induction
+  /// variable: the lanes' rows are adjacent, so their interleaved elements
+  /// are one store.
+  RowStore,
+  /// Integer arithmetic of the induction variable whose value is the same
+  /// in every lane (a channel's group, the word holding its code): computed
+  /// once, from the first lane's.
+  Uniform,
+  /// Integer arithmetic of the induction variable that differs between
+  /// lanes in a known way (a code's place in its word): the same op on
+  /// vectors, the induction variable a vector of the lanes' own, and on the
+  /// first lane's scalars for the Uniform ops that use it.
+  LaneIndex,
+  /// A `kvq.dequantize` of codes that vary: its expansion on vectors.
+  Dequantize,
+  /// A load whose last index has a lane form of stride s, 1 or 2 (a
+  /// channel's code word, s words a channel; a channel's group
+  /// parameters): the elements from the first lane's index to the last
+  /// lane's, one vector, every s-th of them.
+  StridedLoad,
+  Unsupported,
+};
+
+/// A body value across the lanes of one vector iteration, whose induction
+/// variable is `first + l` (`first` a multiple of the lanes, l in [0,
+/// lanes)): `U + offset + stride * l`, U an unknown multiple of `align`, or
+/// 0 where `align` is 0 (the value is then exact).
+struct LaneForm {
+  int64_t align = 1, offset = 0, stride = 0;
+};
+
+/// One copy of a vectorized body: the lanes `first + l` of the induction
+/// variable, `first` a multiple of the lanes, and its ops' values.
+struct LaneChunk {
+  explicit LaneChunk(mlir::Value first) : first(first) {}
+  mlir::Value first;
+  mlir::IRMapping mapping;
+  /// The first lane's scalar of each LaneIndex value.
+  mlir::IRMapping firstLanes;
+};
+
+/// Classifies the ops of a loop body for vectorization over `lanes` of
+/// induction variable `iv`: `varying` holds the values that differ between
+/// lanes.
+class Vectorizer {
+public:
+  Vectorizer(mlir::Value iv, unsigned lanes) : iv(iv), lanes(lanes) {
+    varying.insert(iv);
+  }
+
+  /// Whether every op of `block` but its terminator can be widened;
+  /// records what varies.
+  bool analyze(mlir::Block &block);
+  /// Clones `block`'s ops but its terminator at `b` widened, once for each
+  /// chunk of lanes. The chunks' copies of a loop are one loop carrying
+  /// each chunk's values (unroll and jam): a pass over a loop's iterations
+  /// serves them all.
+  void widen(mlir::Block &block, mlir::OpBuilder &b,
+             mlir::MutableArrayRef<LaneChunk> chunks);
+
+private:
+  Widening classify(mlir::Operation *op) const;
+  /// The lane form of `value`, where its arithmetic is known.
+  std::optional<LaneForm> getForm(mlir::Value value) const;
+  /// The lane form of `op`'s result, from its operands'.
+  std::optional<LaneForm> computeForm(mlir::Operation *op) const;
+  /// The lane stride of `op`'s last index, where `op` is a load of a row
+  /// (unit stride) at a last index with a lane form and other indices the
+  /// lanes share.
+  std::optional<int64_t> getLoadStride(mlir::Operation *op) const;
+  /// `value`'s first lane, a scalar (after widen() has seen its op).
+  mlir::Value firstLaneOf(LaneChunk &chunk, mlir::Value value) const;
+  /// Whether `op`, a vector.store, is a RowStore.
+  bool isRowStore(mlir::vector::StoreOp op) const;
+  void widenOp(mlir::Operation &op, mlir::OpBuilder &b, LaneChunk &chunk);
+  void widenLoop(mlir::scf::ForOp loop, mlir::OpBuilder &b,
+                 mlir::MutableArrayRef<LaneChunk> chunks);
+  void widenRowStore(mlir::vector::StoreOp op, mlir::OpBuilder &b,
+                     LaneChunk &chunk);
+  /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
+  mlir::Value asVector(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value value) const;
+  mlir::Type vectorOf(mlir::Type type) const {
+    return mlir::VectorType::get({lanes}, type);
+  }
+
+  mlir::Value iv;
+  unsigned lanes;
+  llvm::DenseSet<mlir::Value> varying;
+  /// The lane forms of the body's integer arithmetic of `iv`.
+  llvm::DenseMap<mlir::Value, LaneForm> forms;
+};
+
+/// scf.parallel over [0, N) with step 1, one dimension, as an scf.for over
+/// vectors of `lanes`, N a multiple of them or, `withRest`, any: the last
+/// N mod lanes iterations then run one by one. Its reductions (each a
+/// combiner with an identity) are carried as vectors of each lane's share,
+/// from the identity, whose lanes are then combined with the loop's initial
+/// value (and the rest's). Each vector iteration runs `chunks` chunks of
+/// lanes, their loops jammed (Vectorizer::widen). Fails, changing nothing,
+/// where the body is not elementwise.
+mlir::LogicalResult vectorizeLoop(mlir::PatternRewriter &rewriter,
+                                  mlir::scf::ParallelOp loop, unsigned lanes,
+                                  bool withRest = false, unsigned chunks = 1);
+
+/// Whether the 1-D `loop` is over [0, N) in steps of 1, N known only at run
+/// time.
+bool isRunTimeLoop(mlir::scf::ParallelOp loop);
+
+} // namespace kvq
+
+#endif // KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZER_H
