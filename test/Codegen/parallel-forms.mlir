@@ -510,6 +510,86 @@ module attributes {gpu.container_module} {
       }
       return
     }
+
+    // A split's span=tokens keys scored against a query (64 channels,
+    // groups of 32 tokens, 2-bit codes): token t's code of channel c is
+    // bits 2 (p mod 16) of word 2 (64 (p / 32) + c) + (p mod 32) / 16, p =
+    // t - first its place past the first quantized token. The tokens are
+    // the lanes where p is a multiple of 16 in the first lane, the 16
+    // tokens' codes of a channel then one word: the loop runs its first
+    // tokens one by one until p is (16 - (begin - first) mod 16) mod 16, at
+    // most n, then vectors of 16 tokens, each reducing the channels in
+    // order with its lanes' sums, storing 16 scores, then the rest one by
+    // one.
+    // HOST-LABEL: func.func @token_rows
+    // HOST: %[[K:.*]] = arith.subi %{{.*}}, %arg7 : i32
+    // HOST: %[[KX:.*]] = arith.index_castui %[[K]] : i32 to index
+    // HOST: %[[MOD:.*]] = arith.remui %[[KX]], %c16{{.*}} : index
+    // HOST: %[[UP:.*]] = arith.subi %c16{{.*}}, %[[MOD]] : index
+    // HOST: %[[PEEL:.*]] = arith.remui %[[UP]], %c16{{.*}} : index
+    // HOST: %[[START:.*]] = arith.minui %[[PEEL]], %arg5 : index
+    // HOST: scf.for %{{.*}} = %c0{{.*}} to %[[START]] step %c1{{.*}} {
+    // HOST: %[[END:.*]] = arith.addi %[[START]], %{{.*}} : index
+    // HOST: scf.for %[[FIRST:.*]] = %[[START]] to %[[END]] step %c16{{.*}} {
+    // HOST: %[[SUM:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<16xf32>) {
+    // HOST: %[[WORD:.*]] = memref.load %arg0[%{{.*}}] : memref<?xi32>
+    // HOST: %[[LANEWORDS:.*]] = vector.broadcast %[[WORD]] : i32 to vector<16xi32>
+    // HOST: %[[SHIFTED:.*]] = arith.shrui %[[LANEWORDS]], %{{.*}} : vector<16xi32>
+    // HOST: arith.andi %[[SHIFTED]], %{{.*}} : vector<16xi32>
+    // HOST: %[[SCALE:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf32>
+    // HOST: %[[NEXT:.*]] = arith.addf %[[ACC]], %{{.*}} : vector<16xf32>
+    // HOST: scf.yield %[[NEXT]] : vector<16xf32>
+    // HOST: vector.store %[[SUM]], %arg4[%{{.*}}] : memref<?xf32>, vector<16xf32>
+    // HOST: scf.for %{{.*}} = %[[END]] to %arg5 step %c1{{.*}} {
+    // HOST-NOT: scf.parallel
+    // HOST: return
+    func.func @token_rows(%codes: memref<?xi32>, %scales: memref<?xf32>, %zeros: memref<?xf32>, %q: memref<64xf32>, %scores: memref<?xf32>, %n: index, %begin: i32, %first: i32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %c2_i32 = arith.constant 2 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c64_i32 = arith.constant 64 : i32
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+        %ii = arith.index_castui %i : index to i32
+        %t = arith.addi %begin, %ii : i32
+        %p = arith.subi %t, %first : i32
+        %block = arith.divui %p, %c32_i32 : i32
+        %k = arith.remui %p, %c32_i32 : i32
+        %s = scf.parallel (%c) = (%c0) to (%c64) step (%c1) init (%zero) -> f32 {
+          %ci = arith.index_castui %c : index to i32
+          %base = arith.muli %block, %c64_i32 : i32
+          %group = arith.addi %base, %ci : i32
+          %bit = arith.muli %k, %c2_i32 : i32
+          %first_word = arith.muli %group, %c2_i32 : i32
+          %w = arith.divui %bit, %c32_i32 : i32
+          %wi = arith.addi %first_word, %w : i32
+          %wx = arith.index_castui %wi : i32 to index
+          %word = memref.load %codes[%wx] : memref<?xi32>
+          %shift = arith.remui %bit, %c32_i32 : i32
+          %shifted = arith.shrui %word, %shift : i32
+          %code = arith.andi %shifted, %c3_i32 : i32
+          %gx = arith.index_castui %group : i32 to index
+          %scale = memref.load %scales[%gx] : memref<?xf32>
+          %zp = memref.load %zeros[%gx] : memref<?xf32>
+          %x = kvq.dequantize %code, %scale, %zp : <bits = 2, mode = asym, span = tokens, group = 32>
+          %qc = memref.load %q[%c] : memref<64xf32>
+          %prod = arith.mulf %qc, %x : f32
+          scf.reduce(%prod : f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        %local = arith.subi %t, %begin : i32
+        %lx = arith.index_castui %local : i32 to index
+        memref.store %s, %scores[%lx] : memref<?xf32>
+        scf.reduce
+      }
+      return
+    }
   }
 
   module @c_tiles attributes {kvq.cache = @c} {

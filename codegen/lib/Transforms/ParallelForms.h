@@ -64,6 +64,11 @@ void halveEach(
 /// (OddLoads.cpp).
 void populateOddLoadPatterns(mlir::RewritePatternSet &patterns);
 
+/// The host's form of run-time loops over rows around a reduction of each
+/// (VectorizeRows.cpp), for a CPU described by `info`.
+void populateVectorizeRowsPatterns(mlir::RewritePatternSet &patterns,
+                                   const TargetInfo &info);
+
 /// The host's form of parallel loops over tiles (VectorizeTileCopies.cpp),
 /// for a CPU described by `info`.
 void populateVectorizeTileCopiesPatterns(mlir::RewritePatternSet &patterns,

@@ -234,6 +234,11 @@ struct KVQVectorizeParallelPass
       if (!*cache)
         continue;
       TargetInfo info = getCPUTargetInfo(getCacheTarget(*cache));
+      // Rows around their reductions first: the other forms would take the
+      // reductions' own loops (the walk visits inner loops first).
+      RewritePatternSet rows(&getContext());
+      populateVectorizeRowsPatterns(rows, info);
+      walkAndApplyPatterns(host, std::move(rows));
       RewritePatternSet patterns(&getContext());
       patterns.add<VectorizeParallelLoop, VectorizeAroundReduction>(
           &getContext(), info);

@@ -24,6 +24,12 @@
 using namespace mlir;
 using namespace kvq;
 
+static Value combine(OpBuilder &b, Block &combiner, Value x, Value y,
+                     unsigned lanes);
+
+/// The host's cache line: a prefetch of lanes' elements fetches each once.
+static constexpr int64_t kCacheLineBytes = 64;
+
 bool Vectorizer::isRowStore(vector::StoreOp op) const {
   auto row = op.getValueToStore().getDefiningOp<vector::FromElementsOp>();
   ValueRange indices = op.getIndices();
@@ -43,6 +49,28 @@ bool Vectorizer::isRowStore(vector::StoreOp op) const {
 static LaneForm addForms(LaneForm x, LaneForm y) {
   int64_t align = std::gcd(x.align, y.align), offset = x.offset + y.offset;
   return {align, align ? offset % align : offset, x.stride + y.stride};
+}
+
+/// `x - y`, y the same in every lane (indices are non-negative).
+static std::optional<LaneForm> subtractForms(LaneForm x, LaneForm y) {
+  if (y.stride != 0)
+    return std::nullopt;
+  int64_t align = std::gcd(x.align, y.align), offset = x.offset - y.offset;
+  if (align == 0)
+    return offset < 0 ? std::nullopt
+                      : std::optional<LaneForm>({0, offset, x.stride});
+  return LaneForm{align, (offset % align + align) % align, x.stride};
+}
+
+/// The lesser or greater of `x` and `y`, both the same in every lane: one
+/// of them.
+static std::optional<LaneForm> extremumForm(LaneForm x, LaneForm y) {
+  if (x.stride != 0 || y.stride != 0)
+    return std::nullopt;
+  int64_t align = std::gcd(x.align, y.align);
+  if (align == 0 || x.offset % align != y.offset % align)
+    return LaneForm{};
+  return LaneForm{align, x.offset % align, 0};
 }
 
 /// `x * k`, k a constant.
@@ -87,7 +115,7 @@ static std::optional<LaneForm> remainderForm(LaneForm x, int64_t d,
 
 std::optional<LaneForm> Vectorizer::getForm(Value value) const {
   if (value == iv)
-    return LaneForm{int64_t(lanes), 0, 1};
+    return LaneForm{ivAlign, 0, 1};
   if (auto known = forms.find(value); known != forms.end())
     return known->second;
   if (varying.contains(value))
@@ -118,6 +146,10 @@ std::optional<LaneForm> Vectorizer::computeForm(Operation *op) const {
   };
   if (isa<arith::AddIOp>(op))
     return addForms(*x, *y);
+  if (isa<arith::SubIOp>(op))
+    return subtractForms(*x, *y);
+  if (isa<arith::MinUIOp, arith::MaxUIOp, arith::MinSIOp, arith::MaxSIOp>(op))
+    return extremumForm(*x, *y);
   if (isa<arith::MulIOp>(op)) {
     if (isConstant(*y))
       return scaleForm(*x, y->offset);
@@ -134,11 +166,10 @@ std::optional<LaneForm> Vectorizer::computeForm(Operation *op) const {
   return std::nullopt;
 }
 
-std::optional<int64_t> Vectorizer::getLoadStride(Operation *op) const {
-  auto load = dyn_cast<memref::LoadOp>(op);
-  if (!load || load.getIndices().empty() || varying.contains(load.getMemRef()))
+std::optional<int64_t> Vectorizer::getAccessStride(Operation *op) const {
+  auto [memref, indices] = getMemRefAccess(op);
+  if (!memref || indices.empty() || varying.contains(memref))
     return std::nullopt;
-  ValueRange indices = load.getIndices();
   if (llvm::any_of(indices.drop_back(),
                    [&](Value index) { return varying.contains(index); }))
     return std::nullopt;
@@ -149,12 +180,28 @@ std::optional<int64_t> Vectorizer::getLoadStride(Operation *op) const {
   // 2-bit codes): the vector reads stride x the lanes' elements, and a loop
   // over rows of many words each is better vectorized around (its rows'
   // elements as the lanes: VectorizeAroundReduction).
+  // A store, of one element a lane, at most 1.
+  int64_t most = isa<memref::StoreOp>(op) ? 1 : 2;
   if (form == forms.end() || form->second.stride < 1 ||
-      form->second.stride > 2 ||
-      failed(load.getMemRefType().getStridesAndOffset(strides, offset)) ||
+      form->second.stride > most ||
+      failed(cast<MemRefType>(memref.getType())
+                 .getStridesAndOffset(strides, offset)) ||
       strides.back() != 1)
     return std::nullopt;
   return form->second.stride;
+}
+
+SmallVector<Value> Vectorizer::getShiftedInductions(Block &block) const {
+  SmallVector<Value> shifted;
+  for (Operation &op : block.without_terminator()) {
+    if (op.getNumResults() != 1)
+      continue;
+    auto form = forms.find(op.getResult(0));
+    if (form != forms.end() && form->second.stride == 1 &&
+        form->second.align == 1)
+      shifted.push_back(op.getResult(0));
+  }
+  return shifted;
 }
 
 Value Vectorizer::firstLaneOf(LaneChunk &chunk, Value value) const {
@@ -195,7 +242,32 @@ Widening Vectorizer::classify(Operation *op) const {
     // A stored value may vary.
     if (isLaneAccess(op, iv, varying))
       return Widening::Vector;
-    return getLoadStride(op) ? Widening::StridedLoad : Widening::Unsupported;
+    if (!getAccessStride(op))
+      return Widening::Unsupported;
+    return isa<memref::LoadOp>(op) ? Widening::StridedLoad
+                                   : Widening::LaneStore;
+  }
+  if (auto prefetch = dyn_cast<memref::PrefetchOp>(op)) {
+    ValueRange indices = prefetch.getIndices();
+    bool lastVaries = llvm::none_of(indices.drop_back(), [&](Value index) {
+      return varying.contains(index);
+    });
+    auto form = indices.empty() ? forms.end() : forms.find(indices.back());
+    return lastVaries && form != forms.end() && form->second.stride > 0
+               ? Widening::LanePrefetch
+               : Widening::Unsupported;
+  }
+  if (auto loop = dyn_cast<scf::ParallelOp>(op); loop && serialReductions &&
+                                                 loop.getNumLoops() == 1 &&
+                                                 loop.getNumResults() != 0) {
+    for (Value bound :
+         {loop.getLowerBound()[0], loop.getUpperBound()[0], loop.getStep()[0]})
+      if (varying.contains(bound))
+        return Widening::Unsupported;
+    for (Value init : loop.getInitVals())
+      if (!init.getType().isIntOrFloat())
+        return Widening::Unsupported;
+    return Widening::Loop;
   }
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
     for (Value bound :
@@ -217,9 +289,21 @@ Widening Vectorizer::classify(Operation *op) const {
   return Widening::Unsupported;
 }
 
+bool Vectorizer::isAligned(Operation &op) const {
+  // The assumed value, or the same op on the same operands computing it
+  // again (a page's index for its prefetch).
+  Operation *assumed = aligned ? aligned.getDefiningOp() : nullptr;
+  return assumed && op.getNumResults() == 1 &&
+         op.getName() == assumed->getName() &&
+         op.getOperands() == assumed->getOperands() &&
+         op.getAttrDictionary() == assumed->getAttrDictionary();
+}
+
 bool Vectorizer::analyze(Block &block) {
   for (Operation &op : block.without_terminator()) {
-    if (usesAny(&op, varying))
+    if (isAligned(op))
+      forms[op.getResult(0)] = LaneForm{int64_t(lanes), 0, 1};
+    else if (usesAny(&op, varying))
       if (std::optional<LaneForm> form = computeForm(&op))
         forms[op.getResult(0)] = *form;
     switch (classify(&op)) {
@@ -239,16 +323,18 @@ bool Vectorizer::analyze(Block &block) {
       continue;
     case Widening::AnyLane:
     case Widening::RowStore:
+    case Widening::LaneStore:
+    case Widening::LanePrefetch:
       continue;
     case Widening::Loop: {
       // Its iteration arguments and results vary: they are carried as
       // vectors whatever their start.
-      auto loop = cast<scf::ForOp>(op);
-      for (Value arg : loop.getRegionIterArgs())
-        varying.insert(arg);
-      for (Value result : loop.getResults())
+      if (auto loop = dyn_cast<scf::ForOp>(op))
+        for (Value arg : loop.getRegionIterArgs())
+          varying.insert(arg);
+      for (Value result : op.getResults())
         varying.insert(result);
-      if (!analyze(*loop.getBody()))
+      if (!analyze(op.getRegion(0).front()))
         return false;
       continue;
     }
@@ -290,7 +376,7 @@ void Vectorizer::widen(Block &block, OpBuilder &b,
                        MutableArrayRef<LaneChunk> chunks) {
   for (Operation &op : block.without_terminator()) {
     if (classify(&op) == Widening::Loop) {
-      widenLoop(cast<scf::ForOp>(op), b, chunks);
+      widenLoop(&op, b, chunks);
       continue;
     }
     for (LaneChunk &chunk : chunks)
@@ -374,7 +460,7 @@ void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
     }
     case Widening::StridedLoad: {
       auto load = cast<memref::LoadOp>(op);
-      int64_t stride = *getLoadStride(&op);
+      int64_t stride = *getAccessStride(&op);
       SmallVector<Value> indices;
       for (Value index : load.getIndices().drop_back())
         indices.push_back(mapping.lookupOrDefault(index));
@@ -392,6 +478,38 @@ void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
         all = vector::ShuffleOp::create(b, loc, all, all, picks);
       }
       mapping.map(load.getResult(), all);
+      return;
+    }
+    case Widening::LanePrefetch: {
+      // A hint: each cache line the lanes' elements lie in, once.
+      auto prefetch = cast<memref::PrefetchOp>(op);
+      int64_t stride = forms.lookup(prefetch.getIndices().back()).stride;
+      int64_t bytes = prefetch.getMemRefType().getElementTypeBitWidth() / 8;
+      int64_t step = std::max<int64_t>(1, kCacheLineBytes / (stride * bytes));
+      SmallVector<Value> indices;
+      for (Value index : prefetch.getIndices())
+        indices.push_back(mapping.lookupOrDefault(index));
+      Value firstIndex = firstLaneOf(chunk, prefetch.getIndices().back());
+      for (int64_t l = 0; l < int64_t(lanes); l += step) {
+        indices.back() = arith::AddIOp::create(
+            b, loc, firstIndex,
+            arith::ConstantIndexOp::create(b, loc, l * stride));
+        memref::PrefetchOp::create(
+            b, loc, mapping.lookupOrDefault(prefetch.getMemref()), indices,
+            prefetch.getIsWrite(), prefetch.getLocalityHint(),
+            prefetch.getIsDataCache());
+      }
+      return;
+    }
+    case Widening::LaneStore: {
+      auto store = cast<memref::StoreOp>(op);
+      SmallVector<Value> indices;
+      for (Value index : store.getIndices().drop_back())
+        indices.push_back(mapping.lookupOrDefault(index));
+      indices.push_back(firstLaneOf(chunk, store.getIndices().back()));
+      vector::StoreOp::create(
+          b, loc, asVector(b, loc, mapping.lookupOrDefault(store.getValue())),
+          mapping.lookupOrDefault(store.getMemRef()), indices);
       return;
     }
     case Widening::Dequantize: {
@@ -412,14 +530,23 @@ void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
   }
 }
 
-void Vectorizer::widenLoop(scf::ForOp loop, OpBuilder &b,
+void Vectorizer::widenLoop(Operation *loop, OpBuilder &b,
                            MutableArrayRef<LaneChunk> chunks) {
-  Location loc = loop.getLoc();
+  Location loc = loop->getLoc();
+  auto serial = dyn_cast<scf::ForOp>(loop);
+  auto reduction = dyn_cast<scf::ParallelOp>(loop);
+  Value lower = serial ? serial.getLowerBound() : reduction.getLowerBound()[0];
+  Value upper = serial ? serial.getUpperBound() : reduction.getUpperBound()[0];
+  Value step = serial ? serial.getStep() : reduction.getStep()[0];
+  Value inductionVar =
+      serial ? serial.getInductionVar() : reduction.getInductionVars()[0];
+  ValueRange initValues =
+      serial ? ValueRange(serial.getInitArgs()) : reduction.getInitVals();
+  Block *loopBody = serial ? serial.getBody() : reduction.getBody();
   // The chunks share one loop where they share its bounds and step (which
   // vary with no lane, but may with the chunk: a channel's group).
   IRMapping &bounds = chunks.front().mapping;
-  for (Value bound :
-       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+  for (Value bound : {lower, upper, step})
     for (LaneChunk &chunk : chunks.drop_front())
       if (chunk.mapping.lookupOrDefault(bound) !=
           bounds.lookupOrDefault(bound)) {
@@ -429,17 +556,18 @@ void Vectorizer::widenLoop(scf::ForOp loop, OpBuilder &b,
       }
   SmallVector<Value> inits;
   for (LaneChunk &chunk : chunks)
-    for (Value init : loop.getInitArgs())
+    for (Value init : initValues)
       inits.push_back(asVector(b, loc, chunk.mapping.lookupOrDefault(init)));
-  auto widened =
-      scf::ForOp::create(b, loc, bounds.lookupOrDefault(loop.getLowerBound()),
-                         bounds.lookupOrDefault(loop.getUpperBound()),
-                         bounds.lookupOrDefault(loop.getStep()), inits);
-  unsigned carried = loop.getNumRegionIterArgs();
+  auto widened = scf::ForOp::create(b, loc, bounds.lookupOrDefault(lower),
+                                    bounds.lookupOrDefault(upper),
+                                    bounds.lookupOrDefault(step), inits);
+  unsigned carried = initValues.size();
   for (auto [k, chunk] : llvm::enumerate(chunks)) {
-    chunk.mapping.map(loop.getInductionVar(), widened.getInductionVar());
-    chunk.mapping.map(loop.getRegionIterArgs(),
-                      widened.getRegionIterArgs().slice(k * carried, carried));
+    chunk.mapping.map(inductionVar, widened.getInductionVar());
+    if (serial)
+      chunk.mapping.map(
+          serial.getRegionIterArgs(),
+          widened.getRegionIterArgs().slice(k * carried, carried));
   }
   {
     OpBuilder::InsertionGuard guard(b);
@@ -449,18 +577,30 @@ void Vectorizer::widenLoop(scf::ForOp loop, OpBuilder &b,
       b.setInsertionPointToEnd(body);
     else
       b.setInsertionPoint(&body->back());
-    widen(*loop.getBody(), b, chunks);
+    widen(*loopBody, b, chunks);
     if (carried != 0) {
+      // A reduction's sums: each carried sum combined with the iteration's
+      // value, in order.
       SmallVector<Value> yielded;
-      for (LaneChunk &chunk : chunks)
-        for (Value value : loop.getBody()->getTerminator()->getOperands())
+      for (auto [k, chunk] : llvm::enumerate(chunks))
+        for (auto [i, value] :
+             llvm::enumerate(loopBody->getTerminator()->getOperands())) {
+          Value lanesOf =
+              asVector(b, loc, chunk.mapping.lookupOrDefault(value));
           yielded.push_back(
-              asVector(b, loc, chunk.mapping.lookupOrDefault(value)));
+              serial ? lanesOf
+                     : combine(b,
+                               cast<scf::ReduceOp>(loopBody->getTerminator())
+                                   .getReductions()[i]
+                                   .front(),
+                               widened.getRegionIterArgs()[k * carried + i],
+                               lanesOf, lanes));
+        }
       scf::YieldOp::create(b, loc, yielded);
     }
   }
   for (auto [k, chunk] : llvm::enumerate(chunks))
-    chunk.mapping.map(loop.getResults(),
+    chunk.mapping.map(loop->getResults(),
                       widened.getResults().slice(k * carried, carried));
 }
 

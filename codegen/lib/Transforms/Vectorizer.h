@@ -32,7 +32,8 @@ enum class Widening {
   /// Elementwise arithmetic on values that vary: the same op on vectors.
   Elementwise,
   /// An `scf.for` whose body depends on the lanes: its results carried as
-  /// vectors.
+  /// vectors. Where reductions run in order (serializeReductions()), an
+  /// `scf.parallel` reduction too: an scf.for carrying its sums.
   Loop,
   /// An `scf.if` on a condition that varies whose body only stores, or adds
   /// as i32, lane-independent values at lane-independent places (a flag, a
@@ -62,19 +63,26 @@ enum class Widening {
   /// parameters): the elements from the first lane's index to the last
   /// lane's, one vector, every s-th of them.
   StridedLoad,
+  /// A store whose last index has a lane form of stride 1 (a token's score
+  /// in its head's row): one vector store from the first lane's index.
+  LaneStore,
+  /// A prefetch whose last index has a lane form (the next page's rows of
+  /// the lanes' tokens): a prefetch of each cache line they lie in.
+  LanePrefetch,
   Unsupported,
 };
 
 /// A body value across the lanes of one vector iteration, whose induction
-/// variable is `first + l` (`first` a multiple of the lanes, l in [0,
-/// lanes)): `U + offset + stride * l`, U an unknown multiple of `align`, or
-/// 0 where `align` is 0 (the value is then exact).
+/// variable is `first + l` (`first` a multiple of the lanes unless a value
+/// is assumed aligned instead, l in [0, lanes)): `U + offset + stride * l`,
+/// U an unknown multiple of `align`, or 0 where `align` is 0 (the value is
+/// then exact).
 struct LaneForm {
   int64_t align = 1, offset = 0, stride = 0;
 };
 
 /// One copy of a vectorized body: the lanes `first + l` of the induction
-/// variable, `first` a multiple of the lanes, and its ops' values.
+/// variable and its ops' values.
 struct LaneChunk {
   explicit LaneChunk(mlir::Value first) : first(first) {}
   mlir::Value first;
@@ -88,9 +96,24 @@ struct LaneChunk {
 /// lanes.
 class Vectorizer {
 public:
-  Vectorizer(mlir::Value iv, unsigned lanes) : iv(iv), lanes(lanes) {
+  Vectorizer(mlir::Value iv, unsigned lanes)
+      : iv(iv), lanes(lanes), ivAlign(lanes) {
     varying.insert(iv);
   }
+
+  /// Assumes `value`, `iv + k` for a k the lanes share, a multiple of the
+  /// lanes in the first lane (a loop peeled to make it so), in place of the
+  /// induction variable.
+  void assumeAligned(mlir::Value value) {
+    aligned = value;
+    ivAlign = 1;
+  }
+  /// Takes a 1-D `scf.parallel` reduction in the body as a Loop: its
+  /// iterations in order, its sums carried as vectors.
+  void serializeReductions() { serialReductions = true; }
+  /// The values of the body, by op in order, whose lane forms are `iv + k`
+  /// for a k the lanes share (after analyze()).
+  llvm::SmallVector<mlir::Value> getShiftedInductions(mlir::Block &block) const;
 
   /// Whether every op of `block` but its terminator can be widened;
   /// records what varies.
@@ -104,20 +127,23 @@ public:
 
 private:
   Widening classify(mlir::Operation *op) const;
+  /// Whether `op` computes the value assumed aligned.
+  bool isAligned(mlir::Operation &op) const;
   /// The lane form of `value`, where its arithmetic is known.
   std::optional<LaneForm> getForm(mlir::Value value) const;
   /// The lane form of `op`'s result, from its operands'.
   std::optional<LaneForm> computeForm(mlir::Operation *op) const;
-  /// The lane stride of `op`'s last index, where `op` is a load of a row
-  /// (unit stride) at a last index with a lane form and other indices the
-  /// lanes share.
-  std::optional<int64_t> getLoadStride(mlir::Operation *op) const;
+  /// The lane stride of `op`'s last index, where `op` is a load or store
+  /// of a row (unit stride) at a last index with a lane form and other
+  /// indices the lanes share.
+  std::optional<int64_t> getAccessStride(mlir::Operation *op) const;
   /// `value`'s first lane, a scalar (after widen() has seen its op).
   mlir::Value firstLaneOf(LaneChunk &chunk, mlir::Value value) const;
   /// Whether `op`, a vector.store, is a RowStore.
   bool isRowStore(mlir::vector::StoreOp op) const;
   void widenOp(mlir::Operation &op, mlir::OpBuilder &b, LaneChunk &chunk);
-  void widenLoop(mlir::scf::ForOp loop, mlir::OpBuilder &b,
+  /// An scf.for, or an scf.parallel reduction run in order.
+  void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
                  mlir::MutableArrayRef<LaneChunk> chunks);
   void widenRowStore(mlir::vector::StoreOp op, mlir::OpBuilder &b,
                      LaneChunk &chunk);
@@ -130,6 +156,11 @@ private:
 
   mlir::Value iv;
   unsigned lanes;
+  /// The alignment of the induction variable's first lane.
+  int64_t ivAlign;
+  /// The value assumed a multiple of the lanes in the first lane, if any.
+  mlir::Value aligned;
+  bool serialReductions = false;
   llvm::DenseSet<mlir::Value> varying;
   /// The lane forms of the body's integer arithmetic of `iv`.
   llvm::DenseMap<mlir::Value, LaneForm> forms;

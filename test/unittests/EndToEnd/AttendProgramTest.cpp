@@ -16,7 +16,8 @@
 // code sharing (every layer where a spec's layers differ) and 12 query
 // heads a kv-head, and a spec whose 64-token splits cut the value groups
 // (read a group at a time between partial groups read an element at a
-// time).
+// time), and span=tokens keys behind sinks whose splits start anywhere in
+// a group (the host's rows of tokens peeled to a group's word).
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,7 +131,9 @@ INSTANTIATE_TEST_SUITE_P(
              KVQ_ARTIFACT_DIR_E2E_VECTOR_FORMS_D64_GQA4_PROGRAMS, 5},
         Spec{"quant_splits_d64_gqa4",
              KVQ_ARTIFACT_DIR_E2E_QUANT_SPLITS_D64_GQA4,
-             KVQ_ARTIFACT_DIR_E2E_QUANT_SPLITS_D64_GQA4_PROGRAMS}),
+             KVQ_ARTIFACT_DIR_E2E_QUANT_SPLITS_D64_GQA4_PROGRAMS},
+        Spec{"token_keys_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_TOKEN_KEYS_D64_GQA4,
+             KVQ_ARTIFACT_DIR_E2E_TOKEN_KEYS_D64_GQA4_PROGRAMS, 2}),
     [](const ::testing::TestParamInfo<Spec> &Info) {
       return std::string(Info.param.Name);
     });
