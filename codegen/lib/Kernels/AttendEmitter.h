@@ -8,6 +8,7 @@
 #ifndef KVQ_CODEGEN_LIB_KERNELS_ATTENDEMITTER_H
 #define KVQ_CODEGEN_LIB_KERNELS_ATTENDEMITTER_H
 
+#include "kvq/Codegen/I16Factors.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
 
@@ -120,15 +121,6 @@ inline unsigned getWorkers(const KernelTarget &target, unsigned tasks,
 std::pair<unsigned, unsigned> planValuePasses(const TargetInfo &info,
                                               unsigned heads, unsigned chunks,
                                               unsigned groupChunks);
-
-/// The largest i16 a factor is rounded to (the i16 forms).
-constexpr double kI16Max = 32767;
-
-/// Whether i32 sums of `terms` products of a rounded factor and a `bits`-bit
-/// code cannot overflow.
-inline bool sumsFitI32(uint64_t terms, unsigned bits) {
-  return terms * uint64_t(kI16Max) * ((1u << bits) - 1) < (uint64_t(1) << 31);
-}
 
 /// Whether a slice holds 3-bit codes in 32-code fields (3 words a field):
 /// the 3-bit matrix forms' codes.

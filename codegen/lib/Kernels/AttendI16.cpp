@@ -96,23 +96,6 @@ static Value unpackPairs(KernelBuilder &kb, Value bytes, unsigned streamBytes,
   return unpackHalves(kb, bytes, bits, halfBits);
 }
 
-/// `factors` (f32) times `toI16`, rounded to nearest even, as i16.
-static Value roundToI16(KernelBuilder &kb, Value factors, Value toI16) {
-  auto type = cast<VectorType>(factors.getType());
-  Value rounded = kb.fptosi(kb.roundEven(kb.fmul(factors, toI16)));
-  return arith::TruncIOp::create(
-      kb.builder(), kb.getLoc(),
-      VectorType::get(type.getShape(), kb.builder().getI16Type()), rounded);
-}
-
-/// The factor that maps `largest` (f32, >= 0) to kI16Max: 0 where it is 0,
-/// so that all-zero factors stay zeros.
-static Value scaleToI16(KernelBuilder &kb, Value largest) {
-  Value zero = kb.f32Like(largest, 0);
-  return kb.select(kb.flt(zero, largest),
-                   kb.fdiv(kb.f32Like(largest, kI16Max), largest), zero);
-}
-
 //===----------------------------------------------------------------------===//
 // span = tokens keys
 //===----------------------------------------------------------------------===//

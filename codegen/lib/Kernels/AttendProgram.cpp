@@ -425,24 +425,9 @@ scf::ParallelOp
 AttendProgram::reduceInParallel(Value count, ValueRange inits,
                                 function_ref<SmallVector<Value>(Value)> body,
                                 function_ref<Value(Value, Value)> combine) {
-  auto loop =
-      scf::ParallelOp::create(b, loc(), ValueRange{index(0)}, ValueRange{count},
-                              ValueRange{index(1)}, inits, nullptr);
-  OpBuilder::InsertionGuard guard(b);
-  // The reduction below is the body's terminator.
-  if (!loop.getBody()->empty())
-    loop.getBody()->getTerminator()->erase();
-  b.setInsertionPointToEnd(loop.getBody());
-  auto reduce =
-      scf::ReduceOp::create(b, loc(), body(loop.getInductionVars()[0]));
-  // Each combiner's block (with its two arguments) exists already.
-  for (Region &region : reduce.getReductions()) {
-    Block *combiner = &region.front();
-    b.setInsertionPointToEnd(combiner);
-    scf::ReduceReturnOp::create(
-        b, loc(), combine(combiner->getArgument(0), combiner->getArgument(1)));
-  }
-  return loop;
+  return pb.parallelReduce(count, inits, body, [&](unsigned, Value x, Value y) {
+    return combine(x, y);
+  });
 }
 
 scf::ParallelOp

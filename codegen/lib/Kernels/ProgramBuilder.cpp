@@ -179,6 +179,31 @@ void ProgramBuilder::parallelFor(Value count, function_ref<void(Value)> body) {
       [&](OpBuilder &, Location, ValueRange ivs) { body(ivs[0]); });
 }
 
+scf::ParallelOp ProgramBuilder::parallelReduce(
+    Value count, ValueRange inits, function_ref<SmallVector<Value>(Value)> body,
+    function_ref<Value(unsigned, Value, Value)> combine) {
+  OpBuilder &b = builder();
+  auto loop = scf::ParallelOp::create(b, getLoc(), ValueRange{index(0)},
+                                      ValueRange{count}, ValueRange{index(1)},
+                                      inits, nullptr);
+  OpBuilder::InsertionGuard guard(b);
+  // The reduction below is the body's terminator.
+  if (!loop.getBody()->empty())
+    loop.getBody()->getTerminator()->erase();
+  b.setInsertionPointToEnd(loop.getBody());
+  auto reduce =
+      scf::ReduceOp::create(b, getLoc(), body(loop.getInductionVars()[0]));
+  // Each combiner's block (with its two arguments) exists already.
+  for (auto [k, region] : llvm::enumerate(reduce.getReductions())) {
+    Block *combiner = &region.front();
+    b.setInsertionPointToEnd(combiner);
+    scf::ReduceReturnOp::create(
+        b, getLoc(),
+        combine(k, combiner->getArgument(0), combiner->getArgument(1)));
+  }
+  return loop;
+}
+
 std::pair<Value, ValueRange> kvq::getMemRefAccess(Operation *op) {
   if (auto load = dyn_cast<memref::LoadOp>(op))
     return {load.getMemRef(), load.getIndices()};

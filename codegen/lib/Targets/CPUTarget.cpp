@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kvq/Codegen/I16Factors.h"
 #include "kvq/Codegen/Layout.h"
 #include "kvq/Codegen/Targets.h"
 
@@ -174,13 +175,7 @@ public:
   Value dotI16Pairs(KernelBuilder &kb, Value acc, Value x, Value y) override {
     assert(getInfo().dot == getI16PairDotUnit(kb.builder().getContext(), 16) &&
            "the target has no vpdpwssd");
-    OpBuilder &b = kb.builder();
-    auto halves = VectorType::get({32}, b.getI16Type());
-    auto asHalves = [&](Value x) {
-      return vector::BitCastOp::create(b, kb.getLoc(), halves, x);
-    };
-    return kb.callIntrinsic("llvm.x86.avx512.vpdpwssd.512",
-                            {acc, asHalves(x), asHalves(y)});
+    return dotI16PairsAVX512(kb, acc, x, y);
   }
   unsigned getSplitTokens(const CacheLayout &layout) const override {
     return layout.hostSplitTokens;

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace kvq {
 
@@ -100,6 +101,14 @@ public:
   /// The same for `count` (an index) known at run time only.
   void parallelFor(mlir::Value count,
                    llvm::function_ref<void(mlir::Value)> body);
+  /// Reduces the values `body(i)` returns for every i in [0, count) (an
+  /// index), value k by `combine(k, x, y)` from `inits[k]`, in any order:
+  /// an scf.parallel with one reduction a value.
+  mlir::scf::ParallelOp parallelReduce(
+      mlir::Value count, mlir::ValueRange inits,
+      llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value)> body,
+      llvm::function_ref<mlir::Value(unsigned, mlir::Value, mlir::Value)>
+          combine);
 
 private:
   /// The program createProgram made.
