@@ -21,8 +21,11 @@
 #include "Vectorizer.h"
 
 #include "kvq/Codegen/Kernels.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -99,12 +102,31 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
           continue;
         Vectorizer peeled(iv, lanes);
         peeled.serializeReductions();
-        peeled.assumeAligned(shifted);
+        peeled.assumeAligned(shifted, lanes);
         if (!peeled.analyze(*body))
           continue;
-        unsigned chunks = std::max(
-            1u, std::min(info.vectorLanes / lanes,
-                         getMaxAccumulators(info) / reduction.getNumResults()));
+        unsigned sums = reduction.getNumResults();
+        unsigned chunks =
+            std::max(1u, std::min(info.vectorLanes / lanes,
+                                  getMaxAccumulators(info) / sums));
+        if (std::optional<unsigned> group =
+                getPairDotGroup(peeled, reduction, lanes)) {
+          // A vector iteration in one group of tokens, whose parameters
+          // its chunks share: the factors are rounded once for them.
+          chunks = std::max(
+              1u, std::min(*group / lanes, getMaxAccumulators(info) / sums));
+          Vectorizer pairs(iv, lanes);
+          pairs.serializeReductions();
+          pairs.assumeAligned(shifted, lanes * chunks);
+          if (pairs.analyze(*body))
+            if (std::optional<PairDotPlan> plan =
+                    pairs.matchPairDots(reduction)) {
+              allocateScratch(rewriter, loop, *plan);
+              pairs.usePairDots(std::move(*plan));
+              rewrite(rewriter, loop, pairs, shifted, lanes, chunks);
+              return success();
+            }
+        }
         rewrite(rewriter, loop, peeled, shifted, lanes, chunks);
         return success();
       }
@@ -112,8 +134,51 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
     return rewriter.notifyMatchFailure(loop, "rows not lanes");
   }
 
+  /// The group of tokens whose parameters `reduction`'s dequantized codes
+  /// share (span=tokens) where it runs on the target's i16 pair dots with
+  /// `lanes`, a multiple of them; none where it does not.
+  std::optional<unsigned> getPairDotGroup(const Vectorizer &vectorizer,
+                                          scf::ParallelOp reduction,
+                                          unsigned lanes) const {
+    if (lanes != 16 || info.dot != getI16PairDotUnit(getContext(), 16))
+      return std::nullopt;
+    std::optional<PairDotPlan> plan = vectorizer.matchPairDots(reduction);
+    if (!plan)
+      return std::nullopt;
+    QuantAttr quant = cast<DequantizeOp>(plan->dequantize).getScheme();
+    if (quant.getSpan() != Span::Tokens || quant.getGroup() % lanes != 0)
+      return std::nullopt;
+    return quant.getGroup();
+  }
+
+  /// The scratch `plan` needs, block-local memory at the start of `loop`'s
+  /// function: each head's folded factors, and those rounded.
+  static void allocateScratch(PatternRewriter &rewriter, scf::ParallelOp loop,
+                              PairDotPlan &plan) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    auto function = loop->getParentOfType<FunctionOpInterface>();
+    rewriter.setInsertionPointToStart(&function.getFunctionBody().front());
+    Location loc = loop.getLoc();
+    int64_t elements = int64_t(plan.factors.size()) * plan.channels;
+    auto alloc = [&](Type element, int64_t count) -> Value {
+      return memref::AllocaOp::create(
+          rewriter, loc, MemRefType::get({count}, element), ValueRange(),
+          rewriter.getI64IntegerAttr(64));
+    };
+    plan.folded = alloc(rewriter.getF32Type(), elements);
+    Value bytes = alloc(rewriter.getI8Type(), 2 * elements);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    plan.rounded = memref::ViewOp::create(
+        rewriter, loc, MemRefType::get({elements}, rewriter.getI16Type()),
+        bytes, zero, ValueRange());
+    plan.roundedPairs = memref::ViewOp::create(
+        rewriter, loc, MemRefType::get({elements / 2}, rewriter.getI32Type()),
+        bytes, zero, ValueRange());
+  }
+
   /// `loop` as iterations one by one until `shifted` is a multiple of the
-  /// lanes, vectors of `chunks` chunks of lanes, and the rest one by one.
+  /// lanes' `chunks`, vectors of `chunks` chunks of lanes, and the rest one
+  /// by one.
   void rewrite(PatternRewriter &rewriter, scf::ParallelOp loop,
                Vectorizer &vectorizer, Value shifted, unsigned lanes,
                unsigned chunks) const {
@@ -123,7 +188,8 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
       return arith::ConstantIndexOp::create(rewriter, loc, value);
     };
     // `shifted` is the induction variable plus a constant k: the first
-    // aligned row is (lanes - k mod lanes) mod lanes, at most N.
+    // aligned row is (step - k mod step) mod step, at most N.
+    int64_t step = int64_t(lanes) * chunks;
     IRMapping atZero;
     atZero.map(loop.getInductionVars()[0], index(0));
     Value k = cloneAt(rewriter, shifted, body, atZero);
@@ -134,9 +200,9 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
     Value toAligned = arith::RemUIOp::create(
         rewriter, loc,
         arith::SubIOp::create(
-            rewriter, loc, index(lanes),
-            arith::RemUIOp::create(rewriter, loc, k, index(lanes))),
-        index(lanes));
+            rewriter, loc, index(step),
+            arith::RemUIOp::create(rewriter, loc, k, index(step))),
+        index(step));
     Value start = arith::MinUIOp::create(rewriter, loc, toAligned, count);
     scf::ForOp::create(rewriter, loc, index(0), start, index(1), {},
                        [&](OpBuilder &b, Location, Value row, ValueRange) {
@@ -145,26 +211,28 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
                          cloneIteration(b, loop, mapping, {});
                          scf::YieldOp::create(b, loc);
                        });
-    int64_t step = int64_t(lanes) * chunks;
     Value vectorRows = arith::SubIOp::create(rewriter, loc, count, start);
     Value end = arith::AddIOp::create(
         rewriter, loc, start,
         arith::SubIOp::create(
             rewriter, loc, vectorRows,
             arith::RemUIOp::create(rewriter, loc, vectorRows, index(step))));
-    scf::ForOp::create(
-        rewriter, loc, start, end, index(step), {},
-        [&](OpBuilder &b, Location, Value first, ValueRange) {
-          SmallVector<LaneChunk> lanesOf;
-          for (unsigned c = 0; c < chunks; ++c)
-            lanesOf.emplace_back(
-                c == 0 ? first
-                       : arith::AddIOp::create(b, loc, first,
-                                               arith::ConstantIndexOp::create(
-                                                   b, loc, c * lanes)));
-          vectorizer.widen(*body, b, lanesOf);
-          scf::YieldOp::create(b, loc);
-        });
+    // The vector loop exists before its body is widened into it: the
+    // widening builds loops with regions of their own inside it.
+    auto vectors =
+        scf::ForOp::create(rewriter, loc, start, end, index(step), {});
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(vectors.getBody()->getTerminator());
+      Value first = vectors.getInductionVar();
+      SmallVector<LaneChunk> lanesOf;
+      for (unsigned c = 0; c < chunks; ++c)
+        lanesOf.emplace_back(c == 0
+                                 ? first
+                                 : arith::AddIOp::create(rewriter, loc, first,
+                                                         index(c * lanes)));
+      vectorizer.widen(*body, rewriter, lanesOf);
+    }
     buildSerialLoop(rewriter, loop, end, index(1), {});
     rewriter.eraseOp(loop);
   }

@@ -302,7 +302,7 @@ bool Vectorizer::isAligned(Operation &op) const {
 bool Vectorizer::analyze(Block &block) {
   for (Operation &op : block.without_terminator()) {
     if (isAligned(op))
-      forms[op.getResult(0)] = LaneForm{int64_t(lanes), 0, 1};
+      forms[op.getResult(0)] = LaneForm{alignedTo, 0, 1};
     else if (usesAny(&op, varying))
       if (std::optional<LaneForm> form = computeForm(&op))
         forms[op.getResult(0)] = *form;
@@ -375,6 +375,10 @@ Value Vectorizer::asVector(OpBuilder &b, Location loc, Value value) const {
 void Vectorizer::widen(Block &block, OpBuilder &b,
                        MutableArrayRef<LaneChunk> chunks) {
   for (Operation &op : block.without_terminator()) {
+    if (pairDots && &op == pairDots->reduction.getOperation()) {
+      widenPairDots(b, chunks);
+      continue;
+    }
     if (classify(&op) == Widening::Loop) {
       widenLoop(&op, b, chunks);
       continue;

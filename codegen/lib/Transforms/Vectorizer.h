@@ -91,6 +91,25 @@ struct LaneChunk {
   mlir::IRMapping firstLanes;
 };
 
+/// A reduction in a loop body, taken as a Loop, whose sums are
+/// `sum_c a_r(c) * x(c)`, r < R: x a `kvq.dequantize` of codes that vary
+/// with the lanes (a token's code of channel c) and parameters that do
+/// not, the factors a_r(c) the same in every lane (each head's query).
+/// Where the target has i16 pair dots it runs as docs/Numerics.md's
+/// "Attention on 16-bit integers": per vector of lanes, a_r * slope
+/// rounded to i16 against its largest magnitude, two channels' codes a
+/// lane dotted with two rounded factors by one pair dot, and the factors'
+/// sum with the offsets added after.
+struct PairDotPlan {
+  mlir::scf::ParallelOp reduction;
+  mlir::Operation *dequantize;
+  llvm::SmallVector<mlir::Value> factors;
+  int64_t channels;
+  /// Scratch of the block: each factor times the slopes (f32, R x
+  /// channels), and those rounded (i16, the same, and its pairs as i32).
+  mlir::Value folded, rounded, roundedPairs;
+};
+
 /// Classifies the ops of a loop body for vectorization over `lanes` of
 /// induction variable `iv`: `varying` holds the values that differ between
 /// lanes.
@@ -101,16 +120,24 @@ public:
     varying.insert(iv);
   }
 
-  /// Assumes `value`, `iv + k` for a k the lanes share, a multiple of the
-  /// lanes in the first lane (a loop peeled to make it so), in place of the
-  /// induction variable.
-  void assumeAligned(mlir::Value value) {
+  /// Assumes `value`, `iv + k` for a k the lanes share, a multiple of
+  /// `alignment` (of the lanes) in the first lane (a loop peeled to make it
+  /// so), in place of the induction variable.
+  void assumeAligned(mlir::Value value, int64_t alignment) {
     aligned = value;
+    alignedTo = alignment;
     ivAlign = 1;
   }
   /// Takes a 1-D `scf.parallel` reduction in the body as a Loop: its
   /// iterations in order, its sums carried as vectors.
   void serializeReductions() { serialReductions = true; }
+  /// The plan of `reduction` (a Loop of the analyzed body) on i16 pair
+  /// dots, scratch not yet given; none where its sums are not such dots or
+  /// their i32 sums could overflow.
+  std::optional<PairDotPlan>
+  matchPairDots(mlir::scf::ParallelOp reduction) const;
+  /// Widens `plan`'s reduction on i16 pair dots (16 lanes).
+  void usePairDots(PairDotPlan plan) { pairDots = std::move(plan); }
   /// The values of the body, by op in order, whose lane forms are `iv + k`
   /// for a k the lanes share (after analyze()).
   llvm::SmallVector<mlir::Value> getShiftedInductions(mlir::Block &block) const;
@@ -145,6 +172,8 @@ private:
   /// An scf.for, or an scf.parallel reduction run in order.
   void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
                  mlir::MutableArrayRef<LaneChunk> chunks);
+  void widenPairDots(mlir::OpBuilder &b,
+                     mlir::MutableArrayRef<LaneChunk> chunks);
   void widenRowStore(mlir::vector::StoreOp op, mlir::OpBuilder &b,
                      LaneChunk &chunk);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
@@ -158,9 +187,11 @@ private:
   unsigned lanes;
   /// The alignment of the induction variable's first lane.
   int64_t ivAlign;
-  /// The value assumed a multiple of the lanes in the first lane, if any.
+  /// The value assumed a multiple of `alignedTo` in the first lane, if any.
   mlir::Value aligned;
+  int64_t alignedTo = 0;
   bool serialReductions = false;
+  std::optional<PairDotPlan> pairDots;
   llvm::DenseSet<mlir::Value> varying;
   /// The lane forms of the body's integer arithmetic of `iv`.
   llvm::DenseMap<mlir::Value, LaneForm> forms;

@@ -1,0 +1,203 @@
+//===- PairDots.cpp - a row reduction on i16 pair dots --------------------===//
+//
+// The form of a reduction `sum_c a_r(c) * dequantize(code(c))` over a
+// row's channels whose lanes are rows (Vectorizer.h, PairDotPlan) on a host
+// with i16 pair dots (docs/Numerics.md, "Attention on 16-bit integers",
+// span=tokens keys): per vector iteration, each head's factors times the
+// channels' slopes are rounded to i16 against their largest magnitude;
+// then per pair of channels, each lane's two codes are one i32 (the first
+// channel's in the low half) dotted with the head's two rounded factors by
+// one `vpdpwssd`; the exact i32 sums go to f32 times the head's scale, plus
+// the factors' sum with the channels' offsets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Vectorizer.h"
+
+#include "kvq/Codegen/I16Factors.h"
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Codegen/ProgramBuilder.h"
+#include "kvq/Codegen/Quantizer.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace kvq;
+
+/// The ops of `body` that `roots` need, in order.
+static SmallVector<Operation *> getSlice(Block *body, ValueRange roots) {
+  llvm::SetVector<Operation *> needed;
+  SmallVector<Value> worklist(roots.begin(), roots.end());
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val().getDefiningOp();
+    if (!op || op->getBlock() != body || !needed.insert(op))
+      continue;
+    worklist.append(op->operand_begin(), op->operand_end());
+  }
+  SmallVector<Operation *> slice;
+  for (Operation &op : body->without_terminator())
+    if (needed.contains(&op))
+      slice.push_back(&op);
+  return slice;
+}
+
+std::optional<PairDotPlan>
+Vectorizer::matchPairDots(scf::ParallelOp reduction) const {
+  std::optional<int64_t> channels =
+      getParallelTripCount(reduction, /*withReductions=*/true);
+  if (!channels || *channels % 2 != 0 || lanes != 16)
+    return std::nullopt;
+  Block *body = reduction.getBody();
+  auto reduce = cast<scf::ReduceOp>(body->getTerminator());
+  DequantizeOp dequantize;
+  SmallVector<Value> factors;
+  for (auto [k, value] : llvm::enumerate(reduce.getOperands())) {
+    Block &combiner = reduce.getReductions()[k].front();
+    if (combiner.getOperations().size() != 2 ||
+        !isa<arith::AddFOp>(combiner.front()) ||
+        !matchPattern(reduction.getInitVals()[k], m_PosZeroFloat()))
+      return std::nullopt;
+    auto product = value.getDefiningOp<arith::MulFOp>();
+    if (!product || product->getBlock() != body)
+      return std::nullopt;
+    Value x = product.getLhs(), factor = product.getRhs();
+    if (!x.getDefiningOp<DequantizeOp>())
+      std::swap(x, factor);
+    auto term = x.getDefiningOp<DequantizeOp>();
+    if (!term || (dequantize && term != dequantize) || varying.contains(factor))
+      return std::nullopt;
+    dequantize = term;
+    factors.push_back(factor);
+  }
+  if (!dequantize || !varying.contains(dequantize.getCode()) ||
+      varying.contains(dequantize.getScale()) ||
+      varying.contains(dequantize.getZero()) ||
+      !sumsFitI32(*channels, dequantize.getScheme().getBits()))
+    return std::nullopt;
+  // The body computes the sums and nothing else.
+  for (Operation &op : body->without_terminator())
+    if (!isPure(&op) && !isa<memref::LoadOp>(op))
+      return std::nullopt;
+  return PairDotPlan{reduction, dequantize, factors, *channels, {}, {}, {}};
+}
+
+void Vectorizer::widenPairDots(OpBuilder &b,
+                               MutableArrayRef<LaneChunk> chunks) {
+  PairDotPlan &plan = *pairDots;
+  scf::ParallelOp reduction = plan.reduction;
+  auto dequantize = cast<DequantizeOp>(plan.dequantize);
+  Location loc = reduction.getLoc();
+  ProgramBuilder pb(b, loc);
+  Block *body = reduction.getBody();
+  Value channel = reduction.getInductionVars()[0];
+  unsigned heads = plan.factors.size();
+  int64_t dim = plan.channels;
+  SmallVector<Value> foldedRows, roundedRows;
+  for (unsigned r = 0; r < heads; ++r) {
+    foldedRows.push_back(pb.row(plan.folded, pb.index(r * dim), dim));
+    roundedRows.push_back(pb.row(plan.rounded, pb.index(r * dim), dim));
+  }
+  // Per channel, in any order: each head's factor times the slope, stored;
+  // its largest magnitude; the factors' sum with the offsets.
+  SmallVector<Value> roots = {dequantize.getScale(), dequantize.getZero()};
+  roots.append(plan.factors);
+  SmallVector<Operation *> params = getSlice(body, roots);
+  // Built with no listener: a rewriter's is told of a reduction's combiner
+  // blocks before their op exists.
+  OpBuilder plain(b.getContext());
+  plain.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+  ProgramBuilder pp(plain, loc);
+  Quantizer quantizer(pp, dequantize.getScheme());
+  SmallVector<Value> inits(2 * heads, pp.f32(0));
+  scf::ParallelOp folds = pp.parallelReduce(
+      pp.index(dim), inits,
+      [&](Value c) {
+        // The parameters the lanes share: the first chunk's, from its first
+        // lane's scalars.
+        LaneChunk &first = chunks.front();
+        IRMapping mapping = first.mapping;
+        for (auto [value, scalar] : first.firstLanes.getValueMap())
+          mapping.map(value, scalar);
+        mapping.map(channel, c);
+        for (Operation *op : params)
+          plain.clone(*op, mapping);
+        AffineTerms terms =
+            quantizer.affine(mapping.lookupOrDefault(dequantize.getScale()),
+                             mapping.lookupOrDefault(dequantize.getZero()));
+        SmallVector<Value> offsets, largest;
+        for (unsigned r = 0; r < heads; ++r) {
+          Value factor = mapping.lookupOrDefault(plan.factors[r]);
+          Value folded = pp.fmul(factor, terms.slope);
+          pp.storeElement(folded, foldedRows[r], c);
+          offsets.push_back(pp.fmul(factor, terms.offset));
+          largest.push_back(pp.fabs(folded));
+        }
+        offsets.append(largest);
+        return offsets;
+      },
+      [&](unsigned k, Value x, Value y) {
+        return k < heads ? pp.fadd(x, y) : pp.selectMax(x, y);
+      });
+  b.setInsertionPointAfter(folds);
+  // Each head's factors rounded against the largest.
+  SmallVector<Value> toI16, scales;
+  for (unsigned r = 0; r < heads; ++r) {
+    Value largest = folds.getResult(heads + r);
+    toI16.push_back(scaleToI16(pb, largest));
+    scales.push_back(pb.fmul(largest, pb.f32(1 / kI16Max)));
+  }
+  pb.parallelFor(dim, [&](Value c) {
+    for (unsigned r = 0; r < heads; ++r)
+      pb.storeElement(
+          roundToI16(pb, pb.loadElement(foldedRows[r], c), toI16[r]),
+          roundedRows[r], c);
+  });
+  // Per pair of channels, each chunk's lanes' two codes against each
+  // head's two rounded factors.
+  SmallVector<Operation *> codes = getSlice(body, dequantize.getCode());
+  Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
+  SmallVector<Value> sumInits(chunks.size() * heads,
+                              pb.splat(pb.i32(0), lanes));
+  auto pairs = scf::ForOp::create(
+      b, loc, pb.index(0), pb.index(dim), pb.index(2), sumInits,
+      [&](OpBuilder &, Location, Value c, ValueRange acc) {
+        auto codesAt = [&](LaneChunk chunk, Value at) {
+          chunk.mapping.map(channel, at);
+          for (Operation *op : codes)
+            widenOp(*op, b, chunk);
+          return asVector(b, loc,
+                          chunk.mapping.lookupOrDefault(dequantize.getCode()));
+        };
+        Value next = arith::AddIOp::create(b, loc, c, pb.index(1));
+        SmallVector<Value> factorPairs;
+        for (unsigned r = 0; r < heads; ++r) {
+          Value at = arith::DivUIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, pb.index(r * dim), c),
+              pb.index(2));
+          factorPairs.push_back(vector::BroadcastOp::create(
+              b, loc, laneType, pb.loadElement(plan.roundedPairs, at)));
+        }
+        SmallVector<Value> sums;
+        for (auto [k, chunk] : llvm::enumerate(chunks)) {
+          Value both =
+              pb.bitOr(codesAt(chunk, c), pb.shl(codesAt(chunk, next),
+                                                 pb.splat(pb.i32(16), lanes)));
+          for (unsigned r = 0; r < heads; ++r)
+            sums.push_back(dotI16PairsAVX512(pb, acc[k * heads + r], both,
+                                             factorPairs[r]));
+        }
+        scf::YieldOp::create(b, loc, sums);
+      });
+  for (auto [k, chunk] : llvm::enumerate(chunks))
+    for (unsigned r = 0; r < heads; ++r) {
+      Value sum = pb.sitofp(pairs.getResult(k * heads + r));
+      chunk.mapping.map(reduction.getResult(r),
+                        pb.fadd(pb.fmul(sum, pb.splat(scales[r], lanes)),
+                                pb.splat(folds.getResult(r), lanes)));
+    }
+}
