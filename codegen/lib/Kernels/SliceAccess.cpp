@@ -145,18 +145,20 @@ Value kvq::loadCodeAt(KernelBuilder &kb, unsigned bits, Value firstWord,
                       Value k, function_ref<Value(Value)> loadWord) {
   Value bit = kb.mul(k, kb.i32(bits));
   Value word = kb.add(firstWord, kb.divU(bit, kb.i32(32)));
-  Value shift = kb.remU(bit, kb.i32(32));
-  Value mask = kb.i32((1u << bits) - 1);
   // A code in one word is shifted as one (vectorized, 32-bit lanes).
-  if (32 % bits == 0)
-    return kb.bitAnd(kb.shrU(loadWord(word), shift), mask);
+  if (32 % bits == 0) {
+    Value shift = kb.remU(bit, kb.i32(32));
+    return kb.bitAnd(kb.shrU(loadWord(word), shift),
+                     kb.i32((1u << bits) - 1));
+  }
+  Value shift = kb.toI64(kb.remU(bit, kb.i32(32)));
+  Value code = kb.toI64(loadWord(word));
   // A code may straddle two words. Read the next one too, branch-free so
   // that CPU loops vectorize: it exists, since the parameters follow the
   // codes in every slice.
-  Value code = kb.bitOr(kb.toI64(loadWord(word)),
-                        kb.shl(kb.toI64(loadWord(kb.add(word, kb.i32(1)))),
-                               kb.i64(32)));
-  return kb.bitAnd(kb.toI32(kb.shrU(code, kb.toI64(shift))), mask);
+  Value next = kb.toI64(loadWord(kb.add(word, kb.i32(1))));
+  code = kb.bitOr(code, kb.shl(next, kb.i64(32)));
+  return kb.bitAnd(kb.toI32(kb.shrU(code, shift)), kb.i32((1u << bits) - 1));
 }
 
 Value kvq::extractCode(KernelBuilder &kb, ArrayRef<Value> words,
