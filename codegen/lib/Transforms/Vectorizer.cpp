@@ -257,28 +257,25 @@ Widening Vectorizer::classify(Operation *op) const {
                ? Widening::LanePrefetch
                : Widening::Unsupported;
   }
+  // A loop whose bounds every lane shares, carrying scalars.
+  auto loopOf = [&](ValueRange bounds, ValueRange inits) {
+    bool scalars = llvm::all_of(
+        inits, [](Value init) { return init.getType().isIntOrFloat(); });
+    return scalars && !llvm::any_of(
+                          bounds,
+                          [&](Value bound) { return varying.contains(bound); })
+               ? Widening::Loop
+               : Widening::Unsupported;
+  };
   if (auto loop = dyn_cast<scf::ParallelOp>(op); loop && serialReductions &&
                                                  loop.getNumLoops() == 1 &&
-                                                 loop.getNumResults() != 0) {
-    for (Value bound :
-         {loop.getLowerBound()[0], loop.getUpperBound()[0], loop.getStep()[0]})
-      if (varying.contains(bound))
-        return Widening::Unsupported;
-    for (Value init : loop.getInitVals())
-      if (!init.getType().isIntOrFloat())
-        return Widening::Unsupported;
-    return Widening::Loop;
-  }
-  if (auto loop = dyn_cast<scf::ForOp>(op)) {
-    for (Value bound :
-         {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
-      if (varying.contains(bound))
-        return Widening::Unsupported;
-    for (Value init : loop.getInitArgs())
-      if (!init.getType().isIntOrFloat())
-        return Widening::Unsupported;
-    return Widening::Loop;
-  }
+                                                 loop.getNumResults() != 0)
+    return loopOf(
+        {loop.getLowerBound()[0], loop.getUpperBound()[0], loop.getStep()[0]},
+        loop.getInitVals());
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return loopOf({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()},
+                  loop.getInitArgs());
   // The induction variable is an address, never a value.
   if (llvm::is_contained(op->getOperands(), iv))
     return Widening::Unsupported;
@@ -392,145 +389,143 @@ void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
   Location loc = op.getLoc();
   IRMapping &mapping = chunk.mapping;
   Value first = chunk.first;
-  {
-    switch (classify(&op)) {
-    case Widening::Unsupported:
-    case Widening::Loop:
-      llvm_unreachable("analyze() accepted the body; widen() widens loops");
-    case Widening::Scalar:
-      b.clone(op, mapping);
-      return;
-    case Widening::AnyLane:
-      widenAnyLaneBranch(
-          b, cast<scf::IfOp>(op),
-          mapping.lookupOrDefault(cast<scf::IfOp>(op).getCondition()), mapping);
-      return;
-    case Widening::RowPart:
-      return;
-    case Widening::RowStore:
-      widenRowStore(cast<vector::StoreOp>(op), b, chunk);
-      return;
-    case Widening::Vector: {
-      auto indicesOf = [&](ValueRange indices) {
-        SmallVector<Value> mapped;
-        for (Value index : indices.drop_back())
-          mapped.push_back(mapping.lookupOrDefault(index));
-        mapped.push_back(first);
-        return mapped;
-      };
-      if (auto load = dyn_cast<memref::LoadOp>(op)) {
-        Value vector =
-            vector::LoadOp::create(b, loc, vectorOf(load.getType()),
-                                   mapping.lookupOrDefault(load.getMemRef()),
-                                   indicesOf(load.getIndices()));
-        mapping.map(load.getResult(), vector);
-        return;
-      }
-      auto store = cast<memref::StoreOp>(op);
-      vector::StoreOp::create(
-          b, loc, asVector(b, loc, mapping.lookupOrDefault(store.getValue())),
-          mapping.lookupOrDefault(store.getMemRef()),
-          indicesOf(store.getIndices()));
+  switch (classify(&op)) {
+  case Widening::Unsupported:
+  case Widening::Loop:
+    llvm_unreachable("analyze() accepted the body; widen() widens loops");
+  case Widening::Scalar:
+    b.clone(op, mapping);
+    return;
+  case Widening::AnyLane:
+    widenAnyLaneBranch(
+        b, cast<scf::IfOp>(op),
+        mapping.lookupOrDefault(cast<scf::IfOp>(op).getCondition()), mapping);
+    return;
+  case Widening::RowPart:
+    return;
+  case Widening::RowStore:
+    widenRowStore(cast<vector::StoreOp>(op), b, chunk);
+    return;
+  case Widening::Vector: {
+    auto indicesOf = [&](ValueRange indices) {
+      SmallVector<Value> mapped;
+      for (Value index : indices.drop_back())
+        mapped.push_back(mapping.lookupOrDefault(index));
+      mapped.push_back(first);
+      return mapped;
+    };
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      Value vector =
+          vector::LoadOp::create(b, loc, vectorOf(load.getType()),
+                                 mapping.lookupOrDefault(load.getMemRef()),
+                                 indicesOf(load.getIndices()));
+      mapping.map(load.getResult(), vector);
       return;
     }
-    case Widening::Elementwise:
-      widenElementwise(b, op, mapping, lanes);
-      return;
-    case Widening::Uniform:
-    case Widening::LaneIndex: {
-      // The first lane's value, from the first lane's operands.
-      IRMapping scalars;
-      for (Value operand : op.getOperands())
-        scalars.map(operand, firstLaneOf(chunk, operand));
-      Value scalar = b.clone(op, scalars)->getResult(0);
-      chunk.firstLanes.map(op.getResult(0), scalar);
-      if (classify(&op) == Widening::Uniform) {
-        mapping.map(op.getResult(0), scalar);
-        return;
-      }
-      // Each lane's, the induction variable `first + l` in lane l.
-      if (!mapping.contains(iv)) {
-        SmallVector<APInt> steps;
-        for (unsigned l = 0; l < lanes; ++l)
-          steps.push_back(APInt(64, l));
-        auto type = VectorType::get({lanes}, b.getIndexType());
-        Value step = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(type, steps));
-        mapping.map(
-            iv, arith::AddIOp::create(b, loc, asVector(b, loc, first), step));
-      }
-      widenElementwise(b, op, mapping, lanes);
+    auto store = cast<memref::StoreOp>(op);
+    vector::StoreOp::create(
+        b, loc, asVector(b, loc, mapping.lookupOrDefault(store.getValue())),
+        mapping.lookupOrDefault(store.getMemRef()),
+        indicesOf(store.getIndices()));
+    return;
+  }
+  case Widening::Elementwise:
+    widenElementwise(b, op, mapping, lanes);
+    return;
+  case Widening::Uniform:
+  case Widening::LaneIndex: {
+    // The first lane's value, from the first lane's operands.
+    IRMapping scalars;
+    for (Value operand : op.getOperands())
+      scalars.map(operand, firstLaneOf(chunk, operand));
+    Value scalar = b.clone(op, scalars)->getResult(0);
+    chunk.firstLanes.map(op.getResult(0), scalar);
+    if (classify(&op) == Widening::Uniform) {
+      mapping.map(op.getResult(0), scalar);
       return;
     }
-    case Widening::StridedLoad: {
-      auto load = cast<memref::LoadOp>(op);
-      int64_t stride = *getAccessStride(&op);
-      SmallVector<Value> indices;
-      for (Value index : load.getIndices().drop_back())
-        indices.push_back(mapping.lookupOrDefault(index));
-      indices.push_back(firstLaneOf(chunk, load.getIndices().back()));
-      // Exactly the span of the lanes: nothing past the last lane's element
-      // is read.
-      int64_t span = stride * (lanes - 1) + 1;
-      Value all = vector::LoadOp::create(
-          b, loc, VectorType::get({span}, load.getType()),
-          mapping.lookupOrDefault(load.getMemRef()), indices);
-      if (stride > 1) {
-        SmallVector<int64_t> picks;
-        for (unsigned l = 0; l < lanes; ++l)
-          picks.push_back(l * stride);
-        all = vector::ShuffleOp::create(b, loc, all, all, picks);
-      }
-      mapping.map(load.getResult(), all);
-      return;
+    // Each lane's, the induction variable `first + l` in lane l.
+    if (!mapping.contains(iv)) {
+      SmallVector<APInt> steps;
+      for (unsigned l = 0; l < lanes; ++l)
+        steps.push_back(APInt(64, l));
+      auto type = VectorType::get({lanes}, b.getIndexType());
+      Value step = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(type, steps));
+      mapping.map(iv,
+                  arith::AddIOp::create(b, loc, asVector(b, loc, first), step));
     }
-    case Widening::LanePrefetch: {
-      // A hint: each cache line the lanes' elements lie in, once.
-      auto prefetch = cast<memref::PrefetchOp>(op);
-      int64_t stride = forms.lookup(prefetch.getIndices().back()).stride;
-      int64_t bytes = prefetch.getMemRefType().getElementTypeBitWidth() / 8;
-      int64_t step = std::max<int64_t>(1, kCacheLineBytes / (stride * bytes));
-      SmallVector<Value> indices;
-      for (Value index : prefetch.getIndices())
-        indices.push_back(mapping.lookupOrDefault(index));
-      Value firstIndex = firstLaneOf(chunk, prefetch.getIndices().back());
-      for (int64_t l = 0; l < int64_t(lanes); l += step) {
-        indices.back() = arith::AddIOp::create(
-            b, loc, firstIndex,
-            arith::ConstantIndexOp::create(b, loc, l * stride));
-        memref::PrefetchOp::create(
-            b, loc, mapping.lookupOrDefault(prefetch.getMemref()), indices,
-            prefetch.getIsWrite(), prefetch.getLocalityHint(),
-            prefetch.getIsDataCache());
-      }
-      return;
+    widenElementwise(b, op, mapping, lanes);
+    return;
+  }
+  case Widening::StridedLoad: {
+    auto load = cast<memref::LoadOp>(op);
+    int64_t stride = *getAccessStride(&op);
+    SmallVector<Value> indices;
+    for (Value index : load.getIndices().drop_back())
+      indices.push_back(mapping.lookupOrDefault(index));
+    indices.push_back(firstLaneOf(chunk, load.getIndices().back()));
+    // Exactly the span of the lanes: nothing past the last lane's element
+    // is read.
+    int64_t span = stride * (lanes - 1) + 1;
+    Value all = vector::LoadOp::create(
+        b, loc, VectorType::get({span}, load.getType()),
+        mapping.lookupOrDefault(load.getMemRef()), indices);
+    if (stride > 1) {
+      SmallVector<int64_t> picks;
+      for (unsigned l = 0; l < lanes; ++l)
+        picks.push_back(l * stride);
+      all = vector::ShuffleOp::create(b, loc, all, all, picks);
     }
-    case Widening::LaneStore: {
-      auto store = cast<memref::StoreOp>(op);
-      SmallVector<Value> indices;
-      for (Value index : store.getIndices().drop_back())
-        indices.push_back(mapping.lookupOrDefault(index));
-      indices.push_back(firstLaneOf(chunk, store.getIndices().back()));
-      vector::StoreOp::create(
-          b, loc, asVector(b, loc, mapping.lookupOrDefault(store.getValue())),
-          mapping.lookupOrDefault(store.getMemRef()), indices);
-      return;
+    mapping.map(load.getResult(), all);
+    return;
+  }
+  case Widening::LanePrefetch: {
+    // A hint: each cache line the lanes' elements lie in, once.
+    auto prefetch = cast<memref::PrefetchOp>(op);
+    int64_t stride = forms.lookup(prefetch.getIndices().back()).stride;
+    int64_t bytes = prefetch.getMemRefType().getElementTypeBitWidth() / 8;
+    int64_t step = std::max<int64_t>(1, kCacheLineBytes / (stride * bytes));
+    SmallVector<Value> indices;
+    for (Value index : prefetch.getIndices())
+      indices.push_back(mapping.lookupOrDefault(index));
+    Value firstIndex = firstLaneOf(chunk, prefetch.getIndices().back());
+    for (int64_t l = 0; l < int64_t(lanes); l += step) {
+      indices.back() = arith::AddIOp::create(
+          b, loc, firstIndex,
+          arith::ConstantIndexOp::create(b, loc, l * stride));
+      memref::PrefetchOp::create(
+          b, loc, mapping.lookupOrDefault(prefetch.getMemref()), indices,
+          prefetch.getIsWrite(), prefetch.getLocalityHint(),
+          prefetch.getIsDataCache());
     }
-    case Widening::Dequantize: {
-      auto dequantize = cast<DequantizeOp>(op);
-      KernelBuilder kb(b, loc);
-      kb.setLanes(lanes);
-      Quantizer quantizer(kb, dequantize.getScheme());
-      auto lanesOf = [&](Value value) {
-        return asVector(b, loc, mapping.lookupOrDefault(value));
-      };
-      mapping.map(dequantize.getResult(),
-                  quantizer.dequantize(lanesOf(dequantize.getCode()),
-                                       lanesOf(dequantize.getScale()),
-                                       lanesOf(dequantize.getZero())));
-      return;
-    }
-    }
+    return;
+  }
+  case Widening::LaneStore: {
+    auto store = cast<memref::StoreOp>(op);
+    SmallVector<Value> indices;
+    for (Value index : store.getIndices().drop_back())
+      indices.push_back(mapping.lookupOrDefault(index));
+    indices.push_back(firstLaneOf(chunk, store.getIndices().back()));
+    vector::StoreOp::create(
+        b, loc, asVector(b, loc, mapping.lookupOrDefault(store.getValue())),
+        mapping.lookupOrDefault(store.getMemRef()), indices);
+    return;
+  }
+  case Widening::Dequantize: {
+    auto dequantize = cast<DequantizeOp>(op);
+    KernelBuilder kb(b, loc);
+    kb.setLanes(lanes);
+    Quantizer quantizer(kb, dequantize.getScheme());
+    auto lanesOf = [&](Value value) {
+      return asVector(b, loc, mapping.lookupOrDefault(value));
+    };
+    mapping.map(dequantize.getResult(),
+                quantizer.dequantize(lanesOf(dequantize.getCode()),
+                                     lanesOf(dequantize.getScale()),
+                                     lanesOf(dequantize.getZero())));
+    return;
+  }
   }
 }
 
