@@ -107,15 +107,10 @@ void Vectorizer::widenPairDots(OpBuilder &b,
   SmallVector<Value> roots = {dequantize.getScale(), dequantize.getZero()};
   roots.append(plan.factors);
   SmallVector<Operation *> params = getSlice(body, roots);
-  // Built with no listener: a rewriter's is told of a reduction's combiner
-  // blocks before their op exists.
-  OpBuilder plain(b.getContext());
-  plain.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
-  ProgramBuilder pp(plain, loc);
-  Quantizer quantizer(pp, dequantize.getScheme());
-  SmallVector<Value> inits(2 * heads, pp.f32(0));
-  scf::ParallelOp folds = pp.parallelReduce(
-      pp.index(dim), inits,
+  Quantizer quantizer(pb, dequantize.getScheme());
+  SmallVector<Value> inits(2 * heads, pb.f32(0));
+  scf::ParallelOp folds = pb.parallelReduce(
+      pb.index(dim), inits,
       [&](Value c) {
         // The parameters the lanes share: the first chunk's, from its first
         // lane's scalars.
@@ -125,25 +120,24 @@ void Vectorizer::widenPairDots(OpBuilder &b,
           mapping.map(value, scalar);
         mapping.map(channel, c);
         for (Operation *op : params)
-          plain.clone(*op, mapping);
+          b.clone(*op, mapping);
         AffineTerms terms =
             quantizer.affine(mapping.lookupOrDefault(dequantize.getScale()),
                              mapping.lookupOrDefault(dequantize.getZero()));
         SmallVector<Value> offsets, largest;
         for (unsigned r = 0; r < heads; ++r) {
           Value factor = mapping.lookupOrDefault(plan.factors[r]);
-          Value folded = pp.fmul(factor, terms.slope);
-          pp.storeElement(folded, foldedRows[r], c);
-          offsets.push_back(pp.fmul(factor, terms.offset));
-          largest.push_back(pp.fabs(folded));
+          Value folded = pb.fmul(factor, terms.slope);
+          pb.storeElement(folded, foldedRows[r], c);
+          offsets.push_back(pb.fmul(factor, terms.offset));
+          largest.push_back(pb.fabs(folded));
         }
         offsets.append(largest);
         return offsets;
       },
       [&](unsigned k, Value x, Value y) {
-        return k < heads ? pp.fadd(x, y) : pp.selectMax(x, y);
+        return k < heads ? pb.fadd(x, y) : pb.selectMax(x, y);
       });
-  b.setInsertionPointAfter(folds);
   // Each head's factors rounded against the largest.
   SmallVector<Value> toI16, scales;
   for (unsigned r = 0; r < heads; ++r) {
