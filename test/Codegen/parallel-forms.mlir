@@ -379,7 +379,8 @@ module attributes {gpu.container_module} {
     // (the first lane's), each lane shifts the word by its own place, and
     // kvq.dequantize runs on the lanes. The 64 channels the sums' registers
     // hold are 4 such vectors, their loops over the tokens jammed into one
-    // pass carrying 4 sums.
+    // pass carrying 4 sums; what the 4 read alike (the token's weight) is
+    // read once.
     // HOST-LABEL: func.func @code_sums
     // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c64{{.*}} {
     // HOST: %[[C16:.*]] = arith.addi %[[C]], %c16{{.*}} : index
@@ -394,6 +395,9 @@ module attributes {gpu.container_module} {
     // HOST: %[[CODE:.*]] = arith.andi %[[SHIFTED]], %{{.*}} : vector<16xi32>
     // HOST: %[[CODEF:.*]] = arith.sitofp %[[CODE]] : vector<16xi32> to vector<16xf32>
     // HOST: arith.mulf %[[CODEF]], %{{.*}} : vector<16xf32>
+    // HOST: memref.load %arg3[%[[T]]] : memref<?xf32>
+    // HOST-NOT: memref.load %arg3
+    // HOST: scf.yield
     // HOST: vector.store %{{.*}}, %arg4[%[[C]]] : memref<64xf32>, vector<16xf32>
     // HOST: vector.store %{{.*}}, %arg4[%[[C16]]] : memref<64xf32>, vector<16xf32>
     // HOST-NOT: kvq.dequantize

@@ -376,13 +376,42 @@ void Vectorizer::widen(Block &block, OpBuilder &b,
       widenPairDots(b, chunks);
       continue;
     }
-    if (classify(&op) == Widening::Loop) {
+    Widening widening = classify(&op);
+    if (widening == Widening::Loop) {
       widenLoop(&op, b, chunks);
+      continue;
+    }
+    // An op of no lane whose operands are the same in every chunk (a
+    // token's page, its weights) is the same op in each: one serves all.
+    if (widening == Widening::Scalar && chunks.size() > 1 &&
+        isSharedByChunks(op, chunks)) {
+      Operation *shared = b.clone(op, chunks.front().mapping);
+      for (LaneChunk &chunk : chunks.drop_front())
+        chunk.mapping.map(op.getResults(), shared->getResults());
       continue;
     }
     for (LaneChunk &chunk : chunks)
       widenOp(op, b, chunk);
   }
+}
+
+bool Vectorizer::isSharedByChunks(Operation &op,
+                                  ArrayRef<LaneChunk> chunks) const {
+  auto same = [&](Value value) {
+    Value first = chunks.front().mapping.lookupOrDefault(value);
+    return llvm::all_of(chunks.drop_front(), [&](const LaneChunk &chunk) {
+      return chunk.mapping.lookupOrDefault(value) == first;
+    });
+  };
+  // Every value it reads from outside itself, in its regions too.
+  WalkResult walk = op.walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (!op.isAncestor(operand.getParentBlock()->getParentOp()) &&
+          !same(operand))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !walk.wasInterrupted();
 }
 
 void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {

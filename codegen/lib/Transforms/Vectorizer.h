@@ -168,6 +168,9 @@ private:
   mlir::Value firstLaneOf(LaneChunk &chunk, mlir::Value value) const;
   /// Whether `op`, a vector.store, is a RowStore.
   bool isRowStore(mlir::vector::StoreOp op) const;
+  /// Whether `op` reads the same values in every chunk.
+  bool isSharedByChunks(mlir::Operation &op,
+                        llvm::ArrayRef<LaneChunk> chunks) const;
   void widenOp(mlir::Operation &op, mlir::OpBuilder &b, LaneChunk &chunk);
   /// An scf.for, or an scf.parallel reduction run in order.
   void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
