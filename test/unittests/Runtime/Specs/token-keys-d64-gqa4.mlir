@@ -1,10 +1,10 @@
 // Span=tokens keys (KIVI's) behind 5 sink tokens, split every 64 tokens: a
 // split's quantized keys start at any place of a group (the second split's
 // 59 tokens past the first quantized one), codes of 2 and 4 bits, asym and
-// sym, on a host with AVX-512 VNNI's i16 pair dots (as a spec compiled for
-// the native host gets them here). Runtime end-to-end tests of the attend
-// program's rows of tokens.
-kvq.cache @token_keys_d64_gqa4 model <layers = 2, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 64 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 64, host_split_tokens = 64, cpu_dot = #kvq.dot<m = 16, n = 1, k = 2, operands = i16, accumulator = i32>>} {
+// sym. Runtime end-to-end tests of the attend program's rows of tokens; the
+// tests also compile it stating AVX-512 VNNI's i16 pair dots
+// (test/unittests/EndToEnd/CMakeLists.txt).
+kvq.cache @token_keys_d64_gqa4 model <layers = 2, heads = 8, kv_heads = 2, head_dim = 64, dtype = f16> page 64 attributes {kvq.target = #kvq.target<host_cpu = "native", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 64, host_split_tokens = 64>} {
   kvq.keys window <sink = 5, recent = 1, flush = 64> {
     kvq.layer 0 : #kvq.quant<bits = 2, mode = asym, span = tokens, group = 32>
     kvq.layer 1 : #kvq.quant<bits = 4, mode = sym, span = tokens, group = 16>
