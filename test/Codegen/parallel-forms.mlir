@@ -533,7 +533,8 @@ module attributes {gpu.container_module} {
     // tokens one by one until p is (16 - (begin - first) mod 16) mod 16, at
     // most n, then vectors of 16 tokens, each reducing the channels in
     // order with its lanes' sums, storing 16 scores, then the rest one by
-    // one.
+    // one. A score's place, the first lane's token past the split's first,
+    // is a scalar: no lane reads it as a vector.
     // HOST-LABEL: func.func @token_rows
     // HOST: %[[K:.*]] = arith.subi %{{.*}}, %arg7 : i32
     // HOST: %[[KX:.*]] = arith.index_castui %[[K]] : i32 to index
@@ -552,7 +553,11 @@ module attributes {gpu.container_module} {
     // HOST: %[[SCALE:.*]] = memref.load %arg1[%{{.*}}] : memref<?xf32>
     // HOST: %[[NEXT:.*]] = arith.addf %[[ACC]], %{{.*}} : vector<16xf32>
     // HOST: scf.yield %[[NEXT]] : vector<16xf32>
-    // HOST: vector.store %[[SUM]], %arg4[%{{.*}}] : memref<?xf32>, vector<16xf32>
+    // HOST-NOT: vector<16xi32>
+    // HOST: %[[LOCAL:.*]] = arith.subi %{{.*}}, %arg6 : i32
+    // HOST: %[[AT:.*]] = arith.index_castui %[[LOCAL]] : i32 to index
+    // HOST-NOT: vector<16xi32>
+    // HOST: vector.store %[[SUM]], %arg4[%[[AT]]] : memref<?xf32>, vector<16xf32>
     // HOST: scf.for %{{.*}} = %[[END]] to %arg5 step %c1{{.*}} {
     // HOST-NOT: scf.parallel
     // HOST: return

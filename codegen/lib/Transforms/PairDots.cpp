@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ParallelForms.h"
 #include "Vectorizer.h"
 
 #include "kvq/Codegen/I16Factors.h"
@@ -24,27 +25,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "llvm/ADT/SetVector.h"
-
 using namespace mlir;
 using namespace kvq;
-
-/// The ops of `body` that `roots` need, in order.
-static SmallVector<Operation *> getSlice(Block *body, ValueRange roots) {
-  llvm::SetVector<Operation *> needed;
-  SmallVector<Value> worklist(roots.begin(), roots.end());
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val().getDefiningOp();
-    if (!op || op->getBlock() != body || !needed.insert(op))
-      continue;
-    worklist.append(op->operand_begin(), op->operand_end());
-  }
-  SmallVector<Operation *> slice;
-  for (Operation &op : body->without_terminator())
-    if (needed.contains(&op))
-      slice.push_back(&op);
-  return slice;
-}
 
 std::optional<PairDotPlan>
 Vectorizer::matchPairDots(scf::ParallelOp reduction) const {
@@ -106,7 +88,7 @@ void Vectorizer::widenPairDots(OpBuilder &b,
   // its largest magnitude; the factors' sum with the offsets.
   SmallVector<Value> roots = {dequantize.getScale(), dequantize.getZero()};
   roots.append(plan.factors);
-  SmallVector<Operation *> params = getSlice(body, roots);
+  SmallVector<Operation *> params = getSliceInBlock(body, roots);
   Quantizer quantizer(pb, dequantize.getScheme());
   SmallVector<Value> inits(2 * heads, pb.f32(0));
   scf::ParallelOp folds = pb.parallelReduce(
@@ -153,7 +135,7 @@ void Vectorizer::widenPairDots(OpBuilder &b,
   });
   // Per pair of channels, each chunk's lanes' two codes against each
   // head's two rounded factors.
-  SmallVector<Operation *> codes = getSlice(body, dequantize.getCode());
+  SmallVector<Operation *> codes = getSliceInBlock(body, dequantize.getCode());
   Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
   SmallVector<Value> sumInits(chunks.size() * heads,
                               pb.splat(pb.i32(0), lanes));

@@ -26,6 +26,11 @@ namespace kvq {
 /// Whether `op`, or an op nested in it, uses one of `values`.
 bool usesAny(mlir::Operation *op, const llvm::DenseSet<mlir::Value> &values);
 
+/// The ops of `block` that `roots` need, in the block's order: their
+/// backward slice within it (values from elsewhere end it).
+llvm::SmallVector<mlir::Operation *> getSliceInBlock(mlir::Block *block,
+                                                     mlir::ValueRange roots);
+
 /// Whether `op` is a memref load or store of one lane: at `iv` in a
 /// unit-stride last dimension, its memref and other indices outside
 /// `varying` (the same in every lane).

@@ -22,6 +22,7 @@
 #include "kvq/Codegen/Targets.h"
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -47,6 +48,24 @@ bool kvq::usesAny(Operation *op, const llvm::DenseSet<Value> &values) {
     return WalkResult::advance();
   });
   return uses.wasInterrupted();
+}
+
+SmallVector<Operation *> kvq::getSliceInBlock(Block *block, ValueRange roots) {
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  options.omitBlockArguments = true;
+  options.filter = [&](Operation *op) { return op->getBlock() == block; };
+  llvm::SetVector<Operation *> slice;
+  for (Value root : roots)
+    if (Operation *op = root.getDefiningOp(); op && op->getBlock() == block) {
+      LogicalResult found = getBackwardSlice(op, &slice, options);
+      assert(succeeded(found) && "block arguments are not followed");
+      (void)found;
+    }
+  SmallVector<Operation *> ordered = slice.takeVector();
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  return ordered;
 }
 
 bool kvq::isLaneAccess(Operation *op, Value iv,

@@ -52,27 +52,19 @@ static scf::ParallelOp getRowReduction(scf::ParallelOp loop) {
 /// Whether `value` is computed in `body` by pure ops from the induction
 /// variable and values defined outside it.
 static bool isPureOfInduction(Value value, Block *body) {
-  Operation *op = value.getDefiningOp();
-  if (!op || op->getBlock() != body)
-    return true;
-  return isPure(op) && op->getNumRegions() == 0 &&
-         llvm::all_of(op->getOperands(), [&](Value operand) {
-           return isPureOfInduction(operand, body);
-         });
+  return llvm::all_of(getSliceInBlock(body, value), [](Operation *op) {
+    return isPure(op) && op->getNumRegions() == 0;
+  });
 }
 
 /// `value` (isPureOfInduction) cloned at `b`, where `mapping` gives the
 /// induction variable.
 static Value cloneAt(OpBuilder &b, Value value, Block *body,
                      IRMapping &mapping) {
-  if (Value known = mapping.lookupOrNull(value))
-    return known;
-  Operation *op = value.getDefiningOp();
-  if (!op || op->getBlock() != body)
-    return value;
-  for (Value operand : op->getOperands())
-    cloneAt(b, operand, body, mapping);
-  return b.clone(*op, mapping)->getResult(0);
+  for (Operation *op : getSliceInBlock(body, value))
+    if (!mapping.contains(op->getResult(0)))
+      b.clone(*op, mapping);
+  return mapping.lookupOrDefault(value);
 }
 
 namespace {
@@ -111,8 +103,9 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
         unsigned chunks =
             std::max(1u, std::min(info.vectorLanes / lanes,
                                   getMaxAccumulators(info) / sums));
+        std::optional<PairDotPlan> plan = getPairDotPlan(peeled, reduction);
         if (std::optional<unsigned> group =
-                getPairDotGroup(peeled, reduction, lanes)) {
+                plan ? getPairDotGroup(*plan, lanes) : std::nullopt) {
           // A vector iteration in one group of tokens, whose parameters
           // its chunks share: the factors are rounded once for them. Its
           // chunks divide the group, so that no pass straddles two.
@@ -123,14 +116,12 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
           Vectorizer pairs(iv, lanes);
           pairs.serializeReductions();
           pairs.assumeAligned(shifted, lanes * chunks);
-          if (pairs.analyze(*body))
-            if (std::optional<PairDotPlan> plan =
-                    pairs.matchPairDots(reduction)) {
-              allocateScratch(rewriter, loop, *plan);
-              pairs.usePairDots(std::move(*plan));
-              rewrite(rewriter, loop, pairs, shifted, lanes, chunks);
-              return success();
-            }
+          if (pairs.analyze(*body)) {
+            allocateScratch(rewriter, loop, *plan);
+            pairs.usePairDots(std::move(*plan));
+            rewrite(rewriter, loop, pairs, shifted, lanes, chunks);
+            return success();
+          }
         }
         rewrite(rewriter, loop, peeled, shifted, lanes, chunks);
         return success();
@@ -139,18 +130,20 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
     return rewriter.notifyMatchFailure(loop, "rows not lanes");
   }
 
-  /// The group of tokens whose parameters `reduction`'s dequantized codes
-  /// share (span=tokens) where it runs on the target's i16 pair dots with
-  /// `lanes`, a multiple of them; none where it does not.
-  std::optional<unsigned> getPairDotGroup(const Vectorizer &vectorizer,
-                                          scf::ParallelOp reduction,
-                                          unsigned lanes) const {
-    if (lanes != 16 || info.dot != getI16PairDotUnit(getContext(), 16))
+  /// The plan of `reduction` on the target's i16 pair dots, if it has them
+  /// and `vectorizer`'s lanes are theirs.
+  std::optional<PairDotPlan> getPairDotPlan(const Vectorizer &vectorizer,
+                                            scf::ParallelOp reduction) const {
+    if (info.dot != getI16PairDotUnit(getContext(), 16))
       return std::nullopt;
-    std::optional<PairDotPlan> plan = vectorizer.matchPairDots(reduction);
-    if (!plan)
-      return std::nullopt;
-    QuantAttr quant = cast<DequantizeOp>(plan->dequantize).getScheme();
+    return vectorizer.matchPairDots(reduction);
+  }
+
+  /// The group of tokens whose parameters `plan`'s dequantized codes share
+  /// (span=tokens), a multiple of `lanes`; none where they are not such.
+  static std::optional<unsigned> getPairDotGroup(const PairDotPlan &plan,
+                                                 unsigned lanes) {
+    QuantAttr quant = cast<DequantizeOp>(plan.dequantize).getScheme();
     if (quant.getSpan() != Span::Tokens || quant.getGroup() % lanes != 0)
       return std::nullopt;
     return quant.getGroup();

@@ -212,6 +212,31 @@ Value Vectorizer::firstLaneOf(LaneChunk &chunk, Value value) const {
   return chunk.mapping.lookupOrDefault(value);
 }
 
+bool Vectorizer::needsLanes(Value value) const {
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    bool lastOperand = use.getOperandNumber() + 1 == user->getNumOperands();
+    switch (classify(user)) {
+    case Widening::Uniform:
+      continue;
+    case Widening::LaneIndex:
+      if (needsLanes(user->getResult(0)))
+        return true;
+      continue;
+    case Widening::StridedLoad:
+    case Widening::LaneStore:
+    case Widening::LanePrefetch:
+      // The last index: read at the first lane.
+      if (lastOperand)
+        continue;
+      return true;
+    default:
+      return true;
+    }
+  }
+  return false;
+}
+
 Widening Vectorizer::classify(Operation *op) const {
   if (!usesAny(op, varying))
     return Widening::Scalar;
@@ -414,6 +439,20 @@ bool Vectorizer::isSharedByChunks(Operation &op,
   return !walk.wasInterrupted();
 }
 
+void Vectorizer::mapLaneIndices(OpBuilder &b, Location loc,
+                                LaneChunk &chunk) const {
+  if (chunk.mapping.contains(iv))
+    return;
+  SmallVector<APInt> steps;
+  for (unsigned l = 0; l < lanes; ++l)
+    steps.push_back(APInt(64, l));
+  auto type = VectorType::get({lanes}, b.getIndexType());
+  Value step =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, steps));
+  chunk.mapping.map(
+      iv, arith::AddIOp::create(b, loc, asVector(b, loc, chunk.first), step));
+}
+
 void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
   Location loc = op.getLoc();
   IRMapping &mapping = chunk.mapping;
@@ -459,6 +498,8 @@ void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
     return;
   }
   case Widening::Elementwise:
+    if (llvm::is_contained(op.getOperands(), iv))
+      mapLaneIndices(b, loc, chunk);
     widenElementwise(b, op, mapping, lanes);
     return;
   case Widening::Uniform:
@@ -473,17 +514,9 @@ void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
       mapping.map(op.getResult(0), scalar);
       return;
     }
-    // Each lane's, the induction variable `first + l` in lane l.
-    if (!mapping.contains(iv)) {
-      SmallVector<APInt> steps;
-      for (unsigned l = 0; l < lanes; ++l)
-        steps.push_back(APInt(64, l));
-      auto type = VectorType::get({lanes}, b.getIndexType());
-      Value step = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(type, steps));
-      mapping.map(iv,
-                  arith::AddIOp::create(b, loc, asVector(b, loc, first), step));
-    }
+    if (!needsLanes(op.getResult(0)))
+      return;
+    mapLaneIndices(b, loc, chunk);
     widenElementwise(b, op, mapping, lanes);
     return;
   }

@@ -164,6 +164,10 @@ private:
   /// of a row (unit stride) at a last index with a lane form and other
   /// indices the lanes share.
   std::optional<int64_t> getAccessStride(mlir::Operation *op) const;
+  /// Whether `value`, a LaneIndex op's, is read as the lanes' vector, not
+  /// only at its first lane (by Uniform ops and as the last index of a
+  /// lane access).
+  bool needsLanes(mlir::Value value) const;
   /// `value`'s first lane, a scalar (after widen() has seen its op).
   mlir::Value firstLaneOf(LaneChunk &chunk, mlir::Value value) const;
   /// Whether `op`, a vector.store, is a RowStore.
@@ -171,6 +175,10 @@ private:
   /// Whether `op` reads the same values in every chunk.
   bool isSharedByChunks(mlir::Operation &op,
                         llvm::ArrayRef<LaneChunk> chunks) const;
+  /// Maps the induction variable in `chunk` to its lanes' own indices,
+  /// `first + l` in lane l, once.
+  void mapLaneIndices(mlir::OpBuilder &b, mlir::Location loc,
+                      LaneChunk &chunk) const;
   void widenOp(mlir::Operation &op, mlir::OpBuilder &b, LaneChunk &chunk);
   /// An scf.for, or an scf.parallel reduction run in order.
   void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
