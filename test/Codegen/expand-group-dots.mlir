@@ -2,8 +2,11 @@
 // target. On the host (SIMD registers), a loop summing one group dot's dots
 // carries each head's products with the reconstructed group, tile * (slope
 // * codes + offset), as a vector, and reduces each vector once after the
-// loop, the heads' vectors together, joined with the loop's init. On the GPU, and for a dot no loop sums,
-// each dot is reduced on its own and the slope and offset applied to it.
+// loop, the heads' vectors together, joined with the loop's init; each
+// head's products halved first where the heads' vectors would take more
+// registers than the host keeps sums in. On the GPU, and for a dot no loop
+// sums, each dot is reduced on its own and the slope and offset applied to
+// it.
 // RUN: kvq-opt %s --kvq-expand-group-dots | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -129,6 +132,57 @@ module attributes {gpu.container_module} {
         }
       }
       return %d#0, %d#1 : f32, f32
+    }
+  }
+
+  // An AVX2 host: 8 lanes a register, 16 registers, sums kept in 8.
+  kvq.cache @avx2 model <layers = 1, heads = 4, kv_heads = 1, head_dim = 64, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v3", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512, vector_lanes = 8>} {
+    kvq.keys window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.quant<bits = 4, mode = asym, span = channels, group = 32>
+    }
+    kvq.values window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.full_precision
+    }
+  }
+
+  module @avx2_host attributes {kvq.cache = @avx2} {
+    // Four heads' 32-lane products would take the host's 16 registers: each
+    // is halved to 16 lanes (two registers) before it is carried, 8 in all.
+    // CHECK-LABEL: func.func @halved
+    // CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+    // CHECK: scf.parallel (%{{.*}}) = {{.*}} init (%[[ZERO]], %[[ZERO]], %[[ZERO]], %[[ZERO]]) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+    // CHECK: %[[ELEMENTS:.*]] = arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK: %[[P0:.*]] = arith.mulf %{{.*}}, %[[ELEMENTS]] fastmath<reassoc,contract> : vector<32xf32>
+    // CHECK-DAG: %[[LOW0:.*]] = vector.shuffle %[[P0]], %[[P0]] [0, 1, {{.*}}, 15] : vector<32xf32>, vector<32xf32>
+    // CHECK-DAG: %[[HIGH0:.*]] = vector.shuffle %[[P0]], %[[P0]] [16, 17, {{.*}}, 31] : vector<32xf32>, vector<32xf32>
+    // CHECK: %[[H0:.*]] = arith.addf %[[LOW0]], %[[HIGH0]] fastmath<reassoc,contract> : vector<16xf32>
+    // CHECK: scf.reduce(%[[H0]], %{{.*}}, %{{.*}}, %{{.*}} : vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+    func.func @halved(%codes: vector<32xi32>, %q: memref<?xf32>, %groups: index, %slope: f32, %offset: f32, %qs: f32) -> (f32, f32, f32, f32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %d:4 = scf.parallel (%g) = (%c0) to (%groups) step (%c1) init (%zero, %zero, %zero, %zero) -> (f32, f32, f32, f32) {
+        %q0 = vector.load %q[%g] : memref<?xf32>, vector<32xf32>
+        %dot:4 = kvq.group_dot %codes slope %slope offset %offset tiles(%q0, %q0, %q0, %q0) sums(%qs, %qs, %qs, %qs) : vector<32xi32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32> -> f32, f32, f32, f32
+        scf.reduce(%dot#0, %dot#1, %dot#2, %dot#3 : f32, f32, f32, f32) {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }, {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }, {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }, {
+        ^bb0(%x: f32, %y: f32):
+          %s = arith.addf %x, %y : f32
+          scf.reduce.return %s : f32
+        }
+      }
+      return %d#0, %d#1, %d#2, %d#3 : f32, f32, f32, f32
     }
   }
 

@@ -6,7 +6,11 @@
 // than the dot itself. Here the loop carries each head's products with the
 // reconstructed group, tile * (slope * codes + offset), as a vector, and
 // reduces it once after the loop; the reconstruction is one multiply-add a
-// lane that all heads share, so the tiles' sums are not read.
+// lane that all heads share, so the tiles' sums are not read. Where the
+// heads' vectors would take more registers than the target keeps sums in
+// (a 32-element group's 4 heads on AVX2: 16 of its 16 registers), each
+// head's products are halved first, so that the sums stay in registers
+// rather than pass through the stack every iteration.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,8 +66,9 @@ GroupDotOp getSummedGroupDot(scf::ParallelOp loop) {
 }
 
 struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
-  CarryGroupDots(MLIRContext *ctx, unsigned registerLanes)
-      : OpRewritePattern(ctx), registerLanes(registerLanes) {}
+  CarryGroupDots(MLIRContext *ctx, const TargetInfo &info)
+      : OpRewritePattern(ctx), registerLanes(info.vectorLanes),
+        accumulators(getMaxAccumulators(info)) {}
 
   LogicalResult matchAndRewrite(scf::ParallelOp loop,
                                 PatternRewriter &rewriter) const override {
@@ -75,10 +80,12 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
     kb.setReassociate(true);
     auto tileType = cast<VectorType>(dot.getTiles().front().getType());
     unsigned heads = dot.getDots().size();
+    int64_t sumLanes = getCarriedLanes(tileType.getNumElements(), heads);
     // A vector of products a head, from zero; the loop's inits join them
     // after it.
-    Value zeros = arith::ConstantOp::create(rewriter, loc, tileType,
-                                            rewriter.getZeroAttr(tileType));
+    auto carriedType = VectorType::get({sumLanes}, tileType.getElementType());
+    Value zeros = arith::ConstantOp::create(rewriter, loc, carriedType,
+                                            rewriter.getZeroAttr(carriedType));
     auto carried = scf::ParallelOp::create(
         rewriter, loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(),
         loop.getStep(), SmallVector<Value>(heads, zeros), nullptr);
@@ -99,6 +106,8 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
     SmallVector<Value> products;
     for (Value tile : dot.getTiles())
       products.push_back(kb.fmul(tile, elements));
+    auto add = [&](Value x, Value y) { return kb.fadd(x, y); };
+    halveEach(kb, products, sumLanes, add);
     rewriter.setInsertionPoint(reduce);
     auto sums = scf::ReduceOp::create(rewriter, loc, products);
     for (Region &region : sums.getReductions()) {
@@ -115,6 +124,19 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
     rewriter.replaceOp(loop,
                        sumEach(kb, carried.getResults(), loop.getInitVals()));
     return success();
+  }
+
+  /// The lanes of each of `heads` heads' carried products, from a tile's
+  /// `lanes`: halved while the heads' vectors take more registers than
+  /// `accumulators`, down to a register's.
+  int64_t getCarriedLanes(int64_t lanes, unsigned heads) const {
+    auto registers = [&](int64_t width) {
+      return heads * llvm::divideCeil(width, registerLanes);
+    };
+    while (lanes > registerLanes && lanes % 2 == 0 &&
+           registers(lanes) > accumulators)
+      lanes /= 2;
+    return lanes;
   }
 
   /// Each of `vectors`' lanes summed, plus `inits`: the vectors reduced
@@ -148,11 +170,13 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
 
   /// The f32 lanes of the target's vector registers.
   unsigned registerLanes;
+  /// The registers a loop keeps its sums in (getMaxAccumulators).
+  unsigned accumulators;
 };
 
 } // namespace
 
 void kvq::populateCarriedGroupDotPatterns(RewritePatternSet &patterns,
                                           const TargetInfo &info) {
-  patterns.add<CarryGroupDots>(patterns.getContext(), info.vectorLanes);
+  patterns.add<CarryGroupDots>(patterns.getContext(), info);
 }

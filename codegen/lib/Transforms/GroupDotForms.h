@@ -19,8 +19,9 @@ namespace kvq {
 
 /// An `scf.parallel` whose reductions are the sums of one kvq.group_dot's
 /// dots: each head's products with the reconstructed group carried as a
-/// vector of the group's lanes, reduced once after the loop.
-/// `info` describes the target's vector registers.
+/// vector of the group's lanes (halved to keep the heads' sums in the
+/// target's registers), reduced once after the loop. `info` describes the
+/// target's vector registers.
 void populateCarriedGroupDotPatterns(mlir::RewritePatternSet &patterns,
                                      const TargetInfo &info);
 
