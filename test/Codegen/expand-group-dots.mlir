@@ -6,7 +6,9 @@
 // head's products halved first where the heads' vectors would take more
 // registers than the host keeps sums in. On the GPU, and for a dot no loop
 // sums, each dot is reduced on its own and the slope and offset applied to
-// it.
+// it. A loop over channels around such a loop, where the channels' groups
+// lie side by side, takes the dots element by element instead, so that its
+// channels become the lanes.
 // RUN: kvq-opt %s --kvq-expand-group-dots | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -132,6 +134,113 @@ module attributes {gpu.container_module} {
         }
       }
       return %d#0, %d#1 : f32, f32
+    }
+
+    // A loop over channels around the sums of each channel's groups, a
+    // channel's 3 words of 3-bit codes beside the next channel's (a
+    // span=tokens value slice): each dot summed element by element, so that
+    // the channels become the lanes (kvq-vectorize-parallel). The words are
+    // loaded one by one, each code shifted out at its compile-time place
+    // (code 10 straddles words 0 and 1), each tile element multiplied in
+    // order, and the slope and offset folded after.
+    // CHECK-LABEL: func.func @in_lanes
+    // CHECK: scf.parallel (%[[C:.*]]) =
+    // CHECK: scf.parallel (%{{.*}}) = {{.*}} -> (f32, f32)
+    // CHECK-NOT: kvq.group_dot
+    // CHECK: %[[AT:.*]] = arith.muli %{{.*}}, %c3 : index
+    // CHECK: %[[W0:.*]] = memref.load %arg0[%{{.*}}] : memref<?xi32>
+    // CHECK: %[[AT1:.*]] = arith.addi %[[AT]], %c1{{.*}} : index
+    // CHECK: %[[W1:.*]] = memref.load %arg0[%[[AT1]]] : memref<?xi32>
+    // CHECK: %[[AT2:.*]] = arith.addi %[[AT]], %c2{{.*}} : index
+    // CHECK: memref.load %arg0[%[[AT2]]] : memref<?xi32>
+    // CHECK-NOT: vector.load %arg0
+    // CHECK: arith.shrui %[[W0]], %c0_i32
+    // CHECK: arith.andi %{{.*}}, %c7_i32
+    // CHECK: vector.extract %[[Q0:.*]][0] : f32 from vector<32xf32>
+    // CHECK: %[[SHIFTED:.*]] = arith.shrui %[[W0]], %c30_i32
+    // CHECK: %[[HIGH:.*]] = arith.shli %[[W1]], %c2_i32
+    // CHECK: arith.ori %[[SHIFTED]], %[[HIGH]]
+    // CHECK: vector.extract %[[Q0]][31] : f32 from vector<32xf32>
+    // CHECK: arith.mulf %arg4, %arg5 fastmath<reassoc,contract> : f32
+    // CHECK: arith.mulf %arg3, %{{.*}} fastmath<reassoc,contract> : f32
+    // CHECK: scf.reduce
+    // CHECK-NOT: vector<32xf32>)
+    // CHECK: memref.store
+    func.func @in_lanes(%words: memref<?xi32>, %p: memref<?xf32>, %groups: index, %slope: f32, %offset: f32, %ps: f32, %o: memref<64xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %d:2 = scf.parallel (%g) = (%c0) to (%groups) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %row = arith.muli %g, %c64 : index
+          %n = arith.addi %row, %c : index
+          %at = arith.muli %n, %c3 : index
+          %w = vector.load %words[%at] : memref<?xi32>, vector<3xi32>
+          %codes = kvq.unpack %w {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
+          %t = arith.muli %g, %c32 : index
+          %p0 = vector.load %p[%t] : memref<?xf32>, vector<32xf32>
+          %p1 = vector.load %p[%c0] : memref<?xf32>, vector<32xf32>
+          %dot:2 = kvq.group_dot %codes slope %slope offset %offset tiles(%p0, %p1) sums(%ps, %ps) : vector<32xi32>, vector<32xf32>, vector<32xf32> -> f32, f32
+          scf.reduce(%dot#0, %dot#1 : f32, f32) {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }
+        }
+        %sum = arith.addf %d#0, %d#1 : f32
+        memref.store %sum, %o[%c] : memref<64xf32>
+        scf.reduce
+      }
+      return
+    }
+
+    // The same loops with the channels' groups a row of 8 groups apart
+    // (24 words): lanes would read every 24th word, so the dots keep the
+    // carried form.
+    // CHECK-LABEL: func.func @lanes_apart
+    // CHECK: scf.parallel (%{{.*}}) = {{.*}} -> (vector<32xf32>, vector<32xf32>)
+    // CHECK-NOT: memref.load %arg0
+    func.func @lanes_apart(%words: memref<?xi32>, %p: memref<?xf32>, %groups: index, %slope: f32, %offset: f32, %ps: f32, %o: memref<64xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c8 = arith.constant 8 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %d:2 = scf.parallel (%g) = (%c0) to (%groups) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %row = arith.muli %c, %c8 : index
+          %n = arith.addi %row, %g : index
+          %at = arith.muli %n, %c3 : index
+          %w = vector.load %words[%at] : memref<?xi32>, vector<3xi32>
+          %codes = kvq.unpack %w {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
+          %t = arith.muli %g, %c32 : index
+          %p0 = vector.load %p[%t] : memref<?xf32>, vector<32xf32>
+          %p1 = vector.load %p[%c0] : memref<?xf32>, vector<32xf32>
+          %dot:2 = kvq.group_dot %codes slope %slope offset %offset tiles(%p0, %p1) sums(%ps, %ps) : vector<32xi32>, vector<32xf32>, vector<32xf32> -> f32, f32
+          scf.reduce(%dot#0, %dot#1 : f32, f32) {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }
+        }
+        %sum = arith.addf %d#0, %d#1 : f32
+        memref.store %sum, %o[%c] : memref<64xf32>
+        scf.reduce
+      }
+      return
     }
   }
 

@@ -161,9 +161,9 @@ Value kvq::loadCodeAt(KernelBuilder &kb, unsigned bits, Value firstWord,
   return kb.bitAnd(kb.toI32(kb.shrU(code, shift)), kb.i32((1u << bits) - 1));
 }
 
-Value kvq::extractCode(KernelBuilder &kb, ArrayRef<Value> words,
-                       unsigned firstWord, unsigned k, unsigned bits) {
-  unsigned bit = k * bits, word = firstWord + bit / 32, shift = bit % 32;
+Value kvq::extractCode(KernelBuilder &kb, ArrayRef<Value> words, unsigned bit,
+                       unsigned bits) {
+  unsigned word = bit / 32, shift = bit % 32;
   Value code = kb.shrU(words[word], kb.i32(shift));
   if (shift + bits > 32)
     code = kb.bitOr(code, kb.shl(words[word + 1], kb.i32(32 - shift)));

@@ -45,26 +45,6 @@ bool isSum(Region &region) {
          (add.getLhs() == y && add.getRhs() == x);
 }
 
-/// The kvq.group_dot whose dots, in order, are all `loop`'s sums, or null.
-GroupDotOp getSummedGroupDot(scf::ParallelOp loop) {
-  if (loop.getNumLoops() != 1 || loop.getNumReductions() == 0)
-    return {};
-  auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
-  auto dot = reduce.getOperands().front().getDefiningOp<GroupDotOp>();
-  if (!dot || dot->getBlock() != loop.getBody() ||
-      ValueRange(reduce.getOperands()) != ValueRange(dot.getDots()))
-    return {};
-  for (Value result : dot.getDots()) {
-    if (!result.hasOneUse())
-      return {};
-  }
-  for (Region &region : reduce.getReductions()) {
-    if (!isSum(region))
-      return {};
-  }
-  return dot;
-}
-
 struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
   CarryGroupDots(MLIRContext *ctx, const TargetInfo &info)
       : OpRewritePattern(ctx), registerLanes(info.vectorLanes),
@@ -175,6 +155,25 @@ struct CarryGroupDots : OpRewritePattern<scf::ParallelOp> {
 };
 
 } // namespace
+
+GroupDotOp kvq::getSummedGroupDot(scf::ParallelOp loop) {
+  if (loop.getNumLoops() != 1 || loop.getNumReductions() == 0)
+    return {};
+  auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
+  auto dot = reduce.getOperands().front().getDefiningOp<GroupDotOp>();
+  if (!dot || dot->getBlock() != loop.getBody() ||
+      ValueRange(reduce.getOperands()) != ValueRange(dot.getDots()))
+    return {};
+  for (Value result : dot.getDots()) {
+    if (!result.hasOneUse())
+      return {};
+  }
+  for (Region &region : reduce.getReductions()) {
+    if (!isSum(region))
+      return {};
+  }
+  return dot;
+}
 
 void kvq::populateCarriedGroupDotPatterns(RewritePatternSet &patterns,
                                           const TargetInfo &info) {

@@ -1,10 +1,12 @@
 //===- GroupDotForms.h - the forms of kvq.group_dot -------------*- C++ -*-===//
 //
 // kvq-expand-group-dots lowers each kvq.group_dot by the forms of its
-// module's target, one family a file: GroupDotCarried.cpp (the loop summing
-// a row's groups carries the products as vectors, where a thread's vectors
-// are registers of lanes: TargetInfo::lanePermutes) before
-// ExpandGroupDots.cpp (each dot summed on its own, everywhere).
+// module's target, one family a file. Where a thread's vectors are registers
+// of lanes (TargetInfo::lanePermutes): GroupDotLanes.cpp (each lane of the
+// loop around sums its own group's elements, where that loop vectorizes),
+// then GroupDotCarried.cpp (the loop summing a row's groups carries the
+// products as vectors). Then ExpandGroupDots.cpp (each dot summed on its
+// own, everywhere).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,10 +14,27 @@
 #define KVQ_CODEGEN_TRANSFORMS_GROUPDOTFORMS_H
 
 #include "kvq/Codegen/KernelBuilder.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "mlir/IR/PatternMatch.h"
 
 namespace kvq {
+
+/// The kvq.group_dot whose dots, in order, are all `loop`'s sums (a 1-D
+/// scf.parallel summing a row's groups), or null.
+GroupDotOp getSummedGroupDot(mlir::scf::ParallelOp loop);
+
+/// An `scf.parallel` over [0, N) around a loop summing its lanes' group
+/// dots, where the groups of adjacent lanes lie side by side (a span=tokens
+/// value slice's channels): each dot summed element by element, the
+/// codes extracted at compile-time positions of words each lane loads, so
+/// that the loop around vectorizes (Vectorizer) with the channels as lanes
+/// and the tiles' elements broadcast. `info` describes the target's vector
+/// registers.
+void populateLaneGroupDotPatterns(mlir::RewritePatternSet &patterns,
+                                  const TargetInfo &info);
 
 /// An `scf.parallel` whose reductions are the sums of one kvq.group_dot's
 /// dots: each head's products with the reconstructed group carried as a

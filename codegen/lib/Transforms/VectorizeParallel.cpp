@@ -211,8 +211,12 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
     // share (a quantized row's code word and group parameters: fewer lanes
     // where more would cover more than one).
     Value iv = outer.getInductionVars()[0];
+    auto takesLanes = [&](unsigned lanes) {
+      return Vectorizer(iv, lanes, kMaxLoadStrideAround)
+          .analyze(*inner.getBody());
+    };
     unsigned lanes = getLanes(info, unsigned(count));
-    while (lanes > 1 && !Vectorizer(iv, lanes).analyze(*inner.getBody()))
+    while (lanes > 1 && !takesLanes(lanes))
       lanes /= 2;
     if (lanes == 1)
       return rewriter.notifyMatchFailure(outer, "inner body not lanes");
@@ -224,7 +228,7 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
     // parameters, which the lanes share: those chunks are vectors of their
     // own, jammed into one pass over the tokens.
     unsigned wide = lanes * chunks;
-    while (wide > lanes && !Vectorizer(iv, wide).analyze(*inner.getBody()))
+    while (wide > lanes && !takesLanes(wide))
       wide /= 2;
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(inner);
@@ -235,7 +239,7 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
     // The reduction in order is a rewrite of its own where the loop around
     // it is no vectors.
     (void)vectorizeLoop(rewriter, outer, wide, /*withRest=*/false,
-                        lanes * chunks / wide);
+                        lanes * chunks / wide, kMaxLoadStrideAround);
     return success();
   }
 

@@ -176,12 +176,8 @@ std::optional<int64_t> Vectorizer::getAccessStride(Operation *op) const {
   auto form = forms.find(indices.back());
   SmallVector<int64_t> strides;
   int64_t offset;
-  // At most 2 elements a lane apart (a span=tokens group's 2 words of
-  // 2-bit codes): the vector reads stride x the lanes' elements, and a loop
-  // over rows of many words each is better vectorized around (its rows'
-  // elements as the lanes: VectorizeAroundReduction).
   // A store, of one element a lane, at most 1.
-  int64_t most = isa<memref::StoreOp>(op) ? 1 : 2;
+  int64_t most = isa<memref::StoreOp>(op) ? 1 : maxLoadStride;
   if (form == forms.end() || form->second.stride < 1 ||
       form->second.stride > most ||
       failed(cast<MemRefType>(memref.getType())
@@ -766,7 +762,8 @@ static SmallVector<Value> combineEachLanes(OpBuilder &b, scf::ReduceOp reduce,
 
 LogicalResult kvq::vectorizeLoop(PatternRewriter &rewriter,
                                  scf::ParallelOp loop, unsigned lanes,
-                                 bool withRest, unsigned chunks) {
+                                 bool withRest, unsigned chunks,
+                                 int64_t maxLoadStride) {
   Location loc = loop.getLoc();
   std::optional<SmallVector<TypedAttr>> identities =
       getReductionIdentities(loop);
@@ -774,7 +771,7 @@ LogicalResult kvq::vectorizeLoop(PatternRewriter &rewriter,
     return rewriter.notifyMatchFailure(loop, "a reduction of no identity");
   Value iv = loop.getInductionVars()[0];
   auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
-  Vectorizer vectorizer(iv, lanes);
+  Vectorizer vectorizer(iv, lanes, maxLoadStride);
   if (!vectorizer.analyze(*loop.getBody()) ||
       llvm::is_contained(reduce.getOperands(), iv))
     return rewriter.notifyMatchFailure(loop, "body not elementwise");

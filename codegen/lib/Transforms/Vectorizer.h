@@ -58,7 +58,8 @@ enum class Widening {
   LaneIndex,
   /// A `kvq.dequantize` of codes that vary: its expansion on vectors.
   Dequantize,
-  /// A load whose last index has a lane form of stride s, 1 or 2 (a
+  /// A load whose last index has a lane form of stride s, 1 to the Vectorizer's
+  /// most (a
   /// channel's code word, s words a channel; a channel's group
   /// parameters): the elements from the first lane's index to the last
   /// lane's, one vector, every s-th of them.
@@ -110,13 +111,24 @@ struct PairDotPlan {
   mlir::Value folded, rounded, roundedPairs;
 };
 
+/// The widest lane stride of a StridedLoad. In a loop in general, 2 (a
+/// span=tokens group's 2 words of 2-bit codes): the vector reads stride x
+/// the lanes' elements, and a loop over rows of many words each is better
+/// vectorized around (its rows' elements as the lanes). In a loop around a
+/// reduction, which nothing around takes as lanes instead, 4 (a channel's
+/// span=tokens group of words of codes of up to 4 bits).
+constexpr int64_t kMaxLoadStride = 2;
+constexpr int64_t kMaxLoadStrideAround = 4;
+
 /// Classifies the ops of a loop body for vectorization over `lanes` of
-/// induction variable `iv`: `varying` holds the values that differ between
+/// induction variable `iv`, its strided loads at most `maxLoadStride`
+/// elements a lane apart: `varying` holds the values that differ between
 /// lanes.
 class Vectorizer {
 public:
-  Vectorizer(mlir::Value iv, unsigned lanes)
-      : iv(iv), lanes(lanes), ivAlign(lanes) {
+  Vectorizer(mlir::Value iv, unsigned lanes,
+             int64_t maxLoadStride = kMaxLoadStride)
+      : iv(iv), lanes(lanes), maxLoadStride(maxLoadStride), ivAlign(lanes) {
     varying.insert(iv);
   }
 
@@ -196,6 +208,7 @@ private:
 
   mlir::Value iv;
   unsigned lanes;
+  int64_t maxLoadStride;
   /// The alignment of the induction variable's first lane.
   int64_t ivAlign;
   /// The value assumed a multiple of `alignedTo` in the first lane, if any.
@@ -214,11 +227,13 @@ private:
 /// combiner with an identity) are carried as vectors of each lane's share,
 /// from the identity, whose lanes are then combined with the loop's initial
 /// value (and the rest's). Each vector iteration runs `chunks` chunks of
-/// lanes, their loops jammed (Vectorizer::widen). Fails, changing nothing,
+/// lanes, their loops jammed (Vectorizer::widen), its strided loads at
+/// most `maxLoadStride` elements a lane apart. Fails, changing nothing,
 /// where the body is not elementwise.
 mlir::LogicalResult vectorizeLoop(mlir::PatternRewriter &rewriter,
                                   mlir::scf::ParallelOp loop, unsigned lanes,
-                                  bool withRest = false, unsigned chunks = 1);
+                                  bool withRest = false, unsigned chunks = 1,
+                                  int64_t maxLoadStride = kMaxLoadStride);
 
 /// Whether the 1-D `loop` is over [0, N) in steps of 1, N known only at run
 /// time.

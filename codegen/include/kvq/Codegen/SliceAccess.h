@@ -92,11 +92,11 @@ mlir::Value loadCodeAt(KernelBuilder &kb, unsigned bits, mlir::Value firstWord,
                        mlir::Value k,
                        llvm::function_ref<mlir::Value(mlir::Value)> loadWord);
 
-/// Code `k` (b bits) of the group whose packed words start at
-/// `words[firstWord]`, extracted from words already in registers: positions
-/// are compile-time constants.
+/// The `bits`-bit code (i32) at bit `bit` of the little-endian stream of
+/// `words` (i32, in registers: kvq.unpack's positions), extracted at a
+/// compile-time position.
 mlir::Value extractCode(KernelBuilder &kb, llvm::ArrayRef<mlir::Value> words,
-                        unsigned firstWord, unsigned k, unsigned bits);
+                        unsigned bit, unsigned bits);
 
 /// Element offset of (slot, token, head, channel 0) in a `[slots][capacity]
 /// [Hkv][D]` full-precision buffer.
