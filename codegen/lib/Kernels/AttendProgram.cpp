@@ -158,6 +158,8 @@ private:
   /// whose prefetchers stop at a page (kvq-distribute-parallel drops it on
   /// the GPU, which keeps loads in flight instead).
   void prefetchNextPage(bool isKeys, TokenRange range, Value t);
+  /// Asks for element `at` of `buffer` into L2 (a hint: the GPU drops it).
+  void prefetch(Value buffer, Value at);
   /// `parallel i < count` (an index) whose body returns a value per init,
   /// each reduced by `combine` from its init; parallelSum: `sums` values
   /// added from zero.
@@ -387,6 +389,12 @@ Value AttendProgram::element(bool isKeys, const TokenRow &row, Value c) {
                               quant);
 }
 
+void AttendProgram::prefetch(Value buffer, Value at) {
+  memref::PrefetchOp::create(b, loc(), buffer, ValueRange{at},
+                             /*isWrite=*/false, /*localityHint=*/2,
+                             /*isDataCache=*/true);
+}
+
 void AttendProgram::prefetchNextPage(bool isKeys, TokenRange range, Value t) {
   Value first = sink[isKeys ? 0 : 1];
   Value pageTokens = pb.i32(layout.pageTokens);
@@ -395,11 +403,6 @@ void AttendProgram::prefetchNextPage(bool isKeys, TokenRange range, Value t) {
       pb.divU(pb.sub(pb.sub(range.end, first), pb.i32(1)), pageTokens);
   Value next = pb.minU(pb.add(pb.divU(qpos, pageTokens), pb.i32(1)), lastPage);
   Value pageToken = pb.remU(qpos, pageTokens);
-  auto prefetch = [&](Value buffer, Value at) {
-    memref::PrefetchOp::create(b, loc(), buffer, ValueRange{at},
-                               /*isWrite=*/false, /*localityHint=*/2,
-                               /*isDataCache=*/true);
-  };
   const SliceLayout &slice = layout.get(isKeys).layers[layer];
   if (slice.isQuantized()) {
     // A quantized row is no run of bytes (span=tokens codes lie a group
@@ -705,10 +708,22 @@ scf::ParallelOp AttendProgram::groupSums(const ValuePiece &piece, Value c) {
         pb.add(piece.range.begin, pb.mul(pb.indexToI32(j), pb.i32(group)));
     TokenRow values = tokenRow(/*isKeys=*/false, /*region=*/1, t);
     // The group of channel c over the tokens [t, t + group).
-    Value n =
-        pb.add(pb.mul(pb.divU(values.pageToken, pb.i32(group)), pb.i32(dim)),
-               pb.indexToI32(c));
+    auto groupOf = [&](const TokenRow &row) {
+      return pb.add(pb.mul(pb.divU(row.pageToken, pb.i32(group)), pb.i32(dim)),
+                    pb.indexToI32(c));
+    };
+    Value n = groupOf(values);
     Value words = loadGroupWords(values.codes, n, slice.WordsPerGroup);
+    // The channel's group a page ahead (at the end, the last group's): the
+    // channels' loop reads a few lines of each group's block at a time,
+    // which no prefetcher follows across pages.
+    Value ahead = pb.minU(pb.add(t, pb.i32(layout.pageTokens)),
+                          pb.sub(piece.range.end, pb.i32(group)));
+    TokenRow next = tokenRow(/*isKeys=*/false, /*region=*/1, ahead);
+    Value nextGroup = groupOf(next);
+    prefetch(next.codes,
+             toIndex(pb.mul(nextGroup, pb.i32(slice.WordsPerGroup))));
+    prefetch(next.scales, toIndex(nextGroup));
     auto [scale, zero] = loadParams(quantizer, values, n);
     Value local = toIndex(pb.sub(t, splitRange.begin));
     return foldedGroupDots(
