@@ -25,8 +25,7 @@ func.func @sym(%code: i32, %scale: f32, %zero: f32) -> f32 {
 
 // hybrid: the sign bit of the stored scale selects asym (with |s|) or sym.
 // CHECK-LABEL: func.func @hybrid
-// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i32
-// CHECK-DAG: %[[OFF:.*]] = arith.constant 2 : i32
+// CHECK: %[[OFF:.*]] = arith.constant 2 : i32
 // CHECK: %[[SIGNED:.*]] = arith.subi %arg0, %[[OFF]] : i32
 // CHECK: %[[CSYM:.*]] = arith.sitofp %[[SIGNED]] : i32 to f32
 // CHECK: %[[SYM:.*]] = arith.mulf %[[CSYM]], %arg1 : f32
@@ -35,6 +34,7 @@ func.func @sym(%code: i32, %scale: f32, %zero: f32) -> f32 {
 // CHECK: %[[CS:.*]] = arith.mulf %[[C]], %[[ABS]] : f32
 // CHECK: %[[ASYM:.*]] = arith.addf %[[CS]], %arg2 : f32
 // CHECK: %[[BITS:.*]] = arith.bitcast %arg1 : f32 to i32
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : i32
 // CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[BITS]], %[[ZERO]] : i32
 // CHECK: %[[X:.*]] = arith.select %[[NEG]], %[[ASYM]], %[[SYM]] : f32
 // CHECK: return %[[X]]

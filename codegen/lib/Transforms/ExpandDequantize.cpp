@@ -5,7 +5,7 @@
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace kvq {
 #define GEN_PASS_DEF_KVQEXPANDDEQUANTIZE
@@ -34,10 +34,11 @@ struct ExpandDequantize : OpRewritePattern<DequantizeOp> {
 struct KVQExpandDequantizePass
     : kvq::impl::KVQExpandDequantizeBase<KVQExpandDequantizePass> {
   void runOnOperation() override {
+    // One walk, each kvq.dequantize rewritten once (a greedy driver would
+    // fold every kernel of the module again).
     RewritePatternSet patterns(&getContext());
     patterns.add<ExpandDequantize>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
