@@ -17,7 +17,6 @@
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
-
 #include "mlir/IR/PatternMatch.h"
 
 namespace kvq {

@@ -58,11 +58,10 @@ enum class Widening {
   LaneIndex,
   /// A `kvq.dequantize` of codes that vary: its expansion on vectors.
   Dequantize,
-  /// A load whose last index has a lane form of stride s, 1 to the Vectorizer's
-  /// most (a
-  /// channel's code word, s words a channel; a channel's group
-  /// parameters): the elements from the first lane's index to the last
-  /// lane's, one vector, every s-th of them.
+  /// A load whose last index has a lane form of stride s, 1 up to the
+  /// Vectorizer's maxLoadStride (a channel's code word, s words a channel;
+  /// a channel's group parameters): the elements from the first lane's
+  /// index to the last lane's, one vector, every s-th of them.
   StridedLoad,
   /// A store whose last index has a lane form of stride 1 (a token's score
   /// in its head's row): one vector store from the first lane's index.
