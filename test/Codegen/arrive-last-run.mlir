@@ -9,7 +9,7 @@
 // drops an atomicrmw's ordering (`atomicrmw add acq_rel` is a relaxed
 // `atom.global.add.u32`, no fence); on x86 an acq_rel fence is no
 // instruction. Run on 8 blocks of 128 threads.
-// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-gpu-to-binary -o %t.mlir
+// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-attach-nvvm-targets --kvq-gpu-to-binary -o %t.mlir
 // RUN: %python %S/Inputs/extract-ptx.py %t.mlir > %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: kvq-ptx-run %t.ptx --kernel arrive --grid 8 --block 128 \

@@ -5,7 +5,7 @@
 // head) and the value sums (a run of 8 channels a thread: 32 accumulators,
 // teams of 8 over the tokens).
 // REQUIRES: ptxas
-// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-gpu-to-binary -o %t.mlir
+// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-attach-nvvm-targets --kvq-gpu-to-binary -o %t.mlir
 // RUN: %python %S/Inputs/extract-ptx.py %t.mlir > %t.ptx
 // RUN: %ptxas -arch=sm_80 -v %t.ptx -o %t.sm_80.cubin > %t.log 2>&1
 // RUN: %ptxas -arch=sm_90 -v %t.ptx -o %t.sm_90.cubin >> %t.log 2>&1

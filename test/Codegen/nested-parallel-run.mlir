@@ -4,7 +4,7 @@
 // its sums scalar accumulators, its rows read 16 bytes at a time (the keys'
 // row is 16-byte aligned: 8 f16 a load). 130 tokens over 128 threads: two
 // threads take two tokens.
-// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-gpu-to-binary -o %t.mlir
+// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-attach-nvvm-targets --kvq-gpu-to-binary -o %t.mlir
 // RUN: %python %S/Inputs/extract-ptx.py %t.mlir > %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOT-PTX < %t.ptx

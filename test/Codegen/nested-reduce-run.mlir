@@ -3,7 +3,7 @@
 // workers take every 32nd element of the row; their sums and maxima are
 // combined by shuffles (no shared memory), and worker 0 stores them. Rows
 // of 300 elements: workers own 9 or 10 of them.
-// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-gpu-to-binary -o %t.mlir
+// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-attach-nvvm-targets --kvq-gpu-to-binary -o %t.mlir
 // RUN: %python %S/Inputs/extract-ptx.py %t.mlir > %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOT-PTX < %t.ptx

@@ -3,7 +3,7 @@
 // results through shared memory), then the initial value. 300 elements
 // over 128 threads: threads own 2 or 3 of them, and the block's 4 warps
 // all take part.
-// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-gpu-to-binary -o %t.mlir
+// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-attach-nvvm-targets --kvq-gpu-to-binary -o %t.mlir
 // RUN: %python %S/Inputs/extract-ptx.py %t.mlir > %t.ptx
 // RUN: kvq-ptx-run %t.ptx --kernel reduce --block 128 \
 // RUN:   --buf-iota x=f32:300 --buf-zero out=12 \

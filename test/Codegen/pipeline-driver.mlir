@@ -1,7 +1,9 @@
 // `kvq-opt --kvq-compile=DIR` runs kvq-compile-pipeline through MlirOptMain,
 // so its stages print and time like any pipeline, then writes the artifact.
 // A failing stage makes kvq-opt fail, and no artifact is written.
-// RUN: rm -rf %t && kvq-opt %s --kvq-compile=%t/a --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT
+// One thread, so that the host and GPU lowerings, which otherwise run side
+// by side, print one after the other.
+// RUN: rm -rf %t && kvq-opt %s --kvq-compile=%t/a --mlir-print-ir-after-all --mlir-disable-threading -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT
 // RUN: FileCheck %s --check-prefix=MANIFEST --input-file=%t/a/manifest.json
 // RUN: kvq-opt %s --kvq-compile=%t/b --mlir-timing -o /dev/null 2>&1 | FileCheck %s --check-prefix=TIMING
 // RUN: not kvq-opt %S/lower-kernels-errors.mlir --kvq-compile=%t/c -o /dev/null 2>&1 | FileCheck %s --check-prefix=FAIL
@@ -22,8 +24,8 @@ kvq.cache @kivi model <layers = 1, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // PRINT: IR Dump After KVQPlanKernels (kvq-plan-kernels)
 // PRINT: IR Dump After KVQLowerKernels (kvq-lower-kernels)
 // PRINT: IR Dump After KVQExpandDequantize (kvq-expand-dequantize)
-// PRINT: IR Dump After ConvertToLLVMPass (convert-to-llvm)
 // PRINT: IR Dump After KVQAttachNVVMTargets (kvq-attach-nvvm-targets)
+// PRINT: IR Dump After ConvertToLLVMPass (convert-to-llvm)
 // PRINT: IR Dump After ConvertGpuOpsToNVVMOps (convert-gpu-to-nvvm)
 // PRINT: IR Dump After KVQGpuModuleToBinary (kvq-gpu-module-to-binary)
 

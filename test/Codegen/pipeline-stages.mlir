@@ -5,21 +5,24 @@
 //                       kvq-instantiate-programs, kvq-running-extrema,
 //                       kvq-vectorize-parallel, kvq-distribute-parallel,
 //                       kvq-pipeline-loads, kvq-expand-dequantize,
-//                       kvq-expand-unpack, kvq-expand-pack
+//                       kvq-expand-unpack, kvq-expand-pack,
+//                       kvq-attach-nvvm-targets
 //   kvq-host-to-llvm  = builtin.module(expand-strided-metadata,
 //                       convert-scf-to-cf, arith-expand, convert-to-llvm,
 //                       reconcile-unrealized-casts)
-//   kvq-gpu-to-binary = kvq-attach-nvvm-targets, gpu.module(expand-strided-
-//                       metadata, convert-scf-to-cf, convert-gpu-to-nvvm),
-//                       finalize-memref-to-llvm, gpu.module(canonicalize,
+//   kvq-gpu-to-binary = gpu.module(expand-strided-metadata,
+//                       convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize,
 //                       cse, reconcile-unrealized-casts),
 //                       kvq-gpu-module-to-binary
+// In kvq-compile-pipeline the host and GPU stages' nested pipelines are
+// adjacent, so the pass manager runs them as one, side by side.
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq.cache(kvq-expand-schedule),kvq-assign-layout,kvq-plan-kernels)' | FileCheck %s --check-prefix=PLAN
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels)' | FileCheck %s --check-prefix=KERNELS
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' | FileCheck %s --check-prefix=LLVM
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels{chips=sm_80},kvq-host-to-llvm)' \
 // RUN:   | kvq-opt --pass-pipeline='builtin.module(kvq-gpu-to-binary)' | FileCheck %s --check-prefix=BINARY
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-compile-pipeline{host-cpu=x86-64-v3 chips=sm_80,sm_90})' | FileCheck %s --check-prefix=ALL
+// RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-compile-pipeline)' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=NESTED
 
 kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype = f16> page 128 {
   kvq.keys window <recent = 1, flush = 128> {
@@ -49,7 +52,7 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // KERNELS: func.func @kivi_attend_0({{.*}}) attributes {kvq.kernel = {kind = "attend", layers = array<i64: 0, 1>}}
 // KERNELS: func.func @kivi_flush_keys_0({{.*}}) attributes {kvq.kernel = {device_units = 2 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "keys"}}
 // KERNELS: func.func @kivi_flush_values_0({{.*}}) attributes {kvq.kernel = {device_units = 256 : i64, kind = "flush", layers = array<i64: 0, 1>, tensor = "values"}}
-// KERNELS: gpu.module @kivi_kernels
+// KERNELS: gpu.module @kivi_kernels [#nvvm.target<O = 3, chip = "sm_80">]
 // KERNELS: gpu.func @kivi_flush_keys_0({{.*}}) kernel attributes {{{.*}}kvq.kernel = {kind = "flush"
 // KERNELS-NOT: kvq.dequantize
 
@@ -69,3 +72,15 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // One object for the oldest chip: its PTX serves both.
 // ALL: gpu.binary @kivi_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_80">, {{[^]]*}}]
 // ALL-NOT: sm_90">
+
+// The host module's and the GPU module's lowerings are one nested pipeline
+// stage of the pass manager (an adaptor over both), with nothing at module
+// level between them.
+// NESTED: kvq-attach-nvvm-targets,
+// NESTED-NEXT: builtin.module(
+// NESTED: kvq-move-bf16-as-bits
+// NESTED-NEXT: ),
+// NESTED-NEXT: gpu.module(
+// NESTED: reconcile-unrealized-casts
+// NESTED-NEXT: ),
+// NESTED-NEXT: kvq-gpu-module-to-binary

@@ -4,7 +4,7 @@
 // channels (one 16-byte load of each token's row), the 8 runs leave 16
 // threads to each, and a run's 16 workers take every 16th token, their 16
 // sums (2 heads x 8 channels) combined by shuffles. 100 tokens.
-// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-gpu-to-binary -o %t.mlir
+// RUN: kvq-opt %s --kvq-distribute-parallel --kvq-attach-nvvm-targets --kvq-gpu-to-binary -o %t.mlir
 // RUN: %python %S/Inputs/extract-ptx.py %t.mlir > %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOT-PTX < %t.ptx

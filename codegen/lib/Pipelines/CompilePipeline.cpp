@@ -54,6 +54,11 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   pm.addPass(createKVQExpandDequantize());
   pm.addPass(createKVQExpandUnpack());
   pm.addPass(createKVQExpandPack());
+  // Each cache's GPU module gets the NVVM target of its kvq.target's PTX
+  // chip here, not in the GPU stage, so that the host and GPU stages that
+  // follow are adjacent nested pipelines: the pass manager then runs the
+  // host module's and the GPU module's lowering side by side.
+  pm.addPass(createKVQAttachNVVMTargets());
 }
 
 void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
@@ -71,21 +76,17 @@ void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
 }
 
 void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {
-  // Each cache's GPU module gets the NVVM target of its kvq.target's PTX
-  // chip; kvq-gpu-module-to-binary compiles its kernels to one PTX.
-  pm.addPass(createKVQAttachNVVMTargets());
+  // GPU-to-NVVM converts the kernel programs' memref loads and stores too
+  // (through memref's ConvertToLLVM interface), so no module-level
+  // finalize-memref-to-llvm splits this nested pipeline in two.
   OpPassManager &toNVVM = pm.nest<gpu::GPUModuleOp>();
   toNVVM.addPass(memref::createExpandStridedMetadataPass());
   toNVVM.addPass(createSCFToControlFlowPass());
   toNVVM.addPass(createConvertGpuOpsToNVVMOps());
-  // GPU-to-NVVM leaves memref loads and stores (kernel programs') alone;
-  // upstream's conversion of them runs on a builtin.module, and finds
-  // nothing left to convert outside the GPU modules.
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  OpPassManager &cleanup = pm.nest<gpu::GPUModuleOp>();
-  cleanup.addPass(createCanonicalizerPass());
-  cleanup.addPass(createCSEPass());
-  cleanup.addPass(createReconcileUnrealizedCastsPass());
+  toNVVM.addPass(createCanonicalizerPass());
+  toNVVM.addPass(createCSEPass());
+  toNVVM.addPass(createReconcileUnrealizedCastsPass());
+  // One PTX per cache, for the NVVM target kvq-build-kernels attached.
   pm.addPass(createKVQGpuModuleToBinary());
 }
 
@@ -106,14 +107,14 @@ void kvq::registerKVQCompilePipelines() {
       "kvq-build-kernels",
       "Stage 1: attach the target, expand schedules, plan the kernels of "
       "every kvq.cache, select their forms and lower them to host functions "
-      "and GPU kernels",
+      "and GPU kernels, and give the GPU modules their NVVM target",
       buildKVQKernelsPipeline);
   PassPipelineRegistration<>(
       "kvq-host-to-llvm", "Stage 2: lower the host modules to the LLVM dialect",
       buildKVQHostToLLVMPipeline);
   PassPipelineRegistration<>(
       "kvq-gpu-to-binary",
-      "Stage 3: lower the GPU modules through NVVM to PTX, one object per "
-      "chip of each cache's kvq.target",
+      "Stage 3: lower the GPU modules through NVVM to one PTX each, for the "
+      "oldest chip of each cache's kvq.target, which every chip loads",
       buildKVQGPUToBinaryPipeline);
 }

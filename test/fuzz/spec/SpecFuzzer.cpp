@@ -9,10 +9,10 @@
 // kvq dialect loaded and verifies the result. A spec that verifies then
 // goes through the compiler's first stage, kvq-build-kernels (target,
 // schedule, layout, kernel plan, lowering of the kernels to host functions
-// and GPU kernels, dequantization and unpacking), with the verifier after
-// each pass; LLVM's code generation, which only sees what these produce, is
-// left out for speed. Diagnostics are expected; crashes, sanitizer
-// findings, hangs and memory blow-ups are findings.
+// and GPU kernels, dequantization and unpacking, NVVM target), with the
+// verifier after each pass; LLVM's code generation, which only sees what
+// these produce, is left out for speed. Diagnostics are expected; crashes,
+// sanitizer findings, hangs and memory blow-ups are findings.
 //
 //===----------------------------------------------------------------------===//
 
