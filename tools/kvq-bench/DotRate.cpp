@@ -25,7 +25,7 @@ double secondsSince(Clock::time_point start) {
 /// Cycles a second: `iterations` x 16 multiplies, each waiting for the one
 /// before, at the 3-cycle latency `imul r64, r64` has on every x86-64 core
 /// since Sandy Bridge and Zen. A chain of `add $1` is not a clock: Golden
-/// Cove's renamer folds immediate adds, and ran such a chain at 2.5 a
+/// Cove's renamer folds immediate adds, and ran such a chain at 2.6-5.6 a
 /// cycle. The loop's own compare and branch run beside the chain.
 double measureHertz(uint64_t iterations) {
   constexpr double kMultiplyLatency = 3;
