@@ -307,7 +307,8 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
     return failure();
   // LLVM cannot select vpdpwssd for a CPU without it (it aborts).
   DotUnitAttr dot = getCacheTarget(cache).getCpuDot();
-  if (dot && dot != getHostDotUnit(cache.getContext(), *target))
+  if (dot && dot != getHostDotUnit(cache.getContext(), *target,
+                                   dot.getOperands().getIntOrFloatBitWidth()))
     return cache.emitError("kvq.target has cpu_dot ")
            << dot << ", but host CPU '" << target->cpu
            << "' has no such instruction";

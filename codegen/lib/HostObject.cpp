@@ -86,12 +86,15 @@ unsigned kvq::getVectorLanes(const HostTarget &host) {
   return hasFeature(host, "avx") ? 8 : 4;
 }
 
-DotUnitAttr kvq::getHostDotUnit(MLIRContext *ctx, const HostTarget &host) {
+DotUnitAttr kvq::getHostDotUnit(MLIRContext *ctx, const HostTarget &host,
+                                unsigned factorBits) {
   if (getVectorLanes(host) != 16 || !hasFeature(host, "avx512vnni") ||
-      !hasFeature(host, "avx512bw"))
+      !hasFeature(host, "avx512bw") || (factorBits != 16 && factorBits != 8))
     return {};
-  auto i16 = IntegerType::get(ctx, 16), i32 = IntegerType::get(ctx, 32);
-  return DotUnitAttr::get(ctx, /*m=*/16, /*n=*/1, /*k=*/2, i16, i32);
+  // 32 bits a lane: 2 i16 products (vpdpwssd) or 4 i8 ones (vpdpbusd).
+  return DotUnitAttr::get(ctx, /*m=*/16, /*n=*/1, /*k=*/32 / factorBits,
+                          IntegerType::get(ctx, factorBits),
+                          IntegerType::get(ctx, 32));
 }
 
 /// `module` (LLVM dialect) as an ELF object at O3 for `host`.

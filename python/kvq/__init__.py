@@ -107,18 +107,27 @@ class Artifact:
 
 
 def compile(
-    spec: str, out_dir: str | None = None, host_cpu: str = "native"
+    spec: str,
+    out_dir: str | None = None,
+    host_cpu: str = "native",
+    *,
+    dot_factor_bits: int = 16,
+    quantized_attend_programs: bool = False,
 ) -> Artifact:
     """Compiles `spec` (text or a .mlir path) as `kvq-opt --kvq-compile`
     does, into `out_dir` (if None, a temporary directory the artifact
-    owns)."""
+    owns). `dot_factor_bits` (16 or 8) and `quantized_attend_programs` are
+    kvq-opt's --kvq-dot-factor-bits and --kvq-quantized-attend-programs:
+    8-bit factors round the attend programs' integer dots coarser
+    (docs/Numerics.md, "Attention on integer dots")."""
     text, name = _read_spec(spec)
     temporary = None
     if out_dir is None:
         temporary = tempfile.TemporaryDirectory(prefix="kvq-artifact-")
         out_dir = temporary.name
     try:
-        _kvq.compile(text, out_dir, host_cpu, name)
+        _kvq.compile(text, out_dir, host_cpu, name, dot_factor_bits,
+                     quantized_attend_programs)
     except BaseException:
         if temporary is not None:
             temporary.cleanup()

@@ -11,7 +11,7 @@ class Error(Exception):
 class SpecError(Error):
     pass
 
-def compile(spec: str, dir: str, host_cpu: str, name: str) -> None:
+def compile(spec: str, dir: str, host_cpu: str, name: str, dot_factor_bits: int, quantized_attend_programs: bool) -> None:
     """Compiles spec text into artifact directory `dir` (kvq.compile)."""
 
 def set_model(spec: str, layers: int, heads: int, kv_heads: int, head_dim: int, dtype: str, clamp_groups: bool, name: str) -> str:

@@ -146,11 +146,14 @@ def spec_label(name):
     return os.path.basename(name).removesuffix(".mlir")
 
 
-def compile_for(model, name, out_dir, label=None):
+def compile_for(model, name, out_dir, label=None, **options):
+    """`name` set to the model's shape and compiled with kvq.compile's
+    `options`."""
     c = model.config
     spec = restate(name, c.layers, c.heads, c.kv_heads, c.head_dim)
     label = label or spec_label(name)
-    return label, kvq.compile(spec, os.path.join(out_dir, label)), spec
+    artifact = kvq.compile(spec, os.path.join(out_dir, label), **options)
+    return label, artifact, spec
 
 
 def evaluate(
@@ -160,15 +163,18 @@ def evaluate(
     prompt: int,
     work_dir: str,
     progress: bool = True,
+    compile_options: dict | None = None,
 ) -> dict:
     """Runs every spec and the fp16 baseline over `tokens` [batch, context]
-    (the first `prompt` tokens of each segment prefilled)."""
+    (the first `prompt` tokens of each segment prefilled), the specs
+    compiled with kvq.compile's `compile_options`."""
     batch, context = tokens.shape
     _, fp16_artifact, _ = compile_for(model, "fp16", work_dir, "baseline-fp16")
     baseline_cache, baseline_seqs = make_cache(fp16_artifact, batch, context)
     runs = []
     for name in specs:
-        label, artifact, spec = compile_for(model, name, work_dir)
+        label, artifact, spec = compile_for(model, name, work_dir,
+                                            **(compile_options or {}))
         cache, seqs = make_cache(artifact, batch, context)
         twin, twin_seqs = make_cache(fp16_artifact, batch, context)
         assert twin_seqs == seqs
@@ -327,6 +333,13 @@ def make_parser() -> argparse.ArgumentParser:
                         help="tokens per segment")
     parser.add_argument("--prompt", type=int, default=128,
                         help="tokens of each segment prefilled before evaluation")
+    parser.add_argument("--dot-factor-bits", type=int, choices=(16, 8),
+                        default=16,
+                        help="bits of the factors of the CPU's integer dots "
+                        "where it has AVX-512 VNNI (kvq.compile)")
+    parser.add_argument("--quantized-attend-programs", action="store_true",
+                        help="attend kernels of quantized layers as programs "
+                        "(kvq.compile; the 8-bit factors are theirs)")
     parser.add_argument("--out", default="kvq-eval-out",
                         help="directory of the results, plots and artifacts")
     cli.add_common(parser)
@@ -353,6 +366,8 @@ def main(argv=None) -> int:
         "segments": args.segments,
         "context": args.context,
         "prompt": args.prompt,
+        "dot_factor_bits": args.dot_factor_bits,
+        "quantized_attend_programs": args.quantized_attend_programs,
         "evaluated_tokens": args.segments * (args.context - args.prompt),
         "blas_threads": blas_threads.current(),
     }
@@ -360,7 +375,12 @@ def main(argv=None) -> int:
           f"({args.segments} segments of {args.context}, {args.prompt} prefilled)")
     results = evaluate(model, args.specs, tokens, args.prompt,
                        os.path.join(args.out, "artifacts"),
-                       progress=not args.no_progress)
+                       progress=not args.no_progress,
+                       compile_options={
+                           "dot_factor_bits": args.dot_factor_bits,
+                           "quantized_attend_programs":
+                               args.quantized_attend_programs,
+                       })
     meta["seconds"] = round(time.time() - start, 1)
     write_outputs(results, meta, args.out)
     print(format_table(results))

@@ -86,14 +86,16 @@ template <typename T> SpecResult<T> succeed(T value) {
 
 SpecResult<bool> kvq::python::compile(const std::string &spec,
                                       const std::string &dir,
-                                      const std::string &hostCpu,
+                                      const CompileOptions &compile,
                                       const std::string &name) {
   SpecSession session;
   OwningOpRef<ModuleOp> module = session.parse(spec, name);
   if (!module)
     return session.fail<bool>("the spec does not parse");
   KVQCompilePipelineOptions options;
-  options.hostCpu = hostCpu;
+  options.hostCpu = compile.hostCpu;
+  options.dotFactorBits = compile.dotFactorBits;
+  options.quantizedAttendPrograms = compile.quantizedAttendPrograms;
   if (failed(compileArtifact(*module, dir, options)))
     return session.fail<bool>("compilation failed");
   return succeed(true);

@@ -39,10 +39,18 @@ struct CacheBits {
            metadata = 0;
 };
 
+/// What kvq.compile passes to kvq-compile-pipeline.
+struct CompileOptions {
+  std::string hostCpu = "native";
+  unsigned dotFactorBits = 16;
+  bool quantizedAttendPrograms = false;
+};
+
 /// Runs kvq-compile-pipeline and the artifact writer on `spec` (named
 /// `name` in diagnostics), writing into `dir`.
 SpecResult<bool> compile(const std::string &spec, const std::string &dir,
-                         const std::string &hostCpu, const std::string &name);
+                         const CompileOptions &options,
+                         const std::string &name);
 
 /// `spec` after kvq-set-model, printed.
 SpecResult<std::string> setModel(const std::string &spec,

@@ -360,12 +360,16 @@ NB_MODULE(_kvq, m) {
   m.def(
       "compile",
       [](const std::string &spec, const std::string &dir,
-         const std::string &hostCpu, const std::string &name) {
+         const std::string &hostCpu, const std::string &name,
+         unsigned dotFactorBits, bool quantizedAttendPrograms) {
         check(checkPathHasNoNul(dir, "out_dir"));
         nb::gil_scoped_release release;
-        take(python::compile(spec, dir, hostCpu, name));
+        python::CompileOptions options{hostCpu, dotFactorBits,
+                                       quantizedAttendPrograms};
+        take(python::compile(spec, dir, options, name));
       },
       nb::arg("spec"), nb::arg("dir"), nb::arg("host_cpu"), nb::arg("name"),
+      nb::arg("dot_factor_bits"), nb::arg("quantized_attend_programs"),
       "Compiles spec text into artifact directory `dir` (kvq.compile).");
   m.def(
       "set_model",

@@ -15,6 +15,14 @@
 // AVX-512 VNNI (and BW) adds 16-bit integer products in pairs: vpdpwssd.
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=icelake-server" | FileCheck %s --check-prefix=VNNI
 // VNNI: kvq.cache @defaults {{.*}}host_cpu = "icelake-server"{{.*}}split_tokens = 512, cpu_dot = <m = 16, n = 1, k = 2, operands = i16, accumulator = i32>, gpu_matrix
+// With 8-bit factors (dot-factor-bits=8) the unit is vpdpbusd: unsigned
+// and signed bytes in fours. Without VNNI there is no unit at either width;
+// other widths are an error of the pass.
+// RUN: kvq-opt %s --kvq-assign-target="host-cpu=icelake-server dot-factor-bits=8" | FileCheck %s --check-prefix=VNNI8
+// VNNI8: kvq.cache @defaults {{.*}}host_cpu = "icelake-server"{{.*}}split_tokens = 512, cpu_dot = <m = 16, n = 1, k = 4, operands = i8, accumulator = i32>, gpu_matrix
+// RUN: kvq-opt %s --kvq-assign-target="host-cpu=skylake-avx512 dot-factor-bits=8" | FileCheck %s --check-prefix=AVX512
+// RUN: not kvq-opt %s --kvq-assign-target="host-cpu=icelake-server dot-factor-bits=4" 2>&1 | FileCheck %s --check-prefix=BITS
+// BITS: error: kvq-assign-target: dot-factor-bits must be 16 or 8, not 4
 // Chips before sm_80 have no m16n8k16: no gpu_matrix.
 // RUN: kvq-opt %s --kvq-assign-target="host-cpu=x86-64-v3 chips=sm_75,sm_90" | FileCheck %s --check-prefix=TURING
 // TURING: kvq.cache @defaults {{.*}}chips = ["sm_75", "sm_90"]{{.*}}vector_lanes = 8>

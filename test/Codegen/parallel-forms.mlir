@@ -23,6 +23,15 @@ module attributes {gpu.container_module} {
     }
   }
 
+  kvq.cache @e model <layers = 1, heads = 1, kv_heads = 1, head_dim = 32, dtype = f16> page 16 attributes {kvq.target = #kvq.target<host_cpu = "x86-64-v4", chips = ["sm_80"], warp_size = 32, block_threads = 128, split_tokens = 512, cpu_dot = #kvq.dot<m = 16, n = 1, k = 4, operands = i8, accumulator = i32>>} {
+    kvq.keys window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.full_precision
+    }
+    kvq.values window <recent = 0, flush = 1> {
+      kvq.layers 0 to 1 : #kvq.full_precision
+    }
+  }
+
   module @c_host attributes {kvq.cache = @c} {
     // HOST-LABEL: func.func @doubles
     // HOST: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %[[L:.*]] {
@@ -644,6 +653,75 @@ module attributes {gpu.container_module} {
     // HOST: vector.store %{{.*}}, %arg4[%{{.*}}] : memref<?xf32>, vector<16xf32>
     // HOST: vector.store %{{.*}}, %arg4[%{{.*}}] : memref<?xf32>, vector<16xf32>
     func.func @pair_rows(%codes: memref<?xi32>, %scales: memref<?xf32>, %zeros: memref<?xf32>, %q: memref<64xf32>, %scores: memref<?xf32>, %n: index, %begin: i32, %first: i32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %c2_i32 = arith.constant 2 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c64_i32 = arith.constant 64 : i32
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+        %ii = arith.index_castui %i : index to i32
+        %t = arith.addi %begin, %ii : i32
+        %p = arith.subi %t, %first : i32
+        %block = arith.divui %p, %c32_i32 : i32
+        %k = arith.remui %p, %c32_i32 : i32
+        %s = scf.parallel (%c) = (%c0) to (%c64) step (%c1) init (%zero) -> f32 {
+          %ci = arith.index_castui %c : index to i32
+          %base = arith.muli %block, %c64_i32 : i32
+          %group = arith.addi %base, %ci : i32
+          %bit = arith.muli %k, %c2_i32 : i32
+          %first_word = arith.muli %group, %c2_i32 : i32
+          %w = arith.divui %bit, %c32_i32 : i32
+          %wi = arith.addi %first_word, %w : i32
+          %wx = arith.index_castui %wi : i32 to index
+          %word = memref.load %codes[%wx] : memref<?xi32>
+          %shift = arith.remui %bit, %c32_i32 : i32
+          %shifted = arith.shrui %word, %shift : i32
+          %code = arith.andi %shifted, %c3_i32 : i32
+          %gx = arith.index_castui %group : i32 to index
+          %scale = memref.load %scales[%gx] : memref<?xf32>
+          %zp = memref.load %zeros[%gx] : memref<?xf32>
+          %x = kvq.dequantize %code, %scale, %zp : <bits = 2, mode = asym, span = tokens, group = 32>
+          %qc = memref.load %q[%c] : memref<64xf32>
+          %prod = arith.mulf %qc, %x : f32
+          scf.reduce(%prod : f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        %local = arith.subi %t, %begin : i32
+        %lx = arith.index_castui %local : i32 to index
+        memref.store %s, %scores[%lx] : memref<?xf32>
+        scf.reduce
+      }
+      return
+    }
+  }
+
+  module @e_quads attributes {kvq.cache = @e} {
+    // @pair_rows on i8 quad dots (`vpdpbusd`): the folded query rounded to
+    // i8 against 127, per 4 channels each lane's four codes, the first
+    // channel's in the lowest byte, meet the four rounded factors in one
+    // vpdpbusd (codes unsigned, factors signed) a vector; the i32 sums go
+    // to f32 times largest / 127.
+    // HOST-LABEL: func.func @quad_rows
+    // HOST-DAG: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64xi8>
+    // HOST-DAG: %[[ROUNDED:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<64xi8> to memref<64xi8>
+    // HOST-DAG: %[[QUADS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<64xi8> to memref<16xi32>
+    // HOST: arith.constant 1.270000e+02 : f32
+    // HOST: arith.constant 0.00787401571 : f32
+    // HOST: arith.trunci %{{.*}} : vector<16xi32> to vector<16xi8>
+    // HOST: %[[SUMS:.*]]:2 = scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c4{{.*}} iter_args(%[[LO:.*]] = %{{.*}}, %[[HI:.*]] = %{{.*}}) -> (vector<16xi32>, vector<16xi32>) {
+    // HOST: %[[QUAD:.*]] = memref.load %[[QUADS]][%{{.*}}] : memref<16xi32>
+    // HOST: vector.broadcast %[[QUAD]] : i32 to vector<16xi32>
+    // HOST-COUNT-3: arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
+    // HOST: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[LO]], %{{.*}}, %{{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+    // HOST: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%[[HI]], %{{.*}}, %{{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+    // HOST: arith.sitofp %[[SUMS]]#0 : vector<16xi32> to vector<16xf32>
+    func.func @quad_rows(%codes: memref<?xi32>, %scales: memref<?xf32>, %zeros: memref<?xf32>, %q: memref<64xf32>, %scores: memref<?xf32>, %n: index, %begin: i32, %first: i32) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index

@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 
+import numpy as np
 import pytest
 
 import kvq
@@ -123,3 +124,49 @@ def test_report_bits_matches_the_papers():
     assert kivi["bytes"] == sum(
         kivi[k] for k in ("codes", "params", "full_precision", "pools", "metadata")
     )
+
+
+def _has_avx512_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512_vnni" in f.read()
+    except OSError:
+        return False
+
+
+def test_dot_factor_bits_round_the_programs_key_factors(tmp_path):
+    # KIVI-2's keys (span=tokens) in attend programs: on a host with AVX-512
+    # VNNI their dots take the query rounded to 16 or 8 bits; 8-bit factors
+    # stay within their own tolerance of the emitted kernel
+    # (docs/Numerics.md, "Attention on integer dots"), 16-bit ones within
+    # the attention tolerance. Without VNNI both are f32 and equal.
+    spec = kvq.set_model(kvq.spec_path("kivi-2bit"), layers=1, heads=4,
+                         kv_heads=1, head_dim=64)
+    rng = np.random.default_rng(7)
+    k = rng.standard_normal((600, 1, 64)).astype(np.float16)
+    v = rng.standard_normal((600, 1, 64)).astype(np.float16)
+    q = rng.standard_normal((1, 4, 64)).astype(np.float16)
+
+    def attend(**options):
+        artifact = kvq.compile(spec, str(tmp_path / str(len(os.listdir(tmp_path)))),
+                               **options)
+        cache = kvq.Cache(artifact, max_sequences=1, pages=16)
+        seq = cache.add_sequence()
+        cache.append(0, [(seq, k, v)])
+        return cache.attend(0, [seq], q)[0]
+
+    emitted = attend()
+    by_bits = {bits: attend(dot_factor_bits=bits, quantized_attend_programs=True)
+               for bits in (16, 8)}
+    scale = np.abs(emitted).max()
+    assert np.abs(by_bits[16] - emitted).max() <= 2e-3 * scale + 1e-4
+    assert np.abs(by_bits[8] - emitted).max() <= 2e-2 * scale + 1e-4
+    if _has_avx512_vnni():
+        assert not np.array_equal(by_bits[8], by_bits[16])
+    else:
+        np.testing.assert_array_equal(by_bits[8], by_bits[16])
+
+
+def test_dot_factor_bits_other_than_16_or_8_are_refused():
+    with pytest.raises(kvq.SpecError, match="dot-factor-bits must be 16 or 8"):
+        kvq.compile(_full_precision_cache("bits"), dot_factor_bits=4)

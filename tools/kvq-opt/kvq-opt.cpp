@@ -45,6 +45,12 @@ static llvm::cl::opt<std::string> hostCpu(
                    "for (native, or an LLVM CPU name such as x86-64-v3)"),
     llvm::cl::value_desc("CPU"), llvm::cl::init("native"));
 
+static llvm::cl::opt<unsigned> dotFactorBits(
+    "kvq-dot-factor-bits",
+    llvm::cl::desc("With --kvq-compile: bits of the factors of the host "
+                   "CPU's integer dots where it has AVX-512 VNNI (16 or 8)"),
+    llvm::cl::value_desc("BITS"), llvm::cl::init(16));
+
 static llvm::cl::opt<bool> attendPrograms(
     "kvq-attend-programs",
     llvm::cl::desc("With --kvq-compile: build the attend kernels of "
@@ -96,6 +102,7 @@ struct ArtifactWriterHook : mlir::PassInstrumentation {
 static void setUpCompile(mlir::PassManager &pm) {
   kvq::KVQCompilePipelineOptions options;
   options.hostCpu = hostCpu;
+  options.dotFactorBits = dotFactorBits;
   options.attendPrograms = attendPrograms;
   options.quantizedAttendPrograms = quantizedAttendPrograms;
   kvq::buildKVQCompilePipeline(pm, options);

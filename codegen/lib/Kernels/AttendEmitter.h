@@ -8,7 +8,7 @@
 #ifndef KVQ_CODEGEN_LIB_KERNELS_ATTENDEMITTER_H
 #define KVQ_CODEGEN_LIB_KERNELS_ATTENDEMITTER_H
 
-#include "kvq/Codegen/I16Factors.h"
+#include "kvq/Codegen/IntegerFactors.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/SliceAccess.h"
 

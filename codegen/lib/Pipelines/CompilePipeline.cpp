@@ -34,6 +34,7 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
   KVQAssignTargetOptions target;
   target.hostCpu = options.hostCpu;
   target.chips = options.getChips();
+  target.dotFactorBits = options.dotFactorBits;
   pm.addPass(createKVQAssignTarget(target));
   pm.nest<CacheOp>().addPass(createKVQExpandSchedule());
   pm.addPass(createKVQAssignLayout());

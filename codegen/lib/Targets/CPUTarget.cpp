@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kvq/Codegen/I16Factors.h"
+#include "kvq/Codegen/IntegerFactors.h"
 #include "kvq/Codegen/Layout.h"
 #include "kvq/Codegen/Targets.h"
 

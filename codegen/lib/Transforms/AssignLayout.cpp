@@ -43,10 +43,15 @@ struct KVQAssignTargetPass
     FailureOr<HostTarget> host = resolveHostTarget(getOperation(), hostCpu);
     if (failed(host))
       return signalPassFailure();
-    TargetAttr target =
-        TargetAttr::getDefault(&getContext(), hostCpu, names,
-                               getVectorLanes(*host),
-                               getHostDotUnit(&getContext(), *host));
+    if (dotFactorBits != 16 && dotFactorBits != 8) {
+      getOperation().emitError("kvq-assign-target: dot-factor-bits must be "
+                               "16 or 8, not ")
+          << unsigned(dotFactorBits);
+      return signalPassFailure();
+    }
+    TargetAttr target = TargetAttr::getDefault(
+        &getContext(), hostCpu, names, getVectorLanes(*host),
+        getHostDotUnit(&getContext(), *host, dotFactorBits));
     for (CacheOp cache : getOperation().getOps<CacheOp>())
       if (!cache->hasAttr(TargetAttr::getAttrName()))
         cache->setAttr(TargetAttr::getAttrName(), target);

@@ -13,9 +13,9 @@
 // over a split's rows does not know. The loop is peeled for it, as loop
 // vectorizers peel for an aligned address: the rows before the first
 // aligned one run one by one, then vectors of rows, then the rest one by
-// one. On a host with i16 pair dots, a reduction of factors times
+// one. On a host with integer dots, a reduction of factors times
 // dequantized codes is peeled to a group of rows and runs on them
-// (PairDots.cpp).
+// (IntegerDots.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,9 +103,10 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
         unsigned chunks =
             std::max(1u, std::min(info.vectorLanes / lanes,
                                   getMaxAccumulators(info) / sums));
-        std::optional<PairDotPlan> plan = getPairDotPlan(peeled, reduction);
+        std::optional<IntegerDotPlan> plan =
+            getIntegerDotPlan(peeled, reduction);
         if (std::optional<unsigned> group =
-                plan ? getPairDotGroup(*plan, lanes) : std::nullopt) {
+                plan ? getIntegerDotGroup(*plan, lanes) : std::nullopt) {
           // A vector iteration in one group of tokens, whose parameters
           // its chunks share: the factors are rounded once for them. Its
           // chunks divide the group, so that no pass straddles two.
@@ -113,13 +114,13 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
               1u, std::min(*group / lanes, getMaxAccumulators(info) / sums));
           while ((*group / lanes) % chunks != 0)
             --chunks;
-          Vectorizer pairs(iv, lanes);
-          pairs.serializeReductions();
-          pairs.assumeAligned(shifted, lanes * chunks);
-          if (pairs.analyze(*body)) {
+          Vectorizer dots(iv, lanes);
+          dots.serializeReductions();
+          dots.assumeAligned(shifted, lanes * chunks);
+          if (dots.analyze(*body)) {
             allocateScratch(rewriter, loop, *plan);
-            pairs.usePairDots(std::move(*plan));
-            rewrite(rewriter, loop, pairs, shifted, lanes, chunks);
+            dots.useIntegerDots(std::move(*plan));
+            rewrite(rewriter, loop, dots, shifted, lanes, chunks);
             return success();
           }
         }
@@ -130,19 +131,21 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
     return rewriter.notifyMatchFailure(loop, "rows not lanes");
   }
 
-  /// The plan of `reduction` on the target's i16 pair dots, if it has them
+  /// The plan of `reduction` on the target's integer dots, if it has them
   /// and `vectorizer`'s lanes are theirs.
-  std::optional<PairDotPlan> getPairDotPlan(const Vectorizer &vectorizer,
-                                            scf::ParallelOp reduction) const {
-    if (info.dot != getI16PairDotUnit(getContext(), 16))
+  std::optional<IntegerDotPlan>
+  getIntegerDotPlan(const Vectorizer &vectorizer,
+                    scf::ParallelOp reduction) const {
+    std::optional<IntegerDots> dots = IntegerDots::get(info.dot);
+    if (!dots)
       return std::nullopt;
-    return vectorizer.matchPairDots(reduction);
+    return vectorizer.matchIntegerDots(reduction, *dots);
   }
 
   /// The group of tokens whose parameters `plan`'s dequantized codes share
   /// (span=tokens), a multiple of `lanes`; none where they are not such.
-  static std::optional<unsigned> getPairDotGroup(const PairDotPlan &plan,
-                                                 unsigned lanes) {
+  static std::optional<unsigned> getIntegerDotGroup(const IntegerDotPlan &plan,
+                                                    unsigned lanes) {
     QuantAttr quant = cast<DequantizeOp>(plan.dequantize).getScheme();
     if (quant.getSpan() != Span::Tokens || quant.getGroup() % lanes != 0)
       return std::nullopt;
@@ -152,7 +155,7 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
   /// The scratch `plan` needs, block-local memory at the start of `loop`'s
   /// function: each head's folded factors, and those rounded.
   static void allocateScratch(PatternRewriter &rewriter, scf::ParallelOp loop,
-                              PairDotPlan &plan) {
+                              IntegerDotPlan &plan) {
     OpBuilder::InsertionGuard guard(rewriter);
     auto function = loop->getParentOfType<FunctionOpInterface>();
     rewriter.setInsertionPointToStart(&function.getFunctionBody().front());
@@ -164,13 +167,15 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
           rewriter.getI64IntegerAttr(64));
     };
     plan.folded = alloc(rewriter.getF32Type(), elements);
-    Value bytes = alloc(rewriter.getI8Type(), 2 * elements);
+    unsigned bits = plan.dots.bits, k = plan.dots.k;
+    Value bytes = alloc(rewriter.getI8Type(), elements * bits / 8);
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     plan.rounded = memref::ViewOp::create(
-        rewriter, loc, MemRefType::get({elements}, rewriter.getI16Type()),
-        bytes, zero, ValueRange());
-    plan.roundedPairs = memref::ViewOp::create(
-        rewriter, loc, MemRefType::get({elements / 2}, rewriter.getI32Type()),
+        rewriter, loc,
+        MemRefType::get({elements}, rewriter.getIntegerType(bits)), bytes, zero,
+        ValueRange());
+    plan.roundedPacks = memref::ViewOp::create(
+        rewriter, loc, MemRefType::get({elements / k}, rewriter.getI32Type()),
         bytes, zero, ValueRange());
   }
 

@@ -393,8 +393,8 @@ Value Vectorizer::asVector(OpBuilder &b, Location loc, Value value) const {
 void Vectorizer::widen(Block &block, OpBuilder &b,
                        MutableArrayRef<LaneChunk> chunks) {
   for (Operation &op : block.without_terminator()) {
-    if (pairDots && &op == pairDots->reduction.getOperation()) {
-      widenPairDots(b, chunks);
+    if (integerDots && &op == integerDots->reduction.getOperation()) {
+      widenIntegerDots(b, chunks);
       continue;
     }
     Widening widening = classify(&op);

@@ -11,6 +11,8 @@
 #ifndef KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZER_H
 #define KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZER_H
 
+#include "kvq/Codegen/IntegerFactors.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -95,19 +97,22 @@ struct LaneChunk {
 /// `sum_c a_r(c) * x(c)`, r < R: x a `kvq.dequantize` of codes that vary
 /// with the lanes (a token's code of channel c) and parameters that do
 /// not, the factors a_r(c) the same in every lane (each head's query).
-/// Where the target has i16 pair dots it runs as docs/Numerics.md's
-/// "Attention on 16-bit integers": per vector of lanes, a_r * slope
-/// rounded to i16 against its largest magnitude, two channels' codes a
-/// lane dotted with two rounded factors by one pair dot, and the factors'
-/// sum with the offsets added after.
-struct PairDotPlan {
+/// Where the target has integer dots (`cpu_dot`) it runs as
+/// docs/Numerics.md's "Attention on integer dots": per vector of lanes,
+/// a_r * slope rounded to the dots' integers against its largest
+/// magnitude, k channels' codes a lane dotted with k rounded factors by one
+/// dot (k = 2 for i16 factors, 4 for i8), and the factors' sum with the
+/// offsets added after.
+struct IntegerDotPlan {
   mlir::scf::ParallelOp reduction;
   mlir::Operation *dequantize;
   llvm::SmallVector<mlir::Value> factors;
   int64_t channels;
+  IntegerDots dots;
   /// Scratch of the block: each factor times the slopes (f32, R x
-  /// channels), and those rounded (i16, the same, and its pairs as i32).
-  mlir::Value folded, rounded, roundedPairs;
+  /// channels), and those rounded (the dots' integers, the same, and its
+  /// packs of k as i32).
+  mlir::Value folded, rounded, roundedPacks;
 };
 
 /// The widest lane stride of a StridedLoad. In a loop in general, 2 (a
@@ -142,13 +147,13 @@ public:
   /// Takes a 1-D `scf.parallel` reduction in the body as a Loop: its
   /// iterations in order, its sums carried as vectors.
   void serializeReductions() { serialReductions = true; }
-  /// The plan of `reduction` (a Loop of the analyzed body) on i16 pair
-  /// dots, scratch not yet given; none where its sums are not such dots or
-  /// their i32 sums could overflow.
-  std::optional<PairDotPlan>
-  matchPairDots(mlir::scf::ParallelOp reduction) const;
-  /// Widens `plan`'s reduction on i16 pair dots (16 lanes).
-  void usePairDots(PairDotPlan plan) { pairDots = std::move(plan); }
+  /// The plan of `reduction` (a Loop of the analyzed body) on `dots`,
+  /// scratch not yet given; none where its sums are not such dots or their
+  /// i32 sums could overflow.
+  std::optional<IntegerDotPlan>
+  matchIntegerDots(mlir::scf::ParallelOp reduction, IntegerDots dots) const;
+  /// Widens `plan`'s reduction on its integer dots (16 lanes).
+  void useIntegerDots(IntegerDotPlan plan) { integerDots = std::move(plan); }
   /// The values of the body, by op in order, whose lane forms are `iv + k`
   /// for a k the lanes share (after analyze()).
   llvm::SmallVector<mlir::Value> getShiftedInductions(mlir::Block &block) const;
@@ -194,8 +199,8 @@ private:
   /// An scf.for, or an scf.parallel reduction run in order.
   void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
                  mlir::MutableArrayRef<LaneChunk> chunks);
-  void widenPairDots(mlir::OpBuilder &b,
-                     mlir::MutableArrayRef<LaneChunk> chunks);
+  void widenIntegerDots(mlir::OpBuilder &b,
+                        mlir::MutableArrayRef<LaneChunk> chunks);
   void widenRowStore(mlir::vector::StoreOp op, mlir::OpBuilder &b,
                      LaneChunk &chunk);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
@@ -214,7 +219,7 @@ private:
   mlir::Value aligned;
   int64_t alignedTo = 0;
   bool serialReductions = false;
-  std::optional<PairDotPlan> pairDots;
+  std::optional<IntegerDotPlan> integerDots;
   llvm::DenseSet<mlir::Value> varying;
   /// The lane forms of the body's integer arithmetic of `iv`.
   llvm::DenseMap<mlir::Value, LaneForm> forms;

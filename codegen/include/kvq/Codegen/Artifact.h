@@ -32,10 +32,12 @@ struct HostTarget {
 /// with AVX, else 4.
 unsigned getVectorLanes(const HostTarget &host);
 
-/// The dot unit of `host`, or null: AVX-512 VNNI and BW's `vpdpwssd`, which
-/// adds 16-bit integer products in pairs into the 16 i32 lanes of a 512-bit
-/// register.
-DotUnitAttr getHostDotUnit(mlir::MLIRContext *ctx, const HostTarget &host);
+/// The dot unit of `host` whose factors have `factorBits` bits, or null:
+/// AVX-512 VNNI and BW's `vpdpwssd` (16), which adds 16-bit integer products
+/// in pairs into the 16 i32 lanes of a 512-bit register, or `vpdpbusd` (8),
+/// which adds products of unsigned and signed bytes in fours.
+DotUnitAttr getHostDotUnit(mlir::MLIRContext *ctx, const HostTarget &host,
+                           unsigned factorBits = 16);
 
 /// Resolves `hostCPU`: "native" (this machine's CPU and features) or an LLVM
 /// CPU name (x86-64-v2, x86-64-v3, skylake-avx512, ...); an unknown name is

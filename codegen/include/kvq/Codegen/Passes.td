@@ -9,8 +9,9 @@ def KVQAssignTarget : Pass<"kvq-assign-target", "::mlir::ModuleOp"> {
   let summary = "Attach the compilation target to every kvq.cache";
   let description = [{
     Attaches `kvq.target = #kvq.target<...>` to each `kvq.cache` that has
-    none: the host CPU and GPU chips of the options, and kvq's warp, block
-    and split sizes. The layout (split size), the GPU kernels (warp size,
+    none: the host CPU and GPU chips of the options, kvq's warp, block
+    and split sizes, and the host's integer dot unit (`cpu_dot`) with
+    factors of `dot-factor-bits`. The layout (split size), the GPU kernels (warp size,
     block threads), the host code (CPU) and the manifest read it; a cache
     without one gets the defaults.
   }];
@@ -18,7 +19,11 @@ def KVQAssignTarget : Pass<"kvq-assign-target", "::mlir::ModuleOp"> {
     Option<"hostCpu", "host-cpu", "std::string", /*default=*/"\"native\"",
            "CPU the host code is compiled for: native, or an LLVM CPU name">,
     ListOption<"chips", "chips", "std::string",
-               "GPU chips to emit PTX for (default: sm_80,sm_90)">
+               "GPU chips to emit PTX for (default: sm_80,sm_90)">,
+    Option<"dotFactorBits", "dot-factor-bits", "unsigned", /*default=*/"16",
+           "Bits of the factors of the host CPU's integer dots, where it has "
+           "AVX-512 VNNI: 16 (vpdpwssd) or 8 (vpdpbusd; docs/Numerics.md, "
+           "\"Attention on integer dots\")">
   ];
   let dependentDialects = ["::kvq::KVQDialect"];
 }

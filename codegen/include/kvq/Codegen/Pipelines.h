@@ -34,6 +34,11 @@ struct KVQCompilePipelineOptions
   ListOption<std::string> chips{
       *this, "chips",
       llvm::cl::desc("GPU chips to emit PTX for (default: sm_80,sm_90)")};
+  Option<unsigned> dotFactorBits{
+      *this, "dot-factor-bits",
+      llvm::cl::desc("Bits of the factors of the host CPU's integer dots, "
+                     "where it has AVX-512 VNNI: 16 or 8 (kvq-assign-target)"),
+      llvm::cl::init(16)};
   Option<bool> attendPrograms{
       *this, "attend-programs",
       llvm::cl::desc("Build the attend kernels of full-precision layers as "

@@ -1,21 +1,21 @@
-//===- PairDots.cpp - a row reduction on i16 pair dots --------------------===//
+//===- IntegerDots.cpp - a row reduction on integer dots ------------------===//
 //
 // The form of a reduction `sum_c a_r(c) * dequantize(code(c))` over a
-// row's channels whose lanes are rows (Vectorizer.h, PairDotPlan) on a host
-// with i16 pair dots (docs/Numerics.md, "Attention on 16-bit integers",
+// row's channels whose lanes are rows (Vectorizer.h, IntegerDotPlan) on a
+// host with integer dots (docs/Numerics.md, "Attention on integer dots",
 // span=tokens keys): per vector iteration, each head's factors times the
-// channels' slopes are rounded to i16 against their largest magnitude;
-// then per pair of channels, each lane's two codes are one i32 (the first
-// channel's in the low half) dotted with the head's two rounded factors by
-// one `vpdpwssd`; the exact i32 sums go to f32 times the head's scale, plus
-// the factors' sum with the channels' offsets.
+// channels' slopes are rounded to the dots' integers (i16 or i8) against
+// their largest magnitude; then per k channels (2 or 4), each lane's k
+// codes are one i32 (the first channel's in the lowest part) dotted with
+// the head's k rounded factors by one `vpdpwssd` or `vpdpbusd`; the exact
+// i32 sums go to f32 times the head's scale, plus the factors' sum with
+// the channels' offsets.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ParallelForms.h"
 #include "Vectorizer.h"
 
-#include "kvq/Codegen/I16Factors.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/ProgramBuilder.h"
 #include "kvq/Codegen/Quantizer.h"
@@ -28,11 +28,12 @@
 using namespace mlir;
 using namespace kvq;
 
-std::optional<PairDotPlan>
-Vectorizer::matchPairDots(scf::ParallelOp reduction) const {
+std::optional<IntegerDotPlan>
+Vectorizer::matchIntegerDots(scf::ParallelOp reduction,
+                             IntegerDots dots) const {
   std::optional<int64_t> channels =
       getParallelTripCount(reduction, /*withReductions=*/true);
-  if (!channels || *channels % 2 != 0 || lanes != 16)
+  if (!channels || *channels % dots.k != 0 || lanes != 16)
     return std::nullopt;
   Block *body = reduction.getBody();
   auto reduce = cast<scf::ReduceOp>(body->getTerminator());
@@ -59,18 +60,19 @@ Vectorizer::matchPairDots(scf::ParallelOp reduction) const {
   if (!dequantize || !varying.contains(dequantize.getCode()) ||
       varying.contains(dequantize.getScale()) ||
       varying.contains(dequantize.getZero()) ||
-      !sumsFitI32(*channels, dequantize.getScheme().getBits()))
+      !dots.sumsFit(*channels, dequantize.getScheme().getBits()))
     return std::nullopt;
   // The body computes the sums and nothing else.
   for (Operation &op : body->without_terminator())
     if (!isPure(&op) && !isa<memref::LoadOp>(op))
       return std::nullopt;
-  return PairDotPlan{reduction, dequantize, factors, *channels, {}, {}, {}};
+  return IntegerDotPlan{reduction, dequantize, factors, *channels,
+                        dots,      {},         {},      {}};
 }
 
-void Vectorizer::widenPairDots(OpBuilder &b,
-                               MutableArrayRef<LaneChunk> chunks) {
-  PairDotPlan &plan = *pairDots;
+void Vectorizer::widenIntegerDots(OpBuilder &b,
+                                  MutableArrayRef<LaneChunk> chunks) {
+  IntegerDotPlan &plan = *integerDots;
   scf::ParallelOp reduction = plan.reduction;
   auto dequantize = cast<DequantizeOp>(plan.dequantize);
   Location loc = reduction.getLoc();
@@ -121,26 +123,27 @@ void Vectorizer::widenPairDots(OpBuilder &b,
         return k < heads ? pb.fadd(x, y) : pb.selectMax(x, y);
       });
   // Each head's factors rounded against the largest.
-  SmallVector<Value> toI16, scales;
+  IntegerDots dots = plan.dots;
+  SmallVector<Value> toFactors, scales;
   for (unsigned r = 0; r < heads; ++r) {
     Value largest = folds.getResult(heads + r);
-    toI16.push_back(scaleToI16(pb, largest));
-    scales.push_back(pb.fmul(largest, pb.f32(1 / kI16Max)));
+    toFactors.push_back(dots.scaleToFactors(pb, largest));
+    scales.push_back(pb.fmul(largest, pb.f32(1 / dots.getFactorMax())));
   }
   pb.parallelFor(dim, [&](Value c) {
     for (unsigned r = 0; r < heads; ++r)
       pb.storeElement(
-          roundToI16(pb, pb.loadElement(foldedRows[r], c), toI16[r]),
+          dots.round(pb, pb.loadElement(foldedRows[r], c), toFactors[r]),
           roundedRows[r], c);
   });
-  // Per pair of channels, each chunk's lanes' two codes against each
-  // head's two rounded factors.
+  // Per k channels, each chunk's lanes' k codes against each head's k
+  // rounded factors.
   SmallVector<Operation *> codes = getSliceInBlock(body, dequantize.getCode());
   Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
   SmallVector<Value> sumInits(chunks.size() * heads,
                               pb.splat(pb.i32(0), lanes));
-  auto pairs = scf::ForOp::create(
-      b, loc, pb.index(0), pb.index(dim), pb.index(2), sumInits,
+  auto packs = scf::ForOp::create(
+      b, loc, pb.index(0), pb.index(dim), pb.index(dots.k), sumInits,
       [&](OpBuilder &, Location, Value c, ValueRange acc) {
         auto codesAt = [&](LaneChunk chunk, Value at) {
           chunk.mapping.map(channel, at);
@@ -149,29 +152,32 @@ void Vectorizer::widenPairDots(OpBuilder &b,
           return asVector(b, loc,
                           chunk.mapping.lookupOrDefault(dequantize.getCode()));
         };
-        Value next = arith::AddIOp::create(b, loc, c, pb.index(1));
-        SmallVector<Value> factorPairs;
+        SmallVector<Value> factorPacks;
         for (unsigned r = 0; r < heads; ++r) {
           Value at = arith::DivUIOp::create(
               b, loc, arith::AddIOp::create(b, loc, pb.index(r * dim), c),
-              pb.index(2));
-          factorPairs.push_back(vector::BroadcastOp::create(
-              b, loc, laneType, pb.loadElement(plan.roundedPairs, at)));
+              pb.index(dots.k));
+          factorPacks.push_back(vector::BroadcastOp::create(
+              b, loc, laneType, pb.loadElement(plan.roundedPacks, at)));
         }
         SmallVector<Value> sums;
         for (auto [k, chunk] : llvm::enumerate(chunks)) {
-          Value both =
-              pb.bitOr(codesAt(chunk, c), pb.shl(codesAt(chunk, next),
-                                                 pb.splat(pb.i32(16), lanes)));
+          Value pack = codesAt(chunk, c);
+          for (unsigned part = 1; part < dots.k; ++part) {
+            Value at = arith::AddIOp::create(b, loc, c, pb.index(part));
+            pack = pb.bitOr(pack,
+                            pb.shl(codesAt(chunk, at),
+                                   pb.splat(pb.i32(part * dots.bits), lanes)));
+          }
           for (unsigned r = 0; r < heads; ++r)
-            sums.push_back(dotI16PairsAVX512(pb, acc[k * heads + r], both,
-                                             factorPairs[r]));
+            sums.push_back(
+                dots.dot(pb, acc[k * heads + r], pack, factorPacks[r]));
         }
         scf::YieldOp::create(b, loc, sums);
       });
   for (auto [k, chunk] : llvm::enumerate(chunks))
     for (unsigned r = 0; r < heads; ++r) {
-      Value sum = pb.sitofp(pairs.getResult(k * heads + r));
+      Value sum = pb.sitofp(packs.getResult(k * heads + r));
       chunk.mapping.map(reduction.getResult(r),
                         pb.fadd(pb.fmul(sum, pb.splat(scales[r], lanes)),
                                 pb.splat(folds.getResult(r), lanes)));
