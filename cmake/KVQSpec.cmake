@@ -1,7 +1,8 @@
 ##===- cmake/KVQSpec.cmake - Compile kvq specs at build time --*- cmake -*-===##
 #
 # kvq_add_spec(<target> <spec.mlir> [ARTIFACT_ONLY] [EMITTED_ATTEND]
-#              [QUANTIZED_ATTEND_PROGRAMS] [OUTPUT_DIR <dir>] [HOST_CPU <cpu>])
+#              [QUANTIZED_ATTEND_PROGRAMS] [OUTPUT_DIR <dir>] [HOST_CPU <cpu>]
+#              [DOT_FACTOR_BITS <bits>])
 #
 # Adds a build step running `kvq-opt --kvq-compile=<dir> <spec>` (whenever the
 # spec or kvq-opt changes) and an INTERFACE target <target> that
@@ -22,6 +23,8 @@
 # (`kvq-opt --kvq-attend-programs=false`), for side-by-side tests;
 # QUANTIZED_ATTEND_PROGRAMS builds those of quantized layers in channel
 # order as programs (`kvq-opt --kvq-quantized-attend-programs`).
+# DOT_FACTOR_BITS (16 or 8) rounds the factors of the host CPU's integer
+# dots to that many bits (`kvq-opt --kvq-dot-factor-bits`; default 16).
 #
 # kvq-opt is the in-tree target when it exists, else KVQ_OPT_EXECUTABLE (set
 # by kvqConfig.cmake for installed packages).
@@ -34,7 +37,7 @@
 function(kvq_add_spec target spec)
   cmake_parse_arguments(ARG
                         "ARTIFACT_ONLY;EMITTED_ATTEND;QUANTIZED_ATTEND_PROGRAMS"
-                        "OUTPUT_DIR;HOST_CPU" "" ${ARGN})
+                        "OUTPUT_DIR;HOST_CPU;DOT_FACTOR_BITS" "" ${ARGN})
   if(NOT ARG_HOST_CPU)
     set(ARG_HOST_CPU ${KVQ_HOST_CPU})
   endif()
@@ -64,6 +67,9 @@ function(kvq_add_spec target spec)
   endif()
   if(ARG_QUANTIZED_ATTEND_PROGRAMS)
     list(APPEND flags --kvq-quantized-attend-programs)
+  endif()
+  if(ARG_DOT_FACTOR_BITS)
+    list(APPEND flags --kvq-dot-factor-bits=${ARG_DOT_FACTOR_BITS})
   endif()
 
   set(outputs "${dir}/manifest.json" "${dir}/kernels.o" "${dir}/kernels.so")

@@ -56,6 +56,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -646,13 +647,13 @@ void printAppend(const std::vector<Series> &series, const Options &options,
   }
 }
 
-/// The name of the folder that holds `path`.
-std::string parentName(std::string path) {
-  while (!path.empty() && path.back() == '/')
-    path.pop_back();
-  path = path.substr(0, path.rfind('/') == std::string::npos ? 0
-                                                             : path.rfind('/'));
-  return path.substr(path.rfind('/') + 1);
+/// The name of the folder that holds `path` (the working directory's for
+/// a bare name).
+std::string parentName(const std::string &path) {
+  std::filesystem::path absolute = std::filesystem::absolute(path);
+  if (!absolute.has_filename())
+    absolute = absolute.parent_path();
+  return absolute.parent_path().filename().string();
 }
 
 /// The name the tables give the artifact in `dir` named `name`, after the

@@ -243,7 +243,7 @@ private:
   // The i16 forms (AttendI16.cpp), where the target has i16 pair dots.
   /// Whether span=tokens keys are scored on 16-bit integer pair dots: the
   /// folded queries rounded to i16 per block and head (docs/Numerics.md,
-  /// "Attention on 16-bit integers").
+  /// "Attention on integer dots").
   bool scoresKeysOnI16Dots() const {
     return forms.getKeys() == KeyForm::TokenBlocksI16;
   }

@@ -4,7 +4,7 @@
 // lanes (the target's cpu_dot: `vpdpwssd` on a CPU with AVX-512 VNNI),
 // four loops of the attend kernel multiply bare codes by f32 factors rounded
 // to i16, so that one instruction per head does what two unpacks and two
-// FMAs did (docs/Numerics.md, "Attention on 16-bit integers"):
+// FMAs did (docs/Numerics.md, "Attention on integer dots"):
 //   - span=tokens keys: per block and head the folded queries are rounded
 //     against their largest magnitude; a lane holds one token's codes of a
 //     pair of channels;
