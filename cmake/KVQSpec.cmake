@@ -71,6 +71,11 @@ function(kvq_add_spec target spec)
   if(ARG_DOT_FACTOR_BITS)
     list(APPEND flags --kvq-dot-factor-bits=${ARG_DOT_FACTOR_BITS})
   endif()
+  # The project's own specs run the verifier after every pass, as its lit
+  # tests do; a user's build verifies the lowered module only.
+  if(TARGET kvq-opt)
+    list(APPEND flags --verify-each)
+  endif()
 
   set(outputs "${dir}/manifest.json" "${dir}/kernels.o" "${dir}/kernels.so")
   add_custom_command(

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -349,6 +350,9 @@ static LogicalResult writeCacheArtifact(ModuleOp compiled, CacheOp cache,
 }
 
 LogicalResult kvq::writeArtifact(ModuleOp compiled, StringRef dir) {
+  // The pipeline may have run without the verifier between its passes.
+  if (failed(verify(compiled)))
+    return failure();
   auto caches = llvm::to_vector(compiled.getOps<CacheOp>());
   for (CacheOp cache : caches) {
     SmallString<256> path(dir);
@@ -363,6 +367,8 @@ LogicalResult kvq::writeArtifact(ModuleOp compiled, StringRef dir) {
 LogicalResult kvq::compileArtifact(ModuleOp module, StringRef dir,
                                    const KVQCompilePipelineOptions &options) {
   PassManager pm(module.getContext());
+  // Verified once, by writeArtifact (docs/Rationale.md, "Verification").
+  pm.enableVerifier(false);
   buildKVQCompilePipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();

@@ -98,8 +98,15 @@ struct ArtifactWriterHook : mlir::PassInstrumentation {
 
 } // namespace
 
-/// kvq-compile-pipeline, then the artifact writer on its result.
-static void setUpCompile(mlir::PassManager &pm) {
+/// kvq-compile-pipeline, then the artifact writer on its result. The
+/// verifier runs between the passes only under an explicit --verify-each
+/// (docs/Rationale.md, "Verification"); the writer verifies what it writes.
+static void setUpCompile(mlir::PassManager &pm,
+                         const mlir::MlirOptMainConfig &base) {
+  llvm::cl::Option *verifyEach =
+      llvm::cl::getRegisteredOptions().lookup("verify-each");
+  bool verifyEachGiven = verifyEach && verifyEach->getNumOccurrences() > 0;
+  pm.enableVerifier(verifyEachGiven && base.shouldVerifyPasses());
   kvq::KVQCompilePipelineOptions options;
   options.hostCpu = hostCpu;
   options.dotFactorBits = dotFactorBits;
@@ -126,7 +133,7 @@ static mlir::LogicalResult setUpPipeline(mlir::PassManager &pm,
         });
   if (compileDir.empty())
     return base.setupPassPipeline(pm);
-  setUpCompile(pm);
+  setUpCompile(pm, base);
   return mlir::success();
 }
 
