@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Codegen/Artifact.h"
+#include "kvq/Codegen/IntegerFactors.h"
 #include "kvq/Support/HostFeatures.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -88,13 +89,11 @@ unsigned kvq::getVectorLanes(const HostTarget &host) {
 
 DotUnitAttr kvq::getHostDotUnit(MLIRContext *ctx, const HostTarget &host,
                                 unsigned factorBits) {
+  std::optional<IntegerDots> dots = IntegerDots::getForFactorBits(factorBits);
   if (getVectorLanes(host) != 16 || !hasFeature(host, "avx512vnni") ||
-      !hasFeature(host, "avx512bw") || (factorBits != 16 && factorBits != 8))
+      !hasFeature(host, "avx512bw") || !dots)
     return {};
-  // 32 bits a lane: 2 i16 products (vpdpwssd) or 4 i8 ones (vpdpbusd).
-  return DotUnitAttr::get(ctx, /*m=*/16, /*n=*/1, /*k=*/32 / factorBits,
-                          IntegerType::get(ctx, factorBits),
-                          IntegerType::get(ctx, 32));
+  return dots->getUnit(ctx);
 }
 
 /// `module` (LLVM dialect) as an ELF object at O3 for `host`.

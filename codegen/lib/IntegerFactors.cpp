@@ -8,14 +8,29 @@
 using namespace mlir;
 using namespace kvq;
 
-std::optional<IntegerDots> IntegerDots::get(DotUnitAttr unit) {
-  if (!unit || unit.getM() != 16 || !unit.getAccumulator().isInteger(32))
-    return std::nullopt;
-  if (unit.getK() == 2 && unit.getOperands().isInteger(16))
+std::optional<IntegerDots> IntegerDots::getForFactorBits(unsigned factorBits) {
+  // 32 bits a lane: 2 i16 products (vpdpwssd) or 4 i8 ones (vpdpbusd).
+  if (factorBits == 16)
     return kI16PairDots;
-  if (unit.getK() == 4 && unit.getOperands().isInteger(8))
+  if (factorBits == 8)
     return IntegerDots{4, 8};
   return std::nullopt;
+}
+
+std::optional<IntegerDots> IntegerDots::get(DotUnitAttr unit) {
+  if (!unit || !isa<IntegerType>(unit.getOperands()))
+    return std::nullopt;
+  std::optional<IntegerDots> dots =
+      getForFactorBits(unit.getOperands().getIntOrFloatBitWidth());
+  if (!dots || dots->getUnit(unit.getContext()) != unit)
+    return std::nullopt;
+  return dots;
+}
+
+DotUnitAttr IntegerDots::getUnit(MLIRContext *ctx) const {
+  return DotUnitAttr::get(ctx, /*m=*/16, /*n=*/1, k,
+                          IntegerType::get(ctx, bits),
+                          IntegerType::get(ctx, 32));
 }
 
 bool IntegerDots::sumsFit(uint64_t terms, unsigned codeBits) const {

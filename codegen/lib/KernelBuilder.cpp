@@ -31,11 +31,6 @@ MatrixUnitAttr MatrixUnit::getAttr(MLIRContext *ctx) {
                              Float32Type::get(ctx));
 }
 
-DotUnitAttr kvq::getI16PairDotUnit(MLIRContext *ctx, unsigned lanes) {
-  return DotUnitAttr::get(ctx, lanes, /*n=*/1, /*k=*/2,
-                          IntegerType::get(ctx, 16), IntegerType::get(ctx, 32));
-}
-
 Value KernelBuilder::i1(bool value) {
   return arith::ConstantIntOp::create(b, loc, b.getI1Type(), value);
 }

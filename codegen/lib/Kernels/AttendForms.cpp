@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Codegen/Forms.h"
+#include "kvq/Codegen/IntegerFactors.h"
 
 #include "AttendEmitter.h"
 
@@ -77,7 +78,7 @@ private:
 
 bool AttendFormSelector::mayUseI16Dots(bool isKeys, Span span) const {
   const SliceLayout &s = slice(isKeys);
-  return info.dot && info.dot == getI16PairDotUnit(ctx, info.vectorLanes) &&
+  return info.dot && info.dot == kI16PairDots.getUnit(ctx) &&
          info.blockThreads == 1 && s.isQuantized() &&
          s.quant.getSpan() == span && !s.hasReorder();
 }

@@ -173,7 +173,7 @@ public:
 
   /// One `vpdpwssd` (the target's cpu_dot: 16 lanes).
   Value dotI16Pairs(KernelBuilder &kb, Value acc, Value x, Value y) override {
-    assert(getInfo().dot == getI16PairDotUnit(kb.builder().getContext(), 16) &&
+    assert(getInfo().dot == kI16PairDots.getUnit(kb.builder().getContext()) &&
            "the target has no vpdpwssd");
     return dotI16PairsAVX512(kb, acc, x, y);
   }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kvq/Codegen/Artifact.h"
+#include "kvq/Codegen/IntegerFactors.h"
 #include "kvq/Codegen/Layout.h"
 #include "kvq/Codegen/Passes.h"
 
@@ -43,7 +44,7 @@ struct KVQAssignTargetPass
     FailureOr<HostTarget> host = resolveHostTarget(getOperation(), hostCpu);
     if (failed(host))
       return signalPassFailure();
-    if (dotFactorBits != 16 && dotFactorBits != 8) {
+    if (!IntegerDots::getForFactorBits(dotFactorBits)) {
       getOperation().emitError("kvq-assign-target: dot-factor-bits must be "
                                "16 or 8, not ")
           << unsigned(dotFactorBits);

@@ -26,10 +26,17 @@ struct IntegerDots {
   unsigned k;
   unsigned bits;
 
+  /// The dots whose factors have `factorBits` bits, if one of the two above.
+  static std::optional<IntegerDots> getForFactorBits(unsigned factorBits);
   /// The dots of `unit`, if it is one of the two above.
   static std::optional<IntegerDots> get(DotUnitAttr unit);
+  /// Their `#kvq.dot`: `k` products of `bits`-bit operands into each of 16
+  /// i32 lanes.
+  DotUnitAttr getUnit(mlir::MLIRContext *ctx) const;
   /// The largest magnitude of a rounded factor: 2^(bits - 1) - 1.
-  double getFactorMax() const { return double((1u << (bits - 1)) - 1); }
+  constexpr double getFactorMax() const {
+    return double((1u << (bits - 1)) - 1);
+  }
   /// Whether i32 sums of `terms` products of a rounded factor and a
   /// `codeBits`-bit code cannot overflow, and the codes fit the operands.
   bool sumsFit(uint64_t terms, unsigned codeBits) const;
@@ -49,7 +56,7 @@ struct IntegerDots {
 /// The i16 pair dots the emitted i16 forms are written for.
 constexpr IntegerDots kI16PairDots{2, 16};
 /// The largest i16 a factor is rounded to.
-constexpr double kI16Max = 32767;
+constexpr double kI16Max = kI16PairDots.getFactorMax();
 
 inline bool sumsFitI32(uint64_t terms, unsigned bits) {
   return kI16PairDots.sumsFit(terms, bits);

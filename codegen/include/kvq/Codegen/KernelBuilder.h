@@ -129,10 +129,6 @@ inline unsigned getMaxAccumulators(const TargetInfo &info) {
   return std::max(4u, info.vectorRegisters / 2);
 }
 
-/// The `#kvq.dot` the i16 forms are written for: pairs of i16 products into
-/// each of `lanes` i32 lanes (AVX-512 VNNI's `vpdpwssd` for 16).
-DotUnitAttr getI16PairDotUnit(mlir::MLIRContext *ctx, unsigned lanes);
-
 /// The target-specific half of kernel emission.
 class KernelTarget {
 public:
@@ -223,7 +219,7 @@ public:
   /// `acc` + a.lo * b.lo + a.hi * b.hi in every i32 lane, the halves of a
   /// lane of `a` and `b` signed 16-bit integers (callers bound the sums):
   /// the i16 forms' instruction, only where the target's dot unit is
-  /// theirs (getI16PairDotUnit).
+  /// theirs (kI16PairDots).
   virtual mlir::Value dotI16Pairs(KernelBuilder &kb, mlir::Value acc,
                                   mlir::Value a, mlir::Value b) {
     llvm_unreachable("the target has no 16-bit integer dot products");
