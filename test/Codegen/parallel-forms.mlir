@@ -701,6 +701,103 @@ module attributes {gpu.container_module} {
     }
   }
 
+  module @d_value_pairs attributes {kvq.cache = @d} {
+    // @code_sums on a host with i16 pair dots, its tokens in pages of 32
+    // (a token's group at 2 (page row) + c / 32): the tokens run in blocks
+    // of 32 from the first whose place q in its page is a multiple of 16,
+    // those before one by one as f32 products, as are those after the last
+    // block. Per block and group (2 of the 4 chunks of 16 channels), the
+    // tokens are the lanes, 2 vectors: the weights times the slopes (the
+    // scales, every second parameter: stride 2), their largest magnitude
+    // and their sum with the offsets; the two groups' largest and sums are
+    // reduced together, and the weights rounded to i16 against the
+    // largest ([group][token]). Then per pair of tokens, one pass for the 4
+    // chunks: each chunk's lanes' two codes, the first token's in the low
+    // half, meet its group's two rounded weights in one vpdpwssd; the i32
+    // sums go to f32 times largest / 32767, plus the offsets' sum.
+    // HOST-LABEL: func.func @code_sums_on_pairs
+    // HOST: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<128xi8>
+    // HOST: %[[ROUNDED:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<128xi8> to memref<64xi16>
+    // HOST: %[[PAIRS:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<128xi8> to memref<32xi32>
+    // HOST: scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c64{{.*}} {
+    // HOST: %[[K:.*]] = arith.subi %{{.*}}, %arg7 : i32
+    // HOST: %[[KX:.*]] = arith.index_castui %[[K]] : i32 to index
+    // HOST: %[[MOD:.*]] = arith.remui %[[KX]], %c16{{.*}} : index
+    // HOST: %[[UP:.*]] = arith.subi %c16{{.*}}, %[[MOD]] : index
+    // HOST: %[[PEEL:.*]] = arith.remui %[[UP]], %c16{{.*}} : index
+    // HOST: %[[START:.*]] = arith.minui %[[PEEL]], %arg5 : index
+    // HOST: %[[END:.*]] = arith.addi %[[START]], %{{.*}} : index
+    // HOST: %[[HEAD:.*]]:4 = scf.for %{{.*}} = %c0{{.*}} to %[[START]] step %c1{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+    // HOST: %[[BLOCKS:.*]]:4 = scf.for %[[FIRST:.*]] = %[[START]] to %[[END]] step %c32{{.*}} iter_args(%{{.*}} = %[[HEAD]]#0, %{{.*}} = %[[HEAD]]#1, %{{.*}} = %[[HEAD]]#2, %{{.*}} = %[[HEAD]]#3)
+    // HOST: vector.maskedload %arg1[%{{.*}}], %{{.*}}, %{{.*}} : memref<?xf32>, vector<32xi1>, vector<32xf32> into vector<32xf32>
+    // HOST: vector.shuffle %{{.*}}, %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30] : vector<31xf32>, vector<31xf32>
+    // HOST: vector.load %arg3[%{{.*}}] : memref<?xf32>, vector<16xf32>
+    // HOST: llvm.call_intrinsic "llvm.fabs"(%{{.*}}) : (vector<16xf32>) -> vector<16xf32>
+    // HOST: vector.extract %{{.*}}[1] : f32 from vector<2xf32>
+    // HOST: vector.extract %{{.*}}[1] : f32 from vector<2xf32>
+    // HOST: llvm.call_intrinsic "llvm.roundeven"(%{{.*}}) : (vector<16xf32>) -> vector<16xf32>
+    // HOST: arith.trunci %{{.*}} : vector<16xi32> to vector<16xi16>
+    // HOST: vector.store %{{.*}}, %[[ROUNDED]][%{{.*}}] : memref<64xi16>, vector<16xi16>
+    // HOST: %[[DOTS:.*]]:4 = scf.for %{{.*}} = %c0{{.*}} to %c32{{.*}} step %c2{{.*}} iter_args({{.*}}) -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>) {
+    // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
+    // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
+    // HOST: %[[SECOND:.*]] = arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
+    // HOST: arith.ori %{{.*}}, %[[SECOND]] : vector<16xi32>
+    // HOST-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+    // HOST: arith.sitofp %[[DOTS]]#0 : vector<16xi32> to vector<16xf32>
+    // HOST: scf.for %{{.*}} = %[[END]] to %arg5 step %c1{{.*}} iter_args(%{{.*}} = %[[BLOCKS]]#0,
+    // HOST: vector.store %{{.*}}, %arg4[%[[C]]] : memref<64xf32>, vector<16xf32>
+    func.func @code_sums_on_pairs(%codes: memref<?xi32>, %scales: memref<?xf32>, %zeros: memref<?xf32>, %p: memref<?xf32>, %o: memref<64xf32>, %n: index, %begin: i32, %first: i32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %c2_i32 = arith.constant 2 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c64_i32 = arith.constant 64 : i32
+      scf.parallel (%c) = (%c0) to (%c64) step (%c1) {
+        %s = scf.parallel (%i) = (%c0) to (%n) step (%c1) init (%zero) -> f32 {
+          %ci = arith.index_castui %c : index to i32
+          %ii = arith.index_castui %i : index to i32
+          %t = arith.addi %begin, %ii : i32
+          %q = arith.subi %t, %first : i32
+          %page = arith.divui %q, %c32_i32 : i32
+          %pt = arith.remui %q, %c32_i32 : i32
+          %g = arith.divui %ci, %c32_i32 : i32
+          %k = arith.remui %ci, %c32_i32 : i32
+          %pg = arith.muli %page, %c64_i32 : i32
+          %tg = arith.muli %pt, %c2_i32 : i32
+          %row = arith.addi %pg, %tg : i32
+          %group = arith.addi %row, %g : i32
+          %bit = arith.muli %k, %c2_i32 : i32
+          %w = arith.divui %bit, %c32_i32 : i32
+          %firstWord = arith.muli %group, %c2_i32 : i32
+          %wi = arith.addi %firstWord, %w : i32
+          %wx = arith.index_castui %wi : i32 to index
+          %word = memref.load %codes[%wx] : memref<?xi32>
+          %gx = arith.index_castui %group : i32 to index
+          %scale = memref.load %scales[%gx] : memref<?xf32>
+          %zp = memref.load %zeros[%gx] : memref<?xf32>
+          %shift = arith.remui %bit, %c32_i32 : i32
+          %shifted = arith.shrui %word, %shift : i32
+          %code = arith.andi %shifted, %c3_i32 : i32
+          %x = kvq.dequantize %code, %scale, %zp : <bits = 2, mode = asym, span = channels, group = 32>
+          %a = memref.load %p[%i] : memref<?xf32>
+          %ax = arith.mulf %a, %x : f32
+          scf.reduce(%ax : f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        memref.store %s, %o[%c] : memref<64xf32>
+        scf.reduce
+      }
+      return
+    }
+  }
+
   module @e_quads attributes {kvq.cache = @e} {
     // @pair_rows on i8 quad dots (`vpdpbusd`): the folded query rounded to
     // i8 against 127, per 4 channels each lane's four codes, the first

@@ -23,18 +23,34 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace kvq;
 
-std::optional<IntegerDotPlan>
-Vectorizer::matchIntegerDots(scf::ParallelOp reduction,
-                             IntegerDots dots) const {
-  std::optional<int64_t> channels =
-      getParallelTripCount(reduction, /*withReductions=*/true);
-  if (!channels || *channels % dots.k != 0 || lanes != 16)
-    return std::nullopt;
+std::pair<Value, Value> kvq::allocateRoundedFactors(OpBuilder &b, Operation *op,
+                                                    IntegerDots dots,
+                                                    int64_t elements) {
+  OpBuilder::InsertionGuard guard(b);
+  auto function = op->getParentOfType<FunctionOpInterface>();
+  b.setInsertionPointToStart(&function.getFunctionBody().front());
+  Location loc = op->getLoc();
+  Value bytes = memref::AllocaOp::create(
+      b, loc, MemRefType::get({elements * dots.bits / 8}, b.getI8Type()),
+      ValueRange(), b.getI64IntegerAttr(64));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value rounded = memref::ViewOp::create(
+      b, loc, MemRefType::get({elements}, b.getIntegerType(dots.bits)), bytes,
+      zero, ValueRange());
+  Value packs = memref::ViewOp::create(
+      b, loc, MemRefType::get({elements / dots.k}, b.getI32Type()), bytes, zero,
+      ValueRange());
+  return {rounded, packs};
+}
+
+std::optional<DotTerms> Vectorizer::matchDotTerms(scf::ParallelOp reduction,
+                                                  IntegerDots dots) const {
   Block *body = reduction.getBody();
   auto reduce = cast<scf::ReduceOp>(body->getTerminator());
   DequantizeOp dequantize;
@@ -59,15 +75,29 @@ Vectorizer::matchIntegerDots(scf::ParallelOp reduction,
   }
   if (!dequantize || !varying.contains(dequantize.getCode()) ||
       varying.contains(dequantize.getScale()) ||
-      varying.contains(dequantize.getZero()) ||
-      !dots.sumsFit(*channels, dequantize.getScheme().getBits()))
+      varying.contains(dequantize.getZero()))
+    return std::nullopt;
+  return DotTerms{reduction, dequantize, factors, dots};
+}
+
+std::optional<IntegerDotPlan>
+Vectorizer::matchIntegerDots(scf::ParallelOp reduction,
+                             IntegerDots dots) const {
+  std::optional<int64_t> channels =
+      getParallelTripCount(reduction, /*withReductions=*/true);
+  if (!channels || *channels % dots.k != 0 || lanes != 16)
+    return std::nullopt;
+  std::optional<DotTerms> terms = matchDotTerms(reduction, dots);
+  if (!terms ||
+      !dots.sumsFit(
+          *channels,
+          cast<DequantizeOp>(terms->dequantize).getScheme().getBits()))
     return std::nullopt;
   // The body computes the sums and nothing else.
-  for (Operation &op : body->without_terminator())
+  for (Operation &op : reduction.getBody()->without_terminator())
     if (!isPure(&op) && !isa<memref::LoadOp>(op))
       return std::nullopt;
-  return IntegerDotPlan{reduction, dequantize, factors, *channels,
-                        dots,      {},         {},      {}};
+  return IntegerDotPlan{*terms, *channels, {}, {}, {}};
 }
 
 void Vectorizer::widenIntegerDots(OpBuilder &b,

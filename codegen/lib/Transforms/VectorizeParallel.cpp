@@ -224,6 +224,19 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
         std::max(1u, getMaxAccumulators(info) / inner.getNumResults());
     while (chunks > 1 && count % (int64_t(lanes) * chunks) != 0)
       chunks /= 2;
+    if (std::optional<ValueDotPlan> plan =
+            getValueDotPlan(outer, inner, lanes, chunks)) {
+      std::tie(plan->rounded, plan->roundedPacks) =
+          allocateRoundedFactors(rewriter, outer, plan->dots,
+                                 int64_t(chunks / plan->groupChunks) *
+                                     plan->factors.size() * kValueDotBlock);
+      // The sums on integer dots, a block of tokens at a time.
+      return vectorizeLoop(rewriter, outer, lanes, /*withRest=*/false, chunks,
+                           kMaxLoadStrideAround, [&](Vectorizer &vectorizer) {
+                             vectorizer.serializeReductions();
+                             vectorizer.useValueDots(std::move(*plan));
+                           });
+    }
     // Lanes that cover more than a group of codes lose the group's word and
     // parameters, which the lanes share: those chunks are vectors of their
     // own, jammed into one pass over the tokens.
@@ -241,6 +254,23 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
     (void)vectorizeLoop(rewriter, outer, wide, /*withRest=*/false,
                         lanes * chunks / wide, kMaxLoadStrideAround);
     return success();
+  }
+
+  /// The plan of `inner`'s sums on the target's integer dots, if it has
+  /// them and `outer` vectors of `lanes` (theirs), `chunks` of them a
+  /// pass, take them.
+  std::optional<ValueDotPlan> getValueDotPlan(scf::ParallelOp outer,
+                                              scf::ParallelOp inner,
+                                              unsigned lanes,
+                                              unsigned chunks) const {
+    std::optional<IntegerDots> dots = IntegerDots::get(info.dot);
+    if (!dots)
+      return std::nullopt;
+    Vectorizer probe(outer.getInductionVars()[0], lanes, kMaxLoadStrideAround);
+    probe.serializeReductions();
+    if (!probe.analyze(*outer.getBody()))
+      return std::nullopt;
+    return probe.matchValueDots(inner, *dots, chunks);
   }
 
   TargetInfo info;

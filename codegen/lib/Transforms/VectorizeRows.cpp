@@ -156,27 +156,18 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
   /// function: each head's folded factors, and those rounded.
   static void allocateScratch(PatternRewriter &rewriter, scf::ParallelOp loop,
                               IntegerDotPlan &plan) {
-    OpBuilder::InsertionGuard guard(rewriter);
-    auto function = loop->getParentOfType<FunctionOpInterface>();
-    rewriter.setInsertionPointToStart(&function.getFunctionBody().front());
-    Location loc = loop.getLoc();
     int64_t elements = int64_t(plan.factors.size()) * plan.channels;
-    auto alloc = [&](Type element, int64_t count) -> Value {
-      return memref::AllocaOp::create(
-          rewriter, loc, MemRefType::get({count}, element), ValueRange(),
-          rewriter.getI64IntegerAttr(64));
-    };
-    plan.folded = alloc(rewriter.getF32Type(), elements);
-    unsigned bits = plan.dots.bits, k = plan.dots.k;
-    Value bytes = alloc(rewriter.getI8Type(), elements * bits / 8);
-    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    plan.rounded = memref::ViewOp::create(
-        rewriter, loc,
-        MemRefType::get({elements}, rewriter.getIntegerType(bits)), bytes, zero,
-        ValueRange());
-    plan.roundedPacks = memref::ViewOp::create(
-        rewriter, loc, MemRefType::get({elements / k}, rewriter.getI32Type()),
-        bytes, zero, ValueRange());
+    std::tie(plan.rounded, plan.roundedPacks) =
+        allocateRoundedFactors(rewriter, loop, plan.dots, elements);
+    // The folded factors first, then the rounded ones' bytes.
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(plan.rounded.getDefiningOp<memref::ViewOp>()
+                                   .getSource()
+                                   .getDefiningOp());
+    plan.folded = memref::AllocaOp::create(
+        rewriter, loop.getLoc(),
+        MemRefType::get({elements}, rewriter.getF32Type()), ValueRange(),
+        rewriter.getI64IntegerAttr(64));
   }
 
   /// `loop` as iterations one by one until `shifted` is a multiple of the

@@ -318,7 +318,15 @@ bool Vectorizer::isAligned(Operation &op) const {
 }
 
 bool Vectorizer::analyze(Block &block) {
-  for (Operation &op : block.without_terminator()) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  return analyze(ops);
+}
+
+bool Vectorizer::analyze(ArrayRef<Operation *> ops) {
+  for (Operation *each : ops) {
+    Operation &op = *each;
     if (isAligned(op))
       forms[op.getResult(0)] = LaneForm{alignedTo, 0, 1};
     else if (usesAny(&op, varying))
@@ -395,6 +403,10 @@ void Vectorizer::widen(Block &block, OpBuilder &b,
   for (Operation &op : block.without_terminator()) {
     if (integerDots && &op == integerDots->reduction.getOperation()) {
       widenIntegerDots(b, chunks);
+      continue;
+    }
+    if (valueDots && &op == valueDots->reduction.getOperation()) {
+      widenValueDots(b, chunks);
       continue;
     }
     Widening widening = classify(&op);
@@ -589,6 +601,12 @@ void Vectorizer::widenOp(Operation &op, OpBuilder &b, LaneChunk &chunk) {
 
 void Vectorizer::widenLoop(Operation *loop, OpBuilder &b,
                            MutableArrayRef<LaneChunk> chunks) {
+  widenLoop(loop, b, chunks, {}, {}, {});
+}
+
+void Vectorizer::widenLoop(Operation *loop, OpBuilder &b,
+                           MutableArrayRef<LaneChunk> chunks, Value lowerAt,
+                           Value upperAt, ValueRange initsAt) {
   Location loc = loop->getLoc();
   auto serial = dyn_cast<scf::ForOp>(loop);
   auto reduction = dyn_cast<scf::ParallelOp>(loop);
@@ -607,17 +625,21 @@ void Vectorizer::widenLoop(Operation *loop, OpBuilder &b,
     for (LaneChunk &chunk : chunks.drop_front())
       if (chunk.mapping.lookupOrDefault(bound) !=
           bounds.lookupOrDefault(bound)) {
+        assert(!lowerAt && !upperAt && initsAt.empty() &&
+               "bounds given for chunks that share them");
         for (LaneChunk &each : chunks)
           widenLoop(loop, b, each);
         return;
       }
-  SmallVector<Value> inits;
-  for (LaneChunk &chunk : chunks)
-    for (Value init : initValues)
-      inits.push_back(asVector(b, loc, chunk.mapping.lookupOrDefault(init)));
-  auto widened = scf::ForOp::create(b, loc, bounds.lookupOrDefault(lower),
-                                    bounds.lookupOrDefault(upper),
-                                    bounds.lookupOrDefault(step), inits);
+  SmallVector<Value> inits(initsAt);
+  if (inits.empty())
+    for (LaneChunk &chunk : chunks)
+      for (Value init : initValues)
+        inits.push_back(asVector(b, loc, chunk.mapping.lookupOrDefault(init)));
+  auto widened = scf::ForOp::create(
+      b, loc, lowerAt ? lowerAt : bounds.lookupOrDefault(lower),
+      upperAt ? upperAt : bounds.lookupOrDefault(upper),
+      bounds.lookupOrDefault(step), inits);
   unsigned carried = initValues.size();
   for (auto [k, chunk] : llvm::enumerate(chunks)) {
     chunk.mapping.map(inductionVar, widened.getInductionVar());
@@ -763,7 +785,8 @@ static SmallVector<Value> combineEachLanes(OpBuilder &b, scf::ReduceOp reduce,
 LogicalResult kvq::vectorizeLoop(PatternRewriter &rewriter,
                                  scf::ParallelOp loop, unsigned lanes,
                                  bool withRest, unsigned chunks,
-                                 int64_t maxLoadStride) {
+                                 int64_t maxLoadStride,
+                                 function_ref<void(Vectorizer &)> configure) {
   Location loc = loop.getLoc();
   std::optional<SmallVector<TypedAttr>> identities =
       getReductionIdentities(loop);
@@ -772,6 +795,8 @@ LogicalResult kvq::vectorizeLoop(PatternRewriter &rewriter,
   Value iv = loop.getInductionVars()[0];
   auto reduce = cast<scf::ReduceOp>(loop.getBody()->getTerminator());
   Vectorizer vectorizer(iv, lanes, maxLoadStride);
+  if (configure)
+    configure(vectorizer);
   if (!vectorizer.analyze(*loop.getBody()) ||
       llvm::is_contained(reduce.getOperands(), iv))
     return rewriter.notifyMatchFailure(loop, "body not elementwise");

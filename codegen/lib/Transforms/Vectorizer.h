@@ -93,27 +93,71 @@ struct LaneChunk {
   mlir::IRMapping firstLanes;
 };
 
-/// A reduction in a loop body, taken as a Loop, whose sums are
-/// `sum_c a_r(c) * x(c)`, r < R: x a `kvq.dequantize` of codes that vary
-/// with the lanes (a token's code of channel c) and parameters that do
-/// not, the factors a_r(c) the same in every lane (each head's query).
-/// Where the target has integer dots (`cpu_dot`) it runs as
-/// docs/Numerics.md's "Attention on integer dots": per vector of lanes,
+/// The sums of a reduction in a loop body, taken as a Loop, that run on
+/// the target's integer dots `dots` (`cpu_dot`): `sum a_r * x`, r < R, x a
+/// `kvq.dequantize` of codes that vary with the lanes and parameters that
+/// do not, the factors a_r the same in every lane, each sum from +0.
+struct DotTerms {
+  mlir::scf::ParallelOp reduction;
+  mlir::Operation *dequantize;
+  llvm::SmallVector<mlir::Value> factors;
+  IntegerDots dots;
+};
+
+/// DotTerms over a row's channels c whose lanes are rows: `sum_c a_r(c) *
+/// x(c)`, x a token's code of channel c, a_r(c) each head's query. It runs
+/// as docs/Numerics.md's "Attention on integer dots": per vector of lanes,
 /// a_r * slope rounded to the dots' integers against its largest
 /// magnitude, k channels' codes a lane dotted with k rounded factors by one
 /// dot (k = 2 for i16 factors, 4 for i8), and the factors' sum with the
 /// offsets added after.
-struct IntegerDotPlan {
-  mlir::scf::ParallelOp reduction;
-  mlir::Operation *dequantize;
-  llvm::SmallVector<mlir::Value> factors;
+struct IntegerDotPlan : DotTerms {
   int64_t channels;
-  IntegerDots dots;
   /// Scratch of the block: each factor times the slopes (f32, R x
   /// channels), and those rounded (the dots' integers, the same, and its
   /// packs of k as i32).
   mlir::Value folded, rounded, roundedPacks;
 };
+
+/// DotTerms over a run of tokens t whose lanes are channels: `sum_t p_r(t)
+/// * x(t)`, x the token's code of the lanes' channels with parameters the
+/// lanes share (a span=channels group's scale and zero-point), p_r(t) each
+/// head's weight of the token. It runs as docs/Numerics.md's "Attention on
+/// integer dots" (span=channels values): a block of kValueDotBlock tokens
+/// at a time, per group each head's p times the token's slope rounded to
+/// the dots' integers against the block's largest magnitude (tokens as
+/// lanes), then per k tokens each lane's k codes dotted with k rounded
+/// factors of its group by one dot; the tokens before the first block and
+/// after the last run as f32 products (IntegerDotBlocks.cpp). 16-bit
+/// factors only (i16 pair dots).
+struct ValueDotPlan : DotTerms {
+  /// The consecutive chunks of a vector iteration that share a group (its
+  /// parameters): each block's factors are rounded once for them.
+  unsigned groupChunks;
+  /// The reduction body's ops that give the factors, the parameters and
+  /// the prefetches, widened with the tokens as the lanes; `shifted`, if
+  /// not null, the token's place that must be a multiple of the lanes in a
+  /// vector's first lane (a page's token: the vector then lies in one page).
+  llvm::SmallVector<mlir::Operation *> tokenOps;
+  mlir::Value shifted;
+  /// Scratch of a block: each group's and head's rounded factors (the
+  /// dots' integers, groups x R x kValueDotBlock), and the same as packs of
+  /// k (i32).
+  mlir::Value rounded, roundedPacks;
+};
+
+/// The tokens of a block of ValueDotPlan: two vectors of 16 lanes, a
+/// number of rounded factors whose i32 sums cannot overflow for codes of
+/// up to 8 bits (docs/Numerics.md).
+constexpr int64_t kValueDotBlock = 32;
+
+/// Block-local memory at the start of `op`'s function for `elements`
+/// factors rounded to `dots`' integers: the factors (IntegerDotPlan's and
+/// ValueDotPlan's `rounded`) and the same as packs of k (`roundedPacks`).
+std::pair<mlir::Value, mlir::Value> allocateRoundedFactors(mlir::OpBuilder &b,
+                                                           mlir::Operation *op,
+                                                           IntegerDots dots,
+                                                           int64_t elements);
 
 /// The widest lane stride of a StridedLoad. In a loop in general, 2 (a
 /// span=tokens group's 2 words of 2-bit codes): the vector reads stride x
@@ -154,6 +198,16 @@ public:
   matchIntegerDots(mlir::scf::ParallelOp reduction, IntegerDots dots) const;
   /// Widens `plan`'s reduction on its integer dots (16 lanes).
   void useIntegerDots(IntegerDotPlan plan) { integerDots = std::move(plan); }
+  /// The plan of `reduction` (a Loop of the analyzed body, over a run of
+  /// tokens) on `dots`, a vector iteration `chunks` chunks of the lanes,
+  /// scratch not yet given; none where its sums are not such dots, its
+  /// factors and parameters cannot be the tokens' lanes, or their i32 sums
+  /// could overflow.
+  std::optional<ValueDotPlan> matchValueDots(mlir::scf::ParallelOp reduction,
+                                             IntegerDots dots,
+                                             unsigned chunks) const;
+  /// Widens `plan`'s reduction on its integer dots (16 lanes).
+  void useValueDots(ValueDotPlan plan) { valueDots = std::move(plan); }
   /// The values of the body, by op in order, whose lane forms are `iv + k`
   /// for a k the lanes share (after analyze()).
   llvm::SmallVector<mlir::Value> getShiftedInductions(mlir::Block &block) const;
@@ -161,6 +215,8 @@ public:
   /// Whether every op of `block` but its terminator can be widened;
   /// records what varies.
   bool analyze(mlir::Block &block);
+  /// The same for `ops`, some of a block's in its order.
+  bool analyze(llvm::ArrayRef<mlir::Operation *> ops);
   /// Clones `block`'s ops but its terminator at `b` widened, once for each
   /// chunk of lanes. The chunks' copies of a loop are one loop carrying
   /// each chunk's values (unroll and jam): a pass over a loop's iterations
@@ -199,8 +255,29 @@ private:
   /// An scf.for, or an scf.parallel reduction run in order.
   void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
                  mlir::MutableArrayRef<LaneChunk> chunks);
+  /// The same over [lower, upper) (mapped already), its sums carried from
+  /// `inits` (vectors, each chunk's in turn), or, where empty, its own.
+  void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
+                 mlir::MutableArrayRef<LaneChunk> chunks, mlir::Value lower,
+                 mlir::Value upper, mlir::ValueRange inits);
+  /// The most consecutive chunks of lanes, a power of two up to `chunks`,
+  /// that share `roots` (values of `reduction`'s body, which is in the
+  /// analyzed one): the lanes of as many chunks compute them alike.
+  unsigned getChunksSharing(mlir::scf::ParallelOp reduction,
+                            mlir::ValueRange roots, unsigned chunks) const;
+  /// `reduction`'s sums as DotTerms on `dots`, where they are such.
+  std::optional<DotTerms> matchDotTerms(mlir::scf::ParallelOp reduction,
+                                        IntegerDots dots) const;
   void widenIntegerDots(mlir::OpBuilder &b,
                         mlir::MutableArrayRef<LaneChunk> chunks);
+  void widenValueDots(mlir::OpBuilder &b,
+                      mlir::MutableArrayRef<LaneChunk> chunks);
+  /// One block of widenValueDots: the chunks' sums `sums` (each chunk's R
+  /// in turn) plus the block's from token `first`.
+  void widenValueDotBlock(mlir::OpBuilder &b,
+                          mlir::MutableArrayRef<LaneChunk> chunks,
+                          mlir::Value first,
+                          llvm::MutableArrayRef<mlir::Value> sums);
   void widenRowStore(mlir::vector::StoreOp op, mlir::OpBuilder &b,
                      LaneChunk &chunk);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
@@ -220,6 +297,7 @@ private:
   int64_t alignedTo = 0;
   bool serialReductions = false;
   std::optional<IntegerDotPlan> integerDots;
+  std::optional<ValueDotPlan> valueDots;
   llvm::DenseSet<mlir::Value> varying;
   /// The lane forms of the body's integer arithmetic of `iv`.
   llvm::DenseMap<mlir::Value, LaneForm> forms;
@@ -234,10 +312,13 @@ private:
 /// lanes, their loops jammed (Vectorizer::widen), its strided loads at
 /// most `maxLoadStride` elements a lane apart. Fails, changing nothing,
 /// where the body is not elementwise.
-mlir::LogicalResult vectorizeLoop(mlir::PatternRewriter &rewriter,
-                                  mlir::scf::ParallelOp loop, unsigned lanes,
-                                  bool withRest = false, unsigned chunks = 1,
-                                  int64_t maxLoadStride = kMaxLoadStride);
+/// `configure`, if given, is called with the Vectorizer before it analyzes
+/// the body (to widen a loop in it in a form of its own).
+mlir::LogicalResult
+vectorizeLoop(mlir::PatternRewriter &rewriter, mlir::scf::ParallelOp loop,
+              unsigned lanes, bool withRest = false, unsigned chunks = 1,
+              int64_t maxLoadStride = kMaxLoadStride,
+              llvm::function_ref<void(Vectorizer &)> configure = nullptr);
 
 /// Whether the 1-D `loop` is over [0, N) in steps of 1, N known only at run
 /// time.

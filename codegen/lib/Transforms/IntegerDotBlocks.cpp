@@ -1,0 +1,315 @@
+//===- IntegerDotBlocks.cpp - sums over tokens on integer dots ------------===//
+//
+// The form of a reduction `sum_t p_r(t) * dequantize(code(t, c))` over a
+// run of tokens whose lanes are channels c of one group (Vectorizer.h,
+// ValueDotPlan: a split's span=channels value sums) on a host with i16
+// pair dots (docs/Numerics.md, "Attention on integer dots", span=channels
+// values). The tokens run in blocks of kValueDotBlock, each vector's first
+// token at a multiple of the lanes of its page. Per block and group of the
+// vector iteration's chunks, the tokens are the lanes: each head's weights
+// times the tokens' slopes, their largest magnitude and the weights' sum
+// with the offsets (every group's and head's reduced together), then the
+// weights rounded to i16 against the largest. Then one pass over the
+// block's pairs of tokens serves all the chunks: each lane's two codes are
+// one i32 dotted with its group's two rounded weights of the head by one
+// `vpdpwssd`, and the exact i32 sums go to f32 times the block's scale,
+// plus the offsets. The tokens before the first block and after the last
+// are f32 products, as without dots.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ParallelForms.h"
+#include "Vectorizer.h"
+
+#include "kvq/Codegen/ProgramBuilder.h"
+#include "kvq/Codegen/Quantizer.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace kvq;
+
+/// The ops of `body` that `roots` need and the prefetches, in its order.
+static SmallVector<Operation *> getTokenOps(Block *body, ValueRange roots) {
+  SmallVector<Value> all(roots);
+  SmallVector<Operation *> prefetches;
+  for (auto prefetch : body->getOps<memref::PrefetchOp>()) {
+    llvm::append_range(all, prefetch->getOperands());
+    prefetches.push_back(prefetch);
+  }
+  llvm::SetVector<Operation *> ops;
+  for (Operation *op : getSliceInBlock(body, all))
+    ops.insert(op);
+  ops.insert(prefetches.begin(), prefetches.end());
+  SmallVector<Operation *> ordered = ops.takeVector();
+  llvm::sort(ordered,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  return ordered;
+}
+
+unsigned Vectorizer::getChunksSharing(scf::ParallelOp reduction,
+                                      ValueRange roots, unsigned chunks) const {
+  // The ops that give `roots`: the reduction body's, then those of the
+  // loop's body they read (they come before the reduction).
+  Block *body = reduction.getBody();
+  SmallVector<Operation *> inner = getSliceInBlock(body, roots);
+  SmallVector<Value> outside;
+  for (Operation *op : inner)
+    for (Value operand : op->getOperands())
+      if (operand.getParentBlock() == reduction->getBlock())
+        outside.push_back(operand);
+  SmallVector<Operation *> ops =
+      getSliceInBlock(reduction->getBlock(), outside);
+  ops.append(inner);
+  for (unsigned m = chunks; m > 1; m /= 2) {
+    Vectorizer wide(iv, lanes * m, maxLoadStride);
+    if (wide.analyze(ops) && llvm::none_of(roots, [&](Value root) {
+          return wide.varying.contains(root);
+        }))
+      return m;
+  }
+  return 1;
+}
+
+std::optional<ValueDotPlan>
+Vectorizer::matchValueDots(scf::ParallelOp reduction, IntegerDots dots,
+                           unsigned chunks) const {
+  // Weights rounded to 8 bits move the outputs by up to 2.8% of the
+  // largest where the keys' 8-bit factors move them by 1.3%: over the 2%
+  // that 8-bit factors are held to (docs/Numerics.md), so only 16-bit ones.
+  if (lanes != 16 || dots.bits < 16 || !isRunTimeLoop(reduction) ||
+      kValueDotBlock % lanes != 0 || kValueDotBlock % dots.k != 0)
+    return std::nullopt;
+  std::optional<DotTerms> terms = matchDotTerms(reduction, dots);
+  if (!terms)
+    return std::nullopt;
+  auto term = cast<DequantizeOp>(terms->dequantize);
+  if (!dots.sumsFit(kValueDotBlock, term.getScheme().getBits()))
+    return std::nullopt;
+  // The body computes the sums and prefetches rows, nothing else.
+  Block *body = reduction.getBody();
+  for (Operation &op : body->without_terminator())
+    if (!isPure(&op) && !isa<memref::LoadOp, memref::PrefetchOp>(op))
+      return std::nullopt;
+  SmallVector<Value> roots = {term.getScale(), term.getZero()};
+  unsigned groupChunks = getChunksSharing(reduction, roots, chunks);
+  roots.append(terms->factors);
+  SmallVector<Operation *> tokenOps = getTokenOps(body, roots);
+  // The tokens as lanes, from any token or, where a vector must lie in one
+  // page, from a multiple of the lanes of a token's place.
+  Value token = reduction.getInductionVars()[0];
+  Vectorizer anywhere(token, lanes, kMaxLoadStrideAround);
+  Value shifted;
+  if (!anywhere.analyze(tokenOps)) {
+    for (Value candidate : anywhere.getShiftedInductions(*body)) {
+      if (!llvm::all_of(getSliceInBlock(body, candidate), [](Operation *op) {
+            return isPure(op) && op->getNumRegions() == 0;
+          }))
+        continue;
+      Vectorizer aligned(token, lanes, kMaxLoadStrideAround);
+      aligned.assumeAligned(candidate, lanes);
+      if (aligned.analyze(tokenOps)) {
+        shifted = candidate;
+        break;
+      }
+    }
+    if (!shifted)
+      return std::nullopt;
+  }
+  return ValueDotPlan{*terms, groupChunks, tokenOps, shifted, {}, {}};
+}
+
+void Vectorizer::widenValueDots(OpBuilder &b,
+                                MutableArrayRef<LaneChunk> chunks) {
+  ValueDotPlan &plan = *valueDots;
+  scf::ParallelOp reduction = plan.reduction;
+  Location loc = reduction.getLoc();
+  ProgramBuilder pb(b, loc);
+  Block *body = reduction.getBody();
+  Value token = reduction.getInductionVars()[0];
+  IRMapping &first = chunks.front().mapping;
+  Value count = first.lookupOrDefault(reduction.getUpperBound()[0]);
+  // The first token whose `shifted` is a multiple of the lanes: (lanes - k
+  // mod lanes) mod lanes, k its value at token 0; at most `count`.
+  Value start = pb.index(0);
+  if (plan.shifted) {
+    IRMapping atZero = first;
+    for (auto [value, scalar] : chunks.front().firstLanes.getValueMap())
+      atZero.map(value, scalar);
+    atZero.map(iv, chunks.front().first);
+    atZero.map(token, pb.index(0));
+    for (Operation *op : getSliceInBlock(body, plan.shifted))
+      b.clone(*op, atZero);
+    Value k = atZero.lookupOrDefault(plan.shifted);
+    if (!k.getType().isIndex())
+      k = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), k);
+    Value step = pb.index(lanes);
+    start = pb.minU(pb.remU(pb.sub(step, pb.remU(k, step)), step), count);
+  }
+  // The lanes' channels, once for the three loops below.
+  for (LaneChunk &chunk : chunks)
+    mapLaneIndices(b, loc, chunk);
+  Value blockTokens = pb.index(kValueDotBlock);
+  Value end = pb.add(
+      start, pb.mul(pb.divU(pb.sub(count, start), blockTokens), blockTokens));
+  // The tokens before the first block, as f32 products.
+  widenLoop(reduction, b, chunks, {}, start, {});
+  SmallVector<Value> sums;
+  for (LaneChunk &chunk : chunks)
+    for (Value result : reduction.getResults())
+      sums.push_back(chunk.mapping.lookupOrDefault(result));
+  auto blocks = scf::ForOp::create(
+      b, loc, start, end, blockTokens, sums,
+      [&](OpBuilder &, Location, Value blockStart, ValueRange acc) {
+        SmallVector<Value> next(acc);
+        widenValueDotBlock(b, chunks, blockStart, next);
+        scf::YieldOp::create(b, loc, next);
+      });
+  // The tokens after the last block, from the blocks' sums.
+  widenLoop(reduction, b, chunks, end, {}, blocks.getResults());
+}
+
+void Vectorizer::widenValueDotBlock(OpBuilder &b,
+                                    MutableArrayRef<LaneChunk> chunks,
+                                    Value blockStart,
+                                    MutableArrayRef<Value> sums) {
+  ValueDotPlan &plan = *valueDots;
+  scf::ParallelOp reduction = plan.reduction;
+  auto dequantize = cast<DequantizeOp>(plan.dequantize);
+  Location loc = reduction.getLoc();
+  ProgramBuilder pb(b, loc);
+  Block *body = reduction.getBody();
+  Value token = reduction.getInductionVars()[0];
+  unsigned heads = plan.factors.size();
+  IntegerDots dots = plan.dots;
+  Quantizer quantizer(pb, dequantize.getScheme());
+  Vectorizer tokens(token, lanes, kMaxLoadStrideAround);
+  if (plan.shifted)
+    tokens.assumeAligned(plan.shifted, lanes);
+  bool analyzed = tokens.analyze(plan.tokenOps);
+  assert(analyzed && "matchValueDots analyzed the tokens' ops");
+  (void)analyzed;
+  SmallVector<Operation *> codes = getSliceInBlock(body, dequantize.getCode());
+  Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
+  // Per group of chunks (its parameters from its first chunk's first lane)
+  // and head: the block's rounded weights at [group][head][token], their
+  // scale and the weights' sum with the offsets.
+  unsigned groups = chunks.size() / plan.groupChunks;
+  SmallVector<SmallVector<Value>> weights(groups * heads);
+  SmallVector<Value> largest(groups * heads), offsets(groups * heads);
+  for (unsigned g = 0; g < groups; ++g) {
+    // The tokens as the lanes, a vector at a time: each head's weights
+    // times the slopes, their largest magnitude and their sum with the
+    // offsets.
+    LaneChunk &leader = chunks[g * plan.groupChunks];
+    for (int64_t v = 0; v < kValueDotBlock; v += lanes) {
+      LaneChunk lanesOf(pb.add(blockStart, pb.index(v)));
+      lanesOf.mapping = leader.mapping;
+      for (auto [value, scalar] : leader.firstLanes.getValueMap())
+        lanesOf.mapping.map(value, scalar);
+      lanesOf.mapping.map(iv, leader.first);
+      // The token is the lanes' own, not where the chunks last read one.
+      lanesOf.mapping.erase(token);
+      for (Operation *op : plan.tokenOps)
+        // The block's rows are prefetched once, with the first group's.
+        if (g == 0 || !isa<memref::PrefetchOp>(op))
+          tokens.widenOp(*op, b, lanesOf);
+      auto vectorOf = [&](Value value) {
+        return tokens.asVector(b, loc, lanesOf.mapping.lookupOrDefault(value));
+      };
+      AffineTerms terms = quantizer.affine(vectorOf(dequantize.getScale()),
+                                           vectorOf(dequantize.getZero()));
+      for (unsigned r = 0; r < heads; ++r) {
+        unsigned i = g * heads + r;
+        Value p = vectorOf(plan.factors[r]);
+        Value w = pb.fmul(p, terms.slope);
+        Value magnitude = pb.fabs(w), offset = pb.fmul(p, terms.offset);
+        weights[i].push_back(w);
+        largest[i] = v ? pb.selectMax(largest[i], magnitude) : magnitude;
+        offsets[i] = v ? pb.fadd(offsets[i], offset) : offset;
+      }
+    }
+  }
+  // Each group's and head's weights rounded against their largest. The
+  // lanes of all of them are reduced together where they are a power of
+  // two (KernelBuilder::combineEach), not each on its own.
+  auto reduceEach = [&](ArrayRef<Value> vectors,
+                        function_ref<Value(Value, Value)> combine,
+                        function_ref<Value(Value)> reduce) {
+    SmallVector<Value> results;
+    if (vectors.size() == 1 ||
+        !KernelBuilder::combinesEach(vectors.size(), lanes)) {
+      for (Value vector : vectors)
+        results.push_back(reduce(vector));
+      return results;
+    }
+    Value each = pb.combineEach(vectors, combine);
+    for (unsigned i = 0; i < vectors.size(); ++i)
+      results.push_back(vector::ExtractOp::create(
+          b, loc, each, ArrayRef<int64_t>{int64_t(i)}));
+    return results;
+  };
+  SmallVector<Value> maxima = reduceEach(
+      largest, [&](Value x, Value y) { return pb.selectMax(x, y); },
+      [&](Value x) { return pb.reduceMax(x); });
+  SmallVector<Value> offsetSums = reduceEach(
+      offsets, [&](Value x, Value y) { return pb.fadd(x, y); },
+      [&](Value x) { return pb.reduceAdd(x); });
+  SmallVector<Value> scales;
+  for (unsigned i = 0; i < groups * heads; ++i) {
+    Value toFactors = pb.splat(dots.scaleToFactors(pb, maxima[i]), lanes);
+    scales.push_back(pb.fmul(maxima[i], pb.f32(1 / dots.getFactorMax())));
+    for (auto [v, w] : llvm::enumerate(weights[i]))
+      pb.storeVector(dots.round(pb, w, toFactors), plan.rounded,
+                     pb.index(i * kValueDotBlock + v * lanes));
+  }
+  // Per k tokens, each chunk's lanes' k codes against each head's k
+  // rounded factors of the chunk's group: one pass over the block's tokens
+  // for all the chunks, each token's row found once.
+  SmallVector<Value> zeros(chunks.size() * heads, pb.splat(pb.i32(0), lanes));
+  auto packs = scf::ForOp::create(
+      b, loc, pb.index(0), pb.index(kValueDotBlock), pb.index(dots.k), zeros,
+      [&](OpBuilder &, Location, Value j, ValueRange acc) {
+        Value at = pb.add(blockStart, j);
+        auto codesAt = [&](LaneChunk &chunk, unsigned part) {
+          chunk.mapping.map(token, pb.add(at, pb.index(part)));
+          for (Operation *op : codes)
+            widenOp(*op, b, chunk);
+          return asVector(b, loc,
+                          chunk.mapping.lookupOrDefault(dequantize.getCode()));
+        };
+        SmallVector<Value> factorPacks;
+        for (unsigned i = 0; i < groups * heads; ++i)
+          factorPacks.push_back(vector::BroadcastOp::create(
+              b, loc, laneType,
+              pb.loadElement(plan.roundedPacks,
+                             pb.divU(pb.add(pb.index(i * kValueDotBlock), j),
+                                     pb.index(dots.k)))));
+        SmallVector<Value> next;
+        for (auto [c, chunk] : llvm::enumerate(chunks)) {
+          Value pack = codesAt(chunk, 0);
+          for (unsigned part = 1; part < dots.k; ++part)
+            pack = pb.bitOr(pack,
+                            pb.shl(codesAt(chunk, part),
+                                   pb.splat(pb.i32(part * dots.bits), lanes)));
+          unsigned g = c / plan.groupChunks;
+          for (unsigned r = 0; r < heads; ++r)
+            next.push_back(dots.dot(pb, acc[c * heads + r], pack,
+                                    factorPacks[g * heads + r]));
+        }
+        scf::YieldOp::create(b, loc, next);
+      });
+  for (unsigned c = 0; c < chunks.size(); ++c)
+    for (unsigned r = 0; r < heads; ++r) {
+      unsigned g = c / plan.groupChunks;
+      Value &sum = sums[c * heads + r];
+      Value dot = pb.sitofp(packs.getResult(c * heads + r));
+      sum = pb.fadd(
+          sum, pb.fadd(pb.fmul(dot, pb.splat(scales[g * heads + r], lanes)),
+                       pb.splat(offsetSums[g * heads + r], lanes)));
+    }
+}
