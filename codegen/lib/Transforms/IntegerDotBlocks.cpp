@@ -65,7 +65,10 @@ unsigned Vectorizer::getChunksSharing(scf::ParallelOp reduction,
   SmallVector<Operation *> ops =
       getSliceInBlock(reduction->getBlock(), outside);
   ops.append(inner);
-  for (unsigned m = chunks; m > 1; m /= 2) {
+  // Runs of m chunks from a multiple of m: m divides the chunks.
+  for (unsigned m = chunks; m > 1; --m) {
+    if (chunks % m != 0)
+      continue;
     Vectorizer wide(iv, lanes * m, maxLoadStride);
     if (wide.analyze(ops) && llvm::none_of(roots, [&](Value root) {
           return wide.varying.contains(root);

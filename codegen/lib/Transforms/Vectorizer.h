@@ -260,8 +260,8 @@ private:
   void widenLoop(mlir::Operation *loop, mlir::OpBuilder &b,
                  mlir::MutableArrayRef<LaneChunk> chunks, mlir::Value lower,
                  mlir::Value upper, mlir::ValueRange inits);
-  /// The most consecutive chunks of lanes, a power of two up to `chunks`,
-  /// that share `roots` (values of `reduction`'s body, which is in the
+  /// The most consecutive chunks of lanes, a divisor of `chunks`, that
+  /// share `roots` (values of `reduction`'s body, which is in the
   /// analyzed one): the lanes of as many chunks compute them alike.
   unsigned getChunksSharing(mlir::scf::ParallelOp reduction,
                             mlir::ValueRange roots, unsigned chunks) const;
