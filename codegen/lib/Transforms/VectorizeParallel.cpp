@@ -230,12 +230,17 @@ struct VectorizeAroundReduction : OpRewritePattern<scf::ParallelOp> {
           allocateRoundedFactors(rewriter, outer, plan->dots,
                                  int64_t(chunks / plan->groupChunks) *
                                      plan->factors.size() * kValueDotBlock);
-      // The sums on integer dots, a block of tokens at a time.
-      return vectorizeLoop(rewriter, outer, lanes, /*withRest=*/false, chunks,
-                           kMaxLoadStrideAround, [&](Vectorizer &vectorizer) {
-                             vectorizer.serializeReductions();
-                             vectorizer.useValueDots(std::move(*plan));
-                           });
+      // The sums on integer dots, a block of tokens at a time. The probe
+      // analyzed the body as this does, and the loop has no reductions of
+      // its own: it cannot fail after the scratch above.
+      LogicalResult widened =
+          vectorizeLoop(rewriter, outer, lanes, /*withRest=*/false, chunks,
+                        kMaxLoadStrideAround, [&](Vectorizer &vectorizer) {
+                          vectorizer.serializeReductions();
+                          vectorizer.useValueDots(std::move(*plan));
+                        });
+      assert(succeeded(widened) && "the probe accepted the loop");
+      return widened;
     }
     // Lanes that cover more than a group of codes lose the group's word and
     // parameters, which the lanes share: those chunks are vectors of their
