@@ -714,7 +714,9 @@ module attributes {gpu.container_module} {
     // largest ([group][token]). Then per pair of tokens, one pass for the 4
     // chunks: each chunk's lanes' two codes, the first token's in the low
     // half, meet its group's two rounded weights in one vpdpwssd; the i32
-    // sums go to f32 times largest / 32767, plus the offsets' sum.
+    // sums go to f32 times largest / 32767, plus the offsets' sum. The pass
+    // runs 16 tokens at a time (a vector of them, in one page): their
+    // page's row, which they share, is found once for them.
     // HOST-LABEL: func.func @code_sums_on_pairs
     // HOST: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<128xi8>
     // HOST: %[[ROUNDED:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<128xi8> to memref<64xi16>
@@ -738,9 +740,15 @@ module attributes {gpu.container_module} {
     // HOST: llvm.call_intrinsic "llvm.roundeven"(%{{.*}}) : (vector<16xf32>) -> vector<16xf32>
     // HOST: arith.trunci %{{.*}} : vector<16xi32> to vector<16xi16>
     // HOST: vector.store %{{.*}}, %[[ROUNDED]][%{{.*}}] : memref<64xi16>, vector<16xi16>
-    // HOST: %[[DOTS:.*]]:4 = scf.for %{{.*}} = %c0{{.*}} to %c32{{.*}} step %c2{{.*}} iter_args({{.*}}) -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>) {
+    // HOST: %[[DOTS:.*]]:4 = scf.for %{{.*}} = %c0{{.*}} to %c32{{.*}} step %c16{{.*}} iter_args({{.*}}) -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>) {
+    // HOST: %[[PAGE:.*]] = arith.divui %{{.*}}, %c32_i32 : i32
+    // HOST: %[[PAGEROW:.*]] = arith.muli %[[PAGE]], %c64_i32 : i32
+    // HOST: scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c2{{.*}} iter_args({{.*}}) -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>) {
     // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
     // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
+    // HOST-NOT: arith.divui {{.*}} : i32
+    // HOST: arith.addi %[[PAGEROW]], %{{.*}} : i32
+    // HOST: memref.load %arg0[%{{.*}}] : memref<?xi32>
     // HOST: %[[SECOND:.*]] = arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
     // HOST: arith.ori %{{.*}}, %[[SECOND]] : vector<16xi32>
     // HOST-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"

@@ -10,8 +10,10 @@
 // times the tokens' slopes, their largest magnitude and the weights' sum
 // with the offsets (every group's and head's reduced together), then the
 // weights rounded to i16 against the largest. Then one pass over the
-// block's pairs of tokens serves all the chunks: each lane's two codes are
-// one i32 dotted with its group's two rounded weights of the head by one
+// block's pairs of tokens serves all the chunks, 16 tokens at a time (a
+// vector of them, in one page), what their codes' addressing shares (the
+// page's row) found once for them: each lane's two codes are one i32
+// dotted with its group's two rounded weights of the head by one
 // `vpdpwssd`, and the exact i32 sums go to f32 times the block's scale,
 // plus the offsets. The tokens before the first block and after the last
 // are f32 products, as without dots.
@@ -29,6 +31,10 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVectorExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace kvq;
@@ -123,7 +129,28 @@ Vectorizer::matchValueDots(scf::ParallelOp reduction, IntegerDots dots,
     if (!shifted)
       return std::nullopt;
   }
-  return ValueDotPlan{*terms, groupChunks, tokenOps, shifted, {}, {}};
+  // A token's code: what a vector of the lanes' tokens share (the page's
+  // lookup) from its first token's, once for them. Its words are not
+  // loaded over the tokens, so of any lane stride.
+  SmallVector<Operation *> codeOps = getSliceInBlock(body, term.getCode());
+  Vectorizer run(token, lanes, std::numeric_limits<int64_t>::max());
+  if (shifted)
+    run.assumeAligned(shifted, lanes);
+  SmallVector<Operation *> shared = run.getUniformOps(codeOps);
+  SmallVector<Value> sharedValues;
+  for (Operation *op : shared)
+    llvm::append_range(sharedValues, op->getResults());
+  llvm::SmallPtrSet<Operation *, 16> isShared(shared.begin(), shared.end());
+  SmallVector<Operation *> ofToken = llvm::filter_to_vector(
+      codeOps, [&](Operation *op) { return !isShared.contains(op); });
+  return ValueDotPlan{*terms,
+                      groupChunks,
+                      tokenOps,
+                      shifted,
+                      getSliceInBlock(body, sharedValues),
+                      ofToken,
+                      {},
+                      {}};
 }
 
 void Vectorizer::widenValueDots(OpBuilder &b,
@@ -185,7 +212,6 @@ void Vectorizer::widenValueDotBlock(OpBuilder &b,
   auto dequantize = cast<DequantizeOp>(plan.dequantize);
   Location loc = reduction.getLoc();
   ProgramBuilder pb(b, loc);
-  Block *body = reduction.getBody();
   Value token = reduction.getInductionVars()[0];
   unsigned heads = plan.factors.size();
   IntegerDots dots = plan.dots;
@@ -196,8 +222,6 @@ void Vectorizer::widenValueDotBlock(OpBuilder &b,
   bool analyzed = tokens.analyze(plan.tokenOps);
   assert(analyzed && "matchValueDots analyzed the tokens' ops");
   (void)analyzed;
-  SmallVector<Operation *> codes = getSliceInBlock(body, dequantize.getCode());
-  Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
   // Per group of chunks (its parameters from its first chunk's first lane)
   // and head: the block's rounded weights at [group][head][token], their
   // scale and the weights' sum with the offsets.
@@ -272,39 +296,26 @@ void Vectorizer::widenValueDotBlock(OpBuilder &b,
   }
   // Per k tokens, each chunk's lanes' k codes against each head's k
   // rounded factors of the chunk's group: one pass over the block's tokens
-  // for all the chunks, each token's row found once.
+  // for all the chunks, each token's row found once, the lookup of the
+  // rows of a vector of the tokens (their page) once for them.
   SmallVector<Value> zeros(chunks.size() * heads, pb.splat(pb.i32(0), lanes));
   auto packs = scf::ForOp::create(
-      b, loc, pb.index(0), pb.index(kValueDotBlock), pb.index(dots.k), zeros,
-      [&](OpBuilder &, Location, Value j, ValueRange acc) {
-        Value at = pb.add(blockStart, j);
-        auto codesAt = [&](LaneChunk &chunk, unsigned part) {
-          chunk.mapping.map(token, pb.add(at, pb.index(part)));
-          for (Operation *op : codes)
+      b, loc, pb.index(0), pb.index(kValueDotBlock), pb.index(lanes), zeros,
+      [&](OpBuilder &, Location, Value run, ValueRange runSums) {
+        Value runStart = pb.add(blockStart, run);
+        for (LaneChunk &chunk : chunks) {
+          chunk.mapping.map(token, runStart);
+          for (Operation *op : plan.codeOpsOfRun)
             widenOp(*op, b, chunk);
-          return asVector(b, loc,
-                          chunk.mapping.lookupOrDefault(dequantize.getCode()));
-        };
-        SmallVector<Value> factorPacks;
-        for (unsigned i = 0; i < groups * heads; ++i)
-          factorPacks.push_back(vector::BroadcastOp::create(
-              b, loc, laneType,
-              pb.loadElement(plan.roundedPacks,
-                             pb.divU(pb.add(pb.index(i * kValueDotBlock), j),
-                                     pb.index(dots.k)))));
-        SmallVector<Value> next;
-        for (auto [c, chunk] : llvm::enumerate(chunks)) {
-          Value pack = codesAt(chunk, 0);
-          for (unsigned part = 1; part < dots.k; ++part)
-            pack = pb.bitOr(pack,
-                            pb.shl(codesAt(chunk, part),
-                                   pb.splat(pb.i32(part * dots.bits), lanes)));
-          unsigned g = c / plan.groupChunks;
-          for (unsigned r = 0; r < heads; ++r)
-            next.push_back(dots.dot(pb, acc[c * heads + r], pack,
-                                    factorPacks[g * heads + r]));
         }
-        scf::YieldOp::create(b, loc, next);
+        auto pairs = scf::ForOp::create(
+            b, loc, pb.index(0), pb.index(lanes), pb.index(dots.k), runSums,
+            [&](OpBuilder &, Location, Value j, ValueRange acc) {
+              scf::YieldOp::create(b, loc,
+                                   widenValueDotStep(b, chunks, blockStart,
+                                                     pb.add(run, j), acc));
+            });
+        scf::YieldOp::create(b, loc, pairs.getResults());
       });
   for (unsigned c = 0; c < chunks.size(); ++c)
     for (unsigned r = 0; r < heads; ++r) {
@@ -315,4 +326,45 @@ void Vectorizer::widenValueDotBlock(OpBuilder &b,
           sum, pb.fadd(pb.fmul(dot, pb.splat(scales[g * heads + r], lanes)),
                        pb.splat(offsetSums[g * heads + r], lanes)));
     }
+}
+
+SmallVector<Value>
+Vectorizer::widenValueDotStep(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
+                              Value blockStart, Value offset, ValueRange sums) {
+  ValueDotPlan &plan = *valueDots;
+  auto dequantize = cast<DequantizeOp>(plan.dequantize);
+  Location loc = plan.reduction.getLoc();
+  ProgramBuilder pb(b, loc);
+  Value token = plan.reduction.getInductionVars()[0];
+  unsigned heads = plan.factors.size();
+  unsigned groups = chunks.size() / plan.groupChunks;
+  IntegerDots dots = plan.dots;
+  Value at = pb.add(blockStart, offset);
+  auto codesAt = [&](LaneChunk &chunk, unsigned part) {
+    chunk.mapping.map(token, pb.add(at, pb.index(part)));
+    for (Operation *op : plan.codeOpsOfToken)
+      widenOp(*op, b, chunk);
+    return asVector(b, loc,
+                    chunk.mapping.lookupOrDefault(dequantize.getCode()));
+  };
+  Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
+  SmallVector<Value> factorPacks;
+  for (unsigned i = 0; i < groups * heads; ++i)
+    factorPacks.push_back(vector::BroadcastOp::create(
+        b, loc, laneType,
+        pb.loadElement(plan.roundedPacks,
+                       pb.divU(pb.add(pb.index(i * kValueDotBlock), offset),
+                               pb.index(dots.k)))));
+  SmallVector<Value> next;
+  for (auto [c, chunk] : llvm::enumerate(chunks)) {
+    Value pack = codesAt(chunk, 0);
+    for (unsigned part = 1; part < dots.k; ++part)
+      pack = pb.bitOr(pack, pb.shl(codesAt(chunk, part),
+                                   pb.splat(pb.i32(part * dots.bits), lanes)));
+    unsigned g = c / plan.groupChunks;
+    for (unsigned r = 0; r < heads; ++r)
+      next.push_back(
+          dots.dot(pb, sums[c * heads + r], pack, factorPacks[g * heads + r]));
+  }
+  return next;
 }

@@ -19,6 +19,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 
+#include "llvm/ADT/SmallVectorExtras.h"
+
 #include <numeric>
 
 using namespace mlir;
@@ -367,6 +369,16 @@ bool Vectorizer::analyze(ArrayRef<Operation *> ops) {
     }
   }
   return true;
+}
+
+SmallVector<Operation *> Vectorizer::getUniformOps(ArrayRef<Operation *> ops) {
+  if (!analyze(ops))
+    return {};
+  return llvm::filter_to_vector(ops, [&](Operation *op) {
+    return llvm::none_of(op->getResults(), [&](Value result) {
+      return varying.contains(result);
+    });
+  });
 }
 
 /// `value` as a vector of `lanes`, broadcast if it is scalar.

@@ -140,6 +140,11 @@ struct ValueDotPlan : DotTerms {
   /// vector's first lane (a page's token: the vector then lies in one page).
   llvm::SmallVector<mlir::Operation *> tokenOps;
   mlir::Value shifted;
+  /// The body's ops that give a token's code: those that the tokens of a
+  /// vector of the lanes share (the page's lookup, where a vector lies in
+  /// one page) with those they read, run once at its first token, and the
+  /// others, once a token. Each in the body's order.
+  llvm::SmallVector<mlir::Operation *> codeOpsOfRun, codeOpsOfToken;
   /// Scratch of a block: each group's and head's rounded factors (the
   /// dots' integers, groups x R x kValueDotBlock), and the same as packs of
   /// k (i32).
@@ -208,6 +213,10 @@ public:
                                              unsigned chunks) const;
   /// Widens `plan`'s reduction on its integer dots (16 lanes).
   void useValueDots(ValueDotPlan plan) { valueDots = std::move(plan); }
+  /// Analyzes `ops` (some of a block's, in its order) and returns those
+  /// whose values every lane shares; none where they cannot be analyzed.
+  llvm::SmallVector<mlir::Operation *>
+  getUniformOps(llvm::ArrayRef<mlir::Operation *> ops);
   /// The values of the body, by op in order, whose lane forms are `iv + k`
   /// for a k the lanes share (after analyze()).
   llvm::SmallVector<mlir::Value> getShiftedInductions(mlir::Block &block) const;
@@ -278,6 +287,13 @@ private:
                           mlir::MutableArrayRef<LaneChunk> chunks,
                           mlir::Value first,
                           llvm::MutableArrayRef<mlir::Value> sums);
+  /// One step of widenValueDotBlock's pass over its tokens: the chunks'
+  /// dots `sums` (each chunk's R in turn) plus those of the k tokens from
+  /// the block's `offset`-th, their vector's codeOpsOfRun mapped already.
+  llvm::SmallVector<mlir::Value>
+  widenValueDotStep(mlir::OpBuilder &b, mlir::MutableArrayRef<LaneChunk> chunks,
+                    mlir::Value first, mlir::Value offset,
+                    mlir::ValueRange sums);
   void widenRowStore(mlir::vector::StoreOp op, mlir::OpBuilder &b,
                      LaneChunk &chunk);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
