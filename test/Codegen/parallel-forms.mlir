@@ -714,9 +714,12 @@ module attributes {gpu.container_module} {
     // largest ([group][token]). Then per pair of tokens, one pass for the 4
     // chunks: each chunk's lanes' two codes, the first token's in the low
     // half, meet its group's two rounded weights in one vpdpwssd; the i32
-    // sums go to f32 times largest / 32767, plus the offsets' sum. The pass
-    // runs 16 tokens at a time (a vector of them, in one page): their
-    // page's row, which they share, is found once for them.
+    // sums go to f32 times largest / 32767, plus the offsets' sum. A code
+    // is (word >> 2l) & 3 in lane l, the word the lanes' own: the two
+    // tokens' words of the 4 chunks are one byte vector, and each chunk's
+    // pairs of codes one byte shuffle, shift and mask. The pass runs 16
+    // tokens at a time (a vector of them, in one page): their page's row,
+    // which they share, is found once for them.
     // HOST-LABEL: func.func @code_sums_on_pairs
     // HOST: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<128xi8>
     // HOST: %[[ROUNDED:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<128xi8> to memref<64xi16>
@@ -744,13 +747,20 @@ module attributes {gpu.container_module} {
     // HOST: %[[PAGE:.*]] = arith.divui %{{.*}}, %c32_i32 : i32
     // HOST: %[[PAGEROW:.*]] = arith.muli %[[PAGE]], %c64_i32 : i32
     // HOST: scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c2{{.*}} iter_args({{.*}}) -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>) {
-    // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
-    // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
     // HOST-NOT: arith.divui {{.*}} : i32
     // HOST: arith.addi %[[PAGEROW]], %{{.*}} : i32
-    // HOST: memref.load %arg0[%{{.*}}] : memref<?xi32>
-    // HOST: %[[SECOND:.*]] = arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
-    // HOST: arith.ori %{{.*}}, %[[SECOND]] : vector<16xi32>
+    // HOST-COUNT-8: memref.load %arg0[%{{.*}}] : memref<?xi32>
+    // HOST: %[[WORDS:.*]] = vector.from_elements %{{.*}} : vector<8xi32>
+    // HOST: %[[WORDBYTES:.*]] = vector.bitcast %[[WORDS]] : vector<8xi32> to vector<32xi8>
+    // HOST: %[[PAIR:.*]] = vector.shuffle %[[WORDBYTES]], %[[WORDBYTES]] [0, 1, 16, 17, 0, 1, 16, 17, 0, 1, 16, 17, 0, 1, 16, 17, 1, 2, 17, 18, {{.*}}, 3, 4, 19, 20] : vector<32xi8>, vector<32xi8>
+    // HOST: %[[PAIRWORDS:.*]] = vector.bitcast %[[PAIR]] : vector<64xi8> to vector<16xi32>
+    // HOST: %[[MASK:.*]] = vector.broadcast %c196611_i32{{.*}} : i32 to vector<16xi32>
+    // HOST: %[[SHIFTED:.*]] = arith.shrui %[[PAIRWORDS]], %{{.*}} : vector<16xi32>
+    // HOST: arith.andi %[[SHIFTED]], %[[MASK]] : vector<16xi32>
+    // HOST-COUNT-3: vector.shuffle %[[WORDBYTES]], %[[WORDBYTES]]
+    // HOST-NOT: arith.shli
+    // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
+    // HOST: memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
     // HOST-COUNT-4: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
     // HOST: arith.sitofp %[[DOTS]]#0 : vector<16xi32> to vector<16xf32>
     // HOST: scf.for %{{.*}} = %[[END]] to %arg5 step %c1{{.*}} iter_args(%{{.*}} = %[[BLOCKS]]#0,

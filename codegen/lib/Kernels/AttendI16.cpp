@@ -29,6 +29,8 @@
 
 #include "AttendEmitter.h"
 
+#include "kvq/Codegen/CodePacking.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -40,51 +42,6 @@
 using namespace mlir;
 using namespace kvq;
 using namespace kvq::attend;
-
-/// Lane l of the result holds two codes of `bits` bits from the byte vector
-/// `bytes`: in its low 16 bits the code at bit halfBits[2l], in its high 16
-/// bits the one at bit halfBits[2l + 1]. A half gathers the two bytes its
-/// code starts in (one byte shuffle for all); one shift below 8 per half
-/// and one mask leave the codes. Where the halves of every lane shift alike
-/// the shifts are i32 lanes' (no bit of a high half reaches a low one's
-/// field), else i16 lanes'.
-static Value unpackHalves(KernelBuilder &kb, Value bytes, unsigned bits,
-                          ArrayRef<unsigned> halfBits) {
-  unsigned last = cast<VectorType>(bytes.getType()).getNumElements() - 1;
-  unsigned lanes = halfBits.size() / 2;
-  SmallVector<int64_t> gather;
-  SmallVector<int16_t> halfShifts;
-  bool laneShifts = true;
-  for (auto [i, bit] : llvm::enumerate(halfBits)) {
-    unsigned byte = bit / 8;
-    gather.append({byte, std::min(byte + 1, last)});
-    halfShifts.push_back(bit % 8);
-    laneShifts &= i % 2 == 0 || bit % 8 == halfBits[i - 1] % 8;
-  }
-  OpBuilder &b = kb.builder();
-  Location loc = kb.getLoc();
-  Value gathered = kb.shuffle(bytes, gather);
-  auto laneType = VectorType::get({lanes}, b.getI32Type());
-  int32_t mask = (1 << bits) - 1;
-  if (laneShifts) {
-    SmallVector<int32_t> shifts;
-    for (unsigned l = 0; l < lanes; ++l)
-      shifts.push_back(halfShifts[2 * l]);
-    Value words = vector::BitCastOp::create(b, loc, laneType, gathered);
-    return kb.bitAnd(kb.shrU(words, kb.vectorI32(shifts)),
-                     kb.splat(kb.i32(mask | mask << 16), lanes));
-  }
-  auto halfType = VectorType::get({2 * lanes}, b.getI16Type());
-  auto halfConstant = [&](ArrayRef<int16_t> values) -> Value {
-    return arith::ConstantOp::create(b, loc, halfType,
-                                     DenseElementsAttr::get(halfType, values));
-  };
-  Value halves = vector::BitCastOp::create(b, loc, halfType, gathered);
-  Value codes =
-      kb.bitAnd(kb.shrU(halves, halfConstant(halfShifts)),
-                halfConstant(SmallVector<int16_t>(2 * lanes, int16_t(mask))));
-  return vector::BitCastOp::create(b, loc, laneType, codes);
-}
 
 /// Lane l's codes at bit laneBits[l] of two code streams of `streamBytes`
 /// each (`bytes`): the first stream's in its low 16 bits.

@@ -13,6 +13,9 @@
 // block's pairs of tokens serves all the chunks, 16 tokens at a time (a
 // vector of them, in one page), what their codes' addressing shares (the
 // page's row) found once for them: each lane's two codes are one i32
+// (where a code is `(word >> shift) & mask` of a word the lanes share, the
+// two tokens' words of every chunk are one byte vector and each chunk's
+// pairs one shuffle, shift and mask: unpackHalves, the emitted form's)
 // dotted with its group's two rounded weights of the head by one
 // `vpdpwssd`, and the exact i32 sums go to f32 times the block's scale,
 // plus the offsets. The tokens before the first block and after the last
@@ -23,6 +26,7 @@
 #include "ParallelForms.h"
 #include "Vectorizer.h"
 
+#include "kvq/Codegen/CodePacking.h"
 #include "kvq/Codegen/ProgramBuilder.h"
 #include "kvq/Codegen/Quantizer.h"
 #include "kvq/Dialect/KVQ/KVQOps.h"
@@ -84,6 +88,31 @@ unsigned Vectorizer::getChunksSharing(scf::ParallelOp reduction,
   return 1;
 }
 
+std::optional<std::pair<Value, SmallVector<unsigned>>>
+Vectorizer::matchCodeInWord(Value code, unsigned bits) const {
+  auto masked = code.getDefiningOp<arith::AndIOp>();
+  APInt mask;
+  if (bits > 8 || !masked ||
+      !matchPattern(masked.getRhs(), m_ConstantInt(&mask)) ||
+      mask != (uint64_t(1) << bits) - 1)
+    return std::nullopt;
+  auto shifted = masked.getLhs().getDefiningOp<arith::ShRUIOp>();
+  if (!shifted || !shifted.getType().isInteger(32) ||
+      varying.contains(shifted.getLhs()))
+    return std::nullopt;
+  std::optional<LaneForm> shift = getForm(shifted.getRhs());
+  if (!shift || shift->align != 0)
+    return std::nullopt;
+  SmallVector<unsigned> shifts;
+  for (unsigned l = 0; l < lanes; ++l) {
+    int64_t bit = shift->offset + shift->stride * l;
+    if (bit < 0 || bit + bits > 32)
+      return std::nullopt;
+    shifts.push_back(bit);
+  }
+  return std::make_pair(shifted.getLhs(), shifts);
+}
+
 std::optional<ValueDotPlan>
 Vectorizer::matchValueDots(scf::ParallelOp reduction, IntegerDots dots,
                            unsigned chunks) const {
@@ -129,10 +158,13 @@ Vectorizer::matchValueDots(scf::ParallelOp reduction, IntegerDots dots,
     if (!shifted)
       return std::nullopt;
   }
-  // A token's code: what a vector of the lanes' tokens share (the page's
-  // lookup) from its first token's, once for them. Its words are not
-  // loaded over the tokens, so of any lane stride.
-  SmallVector<Operation *> codeOps = getSliceInBlock(body, term.getCode());
+  // A token's code, or its word where it is one the lanes share: what a
+  // vector of the lanes' tokens share (the page's lookup) from its first
+  // token's, once for them. Its words are not loaded over the tokens, so of
+  // any lane stride.
+  auto inWord = matchCodeInWord(term.getCode(), term.getScheme().getBits());
+  SmallVector<Operation *> codeOps =
+      getSliceInBlock(body, inWord ? inWord->first : term.getCode());
   Vectorizer run(token, lanes, std::numeric_limits<int64_t>::max());
   if (shifted)
     run.assumeAligned(shifted, lanes);
@@ -149,6 +181,8 @@ Vectorizer::matchValueDots(scf::ParallelOp reduction, IntegerDots dots,
                       shifted,
                       getSliceInBlock(body, sharedValues),
                       ofToken,
+                      inWord ? inWord->first : Value(),
+                      inWord ? inWord->second : SmallVector<unsigned>(),
                       {},
                       {}};
 }
@@ -344,9 +378,41 @@ Vectorizer::widenValueDotStep(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
     chunk.mapping.map(token, pb.add(at, pb.index(part)));
     for (Operation *op : plan.codeOpsOfToken)
       widenOp(*op, b, chunk);
-    return asVector(b, loc,
-                    chunk.mapping.lookupOrDefault(dequantize.getCode()));
+    return chunk.mapping.lookupOrDefault(plan.codeWord ? plan.codeWord
+                                                       : dequantize.getCode());
   };
+  // Each chunk's k codes a lane: from the words of the k tokens and every
+  // chunk, each a scalar, by one byte shuffle, shift and mask; else each
+  // token's codes shifted into their place.
+  SmallVector<Value> codePacks;
+  if (plan.codeWord) {
+    SmallVector<Value> words;
+    for (unsigned part = 0; part < dots.k; ++part)
+      for (LaneChunk &chunk : chunks)
+        words.push_back(codesAt(chunk, part));
+    Value bytes = vector::BitCastOp::create(
+        b, loc, VectorType::get({int64_t(4 * words.size())}, b.getI8Type()),
+        vector::FromElementsOp::create(
+            b, loc, VectorType::get({int64_t(words.size())}, b.getI32Type()),
+            words));
+    unsigned bits = dequantize.getScheme().getBits();
+    for (unsigned c = 0; c < chunks.size(); ++c) {
+      SmallVector<unsigned> halfBits;
+      for (unsigned shift : plan.codeShifts)
+        for (unsigned part = 0; part < dots.k; ++part)
+          halfBits.push_back(32 * (part * chunks.size() + c) + shift);
+      codePacks.push_back(unpackHalves(pb, bytes, bits, halfBits));
+    }
+  } else {
+    for (LaneChunk &chunk : chunks) {
+      Value pack = asVector(b, loc, codesAt(chunk, 0));
+      for (unsigned part = 1; part < dots.k; ++part)
+        pack =
+            pb.bitOr(pack, pb.shl(asVector(b, loc, codesAt(chunk, part)),
+                                  pb.splat(pb.i32(part * dots.bits), lanes)));
+      codePacks.push_back(pack);
+    }
+  }
   Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
   SmallVector<Value> factorPacks;
   for (unsigned i = 0; i < groups * heads; ++i)
@@ -356,11 +422,7 @@ Vectorizer::widenValueDotStep(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
                        pb.divU(pb.add(pb.index(i * kValueDotBlock), offset),
                                pb.index(dots.k)))));
   SmallVector<Value> next;
-  for (auto [c, chunk] : llvm::enumerate(chunks)) {
-    Value pack = codesAt(chunk, 0);
-    for (unsigned part = 1; part < dots.k; ++part)
-      pack = pb.bitOr(pack, pb.shl(codesAt(chunk, part),
-                                   pb.splat(pb.i32(part * dots.bits), lanes)));
+  for (auto [c, pack] : llvm::enumerate(codePacks)) {
     unsigned g = c / plan.groupChunks;
     for (unsigned r = 0; r < heads; ++r)
       next.push_back(

@@ -145,6 +145,14 @@ struct ValueDotPlan : DotTerms {
   /// one page) with those they read, run once at its first token, and the
   /// others, once a token. Each in the body's order.
   llvm::SmallVector<mlir::Operation *> codeOpsOfRun, codeOpsOfToken;
+  /// Where a token's code is `(word >> shift) & (2^bits - 1)`, the word one
+  /// the lanes share and the shift known in each lane (a code of up to 8
+  /// bits in one word): the word, which codeOpsOfToken then give, and each
+  /// lane's shift. A pair of tokens' codes of every chunk are then one byte
+  /// shuffle of their words, a shift and a mask a chunk (unpackHalves), not
+  /// each token's word broadcast, shifted and masked.
+  mlir::Value codeWord;
+  llvm::SmallVector<unsigned> codeShifts;
   /// Scratch of a block: each group's and head's rounded factors (the
   /// dots' integers, groups x R x kValueDotBlock), and the same as packs of
   /// k (i32).
@@ -274,6 +282,11 @@ private:
   /// analyzed one): the lanes of as many chunks compute them alike.
   unsigned getChunksSharing(mlir::scf::ParallelOp reduction,
                             mlir::ValueRange roots, unsigned chunks) const;
+  /// The word and each lane's shift of `code`, where it is `(word >> shift)
+  /// & (2^bits - 1)`, the word the same in every lane, the shift known in
+  /// each and the code within the word, `bits` at most 8.
+  std::optional<std::pair<mlir::Value, llvm::SmallVector<unsigned>>>
+  matchCodeInWord(mlir::Value code, unsigned bits) const;
   /// `reduction`'s sums as DotTerms on `dots`, where they are such.
   std::optional<DotTerms> matchDotTerms(mlir::scf::ParallelOp reduction,
                                         IntegerDots dots) const;
