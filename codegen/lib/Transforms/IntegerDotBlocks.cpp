@@ -362,57 +362,81 @@ void Vectorizer::widenValueDotBlock(OpBuilder &b,
     }
 }
 
+Value Vectorizer::widenCodeSource(OpBuilder &b, LaneChunk &chunk, Value token) {
+  ValueDotPlan &plan = *valueDots;
+  chunk.mapping.map(plan.reduction.getInductionVars()[0], token);
+  for (Operation *op : plan.codeOpsOfToken)
+    widenOp(*op, b, chunk);
+  Value code = plan.codeWord ? plan.codeWord
+                             : cast<DequantizeOp>(plan.dequantize).getCode();
+  return chunk.mapping.lookupOrDefault(code);
+}
+
+SmallVector<Value>
+Vectorizer::packCodesOfWords(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
+                             Value token) {
+  ValueDotPlan &plan = *valueDots;
+  Location loc = plan.reduction.getLoc();
+  ProgramBuilder pb(b, loc);
+  unsigned k = plan.dots.k;
+  // Token-major: the word of token `part` and chunk c is element
+  // part * chunks + c.
+  SmallVector<Value> words;
+  for (unsigned part = 0; part < k; ++part)
+    for (LaneChunk &chunk : chunks)
+      words.push_back(widenCodeSource(b, chunk, pb.add(token, pb.index(part))));
+  Value bytes = vector::BitCastOp::create(
+      b, loc, VectorType::get({int64_t(4 * words.size())}, b.getI8Type()),
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({int64_t(words.size())}, b.getI32Type()),
+          words));
+  unsigned bits = cast<DequantizeOp>(plan.dequantize).getScheme().getBits();
+  SmallVector<Value> packs;
+  for (unsigned c = 0; c < chunks.size(); ++c) {
+    SmallVector<unsigned> halfBits;
+    for (unsigned shift : plan.codeShifts)
+      for (unsigned part = 0; part < k; ++part)
+        halfBits.push_back(32 * (part * chunks.size() + c) + shift);
+    packs.push_back(unpackHalves(pb, bytes, bits, halfBits));
+  }
+  return packs;
+}
+
+SmallVector<Value>
+Vectorizer::packCodesByToken(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
+                             Value token) {
+  ValueDotPlan &plan = *valueDots;
+  Location loc = plan.reduction.getLoc();
+  ProgramBuilder pb(b, loc);
+  SmallVector<Value> packs;
+  for (LaneChunk &chunk : chunks) {
+    Value pack = asVector(b, loc, widenCodeSource(b, chunk, token));
+    for (unsigned part = 1; part < plan.dots.k; ++part) {
+      Value codes = asVector(
+          b, loc, widenCodeSource(b, chunk, pb.add(token, pb.index(part))));
+      pack = pb.bitOr(
+          pack, pb.shl(codes, pb.splat(pb.i32(part * plan.dots.bits), lanes)));
+    }
+    packs.push_back(pack);
+  }
+  return packs;
+}
+
 SmallVector<Value>
 Vectorizer::widenValueDotStep(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
                               Value blockStart, Value offset, ValueRange sums) {
   ValueDotPlan &plan = *valueDots;
-  auto dequantize = cast<DequantizeOp>(plan.dequantize);
   Location loc = plan.reduction.getLoc();
   ProgramBuilder pb(b, loc);
-  Value token = plan.reduction.getInductionVars()[0];
   unsigned heads = plan.factors.size();
   unsigned groups = chunks.size() / plan.groupChunks;
   IntegerDots dots = plan.dots;
-  Value at = pb.add(blockStart, offset);
-  auto codesAt = [&](LaneChunk &chunk, unsigned part) {
-    chunk.mapping.map(token, pb.add(at, pb.index(part)));
-    for (Operation *op : plan.codeOpsOfToken)
-      widenOp(*op, b, chunk);
-    return chunk.mapping.lookupOrDefault(plan.codeWord ? plan.codeWord
-                                                       : dequantize.getCode());
-  };
-  // Each chunk's k codes a lane: from the words of the k tokens and every
-  // chunk, each a scalar, by one byte shuffle, shift and mask; else each
-  // token's codes shifted into their place.
-  SmallVector<Value> codePacks;
-  if (plan.codeWord) {
-    SmallVector<Value> words;
-    for (unsigned part = 0; part < dots.k; ++part)
-      for (LaneChunk &chunk : chunks)
-        words.push_back(codesAt(chunk, part));
-    Value bytes = vector::BitCastOp::create(
-        b, loc, VectorType::get({int64_t(4 * words.size())}, b.getI8Type()),
-        vector::FromElementsOp::create(
-            b, loc, VectorType::get({int64_t(words.size())}, b.getI32Type()),
-            words));
-    unsigned bits = dequantize.getScheme().getBits();
-    for (unsigned c = 0; c < chunks.size(); ++c) {
-      SmallVector<unsigned> halfBits;
-      for (unsigned shift : plan.codeShifts)
-        for (unsigned part = 0; part < dots.k; ++part)
-          halfBits.push_back(32 * (part * chunks.size() + c) + shift);
-      codePacks.push_back(unpackHalves(pb, bytes, bits, halfBits));
-    }
-  } else {
-    for (LaneChunk &chunk : chunks) {
-      Value pack = asVector(b, loc, codesAt(chunk, 0));
-      for (unsigned part = 1; part < dots.k; ++part)
-        pack =
-            pb.bitOr(pack, pb.shl(asVector(b, loc, codesAt(chunk, part)),
-                                  pb.splat(pb.i32(part * dots.bits), lanes)));
-      codePacks.push_back(pack);
-    }
-  }
+  // Each chunk's k codes a lane: where the codes are a shared word's bits,
+  // one byte shuffle, shift and mask for every chunk's pairs.
+  Value token = pb.add(blockStart, offset);
+  SmallVector<Value> codePacks = plan.codeWord
+                                     ? packCodesOfWords(b, chunks, token)
+                                     : packCodesByToken(b, chunks, token);
   Type laneType = VectorType::get({int64_t(lanes)}, b.getI32Type());
   SmallVector<Value> factorPacks;
   for (unsigned i = 0; i < groups * heads; ++i)

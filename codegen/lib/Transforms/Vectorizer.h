@@ -307,6 +307,19 @@ private:
   widenValueDotStep(mlir::OpBuilder &b, mlir::MutableArrayRef<LaneChunk> chunks,
                     mlir::Value first, mlir::Value offset,
                     mlir::ValueRange sums);
+  /// What ValueDotPlan reads of token `token` for `chunk`'s lanes: the word
+  /// its codes share (`codeWord`) where it has one, else the codes.
+  mlir::Value widenCodeSource(mlir::OpBuilder &b, LaneChunk &chunk,
+                              mlir::Value token);
+  /// The k codes a lane of each chunk, of the k tokens from `token`, from one
+  /// byte vector of the tokens' and chunks' shared words (`codeWord`).
+  llvm::SmallVector<mlir::Value>
+  packCodesOfWords(mlir::OpBuilder &b, mlir::MutableArrayRef<LaneChunk> chunks,
+                   mlir::Value token);
+  /// The same, each token's codes shifted into their place.
+  llvm::SmallVector<mlir::Value>
+  packCodesByToken(mlir::OpBuilder &b, mlir::MutableArrayRef<LaneChunk> chunks,
+                   mlir::Value token);
   void widenRowStore(mlir::vector::StoreOp op, mlir::OpBuilder &b,
                      LaneChunk &chunk);
   /// `value` (mapped) as a vector of `lanes`, broadcast if it is scalar.
