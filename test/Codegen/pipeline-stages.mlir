@@ -7,15 +7,16 @@
 //                       kvq-pipeline-loads, kvq-expand-dequantize,
 //                       kvq-expand-unpack, kvq-expand-pack,
 //                       kvq-attach-nvvm-targets
-//   kvq-host-to-llvm  = builtin.module(expand-strided-metadata,
-//                       convert-scf-to-cf, arith-expand, convert-to-llvm,
-//                       reconcile-unrealized-casts)
-//   kvq-gpu-to-binary = gpu.module(expand-strided-metadata,
-//                       convert-scf-to-cf, convert-gpu-to-nvvm, canonicalize,
-//                       cse, reconcile-unrealized-casts),
+//   kvq-host-to-llvm  = builtin.module(any(expand-strided-metadata,
+//                       convert-scf-to-cf, arith-expand), convert-to-llvm,
+//                       reconcile-unrealized-casts, kvq-move-bf16-as-bits)
+//   kvq-gpu-to-binary = gpu.module(any(expand-strided-metadata,
+//                       convert-scf-to-cf), convert-gpu-to-nvvm,
+//                       any(canonicalize, cse), reconcile-unrealized-casts),
 //                       kvq-gpu-module-to-binary
 // In kvq-compile-pipeline the host and GPU stages' nested pipelines are
-// adjacent, so the pass manager runs them as one, side by side.
+// adjacent, so the pass manager runs them as one, side by side; inside each,
+// the passes under any() run on each kernel apart, side by side too.
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq.cache(kvq-expand-schedule),kvq-assign-layout,kvq-plan-kernels)' | FileCheck %s --check-prefix=PLAN
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels)' | FileCheck %s --check-prefix=KERNELS
 // RUN: kvq-opt %s --pass-pipeline='builtin.module(kvq-build-kernels,kvq-host-to-llvm)' | FileCheck %s --check-prefix=LLVM
@@ -78,9 +79,24 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // level between them.
 // NESTED: kvq-attach-nvvm-targets,
 // NESTED-NEXT: builtin.module(
+// NESTED-NEXT: any(
+// NESTED-NEXT: expand-strided-metadata,
+// NESTED-NEXT: convert-scf-to-cf
+// NESTED-NEXT: arith-expand
+// NESTED-NEXT: ),
+// NESTED-NEXT: convert-to-llvm
 // NESTED: kvq-move-bf16-as-bits
 // NESTED-NEXT: ),
 // NESTED-NEXT: gpu.module(
-// NESTED: reconcile-unrealized-casts
+// NESTED-NEXT: any(
+// NESTED-NEXT: expand-strided-metadata,
+// NESTED-NEXT: convert-scf-to-cf
+// NESTED-NEXT: ),
+// NESTED-NEXT: convert-gpu-to-nvvm
+// NESTED-NEXT: any(
+// NESTED-NEXT: canonicalize
+// NESTED-NEXT: cse
+// NESTED-NEXT: ),
+// NESTED-NEXT: reconcile-unrealized-casts
 // NESTED-NEXT: ),
 // NESTED-NEXT: kvq-gpu-module-to-binary

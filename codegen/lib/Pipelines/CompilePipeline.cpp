@@ -64,13 +64,16 @@ void kvq::buildKVQKernelsPipeline(OpPassManager &pm,
 
 void kvq::buildKVQHostToLLVMPipeline(OpPassManager &pm) {
   OpPassManager &host = pm.nest<ModuleOp>();
+  // The passes that rewrite inside a function run on each kernel apart, so
+  // the pass manager spreads a module's kernels over the context's threads.
+  OpPassManager &kernel = host.nestAny();
   // Kernel programs' row views: subviews to offsets on their buffers.
-  host.addPass(memref::createExpandStridedMetadataPass());
-  host.addPass(createSCFToControlFlowPass());
+  kernel.addPass(memref::createExpandStridedMetadataPass());
+  kernel.addPass(createSCFToControlFlowPass());
   // bf16 rounding as integer arithmetic: no libgcc soft-float helper needed.
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
-  host.addPass(arith::createArithExpandOpsPass(expand));
+  kernel.addPass(arith::createArithExpandOpsPass(expand));
   host.addPass(createConvertToLLVMPass());
   host.addPass(createReconcileUnrealizedCastsPass());
   host.addPass(createKVQMoveBF16AsBits());
@@ -81,11 +84,15 @@ void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {
   // (through memref's ConvertToLLVM interface), so no module-level
   // finalize-memref-to-llvm splits this nested pipeline in two.
   OpPassManager &toNVVM = pm.nest<gpu::GPUModuleOp>();
-  toNVVM.addPass(memref::createExpandStridedMetadataPass());
-  toNVVM.addPass(createSCFToControlFlowPass());
+  // Kernel by kernel on the context's threads, as in the host stage; only
+  // the conversion, which declares the module's intrinsics, sees it whole.
+  OpPassManager &kernel = toNVVM.nestAny();
+  kernel.addPass(memref::createExpandStridedMetadataPass());
+  kernel.addPass(createSCFToControlFlowPass());
   toNVVM.addPass(createConvertGpuOpsToNVVMOps());
-  toNVVM.addPass(createCanonicalizerPass());
-  toNVVM.addPass(createCSEPass());
+  OpPassManager &nvvmKernel = toNVVM.nestAny();
+  nvvmKernel.addPass(createCanonicalizerPass());
+  nvvmKernel.addPass(createCSEPass());
   toNVVM.addPass(createReconcileUnrealizedCastsPass());
   // One PTX per cache, for the NVVM target kvq-build-kernels attached.
   pm.addPass(createKVQGpuModuleToBinary());
