@@ -716,8 +716,9 @@ module attributes {gpu.container_module} {
     // half, meet its group's two rounded weights in one vpdpwssd; the i32
     // sums go to f32 times largest / 32767, plus the offsets' sum. A code
     // is (word >> 2l) & 3 in lane l, the word the lanes' own: the two
-    // tokens' words of the 4 chunks are one byte vector, and each chunk's
-    // pairs of codes one byte shuffle, shift and mask. The pass runs 16
+    // tokens' words of the 4 chunks are one byte vector (chunk c's word at
+    // 2 (page row) + c: a vector load a token), and each chunk's pairs of
+    // codes one byte shuffle, shift and mask. The pass runs 16
     // tokens at a time (a vector of them, in one page): their page's row,
     // which they share, is found once for them.
     // HOST-LABEL: func.func @code_sums_on_pairs
@@ -749,8 +750,11 @@ module attributes {gpu.container_module} {
     // HOST: scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c2{{.*}} iter_args({{.*}}) -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>) {
     // HOST-NOT: arith.divui {{.*}} : i32
     // HOST: arith.addi %[[PAGEROW]], %{{.*}} : i32
-    // HOST-COUNT-8: memref.load %arg0[%{{.*}}] : memref<?xi32>
-    // HOST: %[[WORDS:.*]] = vector.from_elements %{{.*}} : vector<8xi32>
+    // HOST-NOT: memref.load %arg0
+    // HOST: %[[ROW0:.*]] = vector.load %arg0[%{{.*}}] : memref<?xi32>, vector<4xi32>
+    // HOST-NOT: memref.load %arg0
+    // HOST: %[[ROW1:.*]] = vector.load %arg0[%{{.*}}] : memref<?xi32>, vector<4xi32>
+    // HOST: %[[WORDS:.*]] = vector.shuffle %[[ROW0]], %[[ROW1]] [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xi32>, vector<4xi32>
     // HOST: %[[WORDBYTES:.*]] = vector.bitcast %[[WORDS]] : vector<8xi32> to vector<32xi8>
     // HOST: %[[PAIR:.*]] = vector.shuffle %[[WORDBYTES]], %[[WORDBYTES]] [0, 1, 16, 17, 0, 1, 16, 17, 0, 1, 16, 17, 0, 1, 16, 17, 1, 2, 17, 18, {{.*}}, 3, 4, 19, 20] : vector<32xi8>, vector<32xi8>
     // HOST: %[[PAIRWORDS:.*]] = vector.bitcast %[[PAIR]] : vector<64xi8> to vector<16xi32>

@@ -13,6 +13,7 @@
 
 #include "kvq/Codegen/IntegerFactors.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -153,6 +154,10 @@ struct ValueDotPlan : DotTerms {
   /// each token's word broadcast, shifted and masked.
   mlir::Value codeWord;
   llvm::SmallVector<unsigned> codeShifts;
+  /// Where the chunks' words of a token are consecutive elements of one
+  /// memref (chunk c's at the first chunk's index + c): the load of the
+  /// word. A token's words of every chunk are then one vector load.
+  mlir::memref::LoadOp codeWordLoad;
   /// Scratch of a block: each group's and head's rounded factors (the
   /// dots' integers, groups x R x kValueDotBlock), and the same as packs of
   /// k (i32).
@@ -287,6 +292,10 @@ private:
   /// each and the code within the word, `bits` at most 8.
   std::optional<std::pair<mlir::Value, llvm::SmallVector<unsigned>>>
   matchCodeInWord(mlir::Value code, unsigned bits) const;
+  /// The load of `word` where each of a vector iteration's `chunks` chunks
+  /// loads its word from the same memref, chunk c at the first chunk's
+  /// index + c (a token's row of code words, a word a chunk).
+  mlir::memref::LoadOp matchWordsInRow(mlir::Value word, unsigned chunks) const;
   /// `reduction`'s sums as DotTerms on `dots`, where they are such.
   std::optional<DotTerms> matchDotTerms(mlir::scf::ParallelOp reduction,
                                         IntegerDots dots) const;
