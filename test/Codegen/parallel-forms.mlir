@@ -628,7 +628,12 @@ module attributes {gpu.container_module} {
     // then per pair of channels each lane's two codes, the first channel's
     // in the low half, meet the two rounded factors in one vpdpwssd a
     // vector; the i32 sums go to f32 times largest / 32767, plus the
-    // offsets' sum.
+    // offsets' sum. A pair's 4 words (2 channels x the 2 vectors' words,
+    // channel c's at 2c and 2c + 1) are one vector load; each vector's
+    // lanes gather the bytes their codes start in (lane l of the first
+    // vector bytes 0-1 of channel c's word and 8-9 of channel c + 1's while
+    // l < 4) and shift by 2 * (l mod 4) under the mask 0x00030003: no
+    // channel's word loaded alone or code shifted into its half.
     // HOST-LABEL: func.func @pair_rows
     // HOST-DAG: %[[FOLDED:.*]] = memref.alloca() {alignment = 64 : i64} : memref<64xf32>
     // HOST-DAG: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<128xi8>
@@ -645,8 +650,16 @@ module attributes {gpu.container_module} {
     // HOST: %[[SUMS:.*]]:2 = scf.for %[[C:.*]] = %c0{{.*}} to %c64{{.*}} step %c2{{.*}} iter_args(%[[LO:.*]] = %{{.*}}, %[[HI:.*]] = %{{.*}}) -> (vector<16xi32>, vector<16xi32>) {
     // HOST: %[[PAIR:.*]] = memref.load %[[PAIRS]][%{{.*}}] : memref<32xi32>
     // HOST: %[[FACTORS:.*]] = vector.broadcast %[[PAIR]] : i32 to vector<16xi32>
-    // HOST: %[[SECOND:.*]] = arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
-    // HOST: %[[BOTH:.*]] = arith.ori %{{.*}}, %[[SECOND]] : vector<16xi32>
+    // HOST-NOT: memref.load %arg0
+    // HOST: %[[WORDS:.*]] = vector.load %arg0[%{{.*}}] : memref<?xi32>, vector<4xi32>
+    // HOST: %[[WORDBYTES:.*]] = vector.bitcast %[[WORDS]] : vector<4xi32> to vector<16xi8>
+    // HOST: vector.shuffle %[[WORDBYTES]], %[[WORDBYTES]] [0, 1, 8, 9, 0, 1, 8, 9, 0, 1, 8, 9, 0, 1, 8, 9, 1, 2, 9, 10,
+    // HOST: %[[MASK:.*]] = arith.constant 196611 : i32
+    // HOST: %[[SHIFTS:.*]] = arith.constant dense<[0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6]> : vector<16xi32>
+    // HOST: arith.shrui %{{.*}}, %[[SHIFTS]] : vector<16xi32>
+    // HOST: vector.shuffle %[[WORDBYTES]], %[[WORDBYTES]] [4, 5, 12, 13, 4, 5, 12, 13,
+    // HOST-NOT: arith.shli
+    // HOST-NOT: arith.ori
     // HOST: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"(%[[LO]], %{{.*}}, %{{.*}}) : (vector<16xi32>, vector<32xi16>, vector<32xi16>) -> vector<16xi32>
     // HOST: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"(%[[HI]], %{{.*}}, %{{.*}}) : (vector<16xi32>, vector<32xi16>, vector<32xi16>) -> vector<16xi32>
     // HOST: arith.sitofp %[[SUMS]]#0 : vector<16xi32> to vector<16xf32>
@@ -699,6 +712,68 @@ module attributes {gpu.container_module} {
       }
       return
     }
+
+    // @pair_rows with a channel's words 64 apart: a pair's words are not
+    // among 16 from the first one's, so each channel's codes are shifted
+    // into their half as before.
+    // HOST-LABEL: func.func @pair_rows_apart
+    // HOST: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c2{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (vector<16xi32>, vector<16xi32>) {
+    // HOST-NOT: vector.load %arg0
+    // HOST: memref.load %arg0
+    // HOST-NOT: vector.load %arg0
+    // HOST: arith.shli %{{.*}}, %{{.*}} : vector<16xi32>
+    // HOST: arith.ori %{{.*}}, %{{.*}} : vector<16xi32>
+    // HOST: llvm.call_intrinsic "llvm.x86.avx512.vpdpwssd.512"
+    func.func @pair_rows_apart(%codes: memref<?xi32>, %scales: memref<?xf32>, %zeros: memref<?xf32>, %q: memref<64xf32>, %scores: memref<?xf32>, %n: index, %begin: i32, %first: i32) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %c2_i32 = arith.constant 2 : i32
+      %c3_i32 = arith.constant 3 : i32
+      %c32_i32 = arith.constant 32 : i32
+      %c64_i32 = arith.constant 64 : i32
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+        %ii = arith.index_castui %i : index to i32
+        %t = arith.addi %begin, %ii : i32
+        %p = arith.subi %t, %first : i32
+        %block = arith.divui %p, %c32_i32 : i32
+        %k = arith.remui %p, %c32_i32 : i32
+        %s = scf.parallel (%c) = (%c0) to (%c64) step (%c1) init (%zero) -> f32 {
+          %ci = arith.index_castui %c : index to i32
+          %base = arith.muli %block, %c64_i32 : i32
+          %group = arith.addi %base, %ci : i32
+          %bit = arith.muli %k, %c2_i32 : i32
+          %channel_words = arith.muli %ci, %c64_i32 : i32
+          %block_words = arith.muli %block, %c2_i32 : i32
+          %first_word = arith.addi %channel_words, %block_words : i32
+          %w = arith.divui %bit, %c32_i32 : i32
+          %wi = arith.addi %first_word, %w : i32
+          %wx = arith.index_castui %wi : i32 to index
+          %word = memref.load %codes[%wx] : memref<?xi32>
+          %shift = arith.remui %bit, %c32_i32 : i32
+          %shifted = arith.shrui %word, %shift : i32
+          %code = arith.andi %shifted, %c3_i32 : i32
+          %gx = arith.index_castui %group : i32 to index
+          %scale = memref.load %scales[%gx] : memref<?xf32>
+          %zp = memref.load %zeros[%gx] : memref<?xf32>
+          %x = kvq.dequantize %code, %scale, %zp : <bits = 2, mode = asym, span = tokens, group = 32>
+          %qc = memref.load %q[%c] : memref<64xf32>
+          %prod = arith.mulf %qc, %x : f32
+          scf.reduce(%prod : f32) {
+          ^bb0(%l: f32, %r: f32):
+            %sum = arith.addf %l, %r : f32
+            scf.reduce.return %sum : f32
+          }
+        }
+        %local = arith.subi %t, %begin : i32
+        %lx = arith.index_castui %local : i32 to index
+        memref.store %s, %scores[%lx] : memref<?xf32>
+        scf.reduce
+      }
+      return
+    }
+
   }
 
   module @d_value_pairs attributes {kvq.cache = @d} {

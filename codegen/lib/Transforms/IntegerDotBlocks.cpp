@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExactIndex.h"
 #include "ParallelForms.h"
 #include "Vectorizer.h"
 
@@ -90,17 +91,23 @@ unsigned Vectorizer::getChunksSharing(scf::ParallelOp reduction,
   return 1;
 }
 
-std::optional<std::pair<Value, SmallVector<unsigned>>>
-Vectorizer::matchCodeInWord(Value code, unsigned bits) const {
+arith::ShRUIOp kvq::matchShiftedWord(Value code, unsigned bits) {
   auto masked = code.getDefiningOp<arith::AndIOp>();
   APInt mask;
   if (bits > 8 || !masked ||
       !matchPattern(masked.getRhs(), m_ConstantInt(&mask)) ||
       mask != (uint64_t(1) << bits) - 1)
-    return std::nullopt;
+    return {};
   auto shifted = masked.getLhs().getDefiningOp<arith::ShRUIOp>();
-  if (!shifted || !shifted.getType().isInteger(32) ||
-      varying.contains(shifted.getLhs()))
+  if (!shifted || !shifted.getType().isInteger(32))
+    return {};
+  return shifted;
+}
+
+std::optional<std::pair<Value, SmallVector<unsigned>>>
+Vectorizer::matchCodeInWord(Value code, unsigned bits) const {
+  arith::ShRUIOp shifted = matchShiftedWord(code, bits);
+  if (!shifted || varying.contains(shifted.getLhs()))
     return std::nullopt;
   std::optional<LaneForm> shift = getForm(shifted.getRhs());
   if (!shift || shift->align != 0)
@@ -115,133 +122,39 @@ Vectorizer::matchCodeInWord(Value code, unsigned bits) const {
   return std::make_pair(shifted.getLhs(), shifts);
 }
 
-/// Whether `value` is computed from `iv` (or by ops with regions, which
-/// may read it inside).
-static bool dependsOn(Value value, Value iv) {
-  if (value == iv)
-    return true;
-  Operation *def = value.getDefiningOp();
-  if (!def)
-    return false;
-  BackwardSliceOptions options;
-  options.inclusive = true;
-  options.omitBlockArguments = true;
-  llvm::SetVector<Operation *> slice;
-  if (failed(getBackwardSlice(def, &slice, options)))
-    return true;
-  return llvm::any_of(slice, [&](Operation *op) {
-    return op->getNumRegions() > 0 || llvm::is_contained(op->getOperands(), iv);
-  });
-}
-
-namespace {
-/// An index exactly: U * scale + offset + the sum of `terms` (values that
-/// do not depend on the induction variable, times their coefficients), U
-/// the unknown multiple of a vector iteration's first lane. Unlike a
-/// LaneForm it keeps which unknowns it holds, so that two chunks' indices
-/// can be subtracted.
-struct ExactIndex {
-  int64_t scale = 0, offset = 0;
-  SmallVector<std::pair<Value, int64_t>> terms;
-
-  bool sameUnknowns(const ExactIndex &other) const {
-    return scale == other.scale && terms == other.terms;
-  }
-};
-} // namespace
-
-/// `value` as an ExactIndex for the induction variable `iv` at `align` U +
-/// `first`: sums, differences and constant multiples of values that do not
-/// depend on it and of quotients and remainders by constants of values that
-/// do (whose scale the divisor divides); indices being non-negative and
-/// fitting their types, as the lane analysis takes them.
-static std::optional<ExactIndex> getExactIndex(Value value, Value iv,
-                                               int64_t align, int64_t first) {
-  if (value == iv)
-    return ExactIndex{align, first, {}};
-  APInt constant;
-  if (matchPattern(value, m_ConstantInt(&constant)))
-    return constant.isNegative() || constant.getActiveBits() > 40
-               ? std::nullopt
-               : std::optional(ExactIndex{0, constant.getSExtValue(), {}});
-  if (!dependsOn(value, iv))
-    return ExactIndex{0, 0, {{value, 1}}};
-  Operation *op = value.getDefiningOp();
-  auto get = [&](unsigned i) {
-    return getExactIndex(op->getOperand(i), iv, align, first);
-  };
-  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtUIOp,
-          arith::TruncIOp>(op))
-    return get(0);
-  if (!isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivUIOp,
-           arith::RemUIOp>(op))
-    return std::nullopt;
-  std::optional<ExactIndex> x = get(0), y = get(1);
-  if (!x || !y)
-    return std::nullopt;
-  auto scaled = [](ExactIndex e, int64_t k, int64_t sign) {
-    e.scale *= k * sign;
-    e.offset *= k * sign;
-    for (auto &term : e.terms)
-      term.second *= k * sign;
-    return e;
-  };
-  auto combine = [&](int64_t sign) {
-    ExactIndex sum = *x, other = scaled(*y, 1, sign);
-    sum.scale += other.scale;
-    sum.offset += other.offset;
-    llvm::append_range(sum.terms, other.terms);
-    return sum;
-  };
-  auto isConstant = [](const ExactIndex &e) {
-    return e.scale == 0 && e.terms.empty();
-  };
-  if (isa<arith::AddIOp>(op))
-    return combine(1);
-  if (isa<arith::SubIOp>(op))
-    return combine(-1);
-  if (isa<arith::MulIOp>(op)) {
-    if (isConstant(*y) && y->offset <= (int64_t(1) << 20))
-      return scaled(*x, y->offset, 1);
-    if (isConstant(*x) && x->offset <= (int64_t(1) << 20))
-      return scaled(*y, x->offset, 1);
-    return std::nullopt;
-  }
-  // (U * scale + offset) / d = U * scale / d + offset / d where d divides
-  // the scale, and the remainder offset mod d.
-  int64_t d = y->offset;
-  if (!isConstant(*y) || d <= 0 || !x->terms.empty() || x->scale % d != 0 ||
-      x->offset < 0)
-    return std::nullopt;
-  if (isa<arith::DivUIOp>(op))
-    return ExactIndex{x->scale / d, x->offset / d, {}};
-  return ExactIndex{0, x->offset % d, {}};
-}
-
-memref::LoadOp Vectorizer::matchWordsInRow(Value word, unsigned chunks) const {
-  auto load = word.getDefiningOp<memref::LoadOp>();
+std::optional<ExactLane> Vectorizer::getExactLane(unsigned chunks,
+                                                  int64_t lane) const {
+  if (aligned)
+    return ExactLane{{{aligned, ExactIndex{alignedTo, lane, {}}}}, {iv}};
   auto arg = dyn_cast<BlockArgument>(iv);
   auto loop = arg ? dyn_cast<scf::ParallelOp>(arg.getOwner()->getParentOp())
                   : scf::ParallelOp();
   APInt lower, step;
-  if (!load || load.getIndices().size() != 1 || !loop ||
-      dependsOn(load.getMemRef(), iv) ||
-      !matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
+  if (!loop || !matchPattern(loop.getLowerBound()[0], m_ConstantInt(&lower)) ||
       !matchPattern(loop.getStep()[0], m_ConstantInt(&step)) ||
       !lower.isZero() || !step.isOne())
+    return std::nullopt;
+  return ExactLane{{{iv, ExactIndex{int64_t(lanes) * chunks, lane, {}}}}, {iv}};
+}
+
+memref::LoadOp Vectorizer::matchWordsInRow(Value word, unsigned chunks) const {
+  auto load = word.getDefiningOp<memref::LoadOp>();
+  if (!load || load.getIndices().size() != 1 ||
+      !load.getMemRefType().isLastDimUnitStride() ||
+      dependsOn(load.getMemRef(), iv))
     return {};
-  // A vector iteration's chunk c from lane c * lanes of a multiple of all
-  // the chunks' lanes.
+  // Chunk c's first lane at c * lanes.
   Value index = load.getIndices()[0];
-  std::optional<ExactIndex> first =
-      getExactIndex(index, iv, int64_t(lanes) * chunks, 0);
-  if (!first)
-    return {};
-  for (unsigned c = 1; c < chunks; ++c) {
+  std::optional<ExactIndex> first;
+  for (unsigned c = 0; c < chunks; ++c) {
+    std::optional<ExactLane> lane = getExactLane(chunks, int64_t(c) * lanes);
     std::optional<ExactIndex> chunk =
-        getExactIndex(index, iv, int64_t(lanes) * chunks, int64_t(c) * lanes);
-    if (!chunk || !chunk->sameUnknowns(*first) ||
-        chunk->offset != first->offset + c)
+        lane ? getExactIndex(index, *lane) : std::nullopt;
+    if (!chunk)
+      return {};
+    if (c == 0)
+      first = chunk;
+    else if (!chunk->sameUnknowns(*first) || chunk->offset != first->offset + c)
       return {};
   }
   return load;
@@ -517,22 +430,22 @@ Vectorizer::packCodesOfWords(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
   unsigned k = plan.dots.k;
   // Token-major: the word of token `part` and chunk c is element
   // part * chunks + c; where the chunks' words are a row, a load each token.
-  auto wordsType =
-      VectorType::get({int64_t(k * chunks.size())}, b.getI32Type());
   Value words;
   if (memref::LoadOp load = plan.codeWordLoad) {
-    LaneChunk &first = chunks.front();
+    Value memref = load.getMemRef(), index = load.getIndices()[0];
+    SmallVector<Operation *> rowOps = llvm::filter_to_vector(
+        plan.codeOpsOfToken, [&](Operation *op) { return op != load; });
     SmallVector<Value> rows;
     for (unsigned part = 0; part < k; ++part) {
-      Operation *scalar =
-          widenCodeSource(b, first, pb.add(token, pb.index(part)))
-              .getDefiningOp();
+      LaneChunk &first = chunks.front();
+      first.mapping.map(plan.reduction.getInductionVars()[0],
+                        pb.add(token, pb.index(part)));
+      for (Operation *op : rowOps)
+        widenOp(*op, b, first);
       rows.push_back(vector::LoadOp::create(
           b, loc, VectorType::get({int64_t(chunks.size())}, b.getI32Type()),
-          first.mapping.lookupOrDefault(load.getMemRef()),
-          first.mapping.lookupOrDefault(load.getIndices()[0])));
-      if (isa_and_nonnull<memref::LoadOp>(scalar) && scalar->use_empty())
-        scalar->erase();
+          first.mapping.lookupOrDefault(memref),
+          first.mapping.lookupOrDefault(index)));
     }
     words = pb.concat(rows);
   } else {
@@ -541,7 +454,9 @@ Vectorizer::packCodesOfWords(OpBuilder &b, MutableArrayRef<LaneChunk> chunks,
       for (LaneChunk &chunk : chunks)
         scalars.push_back(
             widenCodeSource(b, chunk, pb.add(token, pb.index(part))));
-    words = vector::FromElementsOp::create(b, loc, wordsType, scalars);
+    words = vector::FromElementsOp::create(
+        b, loc, VectorType::get({int64_t(k * chunks.size())}, b.getI32Type()),
+        scalars);
   }
   Value bytes = vector::BitCastOp::create(
       b, loc, VectorType::get({int64_t(4 * k * chunks.size())}, b.getI8Type()),

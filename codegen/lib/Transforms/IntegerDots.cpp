@@ -13,9 +13,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ExactIndex.h"
 #include "ParallelForms.h"
 #include "Vectorizer.h"
 
+#include "kvq/Codegen/CodePacking.h"
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/ProgramBuilder.h"
 #include "kvq/Codegen/Quantizer.h"
@@ -97,7 +99,68 @@ Vectorizer::matchIntegerDots(scf::ParallelOp reduction,
   for (Operation &op : reduction.getBody()->without_terminator())
     if (!isPure(&op) && !isa<memref::LoadOp>(op))
       return std::nullopt;
-  return IntegerDotPlan{*terms, *channels, {}, {}, {}};
+  return IntegerDotPlan{*terms, *channels, {}, {}, {}, {}};
+}
+
+std::optional<IntegerDotPlan::CodeWords>
+Vectorizer::matchCodeWords(const IntegerDotPlan &plan, unsigned chunks) const {
+  auto dequantize = cast<DequantizeOp>(plan.dequantize);
+  unsigned bits = dequantize.getScheme().getBits();
+  arith::ShRUIOp shifted = matchShiftedWord(dequantize.getCode(), bits);
+  auto load = shifted ? shifted.getLhs().getDefiningOp<memref::LoadOp>()
+                      : memref::LoadOp();
+  if (plan.dots.k != 2 || !load || load.getIndices().size() != 1 ||
+      !load.getMemRefType().isLastDimUnitStride() ||
+      varying.contains(load.getMemRef()) ||
+      varying.contains(load.getIndices()[0]))
+    return std::nullopt;
+  // Lane l of chunk c at channel + part: each lane's word among those from
+  // the first's, its shift exactly known, the memref the same in each.
+  scf::ParallelOp reduction = plan.reduction;
+  Value channel = reduction.getInductionVars()[0];
+  Value index = load.getIndices()[0];
+  auto laneAt = [&](unsigned c, unsigned l,
+                    unsigned part) -> std::optional<ExactLane> {
+    std::optional<ExactLane> lane =
+        getExactLane(chunks, int64_t(c) * lanes + l);
+    if (lane) {
+      lane->known.push_back(
+          {channel, ExactIndex{0, int64_t(part), {{channel, 1, 1}}}});
+      lane->ivs.push_back(channel);
+    }
+    return lane;
+  };
+  std::optional<ExactLane> origin = laneAt(0, 0, 0);
+  std::optional<ExactIndex> first =
+      origin ? getExactIndex(index, *origin) : std::nullopt;
+  if (!first)
+    return std::nullopt;
+  IntegerDotPlan::CodeWords row{load, 0, {}};
+  SmallVector<ExactLane> places;
+  for (unsigned c = 0; c < chunks; ++c) {
+    SmallVector<unsigned> &halfBits = row.halfBits.emplace_back();
+    for (unsigned l = 0; l < lanes; ++l)
+      for (unsigned part = 0; part < plan.dots.k; ++part) {
+        std::optional<ExactLane> lane = laneAt(c, l, part);
+        std::optional<ExactIndex> word = getExactIndex(index, *lane);
+        std::optional<ExactIndex> shift =
+            getExactIndex(shifted.getRhs(), *lane);
+        if (!word || !word->sameUnknowns(*first) || !shift ||
+            !shift->isConstant())
+          return std::nullopt;
+        int64_t place = word->offset - first->offset;
+        if (place < 0 || place >= lanes || shift->offset < 0 ||
+            shift->offset + bits > 32)
+          return std::nullopt;
+        row.words = std::max(row.words, place + 1);
+        halfBits.push_back(32 * place + shift->offset);
+        if (l == 0)
+          places.push_back(std::move(*lane));
+      }
+  }
+  if (!isSameAt(load.getMemRef(), places))
+    return std::nullopt;
+  return row;
 }
 
 void Vectorizer::widenIntegerDots(OpBuilder &b,
@@ -190,8 +253,10 @@ void Vectorizer::widenIntegerDots(OpBuilder &b,
           factorPacks.push_back(vector::BroadcastOp::create(
               b, loc, laneType, pb.loadElement(plan.roundedPacks, at)));
         }
-        SmallVector<Value> sums;
-        for (auto [k, chunk] : llvm::enumerate(chunks)) {
+        // Each chunk's k codes a lane: one vector load of their words for
+        // all the chunks where they are CodeWords, else each channel's
+        // codes shifted into their place.
+        auto codesOfChannels = [&](LaneChunk &chunk) {
           Value pack = codesAt(chunk, c);
           for (unsigned part = 1; part < dots.k; ++part) {
             Value at = arith::AddIOp::create(b, loc, c, pb.index(part));
@@ -199,6 +264,14 @@ void Vectorizer::widenIntegerDots(OpBuilder &b,
                             pb.shl(codesAt(chunk, at),
                                    pb.splat(pb.i32(part * dots.bits), lanes)));
           }
+          return pack;
+        };
+        SmallVector<Value> wordPacks;
+        if (plan.codeWords)
+          wordPacks = packCodeWords(b, chunks, c);
+        SmallVector<Value> sums;
+        for (auto [k, chunk] : llvm::enumerate(chunks)) {
+          Value pack = plan.codeWords ? wordPacks[k] : codesOfChannels(chunk);
           for (unsigned r = 0; r < heads; ++r)
             sums.push_back(
                 dots.dot(pb, acc[k * heads + r], pack, factorPacks[r]));
@@ -212,4 +285,31 @@ void Vectorizer::widenIntegerDots(OpBuilder &b,
                         pb.fadd(pb.fmul(sum, pb.splat(scales[r], lanes)),
                                 pb.splat(folds.getResult(r), lanes)));
     }
+}
+
+SmallVector<Value> Vectorizer::packCodeWords(OpBuilder &b,
+                                             MutableArrayRef<LaneChunk> chunks,
+                                             Value channel) {
+  IntegerDotPlan &plan = *integerDots;
+  IntegerDotPlan::CodeWords &row = *plan.codeWords;
+  Location loc = plan.reduction.getLoc();
+  ProgramBuilder pb(b, loc);
+  // The first chunk's memref and index of its first channel's word.
+  LaneChunk first = chunks.front();
+  first.mapping.map(plan.reduction.getInductionVars()[0], channel);
+  Value memref = row.load.getMemRef(), index = row.load.getIndices()[0];
+  for (Operation *op :
+       getSliceInBlock(plan.reduction.getBody(), ValueRange{memref, index}))
+    widenOp(*op, b, first);
+  Value words = vector::LoadOp::create(
+      b, loc, VectorType::get({row.words}, b.getI32Type()),
+      first.mapping.lookupOrDefault(memref),
+      first.mapping.lookupOrDefault(index));
+  Value bytes = vector::BitCastOp::create(
+      b, loc, VectorType::get({4 * row.words}, b.getI8Type()), words);
+  unsigned bits = cast<DequantizeOp>(plan.dequantize).getScheme().getBits();
+  SmallVector<Value> packs;
+  for (unsigned c = 0; c < chunks.size(); ++c)
+    packs.push_back(unpackHalves(pb, bytes, bits, row.halfBits[c]));
+  return packs;
 }

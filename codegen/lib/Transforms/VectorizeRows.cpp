@@ -118,6 +118,7 @@ struct VectorizeRowsAroundReduction : OpRewritePattern<scf::ParallelOp> {
           dots.serializeReductions();
           dots.assumeAligned(shifted, lanes * chunks);
           if (dots.analyze(*body)) {
+            plan->codeWords = dots.matchCodeWords(*plan, chunks);
             allocateScratch(rewriter, loop, *plan);
             dots.useIntegerDots(std::move(*plan));
             rewrite(rewriter, loop, dots, shifted, lanes, chunks);

@@ -11,6 +11,8 @@
 #ifndef KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZER_H
 #define KVQ_CODEGEN_LIB_TRANSFORMS_VECTORIZER_H
 
+#include "ExactIndex.h"
+
 #include "kvq/Codegen/IntegerFactors.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -114,6 +116,20 @@ struct DotTerms {
 /// offsets added after.
 struct IntegerDotPlan : DotTerms {
   int64_t channels;
+  /// Where a lane's code of a channel is `(word >> shift) & (2^bits - 1)`,
+  /// the word read at one place by all the lanes of a chunk and the k
+  /// channels' words of a step of every chunk all among the `words` from
+  /// the first chunk's first channel's (k = 2, codes of up to 8 bits): the
+  /// load of the word, and per chunk the bit of each lane's k codes in
+  /// those words. A step's codes of every chunk are then one vector load
+  /// and per chunk one byte shuffle, shift and mask (unpackHalves), not
+  /// each channel's word broadcast, shifted, masked and ORed in.
+  struct CodeWords {
+    mlir::memref::LoadOp load;
+    int64_t words;
+    llvm::SmallVector<llvm::SmallVector<unsigned>> halfBits;
+  };
+  std::optional<CodeWords> codeWords;
   /// Scratch of the block: each factor times the slopes (f32, R x
   /// channels), and those rounded (the dots' integers, the same, and its
   /// packs of k as i32).
@@ -163,6 +179,10 @@ struct ValueDotPlan : DotTerms {
   /// k (i32).
   mlir::Value rounded, roundedPacks;
 };
+
+/// The shift of `code` where it is `(word >> shift) & (2^bits - 1)` of an
+/// i32 word, `bits` at most 8 (a code within its word); none otherwise.
+mlir::arith::ShRUIOp matchShiftedWord(mlir::Value code, unsigned bits);
 
 /// The tokens of a block of ValueDotPlan: two vectors of 16 lanes, a
 /// number of rounded factors whose i32 sums cannot overflow for codes of
@@ -216,6 +236,10 @@ public:
   matchIntegerDots(mlir::scf::ParallelOp reduction, IntegerDots dots) const;
   /// Widens `plan`'s reduction on its integer dots (16 lanes).
   void useIntegerDots(IntegerDotPlan plan) { integerDots = std::move(plan); }
+  /// `plan`'s CodeWords for a vector iteration of `chunks` chunks of the
+  /// lanes (after analyze()); none where its codes are not such.
+  std::optional<IntegerDotPlan::CodeWords>
+  matchCodeWords(const IntegerDotPlan &plan, unsigned chunks) const;
   /// The plan of `reduction` (a Loop of the analyzed body, over a run of
   /// tokens) on `dots`, a vector iteration `chunks` chunks of the lanes,
   /// scratch not yet given; none where its sums are not such dots, its
@@ -296,11 +320,21 @@ private:
   /// loads its word from the same memref, chunk c at the first chunk's
   /// index + c (a token's row of code words, a word a chunk).
   mlir::memref::LoadOp matchWordsInRow(mlir::Value word, unsigned chunks) const;
+  /// Lane `lane` of a vector iteration of `chunks` chunks of the lanes, as
+  /// getExactIndex takes it: the value assumed aligned, or else the
+  /// induction variable of a loop from 0 by 1, a multiple of the
+  /// iteration's lanes in its first lane, plus `lane`.
+  std::optional<ExactLane> getExactLane(unsigned chunks, int64_t lane) const;
   /// `reduction`'s sums as DotTerms on `dots`, where they are such.
   std::optional<DotTerms> matchDotTerms(mlir::scf::ParallelOp reduction,
                                         IntegerDots dots) const;
   void widenIntegerDots(mlir::OpBuilder &b,
                         mlir::MutableArrayRef<LaneChunk> chunks);
+  /// IntegerDotPlan's k codes a lane of each chunk at the k channels from
+  /// `channel`, from one vector load of its CodeWords.
+  llvm::SmallVector<mlir::Value>
+  packCodeWords(mlir::OpBuilder &b, mlir::MutableArrayRef<LaneChunk> chunks,
+                mlir::Value channel);
   void widenValueDots(mlir::OpBuilder &b,
                       mlir::MutableArrayRef<LaneChunk> chunks);
   /// One block of widenValueDots: the chunks' sums `sums` (each chunk's R
