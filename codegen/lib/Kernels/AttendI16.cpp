@@ -29,6 +29,7 @@
 
 #include "AttendEmitter.h"
 
+#include "kvq/Codegen/ChannelPairs.h"
 #include "kvq/Codegen/CodePacking.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -137,22 +138,6 @@ SmallVector<Value> AttendEmitter::blockDotsOnI16(SliceAccess &access, Value b,
 // span = channels keys
 //===----------------------------------------------------------------------===//
 
-/// The shape of the span=channels key form: each vector holds every group
-/// of a token, `groupLanes` i32 lanes each, a lane a pair of adjacent
-/// channels; `vectors` vectors cover the token. Lane l belongs to group
-/// l % groups, so that folding lanes `groups` apart sums within groups.
-struct ChannelPairs {
-  unsigned groups, group, groupLanes, vectors;
-  ChannelPairs(const SliceLayout &keys, unsigned lanes)
-      : groups(keys.GroupsPerToken), group(keys.quant.getGroup()),
-        groupLanes(lanes / groups), vectors(group / (2 * groupLanes)) {}
-  /// The channel in half `half` (of the i16 halves) of vector `v`.
-  unsigned channelOf(unsigned v, unsigned half) const {
-    unsigned lane = half / 2, g = lane % groups, k = lane / groups;
-    return g * group + v * 2 * groupLanes + 2 * k + half % 2;
-  }
-};
-
 void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   // Each head's normalised query is rounded to i16 against its largest
   // magnitude once, in the vectors' channel order. Per token: its codes in
@@ -164,7 +149,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   const SliceLayout &keys = slice(true);
   KernelTarget &target = kb.getTarget();
   unsigned lanes = target.getVectorLanes(), bits = keys.quant.getBits();
-  ChannelPairs pairs(keys, lanes);
+  ChannelPairs pairs(lanes, keys.GroupsPerToken, keys.quant.getGroup());
   unsigned groups = pairs.groups;
   // A token's codes load as one 64-byte vector where the bytes after the
   // last token's exist (its slice's parameters follow the codes), so that
@@ -173,62 +158,19 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
   if (!keys.sharesCodes() && keys.SliceBytes - keys.CodesBytes >= 64 - rowBytes)
     rowBytes = 64;
   OpBuilder &b = kb.builder();
-  auto laneType = VectorType::get({lanes}, b.getI32Type());
   SmallVector<Value> queryPairs, queryScales;
   for (unsigned r = 0; r < heads; ++r) {
     Value row = loadVectorF32(kb, normQueries, kb.i32(r * dim), dim);
-    Value largest = kb.reduceMax(kb.fabs(row));
-    Value toI16 = kb.splat(scaleToI16(kb, largest), 2 * lanes);
-    queryScales.push_back(kb.fmul(largest, kb.f32(1 / kI16Max)));
-    for (unsigned v = 0; v < pairs.vectors; ++v) {
-      SmallVector<int64_t> channels;
-      for (unsigned half = 0; half < 2 * lanes; ++half)
-        channels.push_back(pairs.channelOf(v, half));
-      Value rounded = roundToI16(kb, kb.shuffle(row, channels), toI16);
-      queryPairs.push_back(
-          vector::BitCastOp::create(b, kb.getLoc(), laneType, rounded));
-    }
+    queryPairs.append(pairs.roundQuery(kb, row, queryScales.emplace_back()));
   }
-  // Each half's code: group g's codes start at word g * wordsPerGroup.
-  SmallVector<SmallVector<unsigned>> halfBits(pairs.vectors);
+  SmallVector<SmallVector<unsigned>> halfBits;
   for (unsigned v = 0; v < pairs.vectors; ++v)
-    for (unsigned half = 0; half < 2 * lanes; ++half) {
-      unsigned c = pairs.channelOf(v, half);
-      halfBits[v].push_back(c / pairs.group * keys.WordsPerGroup * 32 +
-                            c % pairs.group * bits);
-    }
-  SmallVector<int64_t> laneGroups;
-  for (unsigned l = 0; l < lanes; ++l)
-    laneGroups.push_back(l % groups);
-  // Chunks of heads whose sums fold into one vector without mixing groups
-  // (a run of lanes / count lanes keeps every group), and per chunk its
-  // heads' query scales and group sums by lane (run r's first `groups`
-  // lanes: head r's).
-  struct HeadChunk {
-    unsigned first, count;
-    Value scales, groupSums;
-  };
+    halfBits.push_back(pairs.getHalfBits(v, keys.WordsPerGroup, bits));
   SmallVector<Value> headGroupSums;
   for (unsigned r = 0; r < heads; ++r)
     headGroupSums.push_back(groupSumsOf(r, kb.i32(0), groups));
-  SmallVector<HeadChunk> chunks;
-  for (unsigned h0 = 0; h0 < heads;) {
-    unsigned count = llvm::bit_floor(std::min(heads - h0, pairs.groupLanes));
-    unsigned run = lanes / count;
-    SmallVector<Value> scales, sums;
-    for (unsigned l = 0; l < lanes; ++l) {
-      unsigned r = h0 + l / run, inRun = l % run;
-      scales.push_back(queryScales[r]);
-      sums.push_back(inRun < groups ? laneOf(kb, headGroupSums[r], inRun)
-                                    : kb.f32(0));
-    }
-    auto f32Lanes = VectorType::get({lanes}, b.getF32Type());
-    chunks.push_back(
-        {h0, count,
-         vector::FromElementsOp::create(b, kb.getLoc(), f32Lanes, scales),
-         vector::FromElementsOp::create(b, kb.getLoc(), f32Lanes, sums)});
-    h0 += count;
-  }
+  ChannelPairScores scoring(kb, pairs, queryScales, headGroupSums);
+  ArrayRef<ChannelPairScores::HeadChunk> chunks = scoring.getChunks();
   Quantizer quantizer(kb, keys.quant);
   // The token at pageToken: per chunk of heads, a vector whose lane
   // r * run holds head (first + r)'s score.
@@ -248,23 +190,7 @@ void AttendEmitter::scoreChannelGroupsOnI16(Range range) {
     AffineTerms terms =
         quantizer.affine(access.loadScales(quantizer, n0, groups),
                          access.loadZeros(quantizer, n0, groups));
-    Value slopes = kb.shuffle(terms.slope, laneGroups);
-    Value offsets = kb.shuffle(terms.offset, laneGroups);
-    auto addI = [&](Value x, Value y) { return kb.add(x, y); };
-    auto addF = [&](Value x, Value y) { return kb.fadd(x, y); };
-    SmallVector<Value> dots;
-    for (const HeadChunk &chunk : chunks) {
-      unsigned run = lanes / chunk.count;
-      Value groupDots =
-          kb.foldRuns(kb.combineVectors(
-                          ArrayRef(sums).slice(chunk.first, chunk.count), addI),
-                      run, groups, addI);
-      Value groupScores =
-          kb.fadd(kb.fmul(offsets, chunk.groupSums),
-                  kb.fmul(kb.sitofp(groupDots), kb.fmul(slopes, chunk.scales)));
-      dots.push_back(kb.foldRuns(groupScores, groups, 1, addF));
-    }
-    return dots;
+    return scoring.score(kb, sums, terms.slope, terms.offset);
   };
   auto scoreToken = [&](SliceAccess &access, Value pageToken, Value t,
                         ValueRange) -> SmallVector<Value> {

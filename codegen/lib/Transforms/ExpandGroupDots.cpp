@@ -4,8 +4,8 @@
 // thread's sum of a group's products is a chain of fused multiply-adds in
 // its registers, and the folded parameters cost a multiply-add a head.
 // Targets whose vectors are registers of lanes (a sum across them is a tree
-// of permutes) take the lanes' form (GroupDotLanes.cpp) and the carried form
-// (GroupDotCarried.cpp) first.
+// of permutes) take the pair dots' form (GroupDotPairs.cpp), the lanes' form
+// (GroupDotLanes.cpp) and the carried form (GroupDotCarried.cpp) first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,11 +52,14 @@ struct SumEachGroupDot : OpRewritePattern<GroupDotOp> {
 /// One walk of `root` a family, each op rewritten once (no folding of the
 /// rest, which a greedy driver would revisit in every kernel): where
 /// `info`'s vectors are registers of lanes (a sum across them is a tree of
-/// permutes), the dots summed in the lanes of a loop around, then the
-/// carried form's loops.
+/// permutes), a row's dots on the target's pair dots, then the dots summed
+/// in the lanes of a loop around, then the carried form's loops.
 LogicalResult expandGroupDots(Operation *root, const TargetInfo &info) {
   MLIRContext *ctx = root->getContext();
   if (info.lanePermutes) {
+    RewritePatternSet pairs(ctx);
+    populatePairGroupDotPatterns(pairs, info);
+    walkAndApplyPatterns(root, std::move(pairs));
     RewritePatternSet lanes(ctx);
     populateLaneGroupDotPatterns(lanes, info);
     walkAndApplyPatterns(root, std::move(lanes));

@@ -2,11 +2,12 @@
 //
 // kvq-expand-group-dots lowers each kvq.group_dot by the forms of its
 // module's target, one family a file. Where a thread's vectors are registers
-// of lanes (TargetInfo::lanePermutes): GroupDotLanes.cpp (each lane of the
-// loop around sums its own group's elements, where that loop vectorizes),
-// then GroupDotCarried.cpp (the loop summing a row's groups carries the
-// products as vectors). Then ExpandGroupDots.cpp (each dot summed on its
-// own, everywhere).
+// of lanes (TargetInfo::lanePermutes): GroupDotPairs.cpp (a row's groups
+// on integer pair dots, where the target has them), GroupDotLanes.cpp (each
+// lane of the loop around sums its own group's elements, where that loop
+// vectorizes), then GroupDotCarried.cpp (the loop summing a row's groups
+// carries the products as vectors). Then ExpandGroupDots.cpp (each dot summed
+// on its own, everywhere).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +25,15 @@ namespace kvq {
 /// The kvq.group_dot whose dots, in order, are all `loop`'s sums (a 1-D
 /// scf.parallel summing a row's groups), or null.
 GroupDotOp getSummedGroupDot(mlir::scf::ParallelOp loop);
+
+/// A loop summing all the group dots of a row, inside a loop over the rows
+/// that reads each tile's whole row unchanged (a span=channels key token's
+/// groups against each head's query), on the target's 16-bit pair dots
+/// where it has them: each row rounded once before the loop over the rows,
+/// per row its groups' codes a vector load and one pair dot a head and
+/// vector of code pairs (ChannelPairs.h). `info` describes the target.
+void populatePairGroupDotPatterns(mlir::RewritePatternSet &patterns,
+                                  const TargetInfo &info);
 
 /// An `scf.parallel` over [0, N) around a loop summing its lanes' group
 /// dots, where the groups of adjacent lanes lie side by side (a span=tokens

@@ -322,7 +322,13 @@ def KVQExpandGroupDots : Pass<"kvq-expand-group-dots", "::mlir::ModuleOp"> {
   let description = [{
     Rewrites each `kvq.group_dot` with the forms of its module's
     kvq.target. Where a thread's vectors are registers of lanes (the
-    host's SIMD registers, whose sum across lanes is a tree of permutes):
+    host's SIMD registers, whose sum across lanes is a tree of permutes)
+    and the target has 16-bit pair dots (`cpu_dot`): a loop summing all
+    the group dots of a row, inside a loop over the rows that reads each
+    tile's whole row unchanged (a span=channels key token against each
+    head's query), runs on the pair dots, each row rounded to i16 once
+    before the loop over the rows and a row's groups' codes one vector
+    load (docs/Numerics.md, "Attention on integer dots"). Otherwise there,
     an `scf.parallel` whose sums are one group dot's dots carries each
     head's products with the reconstructed group, tile * (slope * codes +
     offset), as a vector, and reduces each vector once after the loop. Elsewhere
@@ -331,6 +337,7 @@ def KVQExpandGroupDots : Pass<"kvq-expand-group-dots", "::mlir::ModuleOp"> {
     offset times the tile's sum applied to it.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
 }

@@ -1,0 +1,287 @@
+//===- GroupDotPairs.cpp - a row's group dots on integer pair dots --------===//
+//
+// Where the target adds products of 16-bit integers in pairs (cpu_dot:
+// `vpdpwssd`), a loop summing all the group dots of a row inside a loop
+// over the rows, each tile the group's part of a row the outer loop reads
+// unchanged (a span=channels key token's groups against each head's
+// query), runs as the emitted span=channels key form computes
+// (docs/Numerics.md, "Attention on integer dots"; ChannelPairs.h): before
+// the loop over the rows, each head's whole row rounded to i16 once and
+// its groups' sums; per row, its groups' code words one vector load, each
+// vector of code pairs one byte shuffle, shift and mask (unpackHalves), one
+// pair dot a head and vector, and the heads' i32 sums folded by group,
+// scaled by the slopes and offset by the groups' sums (ChannelPairScores).
+// The carried form multiplied each group's reconstructed elements by each
+// head's tile in f32, two products a lane.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ExactIndex.h"
+#include "GroupDotForms.h"
+#include "ParallelForms.h"
+
+#include "kvq/Codegen/ChannelPairs.h"
+#include "kvq/Codegen/CodePacking.h"
+#include "kvq/Codegen/IntegerFactors.h"
+#include "kvq/Codegen/Kernels.h"
+#include "kvq/Dialect/KVQ/KVQOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+using namespace mlir;
+using namespace kvq;
+
+namespace {
+
+/// The memref `memref` views, through view-like ops.
+Value getViewRoot(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+/// `value` at group `g` (a constant), its ops in `body` cloned at `b`
+/// (isHoistable).
+Value cloneAtGroup(OpBuilder &b, Value value, Block *body, int64_t g) {
+  IRMapping mapping;
+  mapping.map(body->getArgument(0),
+              arith::ConstantIndexOp::create(b, value.getLoc(), g));
+  for (Operation *op : getSliceInBlock(body, value))
+    b.clone(*op, mapping);
+  return mapping.lookupOrDefault(value);
+}
+
+/// Whether `value`'s ops in `body` are pure or loads and take nothing but
+/// `body`'s induction variable and values `outer` sees defined outside it.
+bool isHoistable(Value value, Block *body, LoopLikeOpInterface outer) {
+  for (Operation *op : getSliceInBlock(body, value)) {
+    if (op->getNumRegions() != 0 ||
+        !(isPure(op) || isa<memref::LoadOp, vector::LoadOp>(op)))
+      return false;
+    for (Value operand : op->getOperands())
+      if (operand.getParentBlock() != body &&
+          !outer.isDefinedOutsideOfLoop(operand))
+        return false;
+  }
+  return true;
+}
+
+/// The facts the form reads off a loop summing a row's group dots.
+struct PairRow {
+  GroupDotOp dot;
+  /// The loop over the rows around it.
+  LoopLikeOpInterface rows;
+  int64_t groups, group;
+  unsigned bits;
+  /// The load of a group's code words, `words` of them, group g's at the
+  /// first's index + g * words.
+  vector::LoadOp codeWords;
+  int64_t words;
+  /// Each head's row, whose group g the tile reads at g * group.
+  SmallVector<Value> tileRows;
+};
+
+struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
+  GroupDotsOnPairs(MLIRContext *ctx, const TargetInfo &info, IntegerDots dots)
+      : OpRewritePattern(ctx), info(info), dots(dots) {}
+
+  LogicalResult matchAndRewrite(scf::ParallelOp loop,
+                                PatternRewriter &rewriter) const override {
+    std::optional<PairRow> row = match(loop);
+    if (!row)
+      return rewriter.notifyMatchFailure(loop, "no row of group dots");
+    Location loc = row->dot.getLoc();
+    KernelBuilder kb(rewriter, loc);
+    ChannelPairs pairs(info.vectorLanes, row->groups, row->group);
+    Block *body = loop.getBody();
+    GroupDotOp dot = row->dot;
+    unsigned heads = dot.getDots().size();
+
+    // Before the loop over the rows: each head's row rounded, and its
+    // groups' sums.
+    rewriter.setInsertionPoint(row->rows);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    auto rowType =
+        VectorType::get({row->groups * row->group}, rewriter.getF32Type());
+    SmallVector<Value> queryPairs, scales, groupSums;
+    for (unsigned r = 0; r < heads; ++r) {
+      Value whole = vector::LoadOp::create(rewriter, loc, rowType,
+                                           row->tileRows[r], zero);
+      queryPairs.append(pairs.roundQuery(kb, whole, scales.emplace_back()));
+      groupSums.push_back(acrossGroups(kb, dot.getSums()[r], body, *row));
+    }
+    ChannelPairScores scoring(kb, pairs, scales, groupSums);
+
+    // In the loop's place: the row's code words of every group, its groups'
+    // parameters, and the heads' dots.
+    rewriter.setInsertionPoint(loop);
+    Value slopes = acrossGroups(kb, dot.getSlope(), body, *row);
+    Value offsets = acrossGroups(kb, dot.getOffset(), body, *row);
+    vector::LoadOp load = row->codeWords;
+    Value first = cloneAtGroup(rewriter, load.getIndices()[0], body, 0);
+    Value words = vector::LoadOp::create(
+        rewriter, loc,
+        VectorType::get({row->groups * row->words}, rewriter.getI32Type()),
+        load.getBase(), first);
+    Value bytes = vector::BitCastOp::create(
+        rewriter, loc,
+        VectorType::get({4 * row->groups * row->words}, rewriter.getI8Type()),
+        words);
+    SmallVector<Value> sums(heads, kb.splat(kb.i32(0), pairs.lanes));
+    for (unsigned v = 0; v < pairs.vectors; ++v) {
+      Value codes = unpackHalves(kb, bytes, row->bits,
+                                 pairs.getHalfBits(v, row->words, row->bits));
+      for (unsigned r = 0; r < heads; ++r)
+        sums[r] =
+            dots.dot(kb, sums[r], codes, queryPairs[r * pairs.vectors + v]);
+    }
+    SmallVector<Value> results;
+    ArrayRef<ChannelPairScores::HeadChunk> chunks = scoring.getChunks();
+    for (auto [chunk, scores] :
+         llvm::zip(chunks, scoring.score(kb, sums, slopes, offsets)))
+      for (unsigned i = 0; i < chunk.count; ++i) {
+        Value score = vector::ExtractOp::create(
+            rewriter, loc, scores,
+            ArrayRef<int64_t>{int64_t(i * (pairs.lanes / chunk.count))});
+        Value init = loop.getInitVals()[chunk.first + i];
+        // A sum from +0 (parallelSum's) is the dots' sum.
+        results.push_back(matchPattern(init, m_PosZeroFloat())
+                              ? score
+                              : kb.fadd(score, init));
+      }
+    rewriter.replaceOp(loop, results);
+    return success();
+  }
+
+  /// `value` of `body` at each of `row`'s groups: a vector of them, or the
+  /// scalar where there is one.
+  static Value acrossGroups(KernelBuilder &kb, Value value, Block *body,
+                            const PairRow &row) {
+    SmallVector<Value> elements;
+    for (int64_t g = 0; g < row.groups; ++g)
+      elements.push_back(cloneAtGroup(kb.builder(), value, body, g));
+    if (elements.size() == 1)
+      return elements.front();
+    return vector::FromElementsOp::create(
+        kb.builder(), kb.getLoc(),
+        VectorType::get({row.groups}, value.getType()), elements);
+  }
+
+  std::optional<PairRow> match(scf::ParallelOp loop) const {
+    GroupDotOp dot = getSummedGroupDot(loop);
+    auto rows = dyn_cast_or_null<LoopLikeOpInterface>(loop->getParentOp());
+    std::optional<int64_t> groups =
+        getParallelTripCount(loop, /*withReductions=*/true);
+    if (!dot || !rows || !groups)
+      return std::nullopt;
+    PairRow row{dot, rows, *groups, 0, 0, {}, 0, {}};
+    auto unpack = dot.getCodes().getDefiningOp<UnpackOp>();
+    if (!unpack || unpack.getOffset() != 0 ||
+        unpack.getStride() != unpack.getBits())
+      return std::nullopt;
+    row.bits = unpack.getBits();
+    row.group = cast<VectorType>(unpack.getType()).getNumElements();
+    row.codeWords = unpack.getWords().getDefiningOp<vector::LoadOp>();
+    if (!row.codeWords || row.group * row.bits % 32 != 0 ||
+        !ChannelPairs::fits(info.vectorLanes, row.groups, row.group) ||
+        !dots.sumsFit(row.group, row.bits))
+      return std::nullopt;
+    row.words = row.codeWords.getVectorType().getNumElements();
+    Block *body = loop.getBody();
+    Value g = loop.getInductionVars()[0];
+    if (!isGroupStrided(row.codeWords, g, row.words, row.groups) ||
+        !loop.isDefinedOutsideOfLoop(row.codeWords.getBase()) ||
+        !isHoistable(row.codeWords.getIndices()[0], body, loop) ||
+        !isHoistable(dot.getSlope(), body, loop) ||
+        !isHoistable(dot.getOffset(), body, loop))
+      return std::nullopt;
+    // The tiles: each head's row at g * group, which the loop over the
+    // rows reads and does not write, with their sums.
+    auto tileType =
+        VectorType::get({row.group}, Float32Type::get(dot.getContext()));
+    SmallVector<Value> roots;
+    for (auto [tile, sum] : llvm::zip(dot.getTiles(), dot.getSums())) {
+      auto load = tile.getDefiningOp<vector::LoadOp>();
+      if (!load || load.getVectorType() != tileType ||
+          !isGroupStrided(load, g, row.group, row.groups) ||
+          !rows.isDefinedOutsideOfLoop(load.getBase()) ||
+          !isHoistable(load.getIndices()[0], body, rows) ||
+          !isHoistable(sum, body, rows))
+        return std::nullopt;
+      auto type = cast<MemRefType>(load.getBase().getType());
+      if (type.getRank() != 1 || type.getShape()[0] != row.groups * row.group)
+        return std::nullopt;
+      row.tileRows.push_back(load.getBase());
+      roots.push_back(getViewRoot(load.getBase()));
+      for (Operation *op : getSliceInBlock(body, sum))
+        for (Value operand : op->getOperands())
+          if (isa<MemRefType>(operand.getType()))
+            roots.push_back(getViewRoot(operand));
+    }
+    if (writesAny(rows, roots))
+      return std::nullopt;
+    return row;
+  }
+
+  /// Whether `load`, of a 1-D unit-stride memref, reads group g of `groups`
+  /// at the first group's index + g * `stride`.
+  static bool isGroupStrided(vector::LoadOp load, Value g, int64_t stride,
+                             int64_t groups) {
+    if (load.getIndices().size() != 1 ||
+        !load.getMemRefType().isLastDimUnitStride())
+      return false;
+    Value index = load.getIndices()[0];
+    std::optional<ExactIndex> first;
+    for (int64_t i = 0; i < groups; ++i) {
+      ExactLane lane{{{g, ExactIndex{0, i, {}}}}, {g}};
+      std::optional<ExactIndex> at = getExactIndex(index, lane);
+      if (!at || (first && (!at->sameUnknowns(*first) ||
+                            at->offset != first->offset + i * stride)))
+        return false;
+      if (!first)
+        first = at;
+    }
+    return true;
+  }
+
+  /// Whether an op in `loop` writes memory that one of `roots` views.
+  static bool writesAny(LoopLikeOpInterface loop, ArrayRef<Value> roots) {
+    WalkResult result = loop->walk([&](Operation *op) {
+      // A prefetch writes nothing; other ops of unknown effects may write.
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!effects)
+        return isa<memref::PrefetchOp>(op) ||
+                       op->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
+                   ? WalkResult::advance()
+                   : WalkResult::interrupt();
+      SmallVector<MemoryEffects::EffectInstance> instances;
+      effects.getEffects(instances);
+      for (const MemoryEffects::EffectInstance &effect : instances) {
+        if (!isa<MemoryEffects::Write>(effect.getEffect()))
+          continue;
+        Value written = effect.getValue();
+        if (!written || llvm::is_contained(roots, getViewRoot(written)))
+          return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return result.wasInterrupted();
+  }
+
+  TargetInfo info;
+  IntegerDots dots;
+};
+
+} // namespace
+
+void kvq::populatePairGroupDotPatterns(RewritePatternSet &patterns,
+                                       const TargetInfo &info) {
+  std::optional<IntegerDots> dots = IntegerDots::get(info.dot);
+  if (dots && dots->k == 2 && info.vectorLanes == 16)
+    patterns.add<GroupDotsOnPairs>(patterns.getContext(), info, *dots);
+}
