@@ -8,7 +8,8 @@
 // byte shuffle, shift and mask, one vpdpwssd a head and vector, the heads'
 // i32 lanes folded by group, scaled by the groups' slopes and offset by
 // their sums. Where the loop over the rows writes a row, or a tile is not
-// its group's part of a row, the carried form keeps the f32 products.
+// its group's part of a row (at g * group), the carried form keeps the f32
+// products.
 // RUN: kvq-opt %s --kvq-expand-group-dots | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -171,6 +172,54 @@ module attributes {gpu.container_module} {
           %first = arith.muli %g, %c32 : index
           %t0 = vector.load %row0[%first] : memref<64xf32>, vector<32xf32>
           %t1 = vector.load %row1[%c0] : memref<64xf32>, vector<32xf32>
+          %s0 = memref.load %sums[%g] : memref<4xf32>
+          %g1 = arith.addi %g, %c2 : index
+          %s1 = memref.load %sums[%g1] : memref<4xf32>
+          %dot:2 = kvq.group_dot %codes slope %slope offset %offset tiles(%t0, %t1) sums(%s0, %s1) : vector<32xi32>, vector<32xf32>, vector<32xf32> -> f32, f32
+          scf.reduce(%dot#0, %dot#1 : f32, f32) {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }
+        }
+        %o1 = arith.addi %tg0, %c1 : index
+        memref.store %d#0, %out[%tg0] : memref<?xf32>
+        memref.store %d#1, %out[%o1] : memref<?xf32>
+        scf.reduce
+      }
+      return
+    }
+
+    // Tiles from an offset not known to be 0: the same.
+    // CHECK-LABEL: func.func @tile_offset
+    // CHECK-NOT: vpdpwssd
+    // CHECK: scf.parallel {{.*}} -> (vector<32xf32>, vector<32xf32>)
+    // CHECK-NOT: vpdpwssd
+    // CHECK: return
+    func.func @tile_offset(%words: memref<?xi32>, %params: memref<?xf32>, %row0: memref<64xf32>, %row1: memref<64xf32>, %sums: memref<4xf32>, %out: memref<?xf32>, %n: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %zero = arith.constant 0.0 : f32
+      scf.parallel (%t) = (%c0) to (%n) step (%c1) {
+        %tg0 = arith.muli %t, %c2 : index
+        %d:2 = scf.parallel (%g) = (%c0) to (%c2) step (%c1) init (%zero, %zero) -> (f32, f32) {
+          %c4 = arith.constant 4 : index
+          %c32 = arith.constant 32 : index
+          %tg = arith.addi %tg0, %g : index
+          %at = arith.muli %tg, %c4 : index
+          %w = vector.load %words[%at] : memref<?xi32>, vector<4xi32>
+          %codes = kvq.unpack %w {bits = 4 : i32, offset = 0 : i32, stride = 4 : i32} : vector<4xi32> -> vector<32xi32>
+          %slope = memref.load %params[%tg] : memref<?xf32>
+          %offset = arith.negf %slope : f32
+          %g32 = arith.muli %g, %c32 : index
+          %first = arith.addi %g32, %n : index
+          %t0 = vector.load %row0[%first] : memref<64xf32>, vector<32xf32>
+          %t1 = vector.load %row1[%first] : memref<64xf32>, vector<32xf32>
           %s0 = memref.load %sums[%g] : memref<4xf32>
           %g1 = arith.addi %g, %c2 : index
           %s1 = memref.load %sums[%g1] : memref<4xf32>

@@ -194,23 +194,24 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     row.words = row.codeWords.getVectorType().getNumElements();
     Block *body = loop.getBody();
     Value g = loop.getInductionVars()[0];
-    if (!isGroupStrided(row.codeWords, g, row.words, row.groups) ||
+    if (!getGroupStrided(row.codeWords, g, row.words, row.groups) ||
         !loop.isDefinedOutsideOfLoop(row.codeWords.getBase()) ||
         !isHoistable(row.codeWords.getIndices()[0], body, loop) ||
         !isHoistable(dot.getSlope(), body, loop) ||
         !isHoistable(dot.getOffset(), body, loop))
       return std::nullopt;
-    // The tiles: each head's row at g * group, which the loop over the
-    // rows reads and does not write, with their sums.
+    // The tiles: each head's whole row, group g at g * group, which the
+    // loop over the rows reads and does not write, with their sums.
     auto tileType =
         VectorType::get({row.group}, Float32Type::get(dot.getContext()));
     SmallVector<Value> roots;
     for (auto [tile, sum] : llvm::zip(dot.getTiles(), dot.getSums())) {
       auto load = tile.getDefiningOp<vector::LoadOp>();
-      if (!load || load.getVectorType() != tileType ||
-          !isGroupStrided(load, g, row.group, row.groups) ||
+      std::optional<ExactIndex> first =
+          load ? getGroupStrided(load, g, row.group, row.groups) : std::nullopt;
+      if (!load || load.getVectorType() != tileType || !first ||
+          !first->isConstant() || first->offset != 0 ||
           !rows.isDefinedOutsideOfLoop(load.getBase()) ||
-          !isHoistable(load.getIndices()[0], body, rows) ||
           !isHoistable(sum, body, rows))
         return std::nullopt;
       auto type = cast<MemRefType>(load.getBase().getType());
@@ -228,13 +229,14 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     return row;
   }
 
-  /// Whether `load`, of a 1-D unit-stride memref, reads group g of `groups`
-  /// at the first group's index + g * `stride`.
-  static bool isGroupStrided(vector::LoadOp load, Value g, int64_t stride,
-                             int64_t groups) {
+  /// The index of group 0 where `load`, of a 1-D unit-stride memref, reads
+  /// group g of `groups` at it + g * `stride`; none otherwise.
+  static std::optional<ExactIndex> getGroupStrided(vector::LoadOp load, Value g,
+                                                   int64_t stride,
+                                                   int64_t groups) {
     if (load.getIndices().size() != 1 ||
         !load.getMemRefType().isLastDimUnitStride())
-      return false;
+      return std::nullopt;
     Value index = load.getIndices()[0];
     std::optional<ExactIndex> first;
     for (int64_t i = 0; i < groups; ++i) {
@@ -242,11 +244,11 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
       std::optional<ExactIndex> at = getExactIndex(index, lane);
       if (!at || (first && (!at->sameUnknowns(*first) ||
                             at->offset != first->offset + i * stride)))
-        return false;
+        return std::nullopt;
       if (!first)
         first = at;
     }
-    return true;
+    return first;
   }
 
   /// Whether an op in `loop` writes memory that one of `roots` views.
