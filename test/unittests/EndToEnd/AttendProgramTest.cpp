@@ -14,8 +14,8 @@
 // x86-64-v3. Quantized caches: --kvq-quantized-attend-programs against the
 // emitted forms (the default), on specs with codes of 1 to 8 bits, spans
 // of tokens and channels, sym, asym and hybrid modes, key norms, sinks,
-// code sharing (every layer where a spec's layers differ) and 12 query
-// heads a kv-head, and a spec whose 64-token splits cut the value groups
+// code sharing (every layer where a spec's layers differ), 12 and 16 query
+// heads a kv-head, span=channels keys of 2 and 4 groups a token, and a spec whose 64-token splits cut the value groups
 // (read a group at a time between partial groups read an element at a
 // time), and span=tokens keys behind sinks whose splits start anywhere in
 // a group (the host's rows of tokens peeled to a group's word), again
@@ -158,6 +158,15 @@ INSTANTIATE_TEST_SUITE_P(
              KVQ_ARTIFACT_DIR_E2E_KIVI2_D64_GQA12_PROGRAMS},
         Spec{"innerq_base_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA4,
              KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA4_PROGRAMS},
+        // span=channels keys on i16 pair dots (a VNNI host): 4 groups a
+        // token and one head (16 lanes a head); 2 groups and a tile of 8
+        // of the 16 heads (2 lanes a head).
+        Spec{"innerq_base_d128_gqa1",
+             KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D128_GQA1,
+             KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D128_GQA1_PROGRAMS},
+        Spec{"innerq_base_d64_gqa16",
+             KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA16,
+             KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA16_PROGRAMS},
         Spec{"innerq_hybrid_d64_gqa1",
              KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D64_GQA1,
              KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D64_GQA1_PROGRAMS},
