@@ -251,7 +251,10 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     return first;
   }
 
-  /// Whether an op in `loop` writes memory that one of `roots` views.
+  /// Whether an op in `loop` writes memory that one of `roots` views, or
+  /// memory it cannot name. Views of different roots are taken to be apart,
+  /// as a kernel program's buffers are (each its own block-local
+  /// allocation or argument region).
   static bool writesAny(LoopLikeOpInterface loop, ArrayRef<Value> roots) {
     WalkResult result = loop->walk([&](Operation *op) {
       // A prefetch writes nothing; other ops of unknown effects may write.
