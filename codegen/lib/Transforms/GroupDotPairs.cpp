@@ -158,15 +158,13 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     return success();
   }
 
-  /// `value` of `body` at each of `row`'s groups: a vector of them, or the
-  /// scalar where there is one.
+  /// `value` of `body` at each of `row`'s groups, a vector of them (of one
+  /// where a row is one group).
   static Value acrossGroups(KernelBuilder &kb, Value value, Block *body,
                             const PairRow &row) {
     SmallVector<Value> elements;
     for (int64_t g = 0; g < row.groups; ++g)
       elements.push_back(cloneAtGroup(kb.builder(), value, body, g));
-    if (elements.size() == 1)
-      return elements.front();
     return vector::FromElementsOp::create(
         kb.builder(), kb.getLoc(),
         VectorType::get({row.groups}, value.getType()), elements);

@@ -15,13 +15,13 @@
 // emitted forms (the default), on specs with codes of 1 to 8 bits, spans
 // of tokens and channels, sym, asym and hybrid modes, key norms, sinks,
 // code sharing (every layer where a spec's layers differ), 12 and 16 query
-// heads a kv-head, span=channels keys of 2 and 4 groups a token, and a spec whose 64-token splits cut the value groups
-// (read a group at a time between partial groups read an element at a
-// time), and span=tokens keys behind sinks whose splits start anywhere in
-// a group (the host's rows of tokens peeled to a group's word), again
-// stating AVX-512 VNNI's i16 pair dots and, within 8-bit factors' own
-// tolerance, its i8 quad dots (their host code skipped on a machine
-// without them).
+// heads a kv-head, span=channels keys of 1, 2 and 4 groups a token, and a spec
+// whose 64-token splits cut the value groups (read a group at a time between
+// partial groups read an element at a time), and span=tokens keys behind sinks
+// whose splits start anywhere in a group (the host's rows of tokens peeled to a
+// group's word), again stating AVX-512 VNNI's i16 pair dots and, within 8-bit
+// factors' own tolerance, its i8 quad dots (their host code skipped on a
+// machine without them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,6 +167,8 @@ INSTANTIATE_TEST_SUITE_P(
         Spec{"innerq_base_d64_gqa16",
              KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA16,
              KVQ_ARTIFACT_DIR_E2E_INNERQ_BASE_D64_GQA16_PROGRAMS},
+        Spec{"channel_row_d64_gqa4", KVQ_ARTIFACT_DIR_E2E_CHANNEL_ROW_D64_GQA4,
+             KVQ_ARTIFACT_DIR_E2E_CHANNEL_ROW_D64_GQA4_PROGRAMS, 2},
         Spec{"innerq_hybrid_d64_gqa1",
              KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D64_GQA1,
              KVQ_ARTIFACT_DIR_E2E_INNERQ_HYBRID_D64_GQA1_PROGRAMS},
