@@ -32,12 +32,19 @@ module attributes {gpu.container_module} {
     // CHECK: %[[Q00:.*]] = vector.bitcast %{{.*}} : vector<32xi16> to vector<16xi32>
     // CHECK: vector.shuffle %[[ROW0]], %[[ROW0]] [16, 17, 48, 49,
     // CHECK: %[[Q01:.*]] = vector.bitcast %{{.*}} : vector<32xi16> to vector<16xi32>
-    // CHECK: memref.load %arg4
-    // CHECK: memref.load %arg4
     // CHECK: vector.load %arg3[%{{.*}}] : memref<64xf32>, vector<64xf32>
+    // The heads' group sums, both heads' at a group at once.
+    // CHECK-COUNT-4: memref.load %arg4
     // CHECK: %[[SCALES:.*]] = vector.from_elements %[[S0]], %[[S0]], %[[S0]], %[[S0]], %[[S0]], %[[S0]], %[[S0]], %[[S0]], %{{.*}} : vector<16xf32>
     // CHECK: scf.parallel (%[[T:.*]]) =
     // CHECK-NOT: kvq.group_dot
+    // Each group's slope and offset from one load of its parameter.
+    // CHECK: %[[P0:.*]] = memref.load %arg1
+    // CHECK: %[[O0:.*]] = arith.negf %[[P0]]
+    // CHECK: %[[P1:.*]] = memref.load %arg1
+    // CHECK: %[[O1:.*]] = arith.negf %[[P1]]
+    // CHECK: vector.from_elements %[[P0]], %[[P1]] : vector<2xf32>
+    // CHECK: vector.from_elements %[[O0]], %[[O1]] : vector<2xf32>
     // CHECK: %[[WORDS:.*]] = vector.load %arg0[%{{.*}}] : memref<?xi32>, vector<8xi32>
     // CHECK: %[[BYTES:.*]] = vector.bitcast %[[WORDS]] : vector<8xi32> to vector<32xi8>
     // CHECK: vector.shuffle %[[BYTES]], %[[BYTES]] [0, 1, 0, 1, 16, 17, 16, 17,

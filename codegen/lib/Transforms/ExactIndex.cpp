@@ -121,6 +121,20 @@ std::optional<ExactIndex> kvq::getExactIndex(Value value,
   return divide(op, *x, y->offset);
 }
 
+std::optional<ExactIndex>
+kvq::getSpacedIndex(Value value, ArrayRef<ExactLane> lanes, int64_t stride) {
+  std::optional<ExactIndex> first;
+  for (auto [i, lane] : llvm::enumerate(lanes)) {
+    std::optional<ExactIndex> at = getExactIndex(value, lane);
+    if (!at || (first && (!at->sameUnknowns(*first) ||
+                          at->offset != first->offset + int64_t(i) * stride)))
+      return std::nullopt;
+    if (!first)
+      first = at;
+  }
+  return first;
+}
+
 bool kvq::isSameAt(Value value, ArrayRef<ExactLane> lanes) {
   if (lanes.empty() || !dependsOn(value, lanes.front().ivs))
     return true;

@@ -73,6 +73,13 @@ bool dependsOn(mlir::Value value, llvm::ArrayRef<mlir::Value> ivs);
 std::optional<ExactIndex> getExactIndex(mlir::Value value,
                                         const ExactLane &lane);
 
+/// `value` at the first of `lanes`, where at lane i it is that plus i *
+/// `stride` exactly (a group's or chunk's words after the first's); none
+/// otherwise.
+std::optional<ExactIndex> getSpacedIndex(mlir::Value value,
+                                         llvm::ArrayRef<ExactLane> lanes,
+                                         int64_t stride);
+
 /// Whether `value` is the same at every one of `lanes` (a memref or a word
 /// read at the same place by each): it does not depend on their induction
 /// variables, or it is an index the same at each, or pure ops or loads of

@@ -45,15 +45,17 @@ Value getViewRoot(Value memref) {
   return memref;
 }
 
-/// `value` at group `g` (a constant), its ops in `body` cloned at `b`
-/// (isHoistable).
-Value cloneAtGroup(OpBuilder &b, Value value, Block *body, int64_t g) {
+/// `values` at group `g` (a constant), their ops in `body` cloned once at
+/// `b` (isHoistable).
+SmallVector<Value> cloneAtGroup(OpBuilder &b, ValueRange values, Block *body,
+                                int64_t g) {
   IRMapping mapping;
-  mapping.map(body->getArgument(0),
-              arith::ConstantIndexOp::create(b, value.getLoc(), g));
-  for (Operation *op : getSliceInBlock(body, value))
+  mapping.map(body->getArgument(0), arith::ConstantIndexOp::create(
+                                        b, body->getParentOp()->getLoc(), g));
+  for (Operation *op : getSliceInBlock(body, values))
     b.clone(*op, mapping);
-  return mapping.lookupOrDefault(value);
+  return llvm::map_to_vector(
+      values, [&](Value value) { return mapping.lookupOrDefault(value); });
 }
 
 /// Whether `value`'s ops in `body` are pure or loads and take nothing but
@@ -108,22 +110,22 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     auto rowType =
         VectorType::get({row->groups * row->group}, rewriter.getF32Type());
-    SmallVector<Value> queryPairs, scales, groupSums;
+    SmallVector<Value> queryPairs, scales;
     for (unsigned r = 0; r < heads; ++r) {
       Value whole = vector::LoadOp::create(rewriter, loc, rowType,
                                            row->tileRows[r], zero);
       queryPairs.append(pairs.roundQuery(kb, whole, scales.emplace_back()));
-      groupSums.push_back(acrossGroups(kb, dot.getSums()[r], body, *row));
     }
-    ChannelPairScores scoring(kb, pairs, scales, groupSums);
+    ChannelPairScores scoring(kb, pairs, scales,
+                              acrossGroups(kb, dot.getSums(), body, *row));
 
     // In the loop's place: the row's code words of every group, its groups'
     // parameters, and the heads' dots.
     rewriter.setInsertionPoint(loop);
-    Value slopes = acrossGroups(kb, dot.getSlope(), body, *row);
-    Value offsets = acrossGroups(kb, dot.getOffset(), body, *row);
+    SmallVector<Value> params = acrossGroups(
+        kb, ValueRange{dot.getSlope(), dot.getOffset()}, body, *row);
     vector::LoadOp load = row->codeWords;
-    Value first = cloneAtGroup(rewriter, load.getIndices()[0], body, 0);
+    Value first = cloneAtGroup(rewriter, load.getIndices(), body, 0).front();
     Value words = vector::LoadOp::create(
         rewriter, loc,
         VectorType::get({row->groups * row->words}, rewriter.getI32Type()),
@@ -143,7 +145,7 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     SmallVector<Value> results;
     ArrayRef<ChannelPairScores::HeadChunk> chunks = scoring.getChunks();
     for (auto [chunk, scores] :
-         llvm::zip(chunks, scoring.score(kb, sums, slopes, offsets)))
+         llvm::zip(chunks, scoring.score(kb, sums, params[0], params[1])))
       for (unsigned i = 0; i < chunk.count; ++i) {
         Value score = vector::ExtractOp::create(
             rewriter, loc, scores,
@@ -158,16 +160,21 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     return success();
   }
 
-  /// `value` of `body` at each of `row`'s groups, a vector of them (of one
-  /// where a row is one group).
-  static Value acrossGroups(KernelBuilder &kb, Value value, Block *body,
-                            const PairRow &row) {
-    SmallVector<Value> elements;
+  /// Each of `values` of `body` at every one of `row`'s groups, a vector of
+  /// them (of one where a row is one group); a group's ops cloned once.
+  static SmallVector<Value> acrossGroups(KernelBuilder &kb, ValueRange values,
+                                         Block *body, const PairRow &row) {
+    SmallVector<SmallVector<Value>> elements(values.size());
     for (int64_t g = 0; g < row.groups; ++g)
-      elements.push_back(cloneAtGroup(kb.builder(), value, body, g));
-    return vector::FromElementsOp::create(
-        kb.builder(), kb.getLoc(),
-        VectorType::get({row.groups}, value.getType()), elements);
+      for (auto [i, value] :
+           llvm::enumerate(cloneAtGroup(kb.builder(), values, body, g)))
+        elements[i].push_back(value);
+    return llvm::map_to_vector(llvm::zip(values, elements), [&](auto pair) {
+      auto [value, groupValues] = pair;
+      return Value(vector::FromElementsOp::create(
+          kb.builder(), kb.getLoc(),
+          VectorType::get({row.groups}, value.getType()), groupValues));
+    });
   }
 
   std::optional<PairRow> match(scf::ParallelOp loop) const {
@@ -235,18 +242,10 @@ struct GroupDotsOnPairs : OpRewritePattern<scf::ParallelOp> {
     if (load.getIndices().size() != 1 ||
         !load.getMemRefType().isLastDimUnitStride())
       return std::nullopt;
-    Value index = load.getIndices()[0];
-    std::optional<ExactIndex> first;
-    for (int64_t i = 0; i < groups; ++i) {
-      ExactLane lane{{{g, ExactIndex{0, i, {}}}}, {g}};
-      std::optional<ExactIndex> at = getExactIndex(index, lane);
-      if (!at || (first && (!at->sameUnknowns(*first) ||
-                            at->offset != first->offset + i * stride)))
-        return std::nullopt;
-      if (!first)
-        first = at;
-    }
-    return first;
+    SmallVector<ExactLane> lanes;
+    for (int64_t i = 0; i < groups; ++i)
+      lanes.push_back({{{g, ExactIndex{0, i, {}}}}, {g}});
+    return getSpacedIndex(load.getIndices()[0], lanes, stride);
   }
 
   /// Whether an op in `loop` writes memory that one of `roots` views, or

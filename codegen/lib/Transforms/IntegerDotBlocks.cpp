@@ -144,19 +144,15 @@ memref::LoadOp Vectorizer::matchWordsInRow(Value word, unsigned chunks) const {
       dependsOn(load.getMemRef(), iv))
     return {};
   // Chunk c's first lane at c * lanes.
-  Value index = load.getIndices()[0];
-  std::optional<ExactIndex> first;
+  SmallVector<ExactLane> firsts;
   for (unsigned c = 0; c < chunks; ++c) {
     std::optional<ExactLane> lane = getExactLane(chunks, int64_t(c) * lanes);
-    std::optional<ExactIndex> chunk =
-        lane ? getExactIndex(index, *lane) : std::nullopt;
-    if (!chunk)
+    if (!lane)
       return {};
-    if (c == 0)
-      first = chunk;
-    else if (!chunk->sameUnknowns(*first) || chunk->offset != first->offset + c)
-      return {};
+    firsts.push_back(std::move(*lane));
   }
+  if (!getSpacedIndex(load.getIndices()[0], firsts, 1))
+    return {};
   return load;
 }
 
