@@ -91,6 +91,7 @@ kvq.cache @kivi model <layers = 2, heads = 2, kv_heads = 1, head_dim = 64, dtype
 // NESTED-NEXT: any(
 // NESTED-NEXT: expand-strided-metadata,
 // NESTED-NEXT: convert-scf-to-cf
+// NESTED-NEXT: convert-nvgpu-to-nvvm
 // NESTED-NEXT: ),
 // NESTED-NEXT: convert-gpu-to-nvvm
 // NESTED-NEXT: any(

@@ -89,6 +89,8 @@ void kvq::buildKVQGPUToBinaryPipeline(OpPassManager &pm) {
   OpPassManager &kernel = toNVVM.nestAny();
   kernel.addPass(memref::createExpandStridedMetadataPass());
   kernel.addPass(createSCFToControlFlowPass());
+  // The matrix forms' nvgpu.mma.sync, as nvvm.mma.sync.
+  kernel.addPass(createConvertNVGPUToNVVMPass());
   toNVVM.addPass(createConvertGpuOpsToNVVMOps());
   OpPassManager &nvvmKernel = toNVVM.nestAny();
   nvvmKernel.addPass(createCanonicalizerPass());

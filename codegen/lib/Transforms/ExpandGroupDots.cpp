@@ -67,6 +67,11 @@ LogicalResult expandGroupDots(Operation *root, const TargetInfo &info) {
     populateCarriedGroupDotPatterns(carried, info);
     walkAndApplyPatterns(root, std::move(carried));
   }
+  if (info.matrix) {
+    RewritePatternSet matrix(ctx);
+    populateMatrixGroupDotPatterns(matrix, info);
+    walkAndApplyPatterns(root, std::move(matrix));
+  }
   RewritePatternSet patterns(ctx);
   patterns.add<SumEachGroupDot>(ctx);
   walkAndApplyPatterns(root, std::move(patterns));

@@ -19,12 +19,34 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 namespace kvq {
 
 /// The kvq.group_dot whose dots, in order, are all `loop`'s sums (a 1-D
 /// scf.parallel summing a row's groups), or null.
 GroupDotOp getSummedGroupDot(mlir::scf::ParallelOp loop);
+
+/// The memref `memref` views, through view-like ops.
+mlir::Value getViewRoot(mlir::Value memref);
+
+/// `values` at group `g` (a constant) of the loop whose body is `body`,
+/// their ops in `body` cloned once at `b` (isHoistable).
+llvm::SmallVector<mlir::Value> cloneAtGroup(mlir::OpBuilder &b,
+                                            mlir::ValueRange values,
+                                            mlir::Block *body, int64_t g);
+
+/// Whether `value`'s ops in `body` are pure or loads and take nothing but
+/// `body`'s induction variable and values `outer` sees defined outside it.
+bool isHoistable(mlir::Value value, mlir::Block *body,
+                 mlir::LoopLikeOpInterface outer);
+
+/// Whether an op in `loop` writes memory that one of `roots` views, or
+/// memory it cannot name. Views of different roots are taken to be apart,
+/// as a kernel program's buffers are (each its own block-local allocation
+/// or argument region).
+bool writesAny(mlir::LoopLikeOpInterface loop,
+               llvm::ArrayRef<mlir::Value> roots);
 
 /// A loop summing all the group dots of a row, inside a loop over the rows
 /// that reads each tile's whole row unchanged (a span=channels key token's
@@ -34,6 +56,13 @@ GroupDotOp getSummedGroupDot(mlir::scf::ParallelOp loop);
 /// vector of code pairs (ChannelPairs.h). `info` describes the target.
 void populatePairGroupDotPatterns(mlir::RewritePatternSet &patterns,
                                   const TargetInfo &info);
+
+/// A parallel loop over rows whose iteration sums all the group dots of its
+/// row and stores each head's sum (a split's span=channels key tokens), on
+/// the warp's matrix unit (#kvq.mma m16n8k16) where the target has it: a
+/// warp's tiles of 16 rows the A operands, the heads B's columns.
+void populateMatrixGroupDotPatterns(mlir::RewritePatternSet &patterns,
+                                    const TargetInfo &info);
 
 /// An `scf.parallel` over [0, N) around a loop summing its lanes' group
 /// dots, where the groups of adjacent lanes lie side by side (a span=tokens

@@ -42,6 +42,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -97,6 +98,8 @@ static Value getAccessedBuffer(Operation *op) {
     return getRootBuffer(memref);
   if (auto load = dyn_cast<vector::LoadOp>(op))
     return getRootBuffer(load.getBase());
+  if (auto store = dyn_cast<vector::MaskedStoreOp>(op))
+    return getRootBuffer(store.getBase());
   if (auto load = dyn_cast<LLVM::LoadOp>(op))
     return getRootBuffer(load.getAddr());
   if (auto store = dyn_cast<LLVM::StoreOp>(op))
@@ -107,14 +110,18 @@ static Value getAccessedBuffer(Operation *op) {
 /// The ops of `loop`'s body that issue its stream loads, with the address
 /// arithmetic they need, in body order; empty where the loop is no
 /// streaming loop: its body holds a region, a write the stage split cannot
-/// move around, or no load from a buffer the loop does not write.
+/// move around, or no load from a buffer the loop does not write. A warp's
+/// barrier (`bar.warp.sync`, after a matrix form's masked stores) stays
+/// with the rest of its iteration.
 static SmallVector<Operation *> getStreamIssue(scf::ForOp loop) {
   Block *body = loop.getBody();
   llvm::SmallPtrSet<Value, 4> written;
   for (Operation &op : body->without_terminator()) {
     if (op.getNumRegions())
       return {};
-    if (isa<memref::StoreOp, LLVM::StoreOp>(op))
+    if (isa<NVVM::SyncWarpOp>(op))
+      continue;
+    if (isa<memref::StoreOp, vector::MaskedStoreOp, LLVM::StoreOp>(op))
       written.insert(getAccessedBuffer(&op));
     else if (!isArithmetic(&op) && !isLoad(&op))
       return {};

@@ -331,13 +331,21 @@ def KVQExpandGroupDots : Pass<"kvq-expand-group-dots", "::mlir::ModuleOp"> {
     load (docs/Numerics.md, "Attention on integer dots"). Otherwise there,
     an `scf.parallel` whose sums are one group dot's dots carries each
     head's products with the reconstructed group, tile * (slope * codes +
-    offset), as a vector, and reduces each vector once after the loop. Elsewhere
+    offset), as a vector, and reduces each vector once after the loop.
+    Where the target has a warp's matrix unit (`gpu_matrix`): a parallel
+    loop over rows whose iteration sums all the group dots of its row and
+    stores each head's sum (a split's span=channels key tokens) runs on
+    `nvgpu.mma.sync`, a warp's tiles of 16 rows against the heads' tiles
+    as f16, one iteration a thread of the block. Elsewhere
     (the GPU, a dot left over, modules of no cache): each dot a
     `vector.reduction` of the tile times the codes, the slope and the
     offset times the tile's sum applied to it.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
 }
