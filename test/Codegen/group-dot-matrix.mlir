@@ -5,12 +5,13 @@
 // block around a loop over its warp's tiles of 16 rows. Before that loop:
 // each head's tile elements at the thread's channels as split f16 halves
 // (B's columns) and the sums of the thread's heads. Per tile: each row's
-// 12-bit run of codes (4 codes a step, 2 steps a group) a funnel shift of
-// two words, two products a step (the halves), the sums scaled by each
+// 24-bit run of codes (4 codes a step, 2 steps a group) a funnel shift
+// of two words, two products a step (the halves), the sums scaled by each
 // row's slope and offset, masked stores of the thread's rows and heads,
-// and a warp barrier before the next tile's products. Where the tiles are
-// not evenly spaced views of one row, or the loop over the rows writes
-// them, each dot is summed on its own.
+// and a warp barrier before the next tile's products (with a run-time
+// number of groups, B and the sums read at each group). Where the tiles are
+// not views of one row, or the loop over the rows writes them, each dot
+// is summed on its own.
 // RUN: kvq-opt %s --kvq-expand-group-dots | FileCheck %s
 
 module attributes {gpu.container_module} {
@@ -48,7 +49,7 @@ module attributes {gpu.container_module} {
     // CHECK: nvvm.bar.warp.sync
     // CHECK-NOT: nvgpu.mma.sync
     // CHECK: return
-    func.func @matrix(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index) {
+    func.func @matrix(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index, %m: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -115,13 +116,93 @@ module attributes {gpu.container_module} {
       return
     }
 
+    // A run-time number of groups a row: B's columns and the sums loaded at
+    // each group, in a loop carrying the thread's sums inside the tile's.
+    // CHECK-LABEL: func.func @run_time_groups
+    // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c4
+    // CHECK: scf.for %{{.*}} = %{{.*}} to %arg8 step %{{.*}} iter_args(
+    // CHECK: memref.load %arg4
+    // CHECK: memref.load %arg2
+    // CHECK: arith.truncf
+    // CHECK: llvm.call_intrinsic "llvm.fshr"
+    // CHECK-COUNT-4: nvgpu.mma.sync
+    // CHECK: scf.yield
+    // CHECK-COUNT-8: vector.maskedstore %arg5
+    // CHECK: nvvm.bar.warp.sync
+    func.func @run_time_groups(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index, %m: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %c192 = arith.constant 192 : index
+      %zero = arith.constant 0.0 : f32
+      %q0 = memref.subview %q[%c0] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q1 = memref.subview %q[%c64] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q2 = memref.subview %q[%c128] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q3 = memref.subview %q[%c192] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %o1 = memref.subview %other[%c64] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      scf.parallel (%t) = (%c0) to (%n) step (%c1) {
+        %tg0 = arith.muli %t, %c2 : index
+        %d:4 = scf.parallel (%g) = (%c0) to (%m) step (%c1) init (%zero, %zero, %zero, %zero) -> (f32, f32, f32, f32) {
+          %c3 = arith.constant 3 : index
+          %c32 = arith.constant 32 : index
+          %tg = arith.addi %tg0, %g : index
+          %at = arith.muli %tg, %c3 : index
+          %w = vector.load %words[%at] : memref<?xi32>, vector<3xi32>
+          %codes = kvq.unpack %w {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
+          %slope = memref.load %params[%tg] : memref<?xf32>
+          %offset = arith.negf %slope : f32
+          %first = arith.muli %g, %c32 : index
+          %t0 = vector.load %q0[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t1 = vector.load %q1[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t2 = vector.load %q2[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t3 = vector.load %q3[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %s0 = memref.load %sums[%g] : memref<8xf32>
+          %g1 = arith.addi %g, %c2 : index
+          %s1 = memref.load %sums[%g1] : memref<8xf32>
+          %g2 = arith.addi %g1, %c2 : index
+          %s2 = memref.load %sums[%g2] : memref<8xf32>
+          %g3 = arith.addi %g2, %c2 : index
+          %s3 = memref.load %sums[%g3] : memref<8xf32>
+          %dot:4 = kvq.group_dot %codes slope %slope offset %offset tiles(%t0, %t1, %t2, %t3) sums(%s0, %s1, %s2, %s3) : vector<32xi32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32> -> f32, f32, f32, f32
+          scf.reduce(%dot#0, %dot#1, %dot#2, %dot#3 : f32, f32, f32, f32) {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }
+        }
+        %a1 = arith.addi %t, %ld : index
+        %a2 = arith.addi %a1, %ld : index
+        %a3 = arith.addi %a2, %ld : index
+        memref.store %d#0, %out[%t] : memref<?xf32>
+        memref.store %d#1, %out[%a1] : memref<?xf32>
+        memref.store %d#2, %out[%a2] : memref<?xf32>
+        memref.store %d#3, %out[%a3] : memref<?xf32>
+        scf.reduce
+      }
+      return
+    }
+
     // A head's tile is another row's: each dot on its own.
     // CHECK-LABEL: func.func @tiles_apart
     // CHECK-NOT: nvgpu.mma.sync
     // CHECK: vector.reduction
     // CHECK-NOT: nvgpu.mma.sync
     // CHECK: return
-    func.func @tiles_apart(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index) {
+    func.func @tiles_apart(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index, %m: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index
@@ -194,7 +275,7 @@ module attributes {gpu.container_module} {
     // CHECK: vector.reduction
     // CHECK-NOT: nvgpu.mma.sync
     // CHECK: return
-    func.func @writes_the_tiles(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index) {
+    func.func @writes_the_tiles(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index, %m: index) {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c2 = arith.constant 2 : index

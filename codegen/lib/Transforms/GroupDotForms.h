@@ -58,9 +58,10 @@ void populatePairGroupDotPatterns(mlir::RewritePatternSet &patterns,
                                   const TargetInfo &info);
 
 /// A parallel loop over rows whose iteration sums all the group dots of its
-/// row and stores each head's sum (a split's span=channels key tokens), on
-/// the warp's matrix unit (#kvq.mma m16n8k16) where the target has it: a
-/// warp's tiles of 16 rows the A operands, the heads B's columns.
+/// row and stores each head's sum (a split's span=channels key tokens, a
+/// span=tokens value slice's channels), on the warp's matrix unit (#kvq.mma
+/// m16n8k16) where the target has it: a warp's tiles of 16 rows the A
+/// operands, the heads B's columns.
 void populateMatrixGroupDotPatterns(mlir::RewritePatternSet &patterns,
                                     const TargetInfo &info);
 

@@ -334,9 +334,10 @@ def KVQExpandGroupDots : Pass<"kvq-expand-group-dots", "::mlir::ModuleOp"> {
     offset), as a vector, and reduces each vector once after the loop.
     Where the target has a warp's matrix unit (`gpu_matrix`): a parallel
     loop over rows whose iteration sums all the group dots of its row and
-    stores each head's sum (a split's span=channels key tokens) runs on
-    `nvgpu.mma.sync`, a warp's tiles of 16 rows against the heads' tiles
-    as f16, one iteration a thread of the block. Elsewhere
+    stores each head's sum (a split's span=channels key tokens, a
+    span=tokens value slice's channels) runs on `nvgpu.mma.sync`, a warp's
+    tiles of 16 rows against the heads' tiles as split f16 halves, one
+    iteration a thread of the block. Elsewhere
     (the GPU, a dot left over, modules of no cache): each dot a
     `vector.reduction` of the tile times the codes, the slope and the
     offset times the tile's sum applied to it.
