@@ -18,6 +18,7 @@
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 
@@ -29,6 +30,13 @@ GroupDotOp getSummedGroupDot(mlir::scf::ParallelOp loop);
 
 /// The memref `memref` views, through view-like ops.
 mlir::Value getViewRoot(mlir::Value memref);
+
+/// `values` of the loop whose body is `body` at its iteration `g`, their
+/// ops in `body` cloned at `b`; `mapping` gives what they read from around.
+llvm::SmallVector<mlir::Value> cloneAt(mlir::OpBuilder &b,
+                                       mlir::ValueRange values,
+                                       mlir::Block *body, mlir::Value g,
+                                       mlir::IRMapping &mapping);
 
 /// `values` at group `g` (a constant) of the loop whose body is `body`,
 /// their ops in `body` cloned once at `b` (isHoistable).

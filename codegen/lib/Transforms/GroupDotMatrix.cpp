@@ -106,17 +106,6 @@ bool computesOrReads(Operation *op) {
          (isPure(op) || isa<memref::LoadOp, vector::LoadOp>(op));
 }
 
-/// `values` of the loop whose body is `body` at its iteration `g`, their
-/// ops in `body` cloned at `b`; `mapping` gives what they read from around.
-SmallVector<Value> cloneAt(OpBuilder &b, ValueRange values, Block *body,
-                           Value g, IRMapping &mapping) {
-  mapping.map(body->getArgument(0), g);
-  for (Operation *op : getSliceInBlock(body, values))
-    b.clone(*op, mapping);
-  return llvm::map_to_vector(
-      values, [&](Value value) { return mapping.lookupOrDefault(value); });
-}
-
 /// A thread's warp and its place in the matrix fragments.
 struct Lane {
   Value warp, quadRow, quadColumn;

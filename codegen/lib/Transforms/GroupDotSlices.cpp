@@ -19,28 +19,30 @@
 using namespace mlir;
 using namespace kvq;
 
-/// The memref `memref` views, through view-like ops.
 Value kvq::getViewRoot(Value memref) {
   while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
     memref = view.getViewSource();
   return memref;
 }
 
-/// `values` at group `g` (a constant), their ops in `body` cloned once at
-/// `b` (isHoistable).
-SmallVector<Value> kvq::cloneAtGroup(OpBuilder &b, ValueRange values,
-                                     Block *body, int64_t g) {
-  IRMapping mapping;
-  mapping.map(body->getArgument(0), arith::ConstantIndexOp::create(
-                                        b, body->getParentOp()->getLoc(), g));
+SmallVector<Value> kvq::cloneAt(OpBuilder &b, ValueRange values, Block *body,
+                                Value g, IRMapping &mapping) {
+  mapping.map(body->getArgument(0), g);
   for (Operation *op : getSliceInBlock(body, values))
     b.clone(*op, mapping);
   return llvm::map_to_vector(
       values, [&](Value value) { return mapping.lookupOrDefault(value); });
 }
 
-/// Whether `value`'s ops in `body` are pure or loads and take nothing but
-/// `body`'s induction variable and values `outer` sees defined outside it.
+SmallVector<Value> kvq::cloneAtGroup(OpBuilder &b, ValueRange values,
+                                     Block *body, int64_t g) {
+  IRMapping mapping;
+  return cloneAt(
+      b, values, body,
+      arith::ConstantIndexOp::create(b, body->getParentOp()->getLoc(), g),
+      mapping);
+}
+
 bool kvq::isHoistable(Value value, Block *body, LoopLikeOpInterface outer) {
   for (Operation *op : getSliceInBlock(body, value)) {
     if (op->getNumRegions() != 0 ||
@@ -54,10 +56,6 @@ bool kvq::isHoistable(Value value, Block *body, LoopLikeOpInterface outer) {
   return true;
 }
 
-/// Whether an op in `loop` writes memory that one of `roots` views, or
-/// memory it cannot name. Views of different roots are taken to be apart,
-/// as a kernel program's buffers are (each its own block-local
-/// allocation or argument region).
 bool kvq::writesAny(LoopLikeOpInterface loop, ArrayRef<Value> roots) {
   WalkResult result = loop->walk([&](Operation *op) {
     // A prefetch writes nothing; other ops of unknown effects may write.
