@@ -342,5 +342,82 @@ module attributes {gpu.container_module} {
       }
       return
     }
+
+    // Rows inside another parallel loop, which the GPU spreads otherwise:
+    // each dot on its own.
+    // CHECK-LABEL: func.func @nested_rows
+    // CHECK-NOT: nvgpu.mma.sync
+    // CHECK: vector.reduction
+    // CHECK-NOT: nvgpu.mma.sync
+    // CHECK: return
+    func.func @nested_rows(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index, %m: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %c192 = arith.constant 192 : index
+      %zero = arith.constant 0.0 : f32
+      %q0 = memref.subview %q[%c0] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q1 = memref.subview %q[%c64] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q2 = memref.subview %q[%c128] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q3 = memref.subview %q[%c192] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %o1 = memref.subview %other[%c64] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      scf.parallel (%u) = (%c0) to (%c1) step (%c1) {
+      scf.parallel (%t) = (%c0) to (%n) step (%c1) {
+        %tg0 = arith.muli %t, %c2 : index
+        %d:4 = scf.parallel (%g) = (%c0) to (%c2) step (%c1) init (%zero, %zero, %zero, %zero) -> (f32, f32, f32, f32) {
+          %c3 = arith.constant 3 : index
+          %c32 = arith.constant 32 : index
+          %tg = arith.addi %tg0, %g : index
+          %at = arith.muli %tg, %c3 : index
+          %w = vector.load %words[%at] : memref<?xi32>, vector<3xi32>
+          %codes = kvq.unpack %w {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
+          %slope = memref.load %params[%tg] : memref<?xf32>
+          %offset = arith.negf %slope : f32
+          %first = arith.muli %g, %c32 : index
+          %t0 = vector.load %q0[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t1 = vector.load %q1[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t2 = vector.load %q2[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t3 = vector.load %q3[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %s0 = memref.load %sums[%g] : memref<8xf32>
+          %g1 = arith.addi %g, %c2 : index
+          %s1 = memref.load %sums[%g1] : memref<8xf32>
+          %g2 = arith.addi %g1, %c2 : index
+          %s2 = memref.load %sums[%g2] : memref<8xf32>
+          %g3 = arith.addi %g2, %c2 : index
+          %s3 = memref.load %sums[%g3] : memref<8xf32>
+          %dot:4 = kvq.group_dot %codes slope %slope offset %offset tiles(%t0, %t1, %t2, %t3) sums(%s0, %s1, %s2, %s3) : vector<32xi32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32> -> f32, f32, f32, f32
+          scf.reduce(%dot#0, %dot#1, %dot#2, %dot#3 : f32, f32, f32, f32) {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }
+        }
+        %a1 = arith.addi %t, %ld : index
+        %a2 = arith.addi %a1, %ld : index
+        %a3 = arith.addi %a2, %ld : index
+        memref.store %d#0, %out[%t] : memref<?xf32>
+        memref.store %d#1, %out[%a1] : memref<?xf32>
+        memref.store %d#2, %out[%a2] : memref<?xf32>
+        memref.store %d#3, %out[%a3] : memref<?xf32>
+        scf.reduce
+      }
+      scf.reduce
+      }
+      return
+    }
   }
 }

@@ -358,7 +358,10 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
   }
 
   std::optional<MatrixRows> match(scf::ParallelOp rows) const {
+    // Outermost, so that the GPU's distribution gives thread i the new
+    // loop's iteration i (a loop inside another is spread otherwise).
     if (rows.getNumLoops() != 1 || rows.getNumResults() != 0 ||
+        rows->getParentOfType<scf::ParallelOp>() ||
         !matchPattern(rows.getLowerBound()[0], m_Zero()) ||
         !matchPattern(rows.getStep()[0], m_One()))
       return std::nullopt;
