@@ -196,6 +196,92 @@ module attributes {gpu.container_module} {
       return
     }
 
+    // 64 rows, each head's sum added to what its place holds, a run-time
+    // number of groups: the warps' tiles side by side (here one each),
+    // B read once a group for them; the places read and written masked.
+    // CHECK-LABEL: func.func @added_sums
+    // CHECK-NOT: scf.for %{{.*}} step %c4
+    // CHECK: scf.for %{{.*}} = %{{.*}} to %arg8 step %{{.*}} iter_args(
+    // CHECK-COUNT-4: nvgpu.mma.sync
+    // CHECK: scf.yield
+    // CHECK: vector.maskedload %arg5
+    // CHECK: vector.maskedstore %arg5
+    // CHECK: nvvm.bar.warp.sync
+    func.func @added_sums(%words: memref<?xi32>, %params: memref<?xf32>, %q: memref<256xf32>, %other: memref<256xf32>, %sums: memref<8xf32>, %out: memref<?xf32>, %n: index, %ld: index, %m: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %c192 = arith.constant 192 : index
+      %zero = arith.constant 0.0 : f32
+      %q0 = memref.subview %q[%c0] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q1 = memref.subview %q[%c64] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q2 = memref.subview %q[%c128] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %q3 = memref.subview %q[%c192] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      %o1 = memref.subview %other[%c64] [64] [1] : memref<256xf32> to memref<64xf32, strided<[1], offset: ?>>
+      scf.parallel (%t) = (%c0) to (%c64) step (%c1) {
+        %tg0 = arith.muli %t, %c2 : index
+        %d:4 = scf.parallel (%g) = (%c0) to (%m) step (%c1) init (%zero, %zero, %zero, %zero) -> (f32, f32, f32, f32) {
+          %c3 = arith.constant 3 : index
+          %c32 = arith.constant 32 : index
+          %tg = arith.addi %tg0, %g : index
+          %at = arith.muli %tg, %c3 : index
+          %w = vector.load %words[%at] : memref<?xi32>, vector<3xi32>
+          %codes = kvq.unpack %w {bits = 3 : i32, offset = 0 : i32, stride = 3 : i32} : vector<3xi32> -> vector<32xi32>
+          %slope = memref.load %params[%tg] : memref<?xf32>
+          %offset = arith.negf %slope : f32
+          %first = arith.muli %g, %c32 : index
+          %t0 = vector.load %q0[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t1 = vector.load %q1[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t2 = vector.load %q2[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %t3 = vector.load %q3[%first] : memref<64xf32, strided<[1], offset: ?>>, vector<32xf32>
+          %s0 = memref.load %sums[%g] : memref<8xf32>
+          %g1 = arith.addi %g, %c2 : index
+          %s1 = memref.load %sums[%g1] : memref<8xf32>
+          %g2 = arith.addi %g1, %c2 : index
+          %s2 = memref.load %sums[%g2] : memref<8xf32>
+          %g3 = arith.addi %g2, %c2 : index
+          %s3 = memref.load %sums[%g3] : memref<8xf32>
+          %dot:4 = kvq.group_dot %codes slope %slope offset %offset tiles(%t0, %t1, %t2, %t3) sums(%s0, %s1, %s2, %s3) : vector<32xi32>, vector<32xf32>, vector<32xf32>, vector<32xf32>, vector<32xf32> -> f32, f32, f32, f32
+          scf.reduce(%dot#0, %dot#1, %dot#2, %dot#3 : f32, f32, f32, f32) {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }, {
+          ^bb0(%x: f32, %y: f32):
+            %s = arith.addf %x, %y : f32
+            scf.reduce.return %s : f32
+          }
+        }
+        %a1 = arith.addi %t, %ld : index
+        %a2 = arith.addi %a1, %ld : index
+        %a3 = arith.addi %a2, %ld : index
+        %old0 = memref.load %out[%t] : memref<?xf32>
+        %new0 = arith.addf %old0, %d#0 : f32
+        memref.store %new0, %out[%t] : memref<?xf32>
+        %old1 = memref.load %out[%a1] : memref<?xf32>
+        %new1 = arith.addf %old1, %d#1 : f32
+        memref.store %new1, %out[%a1] : memref<?xf32>
+        %old2 = memref.load %out[%a2] : memref<?xf32>
+        %new2 = arith.addf %old2, %d#2 : f32
+        memref.store %new2, %out[%a2] : memref<?xf32>
+        %old3 = memref.load %out[%a3] : memref<?xf32>
+        %new3 = arith.addf %old3, %d#3 : f32
+        memref.store %new3, %out[%a3] : memref<?xf32>
+        scf.reduce
+      }
+      return
+    }
+
     // A head's tile is another row's: each dot on its own.
     // CHECK-LABEL: func.func @tiles_apart
     // CHECK-NOT: nvgpu.mma.sync

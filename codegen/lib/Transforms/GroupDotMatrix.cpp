@@ -65,8 +65,10 @@ struct MatrixRows {
   /// head's view's offset on it (0 where the tile is a load of it).
   Value tileSource;
   SmallVector<int64_t> tileOffsets;
-  /// The store of each head's sum, in the loop over the rows.
+  /// The store of each head's sum, in the loop over the rows, and where
+  /// the sum is added to what the store's place holds, `added`.
   SmallVector<memref::StoreOp> stores;
+  bool added = false;
 
   /// The matrix steps of a group, and each thread's codes of a row.
   int64_t getSteps() const { return group / kStep; }
@@ -139,7 +141,11 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
   }
 
   /// Thread `thread`'s share: where a row's groups are a constant number,
-  /// its columns of B and their sums once; then the warp's tiles of rows.
+  /// its columns of B and their sums once, then a loop over the warp's
+  /// tiles of rows; where they are a run-time number and the warps share
+  /// a constant number of rows evenly, the warp's tiles side by side, so
+  /// that B is read once a group for all of them; else a loop over the
+  /// tiles, B read at each group of each.
   void buildThread(ProgramBuilder &pb, scf::ParallelOp rows, MatrixRows &m,
                    Value thread) const {
     Value lane = pb.remU(thread, pb.index(kWarp));
@@ -148,52 +154,84 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
     SmallVector<GroupColumns> columns;
     for (int64_t g = 0; g < m.numGroups.value_or(0); ++g)
       columns.push_back(loadGroupColumns(pb, m, pb.index(g), at));
+    int64_t warps = info.blockThreads / kWarp;
     Value count = rows.getUpperBound()[0];
+    std::optional<int64_t> constant = getConstantIntValue(count);
+    if (!m.numGroups && constant && *constant % (kRows * warps) == 0) {
+      SmallVector<Value> tiles;
+      for (int64_t i = 0; i < *constant / (kRows * warps); ++i)
+        tiles.push_back(pb.add(at.warp, pb.index(i * warps)));
+      return buildTiles(pb, rows, m, tiles, at, columns);
+    }
     Value tiles = pb.divU(pb.add(count, pb.index(kRows - 1)), pb.index(kRows));
     auto loop = scf::ForOp::create(pb.builder(), pb.getLoc(), at.warp, tiles,
-                                   pb.index(info.blockThreads / kWarp));
+                                   pb.index(warps));
     OpBuilder::InsertionGuard guard(pb.builder());
     pb.builder().setInsertionPoint(loop.getBody()->getTerminator());
-    buildTile(pb, rows, m, loop.getInductionVar(), at, columns);
+    buildTiles(pb, rows, m, loop.getInductionVar(), at, columns);
   }
 
-  /// The warp's tile `tile`: its rows quadRow and quadRow + 8, each group's
-  /// codes a product with B (`columns`, or B loaded at each group where a
-  /// row's groups are a run-time number), scaled and offset, and the
-  /// stores of the thread's C elements.
-  static void buildTile(ProgramBuilder &pb, scf::ParallelOp rows, MatrixRows &m,
-                        Value tile, Lane &at,
-                        MutableArrayRef<GroupColumns> columns) {
+  /// A warp's tile's rows, quadRow and quadRow + 8 of it, and the row
+  /// loop's values at each (a row past the last reads the last row's).
+  struct TileRows {
+    Value index[2];
+    IRMapping mapping[2];
+  };
+
+  static TileRows cloneTileRows(ProgramBuilder &pb, scf::ParallelOp rows,
+                                MatrixRows &m, Value tile, Lane &at) {
+    Value last = pb.sub(rows.getUpperBound()[0], pb.index(1));
+    Value row0 = pb.add(pb.mul(tile, pb.index(kRows)), at.quadRow);
+    TileRows out;
+    out.index[0] = row0;
+    out.index[1] = pb.add(row0, pb.index(kRows / 2));
+    for (int k = 0; k < 2; ++k) {
+      out.mapping[k].map(rows.getInductionVars()[0],
+                         pb.minU(out.index[k], last));
+      for (Operation *op : getSliceInBlock(rows.getBody(), m.getRowValues()))
+        pb.builder().clone(*op, out.mapping[k]);
+    }
+    return out;
+  }
+
+  /// The warp's tiles `tiles`: each group's codes a product with B
+  /// (`columns`, or B loaded at each group where a row's groups are a
+  /// run-time number), scaled and offset, then the stores of the thread's
+  /// C elements.
+  static void buildTiles(ProgramBuilder &pb, scf::ParallelOp rows,
+                         MatrixRows &m, ValueRange tiles, Lane &at,
+                         MutableArrayRef<GroupColumns> columns) {
     OpBuilder &b = pb.builder();
     Location loc = pb.getLoc();
-    Value count = rows.getUpperBound()[0];
-    Value last = pb.sub(count, pb.index(1));
-    Value row0 = pb.add(pb.mul(tile, pb.index(kRows)), at.quadRow);
-    Value rowIndex[2] = {row0, pb.add(row0, pb.index(kRows / 2))};
-    // A row past the last reads the last row's codes; its sums are not
-    // stored.
-    IRMapping rowMapping[2];
-    for (int k = 0; k < 2; ++k) {
-      rowMapping[k].map(rows.getInductionVars()[0], pb.minU(rowIndex[k], last));
-      for (Operation *op : getSliceInBlock(rows.getBody(), m.getRowValues()))
-        b.clone(*op, rowMapping[k]);
-    }
-    SmallVector<Value> acc(m.getHeadTiles() * 4, pb.f32(0));
+    SmallVector<TileRows> tileRows;
+    for (Value tile : tiles)
+      tileRows.push_back(cloneTileRows(pb, rows, m, tile, at));
+    int64_t sums = m.getHeadTiles() * 4;
+    SmallVector<Value> acc(tiles.size() * sums, pb.f32(0));
+    auto addTiles = [&](Value g, GroupColumns &here, ValueRange from) {
+      SmallVector<Value> out;
+      for (auto [i, rowsOf] : llvm::enumerate(tileRows))
+        llvm::append_range(out, addGroup(pb, m, g, rowsOf.mapping, at, here,
+                                         from.slice(i * sums, sums)));
+      return out;
+    };
     if (m.numGroups) {
       for (int64_t g = 0; g < *m.numGroups; ++g)
-        acc = addGroup(pb, m, pb.index(g), rowMapping, at, columns[g], acc);
+        acc = addTiles(pb.index(g), columns[g], acc);
     } else {
-      Value groups = rowMapping[0].lookupOrDefault(m.groups.getUpperBound()[0]);
+      Value groups =
+          tileRows[0].mapping[0].lookupOrDefault(m.groups.getUpperBound()[0]);
       auto loop = scf::ForOp::create(
           b, loc, pb.index(0), groups, pb.index(1), acc,
-          [&](OpBuilder &, Location, Value g, ValueRange sums) {
+          [&](OpBuilder &, Location, Value g, ValueRange carried) {
             GroupColumns here = loadGroupColumns(pb, m, g, at);
-            scf::YieldOp::create(
-                b, loc, addGroup(pb, m, g, rowMapping, at, here, sums));
+            scf::YieldOp::create(b, loc, addTiles(g, here, carried));
           });
       acc = loop.getResults();
     }
-    storeSums(pb, m, rowMapping, rowIndex, count, at.quadColumn, acc);
+    for (auto [i, rowsOf] : llvm::enumerate(tileRows))
+      storeSums(pb, m, rowsOf.mapping, rowsOf.index, rows.getUpperBound()[0],
+                at.quadColumn, ArrayRef<Value>(acc).slice(i * sums, sums));
     // The masked stores part the warp's lanes (a branch each in PTX); the
     // next tile's products need them all again.
     NVVM::SyncWarpOp::create(b, loc, pb.i32(-1));
@@ -329,7 +367,8 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
   }
 
   /// Stores the thread's C elements: head n * 8 + 2 * quadColumn + half of
-  /// row k, where the head and the row are. The stores are masked, not
+  /// row k, where the head and the row are (added to what the place holds
+  /// where the loop did so). The loads and stores are masked, not
   /// branches, so that the loop stays one block (kvq-pipeline-loads).
   static void storeSums(ProgramBuilder &pb, MatrixRows &m,
                         IRMapping (&rowMapping)[2], Value (&rowIndex)[2],
@@ -347,12 +386,19 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
             llvm::map_to_vector(store.getIndices(), [&](Value index) {
               return rowMapping[k].lookupOrDefault(index);
             });
-        vector::MaskedStoreOp::create(
-            b, loc, rowMapping[k].lookupOrDefault(store.getMemRef()), indices,
-            vector::BroadcastOp::create(
-                b, loc, VectorType::get({1}, b.getI1Type()), taken),
-            vector::BroadcastOp::create(
-                b, loc, VectorType::get({1}, value.getType()), value));
+        Value memref = rowMapping[k].lookupOrDefault(store.getMemRef());
+        auto type = VectorType::get({1}, value.getType());
+        Value mask = vector::BroadcastOp::create(
+            b, loc, VectorType::get({1}, b.getI1Type()), taken);
+        Value sum = vector::BroadcastOp::create(b, loc, type, value);
+        if (m.added)
+          sum = pb.fadd(
+              vector::MaskedLoadOp::create(
+                  b, loc, type, memref, indices, mask,
+                  arith::ConstantOp::create(
+                      b, loc, type, DenseElementsAttr::get(type, 0.0f))),
+              sum);
+        vector::MaskedStoreOp::create(b, loc, memref, indices, mask, sum);
       }
     }
   }
@@ -459,16 +505,33 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
     return true;
   }
 
-  /// Each dot's sum stored once, in the loop over the rows.
+  /// Each dot's sum stored once in the loop over the rows, every one alone
+  /// or every one added to what its place holds (a split's value rows
+  /// after its sinks': a load of the place, the sum, the store).
   static bool matchStores(MatrixRows &m, scf::ParallelOp rows) {
     for (Value result : m.groups.getResults()) {
       if (!result.hasOneUse())
         return false;
-      auto store = dyn_cast<memref::StoreOp>(*result.getUsers().begin());
-      if (!store || store.getValue() != result ||
-          store->getBlock() != rows.getBody())
+      Operation *user = *result.getUsers().begin();
+      bool added = false;
+      if (auto add = dyn_cast<arith::AddFOp>(user);
+          add && add->hasOneUse() && add.getLhs() != add.getRhs()) {
+        Value other = add.getLhs() == result ? add.getRhs() : add.getLhs();
+        auto load = other.getDefiningOp<memref::LoadOp>();
+        auto store = dyn_cast<memref::StoreOp>(*add->getUsers().begin());
+        if (!load || !store || load.getMemRef() != store.getMemRef() ||
+            load.getIndices() != store.getIndices() ||
+            load->getBlock() != rows.getBody())
+          return false;
+        user = store;
+        added = true;
+      }
+      auto store = dyn_cast<memref::StoreOp>(user);
+      if (!store || store->getBlock() != rows.getBody() ||
+          (!m.stores.empty() && added != m.added))
         return false;
       m.stores.push_back(store);
+      m.added = added;
     }
     return true;
   }
