@@ -157,7 +157,8 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
     int64_t warps = info.blockThreads / kWarp;
     Value count = rows.getUpperBound()[0];
     std::optional<int64_t> constant = getConstantIntValue(count);
-    if (!m.numGroups && constant && *constant % (kRows * warps) == 0) {
+    if (!m.numGroups && constant && *constant > 0 &&
+        *constant % (kRows * warps) == 0) {
       SmallVector<Value> tiles;
       for (int64_t i = 0; i < *constant / (kRows * warps); ++i)
         tiles.push_back(pb.add(at.warp, pb.index(i * warps)));

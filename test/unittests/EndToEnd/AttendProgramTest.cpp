@@ -21,7 +21,9 @@
 // whose splits start anywhere in a group (the host's rows of tokens peeled to a
 // group's word), again stating AVX-512 VNNI's i16 pair dots and, within 8-bit
 // factors' own tolerance, its i8 quad dots (their host code skipped on a
-// machine without them).
+// machine without them). On the PTX interpreter the group dots of the
+// span=channels keys and span=tokens values of InnerQ's specs (1, 4 and 16
+// heads a kv-head) run on the matrix unit (mma.sync).
 //
 //===----------------------------------------------------------------------===//
 
