@@ -33,6 +33,7 @@
 
 #include "kvq/Codegen/Kernels.h"
 #include "kvq/Codegen/ProgramBuilder.h"
+#include "kvq/Codegen/Quantizer.h"
 #include "kvq/Dialect/KVQ/KVQOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -279,9 +280,9 @@ struct GroupDotsOnMatrix : OpRewritePattern<scf::ParallelOp> {
         for (int64_t half = 0; half < 2; ++half) {
           Value raw =
               vector::ExtractOp::create(b, loc, d, ArrayRef<int64_t>{k, half});
-          Value offsetSum = pb.fmul(offset[k], columns.sums[n * 2 + half]);
           Value &sum = out[n * 4 + k * 2 + half];
-          sum = pb.fadd(sum, pb.fadd(pb.fmul(slope[k], raw), offsetSum));
+          sum = pb.fadd(sum, foldAffineDot(pb, AffineTerms{slope[k], offset[k]},
+                                           raw, columns.sums[n * 2 + half]));
         }
     }
     return out;
